@@ -1,0 +1,40 @@
+#include "common/ids.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+namespace baton {
+
+absl::StatusOr<uint64_t> ParseJobId(std::string_view text) {
+  uint64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id == 0) {
+    return absl::InvalidArgumentError("invalid job id '" + std::string(text) +
+                                      "': expected a positive integer");
+  }
+  return id;
+}
+
+std::string PaddedKey(uint64_t n) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%020llu", static_cast<unsigned long long>(n));
+  return buf;
+}
+
+std::string EventKey(uint64_t job_id, uint64_t seq) {
+  return PaddedKey(job_id) + "/" + PaddedKey(seq);
+}
+
+bool IsValidName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace baton

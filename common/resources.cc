@@ -1,0 +1,148 @@
+#include "common/resources.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include <charconv>
+#include <cstdio>
+
+namespace baton {
+namespace {
+
+std::string Cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
+// Splits "1.5Gi" into 1.5 and "Gi"; the number must be a finite non-negative decimal.
+absl::StatusOr<std::pair<double, std::string>> SplitQuantity(std::string_view text,
+                                                             std::string_view what) {
+  std::string_view t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  double value = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + i, value);
+  if (i == 0 || ec != std::errc() || end != t.data() + i || !std::isfinite(value)) {
+    return absl::InvalidArgumentError("invalid " + std::string(what) + " '" + std::string(text) +
+                                      "': expected a non-negative number");
+  }
+  std::string unit(t.substr(i));
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::make_pair(value, unit);
+}
+
+absl::StatusOr<uint64_t> Scale(double value, double factor, std::string_view text,
+                               std::string_view what, double max) {
+  double v = value * factor;
+  if (v > max) return absl::InvalidArgumentError(Cat({what, " '", text, "' is too large"}));
+  return static_cast<uint64_t>(std::llround(v));
+}
+
+}  // namespace
+
+Resources& Resources::operator+=(const Resources& o) {
+  cpu_millis += o.cpu_millis;
+  memory_bytes += o.memory_bytes;
+  gpus += o.gpus;
+  return *this;
+}
+
+Resources& Resources::operator-=(const Resources& o) {
+  cpu_millis -= std::min(cpu_millis, o.cpu_millis);
+  memory_bytes -= std::min(memory_bytes, o.memory_bytes);
+  gpus -= std::min(gpus, o.gpus);
+  return *this;
+}
+
+absl::StatusOr<uint64_t> ParseCpuMillis(std::string_view text) {
+  auto q = SplitQuantity(text, "CPU quantity");
+  if (!q.ok()) return q.status();
+  auto [value, unit] = *q;
+  if (unit.empty()) return Scale(value, 1000, text, "CPU quantity", 1e9);
+  if (unit == "m") return Scale(value, 1, text, "CPU quantity", 1e9);
+  return absl::InvalidArgumentError(
+      Cat({"invalid CPU quantity '", text, "': use cores (2, 0.5) or millicores (500m)"}));
+}
+
+absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
+  auto q = SplitQuantity(text, "size");
+  if (!q.ok()) return q.status();
+  auto [value, unit] = *q;
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "GiB" -> "gi"
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},          {"k", 1e3},       {"m", 1e6},       {"g", 1e9},
+      {"t", 1e12},      {"ki", 1024.0},   {"mi", 1048576.0}, {"gi", 1073741824.0},
+      {"ti", 1099511627776.0}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) return Scale(value, factor, text, "size", 9.2e18);
+  }
+  return absl::InvalidArgumentError(
+      Cat({"invalid size '", text, "': use a number with K, M, G, T, Ki, Mi, Gi or Ti"}));
+}
+
+absl::StatusOr<uint64_t> ParseDurationSeconds(std::string_view text) {
+  auto q = SplitQuantity(text, "duration");
+  if (!q.ok()) return q.status();
+  auto [value, unit] = *q;
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) return Scale(value, factor, text, "duration", 1e12);
+  }
+  return absl::InvalidArgumentError(
+      Cat({"invalid duration '", text, "': use s, m, h or d (90s, 15m, 2h)"}));
+}
+
+absl::StatusOr<uint64_t> ParseMbps(std::string_view text) {
+  auto q = SplitQuantity(text, "rate");
+  if (!q.ok()) return q.status();
+  auto [value, unit] = *q;
+  if (unit.empty() || unit == "mbit") return Scale(value, 1, text, "rate", 1e9);
+  if (unit == "gbit") return Scale(value, 1000, text, "rate", 1e9);
+  return absl::InvalidArgumentError(
+      Cat({"invalid rate '", text, "': use mbit or gbit (100mbit, 1gbit)"}));
+}
+
+std::string FormatCpuMillis(uint64_t millis) {
+  if (millis % 1000 == 0) return std::to_string(millis / 1000);
+  return std::to_string(millis) + "m";
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr std::string_view kUnits[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return std::to_string(bytes);
+  if (v == std::floor(v)) return std::to_string(static_cast<uint64_t>(v)) + std::string(kUnits[u]);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf + std::string(kUnits[u]);
+}
+
+std::string FormatDurationMs(int64_t ms) {
+  if (ms < 0) ms = 0;
+  int64_t s = ms / 1000;
+  char buf[48];
+  long long ls = static_cast<long long>(s);
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", ls / 60, ls % 60);
+  } else if (s < 86400) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", ls / 3600, (ls % 3600) / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", ls / 86400, (ls % 86400) / 3600);
+  }
+  return buf;
+}
+
+}  // namespace baton

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The one test command: install what is missing, configure, build, run every test.
+#   scripts/test.sh                 everything
+#   scripts/test.sh -L unit         extra arguments go to ctest (here: unit tests only)
+# BUILD_DIR (default build/) holds the build; BATON_JOBS sets the build parallelism.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${BATON_JOBS:-$(nproc)}
+
+start=$(date +%s)
+cmake -S . -B "$BUILD_DIR" -G Ninja -DBATON_WERROR=ON >/dev/null
+cmake --build "$BUILD_DIR" -j "$JOBS"
+built=$(date +%s)
+echo "test.sh: build took $((built - start)) s"
+
+cd "$BUILD_DIR"
+ctest --output-on-failure -j "$JOBS" "$@"
+echo "test.sh: tests took $(($(date +%s) - built)) s"

@@ -1,0 +1,62 @@
+#include "common/resources.h"
+
+#include "gtest/gtest.h"
+
+namespace baton {
+namespace {
+
+TEST(Resources, ParsesCpuInCoresAndMillicores) {
+  EXPECT_EQ(*ParseCpuMillis("2"), 2000u);
+  EXPECT_EQ(*ParseCpuMillis("0.5"), 500u);
+  EXPECT_EQ(*ParseCpuMillis("250m"), 250u);
+  EXPECT_FALSE(ParseCpuMillis("-1").ok());
+  EXPECT_FALSE(ParseCpuMillis("two").ok());
+  EXPECT_FALSE(ParseCpuMillis("2 cores").ok());
+  EXPECT_FALSE(ParseCpuMillis("").ok());
+}
+
+TEST(Resources, ParsesBinaryAndDecimalSizes) {
+  EXPECT_EQ(*ParseBytes("1024"), 1024u);
+  EXPECT_EQ(*ParseBytes("4Ki"), 4096u);
+  EXPECT_EQ(*ParseBytes("16Gi"), 16ull << 30);
+  EXPECT_EQ(*ParseBytes("16GiB"), 16ull << 30);
+  EXPECT_EQ(*ParseBytes("1.5Gi"), 3ull << 29);
+  EXPECT_EQ(*ParseBytes("2G"), 2'000'000'000u);
+  EXPECT_FALSE(ParseBytes("12Q").ok());
+  EXPECT_FALSE(ParseBytes("-4Gi").ok());
+  EXPECT_FALSE(ParseBytes("99999999999Ti").ok());
+}
+
+TEST(Resources, ParsesDurationsAndRates) {
+  EXPECT_EQ(*ParseDurationSeconds("90"), 90u);
+  EXPECT_EQ(*ParseDurationSeconds("15m"), 900u);
+  EXPECT_EQ(*ParseDurationSeconds("2h"), 7200u);
+  EXPECT_FALSE(ParseDurationSeconds("2 weeks").ok());
+  EXPECT_EQ(*ParseMbps("100mbit"), 100u);
+  EXPECT_EQ(*ParseMbps("1.5gbit"), 1500u);
+  EXPECT_FALSE(ParseMbps("10kbit").ok());
+}
+
+TEST(Resources, FormatsForPeople) {
+  EXPECT_EQ(FormatCpuMillis(2000), "2");
+  EXPECT_EQ(FormatCpuMillis(500), "500m");
+  EXPECT_EQ(FormatBytes(16ull << 30), "16Gi");
+  EXPECT_EQ(FormatBytes(3ull << 29), "1.5Gi");
+  EXPECT_EQ(FormatBytes(100), "100");
+  EXPECT_EQ(FormatDurationMs(93'000), "1m33s");
+  EXPECT_EQ(FormatDurationMs(1'500), "1.5s");
+}
+
+TEST(Resources, FitAndArithmeticSaturate) {
+  Resources free{/*cpu_millis=*/4000, /*memory_bytes=*/1 << 30, /*gpus=*/2};
+  Resources ask{/*cpu_millis=*/2000, /*memory_bytes=*/1 << 29, /*gpus=*/2};
+  EXPECT_TRUE(ask.Fits(free));
+  ask.gpus = 3;
+  EXPECT_FALSE(ask.Fits(free));
+  free -= ask;
+  EXPECT_EQ(free.gpus, 0u);
+  EXPECT_EQ(free.cpu_millis, 2000u);
+}
+
+}  // namespace
+}  // namespace baton
