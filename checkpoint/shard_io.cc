@@ -1,0 +1,241 @@
+#include "checkpoint/shard_io.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "checkpoint/hash.h"
+#include "checkpoint/parallel.h"
+#include "checkpoint/shard.h"
+#include "common/status.h"
+
+namespace baton::checkpoint {
+namespace {
+
+alignas(kDirectIoAlignment) const char kZeros[kChecksumChunkBytes] = {};
+
+// A run of the file image inside one unit; data == nullptr marks bytes no region covers.
+template <typename Ptr>
+struct Piece {
+  uint64_t offset;
+  Ptr data;
+  uint64_t size;
+};
+
+template <typename Ptr, typename Region>
+std::vector<Piece<Ptr>> PiecesOf(const std::vector<Region>& regions, uint64_t start, uint64_t end) {
+  std::vector<Piece<Ptr>> pieces;
+  auto it = std::upper_bound(regions.begin(), regions.end(), start,
+                             [](uint64_t pos, const Region& r) { return pos < r.offset + r.size; });
+  uint64_t pos = start;
+  for (; pos < end && it != regions.end(); ++it) {
+    if (it->size == 0) continue;
+    if (it->offset > pos) {
+      const uint64_t gap_end = std::min(it->offset, end);
+      pieces.push_back({pos, nullptr, gap_end - pos});
+      pos = gap_end;
+      if (pos == end) break;
+    }
+    const uint64_t piece_end = std::min(it->offset + it->size, end);
+    pieces.push_back({pos, static_cast<Ptr>(it->data) + (pos - it->offset), piece_end - pos});
+    pos = piece_end;
+  }
+  if (pos < end) pieces.push_back({pos, nullptr, end - pos});
+  return pieces;
+}
+
+// Turns the bytes of one unit, fed in order, into per-chunk digests.
+class ChunkHasher {
+ public:
+  ChunkHasher(uint64_t* digests, uint64_t unit_start)
+      : out_(digests + unit_start / kChecksumChunkBytes) {
+    XXH3_64bits_reset(&state_);
+  }
+  void Update(const char* data, uint64_t n) {
+    while (n > 0) {
+      const uint64_t take = std::min(n, kChecksumChunkBytes - filled_);
+      XXH3_64bits_update(&state_, data ? data : kZeros, take);
+      if (data) data += take;
+      n -= take;
+      filled_ += take;
+      if (filled_ == kChecksumChunkBytes) Finish();
+    }
+  }
+  void Finish() {
+    if (filled_ == 0) return;
+    *out_++ = XXH3_64bits_digest(&state_);
+    XXH3_64bits_reset(&state_);
+    filled_ = 0;
+  }
+
+ private:
+  XXH3_state_t state_;
+  uint64_t* out_;
+  uint64_t filled_ = 0;
+};
+
+// Aligned scratch buffers for O_DIRECT writes, one per busy thread, reused across units.
+class BouncePool {
+ public:
+  explicit BouncePool(uint64_t bytes) : bytes_(bytes) {}
+  ~BouncePool() {
+    for (char* p : free_) std::free(p);
+  }
+  char* Acquire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, bytes_));
+    char* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  void Release(char* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(p);
+  }
+
+ private:
+  const uint64_t bytes_;
+  std::mutex mu_;
+  std::vector<char*> free_;
+};
+
+absl::Status WriteZeros(WritableFile* file, uint64_t offset, uint64_t n) {
+  while (n > 0) {
+    const uint64_t take = std::min<uint64_t>(n, sizeof(kZeros));
+    BATON_RETURN_IF_ERROR(file->WriteAt(offset, kZeros, take));
+    offset += take;
+    n -= take;
+  }
+  return absl::OkStatus();
+}
+
+bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kDirectIoAlignment == 0; }
+
+struct WriteJob {
+  WritableFile* file;
+  uint64_t file_bytes;
+  uint64_t unit_bytes;
+  const std::vector<WriteSegment>* segments;
+  uint64_t* digests;
+  BouncePool* bounce;
+};
+
+absl::Status WriteUnit(const WriteJob& job, uint64_t unit) {
+  const uint64_t start = unit * job.unit_bytes;
+  const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
+  auto pieces = PiecesOf<const char*>(*job.segments, start, end);
+  ChunkHasher hasher(job.digests, start);
+  const bool direct_ready = pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data);
+  if (!job.file->direct() || direct_ready) {
+    for (const auto& p : pieces) {
+      hasher.Update(p.data, p.size);
+      BATON_RETURN_IF_ERROR(p.data ? job.file->WriteAt(p.offset, p.data, p.size)
+                                   : WriteZeros(job.file, p.offset, p.size));
+    }
+    hasher.Finish();
+    return absl::OkStatus();
+  }
+  // O_DIRECT needs one aligned source: gather the unit into a bounce buffer.
+  char* buf = job.bounce->Acquire();
+  if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
+  for (const auto& p : pieces) {
+    char* dst = buf + (p.offset - start);
+    p.data ? std::memcpy(dst, p.data, p.size) : std::memset(dst, 0, p.size);
+  }
+  hasher.Update(buf, end - start);
+  hasher.Finish();
+  absl::Status status = job.file->WriteAt(start, buf, end - start);
+  job.bounce->Release(buf);
+  return status;
+}
+
+uint64_t CombineDigests(const std::vector<uint64_t>& digests) {
+  return Xxh3(digests.data(), digests.size() * sizeof(uint64_t));
+}
+
+absl::Status CheckIoOptions(const IoOptions& o) {
+  if (o.unit_bytes == 0 || o.unit_bytes % kChecksumChunkBytes != 0) {
+    return absl::InvalidArgumentError("I/O unit of " + std::to_string(o.unit_bytes) +
+                                      " bytes is not a positive multiple of " +
+                                      std::to_string(kChecksumChunkBytes));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+absl::StatusOr<ShardInfo> WriteShardFile(Env* env, const std::string& path, uint64_t file_bytes,
+                                         const std::vector<WriteSegment>& segments,
+                                         const IoOptions& options) {
+  BATON_RETURN_IF_ERROR(CheckIoOptions(options));
+  if (file_bytes % kShardAlignment != 0) {
+    return absl::InvalidArgumentError("shard size " + std::to_string(file_bytes) +
+                                      " is not a multiple of 4 KiB");
+  }
+  WritableFileOptions file_options{options.direct_io, file_bytes};
+  BATON_ASSIGN_OR_RETURN(auto file, env->NewWritableFile(path, file_options));
+  std::vector<uint64_t> digests(CeilDiv(file_bytes, kChecksumChunkBytes));
+  BouncePool bounce(options.unit_bytes);
+  WriteJob job{file.get(), file_bytes, options.unit_bytes, &segments, digests.data(), &bounce};
+  BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(file_bytes, options.unit_bytes), options.threads,
+                                    [&](size_t unit) { return WriteUnit(job, unit); }));
+  if (options.sync) BATON_RETURN_IF_ERROR(file->Sync());
+  BATON_RETURN_IF_ERROR(file->Close());
+  return ShardInfo{file_bytes, CombineDigests(digests)};
+}
+
+absl::Status ReadShardFile(Env* env, const std::string& path, const ShardInfo& expected,
+                           const std::vector<ReadTarget>& targets, const IoOptions& options) {
+  BATON_RETURN_IF_ERROR(CheckIoOptions(options));
+  BATON_ASSIGN_OR_RETURN(auto file, env->NewReadableFile(path));
+  BATON_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  if (size != expected.size) {
+    return absl::DataLossError(path + " has " + std::to_string(size) +
+                               " bytes but the manifest records " + std::to_string(expected.size) +
+                               " (truncated or replaced)");
+  }
+  std::vector<uint64_t> digests(CeilDiv(size, kChecksumChunkBytes));
+  auto read_unit = [&](size_t unit) -> absl::Status {
+    const uint64_t start = unit * options.unit_bytes;
+    const uint64_t end = std::min(start + options.unit_bytes, size);
+    std::string scratch;
+    ChunkHasher hasher(digests.data(), start);
+    for (const auto& p : PiecesOf<char*>(targets, start, end)) {
+      char* dst = p.data;
+      if (dst == nullptr) {
+        scratch.resize(p.size);
+        dst = scratch.data();
+      }
+      BATON_RETURN_IF_ERROR(file->ReadAt(p.offset, dst, p.size));
+      hasher.Update(dst, p.size);
+    }
+    hasher.Finish();
+    return absl::OkStatus();
+  };
+  BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(size, options.unit_bytes), options.threads, read_unit));
+  const uint64_t actual = CombineDigests(digests);
+  if (actual != expected.xxh3) {
+    return absl::DataLossError(path + " checksum mismatch: the manifest records " +
+                               HexU64(expected.xxh3) + ", the data hashes to " + HexU64(actual) +
+                               " (damaged)");
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ShardChecksum(const void* data, uint64_t size) {
+  std::vector<uint64_t> digests(CeilDiv(size, kChecksumChunkBytes));
+  const char* p = static_cast<const char*>(data);
+  for (size_t i = 0; i < digests.size(); ++i) {
+    const uint64_t off = i * kChecksumChunkBytes;
+    digests[i] = Xxh3(p + off, std::min(kChecksumChunkBytes, size - off));
+  }
+  return CombineDigests(digests);
+}
+
+}  // namespace baton::checkpoint
