@@ -38,7 +38,7 @@ namespace baton::checkpoint {
 struct Options {
   // Directory every rank of the job sees; "" reads BATON_CHECKPOINT_DIR. Rank 0 creates
   // it if missing (its parent must exist).
-  std::string dir;
+  std::string dir = {};
   // Committed checkpoints kept after each save, the one just saved among them; 0 keeps all.
   int keep_last = 3;
   // Threads writing or reading one rank's shard at once.
@@ -50,14 +50,14 @@ struct Options {
   // Recorded in manifests and the progress file; -1 reads BATON_ATTEMPT (unset: 0).
   int64_t attempt = -1;
   // Where rank 0 reports progress; "" means BATON_PROGRESS_FILE, else <dir>/PROGRESS.
-  std::string progress_file;
+  std::string progress_file = {};
   // The filesystem seam; nullptr is the real filesystem. Not owned.
   Env* env = nullptr;
   // Needed by RegisterDeviceBuffer: NewCudaDeviceMemory() in CUDA builds. Not owned.
   DeviceMemory* device_memory = nullptr;
   // Receives skipped checkpoints and background failures (also from the async save's
   // thread, so it must be thread-safe); unset writes them to stderr.
-  std::function<void(const std::string&)> log;
+  std::function<void(const std::string&)> log = {};
   // Unix time for manifests and progress; nullptr is the real clock. Not owned.
   Clock* clock = nullptr;
   // Tests only: skip one of the save's fsyncs, to prove the crash tests would notice.

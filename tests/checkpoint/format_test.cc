@@ -1,0 +1,201 @@
+// The on-disk formats of FORMAT.md: manifest text, shard header, progress JSON, and the
+// worker environment variables. Every damaged input must be rejected with its reason.
+#include <cstdlib>
+#include <string>
+
+#include "checkpoint/hash.h"
+#include "checkpoint/job_env.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/progress.h"
+#include "checkpoint/shard.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace baton::checkpoint {
+namespace {
+
+using ::testing::HasSubstr;
+
+Manifest SampleManifest() {
+  Manifest m;
+  m.step = 120;
+  m.attempt = 2;
+  m.world_size = 2;
+  m.time_ms = 1700000000123;
+  m.shards = {{8192, 0x0123456789abcdefull}, {4096, 0xfedcba9876543210ull}};
+  m.metadata = {{"lr", "0.001"}, {"note with spaces", "line1\nline2 %20 100%"}, {"empty", ""}};
+  return m;
+}
+
+TEST(Manifest, RoundTripsEveryFieldAndOddMetadataBytes) {
+  const Manifest m = SampleManifest();
+  const std::string text = EncodeManifest(m);
+  auto parsed = ParseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, m);
+  EXPECT_THAT(text, HasSubstr("step 120\n"));
+  EXPECT_THAT(text, HasSubstr("world_size 2\n"));
+}
+
+TEST(Manifest, RejectsAnyFlippedByte) {
+  const std::string text = EncodeManifest(SampleManifest());
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string bad = text;
+    bad[i] ^= 0x01;
+    EXPECT_FALSE(ParseManifest(bad).ok()) << "flip at byte " << i << " went unnoticed";
+  }
+}
+
+TEST(Manifest, RejectsEveryTruncation) {
+  const std::string text = EncodeManifest(SampleManifest());
+  for (size_t n = 0; n < text.size(); ++n) {
+    auto parsed = ParseManifest(text.substr(0, n));
+    ASSERT_FALSE(parsed.ok()) << "truncation to " << n << " bytes went unnoticed";
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss);
+  }
+}
+
+TEST(Manifest, ChecksumMismatchIsNamed) {
+  std::string text = EncodeManifest(SampleManifest());
+  text.replace(text.find("step 120"), 8, "step 121");
+  EXPECT_THAT(std::string(ParseManifest(text).status().message()), HasSubstr("checksum mismatch"));
+}
+
+// Re-signs a hand-edited body so the parser's structural checks are reached.
+std::string Signed(const std::string& body) {
+  return body + "xxh3 " + HexU64(Xxh3(body.data(), body.size())) + "\n";
+}
+
+TEST(Manifest, StructuralErrorsNameTheLine) {
+  const std::string head = "baton-checkpoint 1\nstep 5\nattempt 1\ntime_ms 9\n";
+  EXPECT_THAT(std::string(ParseManifest(Signed(head + "world_size 2\nshard 0 4096 "
+                                                      "0000000000000001\n"))
+                              .status()
+                              .message()),
+              HasSubstr("no entry for shard 1"));
+  EXPECT_THAT(std::string(ParseManifest(Signed(head + "world_size 1\nshard 0 4096 "
+                                                      "0000000000000001\nbogus 1\n"))
+                              .status()
+                              .message()),
+              HasSubstr("line 7: unknown key 'bogus'"));
+  EXPECT_THAT(
+      std::string(ParseManifest(Signed(head + "world_size 1\nstep 6\n")).status().message()),
+      HasSubstr("'step' appears twice"));
+  EXPECT_THAT(std::string(ParseManifest(Signed(head + "world_size -1\n")).status().message()),
+              HasSubstr("line 5"));
+  EXPECT_THAT(std::string(ParseManifest(Signed("baton-checkpoint 1\nstep 5\n")).status().message()),
+              HasSubstr("no 'attempt'"));
+}
+
+TEST(Manifest, NewerFormatVersionAsksForANewerLibrary) {
+  auto parsed = ParseManifest(Signed("baton-checkpoint 2\nstep 5\n"));
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("newer"));
+}
+
+TEST(ShardHeader, LayoutAlignsEveryBufferAndRoundTrips) {
+  const ShardHeader h =
+      LayoutShard(/*step=*/7, /*rank=*/1, /*world_size=*/3,
+                  {{"empty", 0}, {"one", 1}, {"page", 4096}, {"odd", 5000}, {"last", 3}});
+  EXPECT_EQ(h.header_bytes, 4096u);
+  for (const BufferEntry& b : h.buffers) EXPECT_EQ(b.offset % kShardAlignment, 0u) << b.name;
+  EXPECT_EQ(h.buffers[1].offset, 4096u);
+  EXPECT_EQ(h.buffers[2].offset, 8192u);
+  EXPECT_EQ(h.buffers[3].offset, 12288u);
+  EXPECT_EQ(h.buffers[4].offset, 20480u);
+  EXPECT_EQ(h.file_bytes, 24576u);
+  const std::string bytes = EncodeShardHeader(h);
+  ASSERT_EQ(bytes.size(), h.header_bytes);
+  auto parsed = ParseShardHeader(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, h);
+}
+
+TEST(ShardHeader, ManyLongNamesSpillIntoMoreHeaderPages) {
+  std::vector<BufferShape> shapes;
+  for (int i = 0; i < 100; ++i)
+    shapes.push_back({std::string(100, 'a' + i % 26) + std::to_string(i), 10});
+  const ShardHeader h = LayoutShard(1, 0, 1, shapes);
+  EXPECT_EQ(h.header_bytes, 4u * 4096);
+  auto parsed = ParseShardHeader(EncodeShardHeader(h));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, h);
+}
+
+TEST(ShardHeader, RejectsFlippedBytesAndForeignFiles) {
+  const ShardHeader h = LayoutShard(3, 0, 1, {{"w", 100}, {"b", 7}});
+  const std::string bytes = EncodeShardHeader(h);
+  const size_t used = 48 + 24 * 2 + 2 + 8;  // fixed fields, entries, names, checksum
+  for (size_t i = 0; i < used; ++i) {
+    std::string bad = bytes;
+    bad[i] ^= 0x40;
+    EXPECT_FALSE(ParseShardHeader(bad).ok()) << "flip at byte " << i;
+  }
+  EXPECT_THAT(std::string(ShardHeaderBytes(std::string(4096, 'x')).status().message()),
+              HasSubstr("magic"));
+}
+
+TEST(Progress, EncodesOneJsonLineAndParsesItBack) {
+  const Progress p{/*attempt=*/2, "saving", /*step=*/120, /*committed_step=*/110,
+                   /*time_ms=*/1700000000000};
+  const std::string json = EncodeProgress(p);
+  EXPECT_EQ(json,
+            "{\"attempt\":2,\"state\":\"saving\",\"step\":120,\"committed_step\":110,"
+            "\"time_ms\":1700000000000}\n");
+  auto parsed = ParseProgress(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, p);
+}
+
+TEST(Progress, ToleratesSpacesAndUnknownKeysButNotMissingOnes) {
+  auto parsed = ParseProgress(
+      " { \"time_ms\" : 5 , \"extra\": \"x\", \"state\":\"committed\", \"step\": 3,"
+      " \"committed_step\": 3, \"attempt\": 1 } ");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->state, "committed");
+  EXPECT_THAT(std::string(ParseProgress("{\"attempt\":1}").status().message()),
+              HasSubstr("\"step\""));
+  EXPECT_THAT(std::string(ParseProgress("{\"attempt\":1,\"state\":\"done\",\"step\":1,"
+                                        "\"committed_step\":1,\"time_ms\":1}")
+                              .status()
+                              .message()),
+              HasSubstr("unknown state"));
+  EXPECT_FALSE(ParseProgress("{\"attempt\":1").ok());
+  EXPECT_FALSE(ParseProgress("").ok());
+}
+
+TEST(JobEnv, AttemptMustBeANonNegativeInteger) {
+  ::unsetenv("BATON_ATTEMPT");
+  EXPECT_EQ(*AttemptFromEnv(), 0);
+  ::setenv("BATON_ATTEMPT", "7", 1);
+  EXPECT_EQ(*AttemptFromEnv(), 7);
+  for (const char* bad : {"", "-1", "7x", "seven", " 7"}) {
+    ::setenv("BATON_ATTEMPT", bad, 1);
+    auto attempt = AttemptFromEnv();
+    ASSERT_FALSE(attempt.ok()) << "'" << bad << "' was accepted";
+    EXPECT_THAT(std::string(attempt.status().message()), HasSubstr("BATON_ATTEMPT"));
+  }
+  ::unsetenv("BATON_ATTEMPT");
+}
+
+TEST(JobEnv, GraceSecondsTakesDurations) {
+  ::unsetenv("BATON_GRACE_SECONDS");
+  EXPECT_FALSE(GraceSecondsFromEnv()->has_value());
+  ::setenv("BATON_GRACE_SECONDS", "2m", 1);
+  EXPECT_EQ(**GraceSecondsFromEnv(), 120);
+  ::setenv("BATON_GRACE_SECONDS", "soon", 1);
+  EXPECT_THAT(std::string(GraceSecondsFromEnv().status().message()),
+              HasSubstr("BATON_GRACE_SECONDS='soon'"));
+  ::unsetenv("BATON_GRACE_SECONDS");
+}
+
+TEST(JobEnv, ProgressFileDefaultsIntoTheCheckpointDir) {
+  ::unsetenv("BATON_PROGRESS_FILE");
+  EXPECT_EQ(ProgressFilePath("/ckpt"), "/ckpt/PROGRESS");
+  ::setenv("BATON_PROGRESS_FILE", "/run/baton/job-7.progress", 1);
+  EXPECT_EQ(ProgressFilePath("/ckpt"), "/run/baton/job-7.progress");
+  ::unsetenv("BATON_PROGRESS_FILE");
+}
+
+}  // namespace
+}  // namespace baton::checkpoint

@@ -1,0 +1,42 @@
+// Test support: a job of N ranks inside one process, one thread per rank, so that the
+// multi-rank protocols run under plain unit tests. ThreadGroup owns the rendezvous; each
+// rank's thread uses its own Collective. Thread-safe by construction; an operation waits
+// at most 60 s for the other ranks, then fails with DeadlineExceeded.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "checkpoint/collective.h"
+
+namespace baton::checkpoint::testing {
+
+class ThreadGroup {
+ public:
+  explicit ThreadGroup(int size);
+  ~ThreadGroup();
+  Collective* rank(int r) { return ranks_[r].get(); }
+  int size() const { return size_; }
+  // Runs fn(rank) on `size` threads at once and waits for all of them.
+  void RunOnAllRanks(const std::function<void(int rank)>& fn);
+
+  // Every rank's value once all have arrived (one rendezvous).
+  absl::StatusOr<std::vector<std::string>> Exchange(int rank, std::string value);
+
+ private:
+  const int size_;
+  std::vector<std::unique_ptr<Collective>> ranks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> slots_, results_;
+  int arrived_ = 0, departed_ = 0;
+  uint64_t generation_ = 0;
+  bool draining_ = false;
+};
+
+}  // namespace baton::checkpoint::testing
