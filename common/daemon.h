@@ -1,0 +1,20 @@
+// Process plumbing shared by baton's daemons: block the stop signals before any thread
+// starts and wait for one of them in main(); publish the bound address in a ready file
+// (written atomically) so scripts and tests can start daemons on port 0.
+// Call BlockStopSignals first thing in main(), before threads exist.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace baton {
+
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and every thread it starts).
+void BlockStopSignals();
+// Waits for one of the blocked stop signals and returns its number.
+int WaitForStopSignal();
+// Writes `content` to `path` through a temp file + rename, so readers never see half.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+}  // namespace baton

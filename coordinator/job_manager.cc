@@ -1,0 +1,356 @@
+// JobManager: construction, recovery, the researchers' API and the commit pipeline.
+// Agent traffic lives in job_manager_agents.cc, placement in job_manager_schedule.cc.
+#include "coordinator/job_manager.h"
+
+#include <algorithm>
+#include <csignal>
+
+#include "coordinator/job_state.h"
+#include "spdlog/spdlog.h"
+
+namespace baton {
+namespace {
+
+bool MayActOn(const Caller& caller, const v1::Job& job) {
+  return caller.role == Role::kAdmin || job.spec().tenant() == caller.tenant;
+}
+
+absl::Status Denied(const Caller& caller, const v1::Job& job, std::string_view what) {
+  return absl::PermissionDeniedError(caller.user + " (tenant " + caller.tenant + ") may not " +
+                                     std::string(what) + " job " + std::to_string(job.id()) +
+                                     " of tenant " + job.spec().tenant());
+}
+
+absl::Status NotFound(uint64_t id) {
+  return absl::NotFoundError("job " + std::to_string(id) + " not found");
+}
+
+}  // namespace
+
+JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)), committer_(store) {}
+
+JobManager::~JobManager() { Stop(); }
+
+absl::Status JobManager::Recover() {
+  auto snap = store_->Load();
+  if (!snap.ok()) return snap.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  next_job_id_ = snap->next_job_id;
+  for (auto& job : snap->jobs) {
+    uint64_t id = job.id();
+    next_job_id_ = std::max(next_job_id_, id + 1);
+    JobEntry& e = jobs_[id];
+    e.job = std::move(job);
+    v1::JobState s = e.job.state();
+    if (s == v1::JOB_STATE_PENDING) pending_.insert(id);
+    bool live =
+        s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
+    if (live && e.job.attempts_size() > 0) {
+      LiveAttempt a;
+      for (const auto& p : e.job.attempts().rbegin()->placement()) {
+        a.nodes[p.node()] = s == v1::JOB_STATE_SCHEDULED ? Phase::kLaunching : Phase::kRunning;
+      }
+      if (!e.job.cancel_requested_by().empty()) {
+        a.outcome = Outcome::kCancelled;
+        a.kill_signal = SIGTERM;
+        a.kill_grace = e.job.spec().grace_seconds();
+      }
+      e.live = std::move(a);
+      active_.insert(id);
+    }
+  }
+  for (auto& ev : snap->events) {
+    auto it = jobs_.find(ev.job_id());
+    if (it != jobs_.end()) it->second.events.push_back(std::move(ev));
+  }
+  int64_t now = clock_->MonotonicMs();
+  for (auto& node : snap->nodes) {
+    NodeEntry& n = nodes_[node.name()];
+    n.node = std::move(node);
+    if (n.node.state() != v1::NODE_STATE_LOST) n.node.set_state(v1::NODE_STATE_DISCONNECTED);
+    n.last_seen_mono = now;  // a fresh lease + margin to reconnect after our restart
+  }
+  spdlog::info("recovered {} jobs ({} pending, {} with live attempts), {} nodes", jobs_.size(),
+               pending_.size(), active_.size(), nodes_.size());
+  return absl::OkStatus();
+}
+
+void JobManager::Start() {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_.joinable()) return;
+  stopping_ = false;
+  loop_ = std::thread([this] { ScheduleLoop(); });
+}
+
+void JobManager::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  committer_.Flush();
+}
+
+void JobManager::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    dirty_ = true;
+  }
+  loop_cv_.notify_one();
+}
+
+void JobManager::ScheduleLoop() {
+  int64_t next_tick = 0;
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_interval_ms),
+                      [this] { return stopping_ || dirty_; });
+    if (stopping_) break;
+    bool dirty = dirty_;
+    dirty_ = false;
+    lock.unlock();
+    int64_t now = clock_->MonotonicMs();
+    if (now >= next_tick) {
+      Tick();
+      next_tick = now + options_.tick_interval_ms;
+      dirty = true;  // backoffs may have expired
+    }
+    if (dirty) SchedulePass();
+    lock.lock();
+  }
+}
+
+// --- commit pipeline --------------------------------------------------------------------
+
+void JobManager::CommitLocked(Txn txn) {
+  std::vector<v1::Job> changed;
+  for (uint64_t id : txn.touched) {
+    v1::Job& job = jobs_.at(id).job;
+    job.set_version(job.version() + 1);
+    txn.batch.jobs.push_back(job);
+    changed.push_back(job);
+  }
+  committer_.Enqueue(std::move(txn.batch),
+                     [this, commands = std::move(txn.commands), changed = std::move(changed),
+                      reply = std::move(txn.reply)]() mutable {
+                       RunEffects(std::move(commands), std::move(changed));
+                       if (reply) reply();
+                     });
+}
+
+void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
+                            std::vector<v1::Job> changed) {
+  if (!commands.empty()) {
+    std::lock_guard<std::mutex> lock(links_mu_);
+    for (const auto& [node, cmd] : commands) {
+      auto it = links_.find(node);
+      if (it != links_.end()) it->second->Send(cmd);
+    }
+  }
+  if (changed.empty()) return;
+  // Called under watch_mu_ so that Unwatch returning means no call is in flight.
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  for (const auto& job : changed) {
+    auto [lo, hi] = watchers_.equal_range(job.id());
+    for (auto it = lo; it != hi; ++it) it->second.second(job);
+  }
+}
+
+void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason,
+                           const std::string& actor, Txn& txn) {
+  v1::Event ev;
+  ev.set_job_id(e.job.id());
+  ev.set_seq(e.events.size() + 1);
+  ev.set_time_ms(clock_->NowMs());
+  ev.set_from(e.job.state());
+  ev.set_to(to);
+  ev.set_reason(reason);
+  ev.set_attempt(e.job.attempts_size());
+  ev.set_actor(actor);
+  txn.batch.events.push_back(ev);
+  e.events.push_back(std::move(ev));
+  e.job.set_message(reason);
+  txn.touched.insert(e.job.id());
+}
+
+bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& reason,
+                            const std::string& actor, Txn& txn) {
+  v1::JobState from = e.job.state();
+  if (!CanTransition(from, to)) {
+    spdlog::error("job {}: refused transition {} -> {} ({})", e.job.id(), StateName(from),
+                  StateName(to), reason);
+    return false;
+  }
+  NoteEvent(e, to, reason, actor, txn);
+  e.job.set_state(to);
+  uint64_t id = e.job.id();
+  if (to == v1::JOB_STATE_PENDING) {
+    pending_.insert(id);
+  } else {
+    pending_.erase(id);
+  }
+  if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());
+  if (to != v1::JOB_STATE_PENDING) Kick();
+  return true;
+}
+
+// --- researchers' API -------------------------------------------------------------------
+
+void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
+                        std::function<void(absl::StatusOr<uint64_t>)> done) {
+  std::unique_lock<std::mutex> lock(mu_);
+  absl::Status valid = ValidateAndDefaultSpec(caller, options_.policy, ShapeLocked(), &spec);
+  if (!valid.ok()) {
+    lock.unlock();
+    done(valid);
+    return;
+  }
+  uint64_t id = next_job_id_++;
+  JobEntry& e = jobs_[id];
+  e.job.set_id(id);
+  *e.job.mutable_spec() = std::move(spec);
+  e.job.set_user(caller.user);
+  e.job.set_submitted_ms(clock_->NowMs());
+  Txn txn;
+  txn.batch.next_job_id = next_job_id_;
+  Transition(e, v1::JOB_STATE_PENDING, "submitted by " + caller.user, caller.user, txn);
+  txn.reply = [done = std::move(done), id] { done(id); };
+  CommitLocked(std::move(txn));
+  lock.unlock();
+  Kick();
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(uint64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFound(job_id);
+  v1::Job job = it->second.job;
+  for (const auto& ev : it->second.events) *job.add_events() = ev;
+  return job;
+}
+
+std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
+  std::set<int> states(req.states().begin(), req.states().end());
+  std::vector<const JobEntry*> picked;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, e] : jobs_) {
+    v1::JobState s = e.job.state();
+    if (!states.empty() ? !states.count(s) : (!req.all() && IsTerminal(s))) continue;
+    if (!req.tenant().empty() && e.job.spec().tenant() != req.tenant()) continue;
+    picked.push_back(&e);
+  }
+  // Running work first, then the queue in the order it is served, then finished jobs.
+  auto rank = [this](const JobEntry* e) {
+    v1::JobState s = e->job.state();
+    int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
+    const PriorityClass* c = options_.policy.Find(e->job.spec().priority_class());
+    return std::make_tuple(group, c ? -c->value : 0, e->job.submitted_ms(), e->job.id());
+  };
+  std::sort(picked.begin(), picked.end(),
+            [&](const JobEntry* a, const JobEntry* b) { return rank(a) < rank(b); });
+  if (req.limit() > 0 && picked.size() > req.limit()) picked.resize(req.limit());
+  std::vector<v1::Job> out;
+  out.reserve(picked.size());
+  for (const JobEntry* e : picked) out.push_back(e->job);
+  return out;
+}
+
+void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reason,
+                        std::function<void(absl::StatusOr<v1::JobState>)> done) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    lock.unlock();
+    return done(NotFound(job_id));
+  }
+  JobEntry& e = it->second;
+  absl::StatusOr<v1::JobState> result = e.job.state();
+  if (!MayActOn(caller, e.job)) {
+    result = Denied(caller, e.job, "cancel");
+  } else if (e.job.state() == v1::JOB_STATE_CANCELLED || !e.job.cancel_requested_by().empty()) {
+    // Idempotent: already cancelled, or already stopping for a cancel.
+  } else if (IsTerminal(e.job.state())) {
+    result = absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
+                                           StateName(e.job.state()));
+  }
+  if (!result.ok() || e.job.state() == v1::JOB_STATE_CANCELLED ||
+      !e.job.cancel_requested_by().empty()) {
+    lock.unlock();
+    return done(result);
+  }
+  std::string why = "cancelled by " + caller.user + (reason.empty() ? "" : ": " + reason);
+  Txn txn;
+  if (e.live) {
+    e.job.set_cancel_requested_by(caller.user);
+    e.job.set_cancel_reason(why);
+    NoteEvent(e, e.job.state(), "cancel requested by " + caller.user + "; stopping processes",
+              caller.user, txn);
+    e.live->outcome = Outcome::kCancelled;
+    e.live->outcome_reason = why;
+    OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), why, txn);
+  } else {
+    Transition(e, v1::JOB_STATE_CANCELLED, why, caller.user, txn);
+    e.job.set_exit_code(0);
+  }
+  v1::JobState now_state = e.job.state();
+  txn.reply = [done = std::move(done), now_state] { done(now_state); };
+  CommitLocked(std::move(txn));
+}
+
+absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
+                                               const v1::LogsRequest& req) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(req.job_id());
+  if (it == jobs_.end()) return NotFound(req.job_id());
+  const v1::Job& job = it->second.job;
+  if (!MayActOn(caller, job)) return Denied(caller, job, "read the logs of");
+  if (job.attempts_size() == 0) {
+    return absl::FailedPreconditionError("job " + std::to_string(job.id()) +
+                                         " has not started yet; it has no logs");
+  }
+  uint32_t attempt = req.attempt() ? req.attempt() : job.attempts_size();
+  if (attempt > static_cast<uint32_t>(job.attempts_size())) {
+    return absl::NotFoundError("job " + std::to_string(job.id()) + " has no attempt " +
+                               std::to_string(attempt));
+  }
+  const v1::Attempt& a = job.attempts(attempt - 1);
+  const v1::NodeAssignment* where = nullptr;
+  for (const auto& p : a.placement()) {
+    if (req.node().empty() ? p.node_rank() == 0 : p.node() == req.node()) where = &p;
+  }
+  if (where == nullptr) {
+    return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +
+                               std::to_string(job.id()) + " did not run on node " + req.node());
+  }
+  auto n = nodes_.find(where->node());
+  if (n == nodes_.end() || n->second.node.address().empty()) {
+    return absl::UnavailableError("node " + where->node() + " is unknown");
+  }
+  return LogTarget{where->node(), n->second.node.address(), attempt};
+}
+
+absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
+                                           std::function<void(const v1::Job&)> fn) {
+  std::lock_guard<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFound(job_id);
+  std::lock_guard<std::mutex> wlock(watch_mu_);
+  fn(it->second.job);
+  uint64_t token = next_watch_++;
+  watchers_.emplace(job_id, std::make_pair(token, std::move(fn)));
+  return token;
+}
+
+void JobManager::Unwatch(uint64_t token) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
+    if (it->second.first == token) {
+      watchers_.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace baton

@@ -1,0 +1,172 @@
+// JobManager: the coordinator's in-memory truth about jobs and nodes, mirrored in the
+// Store. Owns the job lifecycle (submit, schedule, launch, reports, cancel, node loss,
+// restarts), agent reconciliation, and watchers. Every change is made under one mutex
+// and handed to the Committer; its effects (RPC replies, commands to agents, watch
+// notifications) run only once the change is durable.
+// Called by the gRPC services and the scheduler thread. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "coordinator/agent_link.h"
+#include "coordinator/committer.h"
+#include "coordinator/policy.h"
+#include "coordinator/scheduler/first_fit.h"
+#include "coordinator/spec_validation.h"
+#include "coordinator/store.h"
+#include "proto/rpc_util.h"
+
+namespace baton {
+
+struct JobManagerOptions {
+  Policy policy = Policy::Default();
+  int64_t heartbeat_interval_ms = 1000;  // agents send a heartbeat this often
+  int64_t lease_ms = 10'000;             // an agent cut off this long stops its jobs
+  int64_t lost_margin_ms = 5'000;        // node declared lost after lease + margin
+  int64_t retry_backoff_base_ms = 1000;  // failure retry backoff, doubling per failure
+  int64_t retry_backoff_max_ms = 60'000;
+  uint32_t failure_kill_grace_seconds = 10;  // grace for the rest of a gang after a failure
+  int64_t tick_interval_ms = 250;            // leases, runtimes and backoffs checked this often
+};
+
+// Where a job's log lives: the agent to ask and which attempt.
+struct LogTarget {
+  std::string node;
+  std::string address;
+  uint32_t attempt = 0;
+};
+
+class JobManager {
+ public:
+  JobManager(Store* store, Clock* clock, JobManagerOptions options);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Loads jobs, events and nodes from the store. Nodes start disconnected and get
+  // lease + margin to come back before their jobs are requeued. Call before Start.
+  absl::Status Recover();
+  // Starts the scheduler thread (ticks and scheduling passes).
+  void Start();
+  // Stops the scheduler thread and drains pending commits.
+  void Stop();
+
+  // --- researchers' API ---------------------------------------------------------------
+  void Submit(const Caller& caller, v1::JobSpec spec,
+              std::function<void(absl::StatusOr<uint64_t>)> done);
+  absl::StatusOr<v1::Job> Get(uint64_t job_id) const;
+  std::vector<v1::Job> List(const v1::ListRequest& req) const;
+  void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
+              std::function<void(absl::StatusOr<v1::JobState>)> done);
+  std::vector<v1::Node> ListNodes() const;
+  absl::StatusOr<LogTarget> FindLogs(const Caller& caller, const v1::LogsRequest& req) const;
+
+  // Calls `fn` with the job as it is now, then after every durable change until Unwatch
+  // (versions may repeat or, right after the first call, be older: compare `version`).
+  // NotFound for unknown jobs. Later calls run on the committer thread.
+  absl::StatusOr<uint64_t> Watch(uint64_t job_id, std::function<void(const v1::Job&)> fn);
+  void Unwatch(uint64_t token);
+
+  // --- agents ---------------------------------------------------------------------------
+  absl::Status AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link);
+  void AgentHeartbeat(const std::string& node);
+  void AgentReport(const std::string& node, const v1::AttemptReport& report);
+  // Ignored unless `link` is still the node's current link (a newer stream replaced it).
+  void AgentDisconnected(const std::string& node, const AgentLink* link);
+
+  // --- driven by the scheduler thread; public for tests ---------------------------------
+  void Tick();
+  void SchedulePass();
+  void Flush() { committer_.Flush(); }
+  uint64_t commits() const { return committer_.commits(); }
+
+ private:
+  enum class Phase { kLaunching, kRunning, kExited };
+  enum class Outcome { kNone, kFailed, kCancelled, kNodeLost, kMaxRuntime };
+  struct LiveAttempt {
+    std::map<std::string, Phase> nodes;  // node name -> phase
+    Outcome outcome = Outcome::kNone;
+    std::string outcome_reason;
+    int32_t exit_code = 0;
+    int32_t term_signal = 0;
+    int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
+    uint32_t kill_grace = 0;
+  };
+  struct JobEntry {
+    v1::Job job;
+    std::vector<v1::Event> events;
+    std::optional<LiveAttempt> live;
+  };
+  struct NodeEntry {
+    v1::Node node;
+    std::shared_ptr<AgentLink> link;
+    int64_t last_seen_mono = 0;
+  };
+  // One change in progress: what to write and what to do once it is durable.
+  struct Txn {
+    StoreBatch batch;
+    std::set<uint64_t> touched;
+    std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands;
+    std::function<void()> reply;
+  };
+
+  void CommitLocked(Txn txn);
+  void RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
+                  std::vector<v1::Job> changed);
+  bool Transition(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
+                  Txn& txn);
+  void NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
+                 Txn& txn);
+  ClusterShape ShapeLocked() const;
+  std::vector<sched::NodeView> NodeViewsLocked() const;
+  void PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
+                   std::vector<sched::NodeView>& views, Txn& txn);
+  void OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
+                       Txn& txn);
+  void ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, Txn& txn);
+  void MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn);
+  void FinishAttemptLocked(JobEntry& e, Txn& txn);
+  void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);
+  void NodeLostLocked(NodeEntry& n, Txn& txn);
+  void ScheduleLoop();
+  void Kick();
+
+  Store* const store_;
+  Clock* const clock_;
+  const JobManagerOptions options_;
+  Committer committer_;
+
+  mutable std::mutex mu_;
+  std::map<uint64_t, JobEntry> jobs_;
+  std::set<uint64_t> pending_;  // PENDING jobs
+  std::set<uint64_t> active_;   // jobs with a live attempt
+  std::map<std::string, NodeEntry> nodes_;
+  uint64_t next_job_id_ = 1;
+
+  std::mutex links_mu_;  // current link per node, read by effects after commit
+  std::map<std::string, std::shared_ptr<AgentLink>> links_;
+
+  std::mutex watch_mu_;
+  uint64_t next_watch_ = 1;
+  std::multimap<uint64_t, std::pair<uint64_t, std::function<void(const v1::Job&)>>> watchers_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool dirty_ = true;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace baton

@@ -1,0 +1,275 @@
+// JobManager: agent registration and reconciliation, attempt reports, stops, node loss,
+// and the periodic tick (leases, max runtimes).
+#include <csignal>
+
+#include "common/ids.h"
+#include "coordinator/job_manager.h"
+#include "spdlog/spdlog.h"
+
+namespace baton {
+namespace {
+
+v1::CoordinatorCommand KillCommand(uint64_t job, uint32_t attempt, int signal, uint32_t grace,
+                                   const std::string& reason) {
+  v1::CoordinatorCommand cmd;
+  v1::Kill* k = cmd.mutable_kill();
+  k->set_job_id(job);
+  k->set_attempt(attempt);
+  k->set_signal(signal);
+  k->set_grace_seconds(grace);
+  k->set_reason(reason);
+  return cmd;
+}
+
+v1::CoordinatorCommand AckCommand(uint64_t job, uint32_t attempt) {
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_ack()->set_job_id(job);
+  cmd.mutable_ack()->set_attempt(attempt);
+  return cmd;
+}
+
+absl::Status CheckRegister(const v1::Register& reg) {
+  if (!IsValidName(reg.node())) {
+    return absl::InvalidArgumentError("register.node: '" + reg.node() + "' is not a valid name");
+  }
+  if (reg.address().empty() || reg.address().find(':') == std::string::npos) {
+    return absl::InvalidArgumentError("register.address: '" + reg.address() +
+                                      "' must be host:port");
+  }
+  if (reg.inventory().cpus() == 0 || reg.inventory().memory_bytes() == 0) {
+    return absl::InvalidArgumentError("register.inventory: no CPUs or no memory reported");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link) {
+  if (absl::Status s = CheckRegister(reg); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  NodeEntry& n = nodes_[reg.node()];
+  v1::NodeState before = n.node.state();
+  n.node.set_name(reg.node());
+  n.node.set_address(reg.address());
+  *n.node.mutable_inventory() = reg.inventory();
+  n.node.set_state(v1::NODE_STATE_READY);
+  n.node.set_last_seen_ms(clock_->NowMs());
+  n.node.set_pool(reg.pool());
+  *n.node.mutable_labels() = reg.labels();
+  *n.node.mutable_taints() = reg.taints();
+  n.link = link;
+  n.last_seen_mono = clock_->MonotonicMs();
+  {
+    std::lock_guard<std::mutex> llock(links_mu_);
+    links_[reg.node()] = link;
+  }
+  v1::CoordinatorCommand hello;
+  hello.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
+  hello.mutable_registered()->set_lease_ms(options_.lease_ms);
+  link->Send(hello);  // before any reconciliation command
+  spdlog::info("node {} registered from {} ({} CPUs, {} GPUs, {} attempts reported; was {})",
+               reg.node(), reg.address(), reg.inventory().cpus(), reg.inventory().gpus_size(),
+               reg.attempts_size(), NodeStateName(before));
+  Txn txn;
+  txn.batch.nodes.push_back(n.node);
+  ReconcileNodeLocked(reg.node(), reg, txn);
+  CommitLocked(std::move(txn));
+  Kick();
+  return absl::OkStatus();
+}
+
+void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn) {
+  std::set<std::pair<uint64_t, uint32_t>> reported;
+  for (const auto& r : reg.attempts()) {
+    reported.emplace(r.job_id(), r.attempt());
+    ApplyReportLocked(node, r, txn);
+  }
+  // Attempts we expect on this node that the agent did not mention.
+  for (uint64_t id : std::set<uint64_t>(active_)) {
+    JobEntry& e = jobs_.at(id);
+    if (!e.live) continue;
+    auto phase = e.live->nodes.find(node);
+    uint32_t attempt = e.job.attempts_size();
+    if (phase == e.live->nodes.end() || reported.count({id, attempt})) continue;
+    if (phase->second == Phase::kLaunching && e.live->kill_signal == 0) {
+      // The launch may have been lost with the previous stream: send it again (agents
+      // ignore a launch for an attempt they already run).
+      v1::CoordinatorCommand cmd;
+      v1::Launch* l = cmd.mutable_launch();
+      const v1::Attempt& a = e.job.attempts(attempt - 1);
+      l->set_job_id(id);
+      l->set_attempt(attempt);
+      *l->mutable_spec() = e.job.spec();
+      *l->mutable_placement() = a.placement();
+      for (const auto& p : a.placement()) {
+        if (p.node() == node) l->set_node_rank(p.node_rank());
+      }
+      l->set_master_port(a.master_port());
+      l->set_user(e.job.user());
+      txn.commands.emplace_back(node, std::move(cmd));
+    } else if (phase->second != Phase::kExited) {
+      if (e.live->outcome == Outcome::kNone) {
+        e.live->outcome = Outcome::kNodeLost;
+        e.live->outcome_reason = "agent on " + node + " no longer knows attempt " +
+                                 std::to_string(attempt) + " (agent restarted)";
+        OrderStopLocked(e, SIGTERM, options_.failure_kill_grace_seconds, e.live->outcome_reason,
+                        txn);
+      }
+      MarkExitedLocked(e, node, txn);
+    }
+  }
+}
+
+void JobManager::AgentHeartbeat(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node);
+  if (it != nodes_.end()) it->second.last_seen_mono = clock_->MonotonicMs();
+}
+
+void JobManager::AgentReport(const std::string& node, const v1::AttemptReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node);
+  if (it != nodes_.end()) it->second.last_seen_mono = clock_->MonotonicMs();
+  Txn txn;
+  ApplyReportLocked(node, report, txn);
+  CommitLocked(std::move(txn));
+}
+
+void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, Txn& txn) {
+  auto it = jobs_.find(r.job_id());
+  JobEntry* e = it == jobs_.end() ? nullptr : &it->second;
+  bool current = e && e->live && r.attempt() == static_cast<uint32_t>(e->job.attempts_size()) &&
+                 e->live->nodes.count(node);
+  bool running = r.phase() == v1::AttemptReport::PHASE_RUNNING;
+  if (!current) {
+    // Stale: an attempt that is over, or a job we never heard of. Stop it; forget it.
+    if (running) {
+      txn.commands.emplace_back(node,
+                                KillCommand(r.job_id(), r.attempt(), SIGKILL, 0, "stale attempt"));
+    } else {
+      txn.commands.emplace_back(node, AckCommand(r.job_id(), r.attempt()));
+    }
+    return;
+  }
+  LiveAttempt& live = *e->live;
+  v1::Attempt* a = e->job.mutable_attempts(e->job.attempts_size() - 1);
+  if (r.checkpoint_step() > a->checkpoint_step()) a->set_checkpoint_step(r.checkpoint_step());
+  Phase& phase = live.nodes[node];
+  if (running) {
+    if (phase == Phase::kExited) return;
+    phase = Phase::kRunning;
+    if (live.kill_signal) {
+      txn.commands.emplace_back(node, KillCommand(r.job_id(), r.attempt(), live.kill_signal,
+                                                  live.kill_grace, live.outcome_reason));
+    }
+    bool all_running = true;
+    for (const auto& [n, p] : live.nodes) all_running &= p == Phase::kRunning;
+    if (all_running && e->job.state() == v1::JOB_STATE_SCHEDULED) {
+      a->set_started_ms(clock_->NowMs());
+      Transition(*e, v1::JOB_STATE_RUNNING,
+                 "running on " + std::to_string(live.nodes.size()) + " node(s)", "agent:" + node,
+                 txn);
+    }
+    return;
+  }
+  if (phase == Phase::kExited) return;
+  bool failed =
+      r.exit_code() != 0 || r.term_signal() != 0 || r.phase() == v1::AttemptReport::PHASE_REJECTED;
+  if (failed && live.outcome == Outcome::kNone) {
+    live.outcome = Outcome::kFailed;
+    live.exit_code = r.exit_code();
+    live.term_signal = r.term_signal();
+    live.outcome_reason =
+        "rank(s) on " + node + " failed: " +
+        (r.message().empty() ? "exit code " + std::to_string(r.exit_code()) : r.message());
+    OrderStopLocked(*e, SIGTERM, options_.failure_kill_grace_seconds, live.outcome_reason, txn);
+  }
+  MarkExitedLocked(*e, node, txn);
+}
+
+void JobManager::OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
+                                 Txn& txn) {
+  LiveAttempt& live = *e.live;
+  if (live.kill_signal == 0) {
+    live.kill_signal = signal;
+    live.kill_grace = grace;
+  }
+  for (const auto& [node, phase] : live.nodes) {
+    if (phase == Phase::kExited) continue;
+    txn.commands.emplace_back(
+        node, KillCommand(e.job.id(), e.job.attempts_size(), signal, grace, reason));
+  }
+}
+
+void JobManager::MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn) {
+  e.live->nodes[node] = Phase::kExited;
+  for (const auto& [n, p] : e.live->nodes) {
+    if (p != Phase::kExited) return;
+  }
+  FinishAttemptLocked(e, txn);
+}
+
+void JobManager::AgentDisconnected(const std::string& node, const AgentLink* link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || it->second.link.get() != link) return;
+  it->second.link.reset();
+  {
+    std::lock_guard<std::mutex> llock(links_mu_);
+    links_.erase(node);
+  }
+  if (it->second.node.state() == v1::NODE_STATE_READY) {
+    it->second.node.set_state(v1::NODE_STATE_DISCONNECTED);
+  }
+  spdlog::warn("node {} disconnected; declared lost in {} ms unless it returns", node,
+               options_.lease_ms + options_.lost_margin_ms);
+}
+
+void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
+  const std::string& node = n.node.name();
+  spdlog::warn("node {} lost: no contact for {} ms", node,
+               options_.lease_ms + options_.lost_margin_ms);
+  n.node.set_state(v1::NODE_STATE_LOST);
+  n.link.reset();
+  {
+    std::lock_guard<std::mutex> llock(links_mu_);
+    links_.erase(node);
+  }
+  txn.batch.nodes.push_back(n.node);
+  for (uint64_t id : std::set<uint64_t>(active_)) {
+    JobEntry& e = jobs_.at(id);
+    if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
+    if (e.live->outcome == Outcome::kNone) {
+      e.live->outcome = Outcome::kNodeLost;
+      e.live->outcome_reason = "node " + node + " lost";
+      OrderStopLocked(e, SIGTERM, options_.failure_kill_grace_seconds, e.live->outcome_reason, txn);
+    }
+    MarkExitedLocked(e, node, txn);
+  }
+}
+
+void JobManager::Tick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Txn txn;
+  int64_t mono = clock_->MonotonicMs();
+  for (auto& [name, n] : nodes_) {
+    bool silent = mono - n.last_seen_mono > options_.lease_ms + options_.lost_margin_ms;
+    if (silent && n.node.state() != v1::NODE_STATE_LOST) NodeLostLocked(n, txn);
+  }
+  int64_t now = clock_->NowMs();
+  for (uint64_t id : active_) {
+    JobEntry& e = jobs_.at(id);
+    uint64_t max_s = e.job.spec().max_runtime_seconds();
+    if (!e.live || max_s == 0 || e.live->outcome != Outcome::kNone) continue;
+    const v1::Attempt& a = *e.job.attempts().rbegin();
+    if (a.started_ms() == 0 || now - a.started_ms() < static_cast<int64_t>(max_s) * 1000) continue;
+    e.live->outcome = Outcome::kMaxRuntime;
+    e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
+    OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
+  }
+  if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
+    CommitLocked(std::move(txn));
+  }
+}
+
+}  // namespace baton

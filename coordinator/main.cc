@@ -1,0 +1,124 @@
+// baton-coordinator: the cluster's job service. Owns the RocksDB store in --data-dir,
+// serves the Coordinator API to researchers and AgentControl to node agents on --listen.
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+#include <grpcpp/grpcpp.h>
+
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "common/daemon.h"
+#include "common/logging.h"
+#include "common/net.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/service.h"
+#include "coordinator/store.h"
+
+namespace {
+
+struct Flags {
+  std::string listen;
+  std::string data_dir;
+  std::string ready_file;
+  std::string log_level;
+  baton::JobManagerOptions jm;
+};
+
+std::optional<Flags> ParseFlags(int argc, char** argv) {
+  cxxopts::Options opts("baton-coordinator", "baton's job service (gRPC + RocksDB)");
+  opts.add_options()("listen", "host:port to serve on (loopback or private; port 0 picks one)",
+                     cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
+      "data-dir", "directory of the RocksDB store (created if missing)",
+      cxxopts::value<std::string>()->default_value("/var/lib/baton/coordinator"))(
+      "ready-file", "write the bound address here once serving",
+      cxxopts::value<std::string>()->default_value(""))(
+      "heartbeat-ms", "agent heartbeat interval", cxxopts::value<int64_t>()->default_value("1000"))(
+      "lease-ms", "agent lease: a node silent this long stops its jobs",
+      cxxopts::value<int64_t>()->default_value("10000"))(
+      "lost-margin-ms", "a node is declared lost after lease + this margin",
+      cxxopts::value<int64_t>()->default_value("5000"))(
+      "log-level", "trace, debug, info, warn, error",
+      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  try {
+    auto r = opts.parse(argc, argv);
+    if (r.count("help")) {
+      std::cout << opts.help() << "\n";
+      std::exit(0);
+    }
+    if (!r.unmatched().empty())
+      throw cxxopts::exceptions::exception("unexpected argument '" + r.unmatched()[0] + "'");
+    Flags f;
+    f.listen = r["listen"].as<std::string>();
+    f.data_dir = r["data-dir"].as<std::string>();
+    f.ready_file = r["ready-file"].as<std::string>();
+    f.log_level = r["log-level"].as<std::string>();
+    f.jm.heartbeat_interval_ms = r["heartbeat-ms"].as<int64_t>();
+    f.jm.lease_ms = r["lease-ms"].as<int64_t>();
+    f.jm.lost_margin_ms = r["lost-margin-ms"].as<int64_t>();
+    if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
+        f.jm.lost_margin_ms < 0) {
+      throw cxxopts::exceptions::exception(
+          "--heartbeat-ms must be > 0 and --lease-ms at least twice it; --lost-margin-ms >= 0");
+    }
+    return f;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "baton-coordinator: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  baton::BlockStopSignals();
+  auto flags = ParseFlags(argc, argv);
+  if (!flags) return 2;
+  baton::InitLogging("coordinator", flags->log_level);
+  if (auto s = baton::CheckListenAddress("--listen", flags->listen); !s.ok()) {
+    spdlog::error("{}", std::string(s.message()));
+    return 2;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(flags->data_dir, ec);
+  auto store = baton::Store::Open(flags->data_dir, {});
+  if (!store.ok()) {
+    spdlog::error("{}", store.status().ToString());
+    return 1;
+  }
+  baton::JobManager jobs(store->get(), baton::RealClock::Get(), flags->jm);
+  if (auto s = jobs.Recover(); !s.ok()) {
+    spdlog::error("recovery failed: {}", s.ToString());
+    return 1;
+  }
+  baton::CoordinatorService api(&jobs);
+  baton::AgentControlService agents(&jobs);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(flags->listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&api);
+  builder.RegisterService(&agents);
+  // Agents ping every 10 s on an idle stream; allow it (see RECIPES.md, too_many_pings).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    spdlog::error("cannot listen on {}", flags->listen);
+    return 1;
+  }
+  std::string bound =
+      flags->listen.substr(0, flags->listen.rfind(':')) + ":" + std::to_string(port);
+  jobs.Start();
+  spdlog::info("coordinator serving on {} with data in {}", bound, flags->data_dir);
+  if (!flags->ready_file.empty()) {
+    if (auto s = baton::WriteFileAtomically(flags->ready_file, bound + "\n"); !s.ok()) {
+      spdlog::error("{}", s.ToString());
+      return 1;
+    }
+  }
+  int sig = baton::WaitForStopSignal();
+  spdlog::info("signal {}: shutting down", sig);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  jobs.Stop();
+  return 0;
+}

@@ -1,0 +1,180 @@
+#include "coordinator/spec_validation.h"
+
+#include <cctype>
+#include <string>
+
+#include "common/ids.h"
+#include "common/resources.h"
+
+namespace baton {
+namespace {
+
+constexpr uint32_t kMaxNodes = 10'000;
+constexpr uint32_t kMaxRanksPerNode = 1'024;
+constexpr uint32_t kMaxGpusPerNode = 64;
+constexpr size_t kMaxCommandBytes = 128 * 1024;
+
+absl::Status Invalid(std::string_view field, const std::string& why) {
+  return absl::InvalidArgumentError("spec." + std::string(field) + ": " + why);
+}
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// "1g.18gb", "3g.71gb", "7g.141gb": NVIDIA's MIG profile names.
+bool IsMigProfile(const std::string& p) {
+  size_t g = p.find("g.");
+  if (g == 0 || g == std::string::npos || p.size() < g + 5 || p.substr(p.size() - 2) != "gb") {
+    return false;
+  }
+  for (size_t i = 0; i < g; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(p[i]))) return false;
+  }
+  for (size_t i = g + 2; i + 2 < p.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(p[i]))) return false;
+  }
+  return p.size() > g + 4;
+}
+
+std::string DefaultName(const std::string& argv0) {
+  std::string base = argv0.substr(argv0.find_last_of('/') + 1);
+  std::string out;
+  for (char c : base) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (out.size() < 63) out.push_back(ok ? c : '-');
+  }
+  if (out.empty() || !std::isalnum(static_cast<unsigned char>(out[0]))) out = "job" + out;
+  return out.substr(0, 63);
+}
+
+absl::Status CheckCommand(v1::JobSpec* spec) {
+  if (spec->command_size() == 0 || spec->command(0).empty()) {
+    return Invalid("command", "missing: give the program to run (e.g. -- python train.py)");
+  }
+  size_t bytes = 0;
+  for (const auto& arg : spec->command()) bytes += arg.size() + 1;
+  if (bytes > kMaxCommandBytes) return Invalid("command", "longer than 128 KiB");
+  if (spec->name().empty()) spec->set_name(DefaultName(spec->command(0)));
+  if (!IsValidName(spec->name())) {
+    return Invalid("name", "'" + spec->name() + "' must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+  }
+  for (const auto& [key, value] : spec->env()) {
+    if (!IsEnvName(key)) return Invalid("env", "'" + key + "' is not a valid variable name");
+  }
+  for (const auto* dir : {&spec->working_dir(), &spec->checkpoint_dir()}) {
+    if (!dir->empty() && (*dir)[0] != '/') {
+      return Invalid(dir == &spec->working_dir() ? "working_dir" : "checkpoint_dir",
+                     "'" + *dir + "' must be an absolute path");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
+  if (spec->nodes() == 0) spec->set_nodes(1);
+  if (spec->ranks_per_node() == 0) spec->set_ranks_per_node(1);
+  if (spec->nodes() > kMaxNodes) return Invalid("nodes", "at most 10000");
+  if (spec->ranks_per_node() > kMaxRanksPerNode) return Invalid("ranks_per_node", "at most 1024");
+  if (spec->gpus_per_node() > kMaxGpusPerNode) return Invalid("gpus_per_node", "at most 64");
+  if (spec->cpu_millis_per_node() == 0) {
+    spec->set_cpu_millis_per_node(policy.default_cpu_millis_per_rank * spec->ranks_per_node());
+  }
+  if (spec->memory_bytes_per_node() == 0) {
+    spec->set_memory_bytes_per_node(policy.default_memory_bytes_per_rank * spec->ranks_per_node());
+  }
+  if (!spec->mig_profile().empty()) {
+    if (!IsMigProfile(spec->mig_profile())) {
+      return Invalid("mig_profile",
+                     "'" + spec->mig_profile() + "' is not a MIG profile like 1g.18gb");
+    }
+    if (spec->gpus_per_node() == 0) return Invalid("mig_profile", "set, but gpus_per_node is 0");
+  }
+  if (spec->gpu_memory_bytes() > 0 && spec->gpus_per_node() == 0) {
+    return Invalid("gpu_memory_bytes", "set, but gpus_per_node is 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec* spec) {
+  if (spec->tenant().empty()) spec->set_tenant(caller.tenant);
+  if (!IsValidName(spec->tenant())) return Invalid("tenant", "'" + spec->tenant() + "' is invalid");
+  if (caller.role != Role::kAdmin && spec->tenant() != caller.tenant) {
+    return absl::PermissionDeniedError("spec.tenant: " + caller.user + " acts for tenant '" +
+                                       caller.tenant + "' and may not submit for '" +
+                                       spec->tenant() + "'");
+  }
+  if (spec->priority_class().empty()) spec->set_priority_class(policy.default_class);
+  const PriorityClass* cls = policy.Find(spec->priority_class());
+  if (cls == nullptr) {
+    std::string known;
+    for (const auto& c : policy.classes) known += (known.empty() ? "" : ", ") + c.name;
+    return Invalid("priority_class",
+                   "unknown class '" + spec->priority_class() + "' (known: " + known + ")");
+  }
+  if (spec->grace_seconds() == 0) spec->set_grace_seconds(policy.default_grace_seconds);
+  if (spec->grace_seconds() > policy.max_grace_seconds) {
+    return Invalid("grace_seconds", "at most " + std::to_string(policy.max_grace_seconds));
+  }
+  if (cls->service && spec->max_runtime_seconds() > 0) {
+    return Invalid("max_runtime_seconds",
+                   "class '" + cls->name + "' runs services, which have no max runtime");
+  }
+  if (spec->launch_mode() == v1::LAUNCH_MODE_UNSPECIFIED) {
+    spec->set_launch_mode(v1::LAUNCH_MODE_DIRECT);
+  }
+  if (spec->restart_policy() == v1::RESTART_POLICY_UNSPECIFIED) {
+    spec->set_restart_policy(cls->service ? v1::RESTART_POLICY_ALWAYS
+                                          : v1::RESTART_POLICY_ON_FAILURE);
+    if (spec->max_restarts() == 0) spec->set_max_restarts(policy.default_max_restarts);
+  }
+  if (!v1::LaunchMode_IsValid(spec->launch_mode())) return Invalid("launch_mode", "unknown mode");
+  if (!v1::RestartPolicy_IsValid(spec->restart_policy())) {
+    return Invalid("restart_policy", "unknown policy");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFits(const ClusterShape& shape, const v1::JobSpec& spec) {
+  if (shape.nodes == 0) return absl::OkStatus();
+  if (spec.gpus_per_node() > shape.max_gpus_per_node) {
+    return Invalid("gpus_per_node", std::to_string(spec.gpus_per_node()) +
+                                        " GPUs per node, but the largest node has " +
+                                        std::to_string(shape.max_gpus_per_node));
+  }
+  uint32_t fitting = shape.nodes_with_at_least_gpus.size() > spec.gpus_per_node()
+                         ? shape.nodes_with_at_least_gpus[spec.gpus_per_node()]
+                         : 0;
+  if (spec.nodes() > fitting) {
+    return Invalid("nodes", std::to_string(spec.nodes()) + " nodes with " +
+                                std::to_string(spec.gpus_per_node()) +
+                                " GPUs each, but the cluster has " + std::to_string(fitting));
+  }
+  if (spec.cpu_millis_per_node() > shape.max_cpu_millis_per_node) {
+    return Invalid("cpu_millis_per_node", FormatCpuMillis(spec.cpu_millis_per_node()) +
+                                              " CPUs per node, but the largest node has " +
+                                              FormatCpuMillis(shape.max_cpu_millis_per_node));
+  }
+  if (spec.memory_bytes_per_node() > shape.max_memory_bytes_per_node) {
+    return Invalid("memory_bytes_per_node", FormatBytes(spec.memory_bytes_per_node()) +
+                                                " per node, but the largest node has " +
+                                                FormatBytes(shape.max_memory_bytes_per_node));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
+                                    const ClusterShape& shape, v1::JobSpec* spec) {
+  if (absl::Status s = CheckCommand(spec); !s.ok()) return s;
+  if (absl::Status s = CheckShape(policy, spec); !s.ok()) return s;
+  if (absl::Status s = CheckPolicy(caller, policy, spec); !s.ok()) return s;
+  return CheckFits(shape, *spec);
+}
+
+}  // namespace baton

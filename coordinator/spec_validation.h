@@ -1,0 +1,32 @@
+// Admission checks for a submitted JobSpec: fills the defaults a spec inherits from the
+// policy and the caller, and refuses — naming the field — anything malformed, forbidden
+// or larger than any node of the cluster. Called by the Coordinator service before
+// anything is stored. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "coordinator/policy.h"
+#include "proto/baton.pb.h"
+#include "proto/rpc_util.h"
+
+namespace baton {
+
+// The largest shapes the known nodes (connected or not) offer; zero nodes means the
+// cluster is still forming and only the spec's own consistency is checked.
+struct ClusterShape {
+  uint32_t nodes = 0;
+  uint32_t max_gpus_per_node = 0;
+  uint64_t max_cpu_millis_per_node = 0;
+  uint64_t max_memory_bytes_per_node = 0;
+  // How many nodes have at least g GPUs, for g = 0..max_gpus_per_node.
+  std::vector<uint32_t> nodes_with_at_least_gpus;
+};
+
+// InvalidArgument ("spec.<field>: …") for bad input, PermissionDenied for a researcher
+// submitting for another tenant. On success `spec` holds every default filled in.
+absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
+                                    const ClusterShape& shape, v1::JobSpec* spec);
+
+}  // namespace baton

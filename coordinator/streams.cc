@@ -1,0 +1,271 @@
+#include "coordinator/streams.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "spdlog/spdlog.h"
+
+namespace baton {
+namespace {
+
+// Serializes writes on a server stream: Push queues, one write is in flight at a time,
+// and Finish waits for the queue to drain. Subclasses call OnWriteDoneImpl from
+// OnWriteDone. StartWrite/Finish are never called with the mutex held.
+template <typename Reactor, typename T>
+class WriteQueue {
+ public:
+  explicit WriteQueue(Reactor* r) : reactor_(r) {}
+
+  // False once the stream is finishing: the caller should stop producing.
+  bool Push(T msg, bool last = false) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finishing_) return false;
+    queue_.push_back(std::move(msg));
+    if (last) finishing_ = true, status_ = grpc::Status::OK;
+    return MaybeStart(lock);
+  }
+  void FinishWith(const grpc::Status& status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finishing_) return;
+    finishing_ = true;
+    status_ = status;
+    MaybeStart(lock);
+  }
+  void OnWriteDoneImpl(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    queue_.pop_front();
+    if (!ok) {
+      queue_.clear();
+      if (!finishing_) finishing_ = true, status_ = grpc::Status::CANCELLED;
+    }
+    MaybeStart(lock);
+  }
+  size_t queued() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_.size();
+  }
+
+ private:
+  bool MaybeStart(std::unique_lock<std::mutex>& lock) {
+    if (writing_ || finished_) return !finishing_;
+    if (!queue_.empty()) {
+      writing_ = true;
+      const T* front = &queue_.front();
+      lock.unlock();
+      reactor_->StartWrite(front);
+      return true;
+    }
+    if (finishing_) {
+      finished_ = true;
+      grpc::Status s = status_;
+      lock.unlock();
+      reactor_->Finish(s);
+      return false;
+    }
+    return true;
+  }
+
+  Reactor* const reactor_;
+  std::mutex mu_;
+  std::deque<T> queue_;
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool finished_ = false;
+  grpc::Status status_;
+};
+
+class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
+ public:
+  WatchReactor(JobManager* jobs, uint64_t job_id) : jobs_(jobs), writes_(this) {
+    auto token = jobs_->Watch(job_id, [this](const v1::Job& job) { Send(job); });
+    if (!token.ok()) {
+      writes_.FinishWith(ToGrpc(token.status()));
+      return;
+    }
+    token_ = *token;
+  }
+  void OnWriteDone(bool ok) override { writes_.OnWriteDoneImpl(ok); }
+  void OnCancel() override { writes_.FinishWith(grpc::Status::CANCELLED); }
+  void OnDone() override {
+    if (token_) jobs_->Unwatch(token_);  // no callback runs after this returns
+    delete this;
+  }
+
+ private:
+  // Calls are serialized by the JobManager; drop versions older than what was sent.
+  void Send(const v1::Job& job) {
+    if (job.version() < version_) return;
+    version_ = job.version();
+    writes_.Push(job, IsTerminal(job.state()));
+  }
+
+  JobManager* const jobs_;
+  WriteQueue<WatchReactor, v1::Job> writes_;
+  uint64_t token_ = 0;
+  uint64_t version_ = 0;
+};
+
+// Copies the agent's ReadLogs stream to the client, one chunk in flight at a time, on a
+// thread of its own (the agent side is a blocking client stream).
+class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  LogRelay(std::shared_ptr<grpc::Channel> channel, v1::ReadLogsRequest req)
+      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)) {
+    std::thread([this] { Run(); }).detach();
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    write_ok_ = ok;
+    cv_.notify_all();
+  }
+  void OnCancel() override { agent_ctx_.TryCancel(); }
+  void OnDone() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return thread_done_; });
+    lock.unlock();
+    delete this;
+  }
+
+ private:
+  void Run() {
+    Caller self{"coordinator", "system", Role::kAgent};
+    AttachCaller(self, &agent_ctx_);
+    auto reader = stub_->ReadLogs(&agent_ctx_, req_);
+    bool ok = true;
+    while (ok && reader->Read(&chunk_)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      writing_ = true;
+      lock.unlock();
+      StartWrite(&chunk_);
+      lock.lock();
+      cv_.wait(lock, [this] { return !writing_; });
+      ok = write_ok_;
+    }
+    grpc::Status status = ok ? reader->Finish() : grpc::Status::CANCELLED;
+    if (!ok) {
+      agent_ctx_.TryCancel();
+      reader->Finish();
+    }
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      status =
+          grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "the node agent holding the log is unreachable: " + status.error_message());
+    }
+    Finish(status);
+    std::lock_guard<std::mutex> lock(mu_);
+    thread_done_ = true;
+    cv_.notify_all();
+  }
+
+  std::unique_ptr<v1::Agent::Stub> stub_;
+  v1::ReadLogsRequest req_;
+  grpc::ClientContext agent_ctx_;
+  v1::LogChunk chunk_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+  bool write_ok_ = true;
+  bool thread_done_ = false;
+};
+
+class AgentStream;
+
+// What the JobManager holds: outlives the reactor, goes quiet when it is done.
+class StreamLink : public AgentLink {
+ public:
+  explicit StreamLink(WriteQueue<AgentStream, v1::CoordinatorCommand>* writes) : writes_(writes) {}
+  void Send(const v1::CoordinatorCommand& cmd) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (writes_) writes_->Push(cmd);
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  WriteQueue<AgentStream, v1::CoordinatorCommand>* writes_;
+};
+
+class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand> {
+ public:
+  AgentStream(JobManager* jobs, const absl::Status& allowed)
+      : jobs_(jobs), writes_(this), link_(std::make_shared<StreamLink>(&writes_)) {
+    if (!allowed.ok()) {
+      writes_.FinishWith(ToGrpc(allowed));
+      return;
+    }
+    StartRead(&msg_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the agent went away or half-closed
+      writes_.FinishWith(grpc::Status::OK);
+      return;
+    }
+    absl::Status s = Handle();
+    if (!s.ok()) {
+      spdlog::warn("agent stream refused: {}", s.ToString());
+      writes_.FinishWith(ToGrpc(s));
+      return;
+    }
+    StartRead(&msg_);
+  }
+  void OnWriteDone(bool ok) override { writes_.OnWriteDoneImpl(ok); }
+  void OnDone() override {
+    link_->Close();
+    if (!node_.empty()) jobs_->AgentDisconnected(node_, link_.get());
+    delete this;
+  }
+
+ private:
+  absl::Status Handle() {
+    if (node_.empty() && !msg_.has_register_()) {
+      return absl::FailedPreconditionError("the first message on Connect must be Register");
+    }
+    switch (msg_.msg_case()) {
+      case v1::AgentMessage::kRegister: {
+        if (!node_.empty()) return absl::FailedPreconditionError("Register sent twice");
+        absl::Status s = jobs_->AgentRegister(msg_.register_(), link_);
+        if (s.ok()) node_ = msg_.register_().node();
+        return s;
+      }
+      case v1::AgentMessage::kHeartbeat:
+        jobs_->AgentHeartbeat(node_);
+        return absl::OkStatus();
+      case v1::AgentMessage::kReport:
+        jobs_->AgentReport(node_, msg_.report());
+        return absl::OkStatus();
+      default:
+        return absl::InvalidArgumentError("empty AgentMessage");
+    }
+  }
+
+  JobManager* const jobs_;
+  WriteQueue<AgentStream, v1::CoordinatorCommand> writes_;
+  std::shared_ptr<StreamLink> link_;
+  v1::AgentMessage msg_;
+  std::string node_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id) {
+  return new WatchReactor(jobs, job_id);
+}
+
+grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
+                                                    v1::ReadLogsRequest req) {
+  return new LogRelay(std::move(agent), std::move(req));
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
+    JobManager* jobs, const absl::Status& allowed) {
+  return new AgentStream(jobs, allowed);
+}
+
+}  // namespace baton

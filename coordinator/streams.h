@@ -1,0 +1,34 @@
+// The coordinator's streaming reactors: Watch (job updates), the Logs relay (from the
+// agent that holds the file) and the agents' Connect stream (which is each agent's
+// AgentLink). Each reactor deletes itself in OnDone, as gRPC's callback API expects.
+// Thread-safe.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+
+#include "coordinator/job_manager.h"
+#include "proto/baton.grpc.pb.h"
+
+namespace baton {
+
+// A server stream that ends at once with `status` (refused calls).
+template <typename T>
+grpc::ServerWriteReactor<T>* FinishedStream(const grpc::Status& status) {
+  class Finished : public grpc::ServerWriteReactor<T> {
+   public:
+    explicit Finished(const grpc::Status& s) { this->Finish(s); }
+    void OnDone() override { delete this; }
+  };
+  return new Finished(status);
+}
+
+grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id);
+grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
+                                                    v1::ReadLogsRequest req);
+// `allowed` not OK: the stream is refused with it.
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
+    JobManager* jobs, const absl::Status& allowed);
+
+}  // namespace baton

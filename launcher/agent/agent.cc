@@ -1,0 +1,396 @@
+#include "launcher/agent/agent.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "launcher/agent/launch_env.h"
+#include "spdlog/spdlog.h"
+
+extern char** environ;
+
+namespace baton {
+namespace {
+
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG",    "LC_ALL", "TMPDIR",
+                                         "TZ",   "USER", "LOGNAME", "SHELL",  "LD_LIBRARY_PATH"};
+
+std::map<std::string, std::string> InheritedEnv() {
+  std::map<std::string, std::string> env;
+  for (const char* name : kInheritedEnv) {
+    if (const char* v = getenv(name)) env[name] = v;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  return env;
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock)
+    : options_(std::move(options)),
+      inventory_(std::move(inventory)),
+      clock_(clock),
+      channel_(MakeChannel(options_.coordinator)),
+      stub_(v1::AgentControl::NewStub(channel_)) {}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Start(const std::string& advertise_address) {
+  advertise_address_ = advertise_address;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_contact_mono_ = clock_->MonotonicMs();
+  }
+  connection_ = std::thread([this] { ConnectionLoop(); });
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (options_.kill_jobs_on_stop) StopAllLocked("agent stopping", 3000);
+  }
+  if (options_.kill_jobs_on_stop) {
+    // Give the ranks their short grace and report the ends while still connected.
+    for (int i = 0; i < 50; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        bool live = false;
+        for (const auto& [k, r] : attempts_) live |= !r.ranks.empty();
+        if (!live) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (stream_ctx_) stream_ctx_->TryCancel();
+  }
+  exits_cv_.notify_all();
+  if (connection_.joinable()) connection_.join();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool Agent::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream_ != nullptr;
+}
+
+std::string Agent::JobDir(uint64_t job, uint32_t attempt) const {
+  return options_.data_dir + "/jobs/" + std::to_string(job) + "/" + std::to_string(attempt);
+}
+
+std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
+  return JobDir(job, attempt) + "/output.log";
+}
+
+bool Agent::IsLive(uint64_t job, uint32_t attempt) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = attempts_.find({job, attempt});
+  return it != attempts_.end() && !it->second.ranks.empty();
+}
+
+// --- the coordinator stream -----------------------------------------------------------
+
+void Agent::ConnectionLoop() {
+  int64_t backoff = 100;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    int64_t started = clock_->MonotonicMs();
+    Session();
+    if (clock_->MonotonicMs() - started > 5000) backoff = 100;  // it was a real session
+    std::unique_lock<std::mutex> lock(exits_mu_);
+    exits_cv_.wait_for(lock, std::chrono::milliseconds(backoff));
+    backoff = std::min(backoff * 2, options_.reconnect_max_backoff_ms);
+  }
+}
+
+void Agent::Session() {
+  grpc::ClientContext ctx;
+  AttachCaller(Caller{options_.node_name, "system", Role::kAgent}, &ctx);
+  auto stream = stub_->Connect(&ctx);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    v1::AgentMessage msg;
+    v1::Register* reg = msg.mutable_register_();
+    reg->set_node(options_.node_name);
+    reg->set_address(advertise_address_);
+    *reg->mutable_inventory() = inventory_;
+    reg->set_pool(options_.pool);
+    reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+    for (const auto& t : options_.taints) *reg->add_taints() = t;
+    for (const auto& [key, run] : attempts_) *reg->add_attempts() = run.report;
+    reg->set_version("baton 0.1.0");
+    if (!stream->Write(msg)) {
+      spdlog::debug("cannot reach coordinator {}", options_.coordinator);
+    } else {
+      stream_ = stream.get();
+      stream_ctx_ = &ctx;
+    }
+  }
+  v1::CoordinatorCommand cmd;
+  bool registered = false;
+  while (stream->Read(&cmd)) {
+    if (cmd.has_registered() && !registered) {
+      registered = true;
+      spdlog::info("registered with coordinator {} as {}", options_.coordinator,
+                   options_.node_name);
+    }
+    Handle(cmd);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stream_ = nullptr;
+    stream_ctx_ = nullptr;
+  }
+  grpc::Status status = stream->Finish();
+  if (registered || !status.ok()) {
+    spdlog::warn("coordinator stream ended: {} {}", static_cast<int>(status.error_code()),
+                 status.error_message());
+  }
+}
+
+void Agent::SendLocked(const v1::AgentMessage& msg) {
+  if (stream_ == nullptr) return;
+  if (stream_->Write(msg)) {
+    last_contact_mono_ = clock_->MonotonicMs();
+  } else if (stream_ctx_) {
+    stream_ctx_->TryCancel();  // the reader sees the break and reconnects
+  }
+}
+
+void Agent::ReportLocked(Run& run) {
+  run.report.set_time_ms(clock_->NowMs());
+  v1::AgentMessage msg;
+  *msg.mutable_report() = run.report;
+  SendLocked(msg);
+}
+
+void Agent::Handle(const v1::CoordinatorCommand& cmd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_contact_mono_ = clock_->MonotonicMs();
+  lease_expired_ = false;
+  switch (cmd.cmd_case()) {
+    case v1::CoordinatorCommand::kRegistered:
+      heartbeat_ms_ = std::max<int64_t>(50, cmd.registered().heartbeat_interval_ms());
+      lease_ms_ = std::max<int64_t>(2 * heartbeat_ms_, cmd.registered().lease_ms());
+      break;
+    case v1::CoordinatorCommand::kLaunch:
+      Launch(cmd.launch());
+      break;
+    case v1::CoordinatorCommand::kKill: {
+      const v1::Kill& k = cmd.kill();
+      auto it = attempts_.find({k.job_id(), k.attempt()});
+      if (it == attempts_.end() || it->second.ranks.empty()) break;
+      spdlog::info("job {} attempt {}: signal {} ({}), SIGKILL in {} s", k.job_id(), k.attempt(),
+                   k.signal(), k.reason(), k.grace_seconds());
+      StopRun(it->first, it->second, k.signal() ? k.signal() : SIGKILL,
+              clock_->MonotonicMs() + int64_t{k.grace_seconds()} * 1000,
+              /*ranks_only=*/k.signal() == SIGUSR1);
+      break;
+    }
+    case v1::CoordinatorCommand::kPreempt: {
+      const v1::Preempt& p = cmd.preempt();
+      auto it = attempts_.find({p.job_id(), p.attempt()});
+      if (it == attempts_.end() || it->second.ranks.empty()) break;
+      int64_t left = std::max<int64_t>(0, p.deadline_ms() - clock_->NowMs());
+      StopRun(it->first, it->second, SIGUSR1, clock_->MonotonicMs() + left, /*ranks_only=*/true);
+      break;
+    }
+    case v1::CoordinatorCommand::kAck: {
+      auto it = attempts_.find({cmd.ack().job_id(), cmd.ack().attempt()});
+      if (it != attempts_.end() && it->second.ranks.empty()) attempts_.erase(it);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// --- attempts ---------------------------------------------------------------------------
+
+void Agent::Launch(const v1::Launch& l) {
+  Key key{l.job_id(), l.attempt()};
+  if (attempts_.count(key)) return;  // a resent launch for an attempt we already run
+  for (const auto& [k, run] : attempts_) {
+    if (k.first == l.job_id() && k.second > l.attempt()) return;  // stale
+  }
+  Run& run = attempts_[key];
+  run.report.set_job_id(l.job_id());
+  run.report.set_attempt(l.attempt());
+  run.report.set_checkpoint_step(-1);
+  auto reject = [&](const std::string& why) {
+    spdlog::warn("job {} attempt {}: launch refused: {}", l.job_id(), l.attempt(), why);
+    for (const auto& [pid, rank] : run.ranks) kill(pid, SIGKILL);
+    run.failed = true;
+    run.report.set_phase(v1::AttemptReport::PHASE_REJECTED);
+    run.report.set_exit_code(127);
+    run.report.set_message(why);
+    if (!run.ranks.empty()) {
+      run.kill_at_mono = clock_->MonotonicMs();  // reported once the spawned ranks are reaped
+      return;
+    }
+    ReportLocked(run);
+  };
+  if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
+    return reject("launch mode mpi is not available on this agent yet; use direct");
+  }
+  std::string dir = JobDir(l.job_id(), l.attempt());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return reject("create " + dir + ": " + ec.message());
+  std::string cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
+
+  RankEnvInput in;
+  in.launch = &l;
+  in.node_name = options_.node_name;
+  in.job_dir = dir;
+  in.progress_file = dir + "/progress.json";
+  in.inherited = InheritedEnv();
+  for (const auto& g : inventory_.gpus()) in.known_gpu_ids.push_back(g.uuid());
+  for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
+    in.local_rank = r;
+    auto env = BuildRankEnv(in);
+    if (!env.ok()) return reject(std::string(env.status().message()));
+    SpawnOptions so;
+    so.argv.assign(l.spec().command().begin(), l.spec().command().end());
+    so.env = std::move(*env);
+    so.cwd = cwd;
+    so.log_path = LogPath(l.job_id(), l.attempt());
+    so.process_group = run.pgid;
+    auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
+      {
+        std::lock_guard<std::mutex> lock(exits_mu_);
+        exits_.push_back(Exit{key, pid, st});
+      }
+      exits_cv_.notify_all();
+    });
+    if (!pid.ok()) return reject(std::string(pid.status().message()));
+    if (run.pgid == 0) run.pgid = *pid;
+    run.ranks[*pid] = r;
+  }
+  run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
+  spdlog::info("job {} attempt {}: started {} rank(s), group {}", l.job_id(), l.attempt(),
+               run.ranks.size(), run.pgid);
+  ReportLocked(run);
+}
+
+void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
+  run.stop_ordered = true;
+  run.report.set_killed(true);
+  if (signal == SIGKILL || kill_at_mono <= clock_->MonotonicMs()) {
+    if (run.pgid) kill(-run.pgid, SIGKILL);
+    run.kill_at_mono = 0;
+    return;
+  }
+  if (ranks_only) {
+    for (const auto& [pid, rank] : run.ranks) kill(pid, signal);
+  } else if (run.pgid) {
+    kill(-run.pgid, signal);
+  }
+  if (run.kill_at_mono == 0 || kill_at_mono < run.kill_at_mono) run.kill_at_mono = kill_at_mono;
+  (void)key;
+}
+
+void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
+  for (auto& [key, run] : attempts_) {
+    if (run.ranks.empty()) continue;
+    spdlog::warn("job {} attempt {}: stopping ({})", key.first, key.second, why);
+    if (run.report.message().empty()) run.report.set_message(why);
+    StopRun(key, run, SIGTERM, clock_->MonotonicMs() + grace_ms, /*ranks_only=*/false);
+  }
+}
+
+void Agent::ProcessExitLocked(const Exit& e) {
+  auto it = attempts_.find(e.key);
+  if (it == attempts_.end()) return;
+  Run& run = it->second;
+  if (!run.ranks.erase(e.pid)) return;
+  if (!e.status.ok() && !run.failed) {
+    run.failed = true;
+    run.report.set_exit_code(e.status.exit_code);
+    run.report.set_term_signal(e.status.term_signal);
+    if (run.report.message().empty()) {
+      run.report.set_message(e.status.term_signal
+                                 ? "a rank was killed by signal " +
+                                       std::to_string(e.status.term_signal)
+                                 : "a rank exited with code " + std::to_string(e.status.exit_code));
+    }
+    if (!run.ranks.empty() && !run.stop_ordered) {
+      // One rank down takes its node's others with it (as torchrun does).
+      StopRun(e.key, run, SIGTERM, clock_->MonotonicMs() + options_.local_failure_grace_ms,
+              /*ranks_only=*/false);
+      run.report.set_killed(false);
+    }
+  }
+  if (!run.ranks.empty()) return;
+  if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  run.kill_at_mono = 0;
+  if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
+    run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
+  }
+  spdlog::info("job {} attempt {}: exited (code {}, signal {})", e.key.first, e.key.second,
+               run.report.exit_code(), run.report.term_signal());
+  ReportLocked(run);
+}
+
+// --- worker: exits, deadlines, heartbeats, lease ---------------------------------------
+
+void Agent::WorkerLoop() {
+  for (;;) {
+    std::deque<Exit> exits;
+    {
+      std::unique_lock<std::mutex> lock(exits_mu_);
+      exits_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return !exits_.empty(); });
+      exits.swap(exits_);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Exit& e : exits) ProcessExitLocked(e);
+    int64_t now = clock_->MonotonicMs();
+    for (auto& [key, run] : attempts_) {
+      if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.pgid) {
+        spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
+        kill(-run.pgid, SIGKILL);
+        run.kill_at_mono = 0;
+      }
+    }
+    if (stream_ && now >= next_heartbeat_mono_) {
+      v1::AgentMessage hb;
+      hb.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+      SendLocked(hb);
+      next_heartbeat_mono_ = now + heartbeat_ms_;
+    }
+    if (!stream_ && !lease_expired_ && now - last_contact_mono_ > lease_ms_) {
+      // Cut off longer than the lease: the coordinator will requeue our jobs elsewhere,
+      // so they must not keep running here.
+      lease_expired_ = true;
+      StopAllLocked("lease expired: no contact with the coordinator for " +
+                        std::to_string(now - last_contact_mono_) + " ms",
+                    0);
+    }
+    if (stopping_) {
+      bool live = false;
+      for (const auto& [k, r] : attempts_) live |= !r.ranks.empty();
+      if (!live || !options_.kill_jobs_on_stop) return;
+    }
+  }
+}
+
+}  // namespace baton

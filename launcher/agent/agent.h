@@ -1,0 +1,113 @@
+// The node agent: keeps one Connect stream to the coordinator (register, heartbeats,
+// reports; reconnecting with backoff), and runs the attempts it is told to launch —
+// each node's ranks as children in one process group, output in the attempt's log —
+// stopping them on Kill/Preempt (signal, then SIGKILL after the grace period) and on
+// lease expiry. Every change to an attempt is reported, and re-reported at each
+// registration until the coordinator acknowledges its end.
+// Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
+// deadlines, heartbeats, lease), the Reaper's.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "launcher/agent/process.h"
+#include "proto/baton.grpc.pb.h"
+#include "proto/rpc_util.h"
+
+namespace baton {
+
+struct AgentOptions {
+  std::string node_name;
+  std::string coordinator;  // host:port
+  std::string data_dir;     // jobs/<job>/<attempt>/ live here
+  std::string pool;
+  std::map<std::string, std::string> labels;
+  std::vector<v1::Taint> taints;
+  int64_t reconnect_max_backoff_ms = 2000;
+  int64_t local_failure_grace_ms = 5000;  // other local ranks after one fails
+  bool kill_jobs_on_stop = true;          // until re-adoption after restart lands
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, v1::Inventory inventory, Clock* clock);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // `advertise_address`: host:port of this agent's own service (known once bound).
+  void Start(const std::string& advertise_address);
+  // Stops talking to the coordinator; with kill_jobs_on_stop, ends every attempt first.
+  void Stop();
+
+  // For the log service.
+  std::string LogPath(uint64_t job, uint32_t attempt) const;
+  // True while the attempt may still write output on this node.
+  bool IsLive(uint64_t job, uint32_t attempt) const;
+  bool connected() const;
+
+ private:
+  using Key = std::pair<uint64_t, uint32_t>;
+  struct Run {
+    v1::AttemptReport report;  // the last state, resent until acknowledged
+    pid_t pgid = 0;
+    std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
+    bool failed = false;
+    bool stop_ordered = false;
+    int64_t kill_at_mono = 0;  // SIGKILL the group then; 0: not scheduled
+  };
+  struct Exit {
+    Key key;
+    pid_t pid;
+    ExitStatus status;
+  };
+
+  void ConnectionLoop();
+  void Session();
+  void Handle(const v1::CoordinatorCommand& cmd);
+  void Launch(const v1::Launch& l);
+  void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
+  void WorkerLoop();
+  void ProcessExitLocked(const Exit& e);
+  void SendLocked(const v1::AgentMessage& msg);
+  void ReportLocked(Run& run);
+  void StopAllLocked(const std::string& why, int64_t grace_ms);
+  std::string JobDir(uint64_t job, uint32_t attempt) const;
+
+  const AgentOptions options_;
+  const v1::Inventory inventory_;
+  std::string advertise_address_;  // set by Start
+  Clock* const clock_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::AgentControl::Stub> stub_;
+  Reaper reaper_;
+
+  mutable std::mutex mu_;  // attempts_, stream_, timing
+  std::map<Key, Run> attempts_;
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorCommand>* stream_ = nullptr;
+  grpc::ClientContext* stream_ctx_ = nullptr;
+  int64_t heartbeat_ms_ = 1000;
+  int64_t lease_ms_ = 10'000;
+  int64_t last_contact_mono_ = 0;
+  int64_t next_heartbeat_mono_ = 0;
+  bool lease_expired_ = false;
+  bool stopping_ = false;
+
+  std::mutex exits_mu_;
+  std::condition_variable exits_cv_;
+  std::deque<Exit> exits_;
+
+  std::thread connection_;
+  std::thread worker_;
+};
+
+}  // namespace baton

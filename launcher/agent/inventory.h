@@ -1,0 +1,32 @@
+// What a node has: logical CPUs and NUMA nodes from sysfs, memory from /proc/meminfo,
+// GPUs from the agent's configuration on machines without NVIDIA (NVML discovery joins
+// here with the isolation capability). Read once at start-up by the agent.
+// Pure functions over a sysfs root (tests point it at a fake tree); thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/baton.pb.h"
+
+namespace baton {
+
+struct InventoryOptions {
+  std::string sysfs_root = "/sys";  // tests use a fake tree
+  std::string proc_root = "/proc";
+  uint32_t fake_gpus = 0;  // GPUs to invent on a machine without NVIDIA
+  std::string fake_gpu_model = "FakeGPU";
+  uint64_t fake_gpu_memory_bytes = 80ull << 30;
+  std::string node_name;  // part of the fake GPUs' UUIDs
+  std::string nic;        // cluster interface
+  uint64_t nic_mbps = 0;  // its rate, from config (a veth has none)
+};
+
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11}. InvalidArgument on malformed lists.
+absl::StatusOr<std::vector<uint32_t>> ParseCpuList(const std::string& text);
+
+absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& options);
+
+}  // namespace baton

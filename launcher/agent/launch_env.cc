@@ -1,0 +1,56 @@
+#include "launcher/agent/launch_env.h"
+
+#include <algorithm>
+
+namespace baton {
+
+absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
+  const v1::Launch& l = *in.launch;
+  const v1::JobSpec& spec = l.spec();
+  if (l.node_rank() >= static_cast<uint32_t>(l.placement_size())) {
+    return absl::InvalidArgumentError("launch.node_rank " + std::to_string(l.node_rank()) +
+                                      " is outside the placement");
+  }
+  const v1::NodeAssignment& me = l.placement(l.node_rank());
+  std::map<std::string, std::string> env = in.inherited;
+  for (const auto& [k, v] : spec.env()) env[k] = v;
+
+  std::string gpus;
+  for (const auto& id : me.gpu_ids()) {
+    if (std::find(in.known_gpu_ids.begin(), in.known_gpu_ids.end(), id) == in.known_gpu_ids.end()) {
+      return absl::InvalidArgumentError("launch names GPU '" + id + "', which node " +
+                                        in.node_name + " does not have");
+    }
+    gpus += (gpus.empty() ? "" : ",") + id;
+  }
+  // No GPUs granted means none visible: an empty list hides every device from CUDA.
+  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  env["NVIDIA_VISIBLE_DEVICES"] = gpus.empty() ? "none" : gpus;
+
+  uint32_t world = spec.nodes() * spec.ranks_per_node();
+  uint32_t rank = me.first_rank() + in.local_rank;
+  env["BATON_JOB_ID"] = std::to_string(l.job_id());
+  env["BATON_ATTEMPT"] = std::to_string(l.attempt());
+  env["BATON_JOB_NAME"] = spec.name();
+  env["BATON_TENANT"] = spec.tenant();
+  env["BATON_NODE"] = in.node_name;
+  env["BATON_NODE_RANK"] = std::to_string(l.node_rank());
+  env["BATON_JOB_DIR"] = in.job_dir;
+  env["BATON_GRACE_SECONDS"] = std::to_string(spec.grace_seconds());
+  env["BATON_PROGRESS_FILE"] = in.progress_file;
+  if (!spec.checkpoint_dir().empty()) env["BATON_CHECKPOINT_DIR"] = spec.checkpoint_dir();
+  env["RANK"] = std::to_string(rank);
+  env["LOCAL_RANK"] = std::to_string(in.local_rank);
+  env["WORLD_SIZE"] = std::to_string(world);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(spec.ranks_per_node());
+  env["GROUP_RANK"] = std::to_string(l.node_rank());
+  env["MASTER_ADDR"] = l.placement(0).address();
+  env["MASTER_PORT"] = std::to_string(l.master_port());
+
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace baton

@@ -1,0 +1,131 @@
+#include "launcher/agent/log_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace baton {
+namespace {
+
+constexpr size_t kChunkBytes = 64 * 1024;
+constexpr auto kFollowPoll = std::chrono::milliseconds(100);
+
+// Reads the file on its own thread; one chunk in flight at a time.
+class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  LogReader(const Agent* agent, v1::ReadLogsRequest req) : agent_(agent), req_(std::move(req)) {
+    std::thread([this] { Run(); }).detach();
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    write_ok_ = ok;
+    cv_.notify_all();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  void OnDone() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return thread_done_; });
+    lock.unlock();
+    delete this;
+  }
+
+ private:
+  // Waits `d` unless cancelled; false when cancelled.
+  bool Pause(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, d, [this] { return cancelled_; });
+    return !cancelled_;
+  }
+
+  grpc::Status Stream() {
+    std::string path = agent_->LogPath(req_.job_id(), req_.attempt());
+    int fd = -1;
+    while ((fd = open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
+      if (!req_.follow() || !agent_->IsLive(req_.job_id(), req_.attempt())) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            "no output for job " + std::to_string(req_.job_id()) + " attempt " +
+                                std::to_string(req_.attempt()) + " on this node");
+      }
+      if (!Pause(kFollowPoll)) return grpc::Status::CANCELLED;
+    }
+    int64_t offset = std::max<int64_t>(0, req_.offset());
+    std::string buf(kChunkBytes, '\0');
+    for (;;) {
+      // Check liveness before reading: output written before the exit is then seen.
+      bool live = req_.follow() && agent_->IsLive(req_.job_id(), req_.attempt());
+      ssize_t n = pread(fd, buf.data(), buf.size(), offset);
+      if (n < 0) {
+        close(fd);
+        return grpc::Status(grpc::StatusCode::INTERNAL, "read " + path + " failed");
+      }
+      if (n == 0) {
+        if (!live) break;
+        if (!Pause(kFollowPoll)) break;
+        continue;
+      }
+      chunk_.set_data(buf.data(), static_cast<size_t>(n));
+      chunk_.set_offset(offset);
+      offset += n;
+      std::unique_lock<std::mutex> lock(mu_);
+      writing_ = true;
+      lock.unlock();
+      StartWrite(&chunk_);
+      lock.lock();
+      cv_.wait(lock, [this] { return !writing_; });
+      if (!write_ok_ || cancelled_) break;
+    }
+    close(fd);
+    return grpc::Status::OK;
+  }
+
+  void Run() {
+    grpc::Status status = Stream();
+    Finish(status);
+    std::lock_guard<std::mutex> lock(mu_);
+    thread_done_ = true;
+    cv_.notify_all();
+  }
+
+  const Agent* const agent_;
+  const v1::ReadLogsRequest req_;
+  v1::LogChunk chunk_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+  bool write_ok_ = true;
+  bool cancelled_ = false;
+  bool thread_done_ = false;
+};
+
+class Refused : public grpc::ServerWriteReactor<v1::LogChunk> {
+ public:
+  explicit Refused(const grpc::Status& s) { Finish(s); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::LogChunk>* LogService::ReadLogs(grpc::CallbackServerContext* ctx,
+                                                             const v1::ReadLogsRequest* req) {
+  auto caller = CallerFromMetadata(ctx->client_metadata());
+  if (!caller.ok()) return new Refused(ToGrpc(caller.status()));
+  if (caller->role != Role::kAgent) {
+    return new Refused(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                    "read logs through the coordinator (baton logs)"));
+  }
+  if (req->job_id() == 0 || req->attempt() == 0) {
+    return new Refused(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ReadLogs needs a job id and an attempt"));
+  }
+  return new LogReader(agent_, *req);
+}
+
+}  // namespace baton

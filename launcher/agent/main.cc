@@ -1,0 +1,190 @@
+// baton-agent: the node agent. Registers this node's inventory with the coordinator,
+// runs the attempts it is given, and serves their logs on --listen.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "common/daemon.h"
+#include "common/ids.h"
+#include "common/logging.h"
+#include "common/net.h"
+#include "common/resources.h"
+#include "launcher/agent/agent.h"
+#include "launcher/agent/inventory.h"
+#include "launcher/agent/log_service.h"
+
+namespace {
+
+struct Flags {
+  baton::AgentOptions agent;
+  std::string advertise;
+  baton::InventoryOptions inventory;
+  std::string listen;
+  std::string ready_file;
+  std::string log_level;
+};
+
+// "key=value:Effect" -> Taint.
+baton::v1::Taint ParseTaint(const std::string& text) {
+  size_t eq = text.find('='), colon = text.rfind(':');
+  if (eq == std::string::npos || colon == std::string::npos || colon < eq || eq == 0) {
+    throw cxxopts::exceptions::exception("--taint '" + text + "': expected key=value:Effect");
+  }
+  baton::v1::Taint t;
+  t.set_key(text.substr(0, eq));
+  t.set_value(text.substr(eq + 1, colon - eq - 1));
+  t.set_effect(text.substr(colon + 1));
+  return t;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  cxxopts::Options opts("baton-agent", "baton's node agent");
+  opts.add_options()("name", "node name (default: the hostname)", cxxopts::value<std::string>())(
+      "coordinator", "coordinator host:port",
+      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
+      "listen", "host:port for this agent's own service (port 0 picks one)",
+      cxxopts::value<std::string>()->default_value("127.0.0.1:0"))(
+      "advertise", "host:port others use to reach --listen (default: the bound address)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "data-dir", "job directories and logs",
+      cxxopts::value<std::string>()->default_value("/var/lib/baton/agent"))(
+      "fake-gpus", "GPUs to invent on a node without NVIDIA",
+      cxxopts::value<uint32_t>()->default_value("0"))(
+      "fake-gpu-model", "model name of the fake GPUs",
+      cxxopts::value<std::string>()->default_value("FakeGPU"))(
+      "fake-gpu-memory", "memory of each fake GPU",
+      cxxopts::value<std::string>()->default_value("80Gi"))(
+      "pool", "node pool", cxxopts::value<std::string>()->default_value(""))(
+      "label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "taint", "node taint key=value:Effect (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("nic", "cluster network interface",
+                                                  cxxopts::value<std::string>()->default_value(""))(
+      "nic-rate", "its rate (e.g. 10gbit)", cxxopts::value<std::string>()->default_value("0"))(
+      "keep-jobs-on-exit", "leave jobs running when the agent stops")(
+      "ready-file", "write the bound address here once registered-ready",
+      cxxopts::value<std::string>()->default_value(""))(
+      "log-level", "trace, debug, info, warn, error",
+      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  auto r = opts.parse(argc, argv);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    std::exit(0);
+  }
+  if (!r.unmatched().empty()) {
+    throw cxxopts::exceptions::exception("unexpected argument '" + r.unmatched()[0] + "'");
+  }
+  Flags f;
+  f.agent.node_name = r.count("name") ? r["name"].as<std::string>() : Hostname();
+  f.agent.coordinator = r["coordinator"].as<std::string>();
+  f.agent.data_dir = r["data-dir"].as<std::string>();
+  f.agent.pool = r["pool"].as<std::string>();
+  f.advertise = r["advertise"].as<std::string>();
+  f.agent.kill_jobs_on_stop = !r.count("keep-jobs-on-exit");
+  if (r.count("label")) {
+    for (const auto& kv : r["label"].as<std::vector<std::string>>()) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        throw cxxopts::exceptions::exception("--label '" + kv + "': expected key=value");
+      }
+      f.agent.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  if (r.count("taint")) {
+    for (const auto& t : r["taint"].as<std::vector<std::string>>()) {
+      f.agent.taints.push_back(ParseTaint(t));
+    }
+  }
+  f.inventory.node_name = f.agent.node_name;
+  f.inventory.fake_gpus = r["fake-gpus"].as<uint32_t>();
+  f.inventory.fake_gpu_model = r["fake-gpu-model"].as<std::string>();
+  auto mem = baton::ParseBytes(r["fake-gpu-memory"].as<std::string>());
+  auto rate = baton::ParseMbps(r["nic-rate"].as<std::string>());
+  if (!mem.ok())
+    throw cxxopts::exceptions::exception("--fake-gpu-memory: " +
+                                         std::string(mem.status().message()));
+  if (!rate.ok())
+    throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
+  f.inventory.fake_gpu_memory_bytes = *mem;
+  f.inventory.nic = r["nic"].as<std::string>();
+  f.inventory.nic_mbps = *rate;
+  f.listen = r["listen"].as<std::string>();
+  f.ready_file = r["ready-file"].as<std::string>();
+  f.log_level = r["log-level"].as<std::string>();
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  baton::BlockStopSignals();
+  Flags flags;
+  try {
+    flags = ParseFlags(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "baton-agent: " << e.what() << "\n";
+    return 2;
+  }
+  baton::InitLogging("agent", flags.log_level);
+  for (auto [flag, addr] :
+       {std::pair{"--listen", flags.listen}, std::pair{"--coordinator", flags.agent.coordinator}}) {
+    if (auto s = baton::CheckListenAddress(flag, addr); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
+  }
+  if (!baton::IsValidName(flags.agent.node_name)) {
+    spdlog::error("--name '{}' must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}",
+                  flags.agent.node_name);
+    return 2;
+  }
+  auto inventory = baton::ReadInventory(flags.inventory);
+  if (!inventory.ok()) {
+    spdlog::error("inventory: {}", inventory.status().ToString());
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(flags.agent.data_dir + "/jobs", ec);
+  if (ec) {
+    spdlog::error("--data-dir {}: {}", flags.agent.data_dir, ec.message());
+    return 1;
+  }
+
+  baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get());
+  baton::LogService logs(&agent);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&logs);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    spdlog::error("cannot listen on {}", flags.listen);
+    return 1;
+  }
+  std::string bound = flags.listen.substr(0, flags.listen.rfind(':')) + ":" + std::to_string(port);
+  std::string advertise = flags.advertise.empty() ? bound : flags.advertise;
+  agent.Start(advertise);
+  spdlog::info("agent {} serving on {} ({} CPUs, {} memory, {} GPUs), coordinator {}",
+               flags.agent.node_name, bound, inventory->cpus(),
+               baton::FormatBytes(inventory->memory_bytes()), inventory->gpus_size(),
+               flags.agent.coordinator);
+  if (!flags.ready_file.empty()) {
+    if (auto s = baton::WriteFileAtomically(flags.ready_file, bound + "\n"); !s.ok()) {
+      spdlog::error("{}", s.ToString());
+      return 1;
+    }
+  }
+  int sig = baton::WaitForStopSignal();
+  spdlog::info("signal {}: stopping", sig);
+  agent.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}

@@ -1,0 +1,20 @@
+// The `baton` subcommands. Each parses its own flags (plus the shared --coordinator,
+// --timeout and --json), makes its calls, prints, and returns the exit code (client.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace baton::cli {
+
+// argv as given after the subcommand name.
+using Args = std::vector<std::string>;
+
+int RunSubmit(const Args& args);
+int RunQueue(const Args& args);
+int RunStatus(const Args& args);
+int RunNodes(const Args& args);
+int RunLogs(const Args& args);
+int RunCancel(const Args& args);
+
+}  // namespace baton::cli

@@ -1,0 +1,92 @@
+// baton logs JOB [-f] | cancel JOB...: a job's output, and stopping jobs.
+#include <iostream>
+
+#include "launcher/cli/commands.h"
+#include "launcher/cli/format.h"
+#include "launcher/cli/options.h"
+
+namespace baton::cli {
+
+int RunLogs(const Args& args) {
+  cxxopts::Options opts("baton logs", "A job's output (stdout and stderr of its ranks).");
+  opts.add_options()("job", "job id", cxxopts::value<std::vector<std::string>>())(
+      "f,follow", "keep printing while the job runs")(
+      "attempt", "attempt number (default: the latest)",
+      cxxopts::value<uint32_t>()->default_value("0"))(
+      "node", "node of the gang (default: its first)",
+      cxxopts::value<std::string>()->default_value(""));
+  opts.parse_positional({"job"});
+  opts.positional_help("JOB");
+  AddCommonFlags(opts);
+  int code = kOk;
+  auto r = Parse(opts, args, &code);
+  if (!r) return code;
+  auto ids = JobIds(*r, "logs", &code);
+  if (!ids) return code;
+  if (ids->size() != 1) {
+    std::cerr << "baton logs: give exactly one job id\n";
+    return kUsage;
+  }
+  auto conn = Connection(*r, &code);
+  if (!conn) return code;
+  Client client(*conn);
+  v1::LogsRequest req;
+  req.set_job_id(ids->front());
+  req.set_follow(r->count("follow"));
+  req.set_attempt((*r)["attempt"].as<uint32_t>());
+  req.set_node((*r)["node"].as<std::string>());
+  auto ctx = client.Context(/*streaming=*/req.follow());
+  auto reader = client.stub()->Logs(ctx.get(), req);
+  v1::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+    std::cout.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    std::cout.flush();
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return ReportError("logs", s, conn->coordinator);
+  return kOk;
+}
+
+int RunCancel(const Args& args) {
+  cxxopts::Options opts("baton cancel",
+                        "Cancel jobs: pending ones at once, running ones by SIGTERM, then "
+                        "SIGKILL after their grace period.");
+  opts.add_options()("job", "job ids", cxxopts::value<std::vector<std::string>>())(
+      "reason", "why (recorded in the job's events)",
+      cxxopts::value<std::string>()->default_value(""));
+  opts.parse_positional({"job"});
+  opts.positional_help("JOB...");
+  AddCommonFlags(opts);
+  int code = kOk;
+  auto r = Parse(opts, args, &code);
+  if (!r) return code;
+  auto ids = JobIds(*r, "cancel", &code);
+  if (!ids) return code;
+  auto conn = Connection(*r, &code);
+  if (!conn) return code;
+  Client client(*conn);
+  int worst = kOk;
+  for (uint64_t id : *ids) {
+    v1::CancelRequest req;
+    req.set_job_id(id);
+    req.set_reason((*r)["reason"].as<std::string>());
+    v1::CancelResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->Cancel(ctx.get(), req, &resp);
+    if (!s.ok()) {
+      worst = ReportError("cancel " + std::to_string(id), s, conn->coordinator);
+      continue;
+    }
+    if (r->count("json")) {
+      std::cout << "{\"jobId\":\"" << id << "\",\"state\":\"" << v1::JobState_Name(resp.state())
+                << "\"}\n";
+    } else if (resp.state() == v1::JOB_STATE_CANCELLED) {
+      std::cout << "Job " << id << " cancelled\n";
+    } else {
+      std::cout << "Job " << id << " is stopping (" << StateName(resp.state()) << ")\n";
+    }
+  }
+  return worst;
+}
+
+}  // namespace baton::cli

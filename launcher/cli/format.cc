@@ -1,0 +1,110 @@
+#include "launcher/cli/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/resources.h"
+#include "proto/rpc_util.h"
+
+namespace baton::cli {
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& msg) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.always_print_primitive_fields = true;
+  opts.always_print_enums_as_ints = false;
+  (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
+  return out;
+}
+
+std::string Ago(int64_t unix_ms, int64_t now_ms) {
+  if (unix_ms == 0) return "-";
+  return FormatDurationMs(now_ms - unix_ms) + " ago";
+}
+
+namespace {
+
+std::string Placement(const v1::Attempt& a) {
+  std::string out;
+  for (const auto& p : a.placement()) {
+    out += (out.empty() ? "" : ", ") + p.node();
+    if (p.gpu_ids_size() > 0) out += " (" + std::to_string(p.gpu_ids_size()) + " GPUs)";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
+  const v1::JobSpec& s = job.spec();
+  std::ostringstream o;
+  o << "Job " << job.id() << " (" << s.name() << ")\n";
+  o << "  State:      " << StateName(job.state());
+  if (!job.message().empty()) o << " — " << job.message();
+  o << "\n";
+  if (IsTerminal(job.state())) o << "  Exit code:  " << job.exit_code() << "\n";
+  if (!job.cancel_requested_by().empty() && !IsTerminal(job.state())) {
+    o << "  Stopping:   " << job.cancel_reason() << "\n";
+  }
+  if (job.cooldown_until_ms() > now_ms) {
+    o << "  Waits:      " << FormatDurationMs(job.cooldown_until_ms() - now_ms)
+      << " more before it may start again\n";
+  }
+  o << "  Tenant:     " << s.tenant() << "   user " << job.user() << "   class "
+    << s.priority_class() << "\n";
+  o << "  Shape:      " << s.nodes() << " node(s) x " << s.ranks_per_node() << " rank(s), "
+    << s.gpus_per_node() << " GPU(s), " << FormatCpuMillis(s.cpu_millis_per_node()) << " CPUs, "
+    << FormatBytes(s.memory_bytes_per_node()) << " memory per node; mode "
+    << LaunchModeName(s.launch_mode()) << "\n";
+  std::string cmd;
+  for (const auto& a : s.command()) cmd += (cmd.empty() ? "" : " ") + a;
+  o << "  Command:    " << cmd << "\n";
+  o << "  Submitted:  " << Ago(job.submitted_ms(), now_ms) << "   restarts "
+    << RestartPolicyName(s.restart_policy()) << " (failures " << job.failures() << "/"
+    << s.max_restarts() << ", evictions " << job.evictions() << ")\n";
+  if (job.attempts_size() > 0) {
+    o << "  Attempts:\n";
+    for (const auto& a : job.attempts()) {
+      o << "    #" << a.number() << "  on " << Placement(a) << "  started "
+        << Ago(a.started_ms(), now_ms);
+      if (a.ended_ms()) {
+        o << ", ran "
+          << FormatDurationMs(a.ended_ms() - (a.started_ms() ? a.started_ms() : a.scheduled_ms()))
+          << ", " << a.end_reason();
+      }
+      if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
+      o << "\n";
+    }
+  }
+  if (job.events_size() > 0) {
+    o << "  Events:\n";
+    for (const auto& e : job.events()) {
+      o << "    " << Ago(e.time_ms(), now_ms) << "  "
+        << (e.from() == v1::JOB_STATE_UNSPECIFIED ? "new" : StateName(e.from())) << " -> "
+        << StateName(e.to()) << "  " << e.reason() << "  (" << e.actor() << ")\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace baton::cli

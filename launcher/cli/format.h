@@ -1,0 +1,23 @@
+// Output for people and for scripts: aligned tables, durations, and proto3 JSON (one
+// object per line with --json). Pure; thread-safe.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <string>
+#include <vector>
+
+#include "proto/baton.pb.h"
+
+namespace baton::cli {
+
+// Left-aligned columns separated by two spaces; the first row is the header.
+std::string Table(const std::vector<std::vector<std::string>>& rows);
+// Proto3 JSON mapping, compact, field names in lowerCamelCase, defaults included.
+std::string ToJson(const google::protobuf::Message& msg);
+// "12s ago", "3m ago", "-" for 0.
+std::string Ago(int64_t unix_ms, int64_t now_ms);
+// Human text of one job for `baton status`.
+std::string DescribeJob(const v1::Job& job, int64_t now_ms);
+
+}  // namespace baton::cli

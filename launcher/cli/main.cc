@@ -1,0 +1,45 @@
+// baton: the researchers' CLI. `baton COMMAND --help` for each command's flags.
+#include <iostream>
+#include <map>
+
+#include "launcher/cli/client.h"
+#include "launcher/cli/commands.h"
+
+namespace {
+
+constexpr char kUsageText[] =
+    "usage: baton COMMAND [flags]\n"
+    "\n"
+    "commands:\n"
+    "  submit [flags] -- CMD...   submit a job (or -f job.yaml); --wait follows it\n"
+    "  queue                      running and pending jobs (--all: finished too)\n"
+    "  status JOB...              state, placement, attempts and events of jobs\n"
+    "  logs JOB [-f]              a job's output\n"
+    "  cancel JOB...              cancel jobs\n"
+    "  nodes                      nodes and what they hold\n"
+    "\n"
+    "environment: BATON_COORDINATOR (host:port), BATON_USER, BATON_TENANT, BATON_ROLE\n"
+    "exit codes: 0 ok, 1 error, 2 bad usage or spec, 3 not found, 4 denied,\n"
+    "            5 coordinator unavailable, 6 wrong state; submit --wait: the job's code\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using baton::cli::Args;
+  static const std::map<std::string, int (*)(const Args&)> kCommands = {
+      {"submit", baton::cli::RunSubmit}, {"queue", baton::cli::RunQueue},
+      {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
+      {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
+  };
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    std::cout << kUsageText;
+    return argc < 2 ? baton::cli::kUsage : baton::cli::kOk;
+  }
+  auto it = kCommands.find(argv[1]);
+  if (it == kCommands.end()) {
+    std::cerr << "baton: unknown command '" << argv[1] << "'\n\n" << kUsageText;
+    return baton::cli::kUsage;
+  }
+  return it->second(Args(argv + 2, argv + argc));
+}

@@ -1,0 +1,73 @@
+#include "launcher/cli/options.h"
+
+#include <iostream>
+
+#include "common/ids.h"
+#include "common/resources.h"
+
+namespace baton::cli {
+
+void AddCommonFlags(cxxopts::Options& opts) {
+  opts.add_options("Common")("coordinator", "coordinator host:port (env BATON_COORDINATOR)",
+                             cxxopts::value<std::string>())(
+      "timeout", "deadline for each call (e.g. 10s)",
+      cxxopts::value<std::string>()->default_value("10s"))(
+      "json", "machine-readable output: proto3 JSON, one object per line")("h,help",
+                                                                           "show this help");
+}
+
+std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
+                                          const std::vector<std::string>& args, int* code) {
+  std::vector<const char*> argv = {opts.program().c_str()};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    auto r = opts.parse(static_cast<int>(argv.size()), argv.data());
+    if (r.count("help")) {
+      std::cout << opts.help() << "\n";
+      *code = kOk;
+      return std::nullopt;
+    }
+    return r;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << opts.program() << ": " << e.what() << " (see --help)\n";
+    *code = kUsage;
+    return std::nullopt;
+  }
+}
+
+std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* code) {
+  ConnectOptions o = ConnectOptionsFromEnv();
+  if (r.count("coordinator")) o.coordinator = r["coordinator"].as<std::string>();
+  auto t = ParseDurationSeconds(r["timeout"].as<std::string>());
+  if (!t.ok() || *t == 0) {
+    std::cerr << "baton: --timeout: expected a positive duration like 10s\n";
+    *code = kUsage;
+    return std::nullopt;
+  }
+  o.timeout = std::chrono::seconds(*t);
+  return o;
+}
+
+std::optional<std::vector<uint64_t>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
+                                            int* code) {
+  std::vector<uint64_t> ids;
+  if (r.count("job")) {
+    for (const auto& text : r["job"].as<std::vector<std::string>>()) {
+      auto id = ParseJobId(text);
+      if (!id.ok()) {
+        std::cerr << "baton " << cmd << ": " << id.status().message() << "\n";
+        *code = kUsage;
+        return std::nullopt;
+      }
+      ids.push_back(*id);
+    }
+  }
+  if (ids.empty()) {
+    std::cerr << "baton " << cmd << ": give a job id (see --help)\n";
+    *code = kUsage;
+    return std::nullopt;
+  }
+  return ids;
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,225 @@
+#include "launcher/cli/spec_input.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+#include "common/resources.h"
+
+namespace baton::cli {
+namespace {
+
+using Setter = std::function<absl::Status(const std::string&, v1::JobSpec*)>;
+
+absl::StatusOr<uint32_t> ParseCount(const std::string& v) {
+  uint32_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) {
+    return absl::InvalidArgumentError("'" + v + "' is not a non-negative integer");
+  }
+  return n;
+}
+
+template <typename Parse, typename Set>
+Setter Quantity(Parse parse, Set set) {
+  return [parse, set](const std::string& v, v1::JobSpec* s) -> absl::Status {
+    auto q = parse(v);
+    if (!q.ok()) return q.status();
+    set(s, *q);
+    return absl::OkStatus();
+  };
+}
+
+Setter Count(void (v1::JobSpec::*set)(uint32_t)) {
+  return Quantity(ParseCount, [set](v1::JobSpec* s, uint32_t n) { (s->*set)(n); });
+}
+
+Setter Text(void (v1::JobSpec::*set)(const std::string&)) {
+  return [set](const std::string& v, v1::JobSpec* s) {
+    (s->*set)(v);
+    return absl::OkStatus();
+  };
+}
+
+Setter Seconds(void (v1::JobSpec::*set)(uint64_t)) {
+  return Quantity(ParseDurationSeconds, [set](v1::JobSpec* s, uint64_t n) { (s->*set)(n); });
+}
+
+const std::map<std::string, Setter>& Fields() {
+  static const auto* fields = new std::map<std::string, Setter>{
+      {"name", Text(&v1::JobSpec::set_name)},
+      {"tenant", Text(&v1::JobSpec::set_tenant)},
+      {"priority_class", Text(&v1::JobSpec::set_priority_class)},
+      {"nodes", Count(&v1::JobSpec::set_nodes)},
+      {"ranks_per_node", Count(&v1::JobSpec::set_ranks_per_node)},
+      {"gpus_per_node", Count(&v1::JobSpec::set_gpus_per_node)},
+      {"cpus_per_node",
+       Quantity(ParseCpuMillis, [](v1::JobSpec* s, uint64_t v) { s->set_cpu_millis_per_node(v); })},
+      {"memory_per_node",
+       Quantity(ParseBytes, [](v1::JobSpec* s, uint64_t v) { s->set_memory_bytes_per_node(v); })},
+      {"gpu_memory",
+       Quantity(ParseBytes, [](v1::JobSpec* s, uint64_t v) { s->set_gpu_memory_bytes(v); })},
+      {"network_cap",
+       Quantity(ParseMbps, [](v1::JobSpec* s, uint64_t v) { s->set_network_mbps(v); })},
+      {"gpu_model", Text(&v1::JobSpec::set_gpu_model)},
+      {"mig_profile", Text(&v1::JobSpec::set_mig_profile)},
+      {"launch_mode",
+       [](const std::string& v, v1::JobSpec* s) {
+         if (v == "direct") return s->set_launch_mode(v1::LAUNCH_MODE_DIRECT), absl::OkStatus();
+         if (v == "mpi") return s->set_launch_mode(v1::LAUNCH_MODE_MPI), absl::OkStatus();
+         return absl::InvalidArgumentError("'" + v + "' is not a launch mode (direct or mpi)");
+       }},
+      {"restart_policy",
+       [](const std::string& v, v1::JobSpec* s) {
+         static const std::map<std::string, v1::RestartPolicy> kPolicies = {
+             {"never", v1::RESTART_POLICY_NEVER},
+             {"on-failure", v1::RESTART_POLICY_ON_FAILURE},
+             {"always", v1::RESTART_POLICY_ALWAYS}};
+         auto it = kPolicies.find(v);
+         if (it == kPolicies.end()) {
+           return absl::InvalidArgumentError(
+               "'" + v + "' is not a restart policy (never, on-failure, always)");
+         }
+         s->set_restart_policy(it->second);
+         return absl::OkStatus();
+       }},
+      {"max_restarts", Count(&v1::JobSpec::set_max_restarts)},
+      {"pool", Text(&v1::JobSpec::set_pool)},
+      {"working_dir", Text(&v1::JobSpec::set_working_dir)},
+      {"checkpoint_dir", Text(&v1::JobSpec::set_checkpoint_dir)},
+      {"grace", Quantity(ParseDurationSeconds,
+                         [](v1::JobSpec* s, uint64_t v) {
+                           s->set_grace_seconds(
+                               static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX)));
+                         })},
+      {"max_runtime", Seconds(&v1::JobSpec::set_max_runtime_seconds)},
+  };
+  return *fields;
+}
+
+const std::map<std::string, std::string>& Aliases() {
+  static const auto* aliases = new std::map<std::string, std::string>{{"class", "priority_class"},
+                                                                      {"gpus", "gpus_per_node"},
+                                                                      {"cpus", "cpus_per_node"},
+                                                                      {"memory", "memory_per_node"},
+                                                                      {"ranks", "ranks_per_node"}};
+  return *aliases;
+}
+
+std::string Canonical(const std::string& key) {
+  auto it = Aliases().find(key);
+  return it == Aliases().end() ? key : it->second;
+}
+
+absl::Status Named(const std::string& shown, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), shown + ": " + std::string(s.message()));
+}
+
+absl::Status ApplyYamlNode(const std::string& key, const YAML::Node& value,
+                           const std::string& shown, v1::JobSpec* spec) {
+  std::string k = Canonical(key);
+  if (k == "command") {
+    if (value.IsScalar()) {
+      return absl::InvalidArgumentError(shown +
+                                        ": give the command as a list, e.g. "
+                                        "[python, train.py, --lr, '0.1']");
+    }
+    if (!value.IsSequence()) return absl::InvalidArgumentError(shown + ": expected a list");
+    for (const auto& arg : value) spec->add_command(arg.as<std::string>());
+    return absl::OkStatus();
+  }
+  if (k == "env" || k == "node_selector") {
+    if (!value.IsMap()) return absl::InvalidArgumentError(shown + ": expected a map");
+    auto* map = k == "env" ? spec->mutable_env() : spec->mutable_node_selector();
+    for (const auto& kv : value) (*map)[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    return absl::OkStatus();
+  }
+  if (k == "tolerations") {
+    if (!value.IsSequence()) return absl::InvalidArgumentError(shown + ": expected a list");
+    for (const auto& t : value) {
+      v1::Toleration* tol = spec->add_tolerations();
+      if (!t.IsMap() || !t["key"]) {
+        return absl::InvalidArgumentError(shown + ": each entry needs a key");
+      }
+      tol->set_key(t["key"].as<std::string>());
+      if (t["value"]) tol->set_value(t["value"].as<std::string>());
+      if (t["effect"]) tol->set_effect(t["effect"].as<std::string>());
+      tol->set_exists(!t["value"] ||
+                      (t["operator"] && t["operator"].as<std::string>() == "Exists"));
+    }
+    return absl::OkStatus();
+  }
+  if (!Fields().count(k)) {
+    return absl::InvalidArgumentError(shown + ": unknown key");
+  }
+  if (!value.IsScalar()) return absl::InvalidArgumentError(shown + ": expected a single value");
+  return SetSpecField(k, value.as<std::string>(), shown, spec);
+}
+
+}  // namespace
+
+absl::Status SetSpecField(const std::string& key, const std::string& value,
+                          const std::string& shown, v1::JobSpec* spec) {
+  auto it = Fields().find(Canonical(key));
+  if (it == Fields().end()) return absl::InvalidArgumentError(shown + ": unknown field");
+  return Named(shown, it->second(value, spec));
+}
+
+absl::Status AddKeyValue(const std::string& text, const std::string& shown,
+                         google::protobuf::Map<std::string, std::string>* map) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(shown + ": '" + text + "' is not key=value");
+  }
+  (*map)[text.substr(0, eq)] = text.substr(eq + 1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Toleration> ParseToleration(const std::string& text, const std::string& shown) {
+  v1::Toleration t;
+  std::string rest = text;
+  size_t colon = rest.rfind(':');
+  if (colon != std::string::npos) {
+    t.set_effect(rest.substr(colon + 1));
+    rest = rest.substr(0, colon);
+  }
+  size_t eq = rest.find('=');
+  t.set_key(rest.substr(0, eq));
+  if (eq == std::string::npos) {
+    t.set_exists(true);
+  } else {
+    t.set_value(rest.substr(eq + 1));
+  }
+  if (t.key().empty()) {
+    return absl::InvalidArgumentError(shown + ": '" + text + "' is not key[=value][:effect]");
+  }
+  return t;
+}
+
+absl::StatusOr<v1::JobSpec> SpecFromYaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(source + ": malformed YAML at line " +
+                                      std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) return absl::InvalidArgumentError(source + ": expected a map of job fields");
+  v1::JobSpec spec;
+  try {
+    for (const auto& kv : root) {
+      std::string key = kv.first.as<std::string>();
+      absl::Status s = ApplyYamlNode(key, kv.second, source + ": " + key, &spec);
+      if (!s.ok()) return s;
+    }
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(source + ": line " + std::to_string(e.mark.line + 1) + ": " +
+                                      e.msg);
+  }
+  return spec;
+}
+
+}  // namespace baton::cli

@@ -1,0 +1,113 @@
+#include "proto/rpc_util.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace baton {
+namespace {
+
+std::string EnumSuffix(const std::string& full, std::string_view prefix) {
+  std::string out = full.substr(std::min(full.size(), prefix.size()));
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return c == '_' ? '-' : std::tolower(c); });
+  return out;
+}
+
+std::string_view Find(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                      std::string_view key) {
+  auto it = md.find(grpc::string_ref(key.data(), key.size()));
+  if (it == md.end()) return {};
+  return std::string_view(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kResearcher:
+      return "researcher";
+    case Role::kAdmin:
+      return "admin";
+    case Role::kAgent:
+      return "agent";
+  }
+  return "researcher";
+}
+
+absl::StatusOr<Role> ParseRole(std::string_view name) {
+  for (Role r : {Role::kResearcher, Role::kAdmin, Role::kAgent}) {
+    if (RoleName(r) == name) return r;
+  }
+  return absl::InvalidArgumentError("unknown role '" + std::string(name) +
+                                    "': expected researcher, admin or agent");
+}
+
+void AttachCaller(const Caller& caller, grpc::ClientContext* ctx) {
+  ctx->AddMetadata(kUserKey, caller.user);
+  ctx->AddMetadata(kTenantKey, caller.tenant);
+  ctx->AddMetadata(kRoleKey, std::string(RoleName(caller.role)));
+}
+
+absl::StatusOr<Caller> CallerFromMetadata(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  Caller caller;
+  caller.user = std::string(Find(metadata, kUserKey));
+  caller.tenant = std::string(Find(metadata, kTenantKey));
+  std::string_view role = Find(metadata, kRoleKey);
+  if (caller.user.empty() || caller.tenant.empty() || role.empty()) {
+    return absl::UnauthenticatedError(
+        "call carries no caller: set the x-baton-user, x-baton-tenant and x-baton-role "
+        "metadata (the baton CLI sends BATON_USER, BATON_TENANT and BATON_ROLE)");
+  }
+  auto parsed = ParseRole(role);
+  if (!parsed.ok()) return absl::UnauthenticatedError(std::string(parsed.status().message()));
+  caller.role = *parsed;
+  return caller;
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::string StateName(v1::JobState state) {
+  if (state == v1::JOB_STATE_UNSPECIFIED || !v1::JobState_IsValid(state)) return "unknown";
+  return EnumSuffix(v1::JobState_Name(state), "JOB_STATE_");
+}
+
+absl::StatusOr<v1::JobState> ParseStateName(std::string_view name) {
+  for (int s = v1::JobState_MIN; s <= v1::JobState_MAX; ++s) {
+    if (v1::JobState_IsValid(s) && s != v1::JOB_STATE_UNSPECIFIED &&
+        StateName(static_cast<v1::JobState>(s)) == name) {
+      return static_cast<v1::JobState>(s);
+    }
+  }
+  return absl::InvalidArgumentError("unknown job state '" + std::string(name) + "'");
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+std::string LaunchModeName(v1::LaunchMode mode) {
+  if (mode == v1::LAUNCH_MODE_UNSPECIFIED) return "direct";
+  return EnumSuffix(v1::LaunchMode_Name(mode), "LAUNCH_MODE_");
+}
+
+std::string RestartPolicyName(v1::RestartPolicy policy) {
+  if (policy == v1::RESTART_POLICY_UNSPECIFIED) return "default";
+  return EnumSuffix(v1::RestartPolicy_Name(policy), "RESTART_POLICY_");
+}
+
+std::string NodeStateName(v1::NodeState state) {
+  if (state == v1::NODE_STATE_UNSPECIFIED) return "unknown";
+  return EnumSuffix(v1::NodeState_Name(state), "NODE_STATE_");
+}
+
+}  // namespace baton
