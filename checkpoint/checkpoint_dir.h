@@ -16,7 +16,9 @@ namespace baton::checkpoint {
 
 // The fsyncs of a save, named so that tests can prove each one matters by skipping it
 // (Options::skip_sync_for_testing). Production code never sets anything but kNone.
-enum class SyncPoint { kNone, kShardFile, kShardDir, kRootDir, kManifestFile, kManifestDir };
+// Ranks do not fsync step-<N> after creating their shards: rank 0's fsync of step-<N> after
+// the MANIFEST rename makes every entry in it durable at once.
+enum class SyncPoint { kNone, kShardFile, kRootDir, kManifestFile, kManifestDir };
 
 class CheckpointDir {
  public:

@@ -29,14 +29,11 @@ absl::StatusOr<ShardInfo> DecodeShardResult(const std::string& wire, int rank) {
   return info;
 }
 
-// Writes and fsyncs this rank's shard and its directory entry.
+// Writes and fsyncs this rank's shard. Its directory entry becomes durable with rank 0's
+// fsync of step-<N> after the MANIFEST rename, before anyone hears of the commit.
 absl::StatusOr<ShardInfo> WriteOwnShard(Checkpointer::State& s, const SaveRequest& request) {
-  const int rank = s.collective->rank();
-  BATON_ASSIGN_OR_RETURN(ShardInfo info,
-                         WriteShardFile(s.env, s.dir->ShardPath(request.step, rank),
-                                        request.file_bytes, request.segments, s.io));
-  BATON_RETURN_IF_ERROR(s.dir->SyncDir(s.dir->StepDir(request.step), SyncPoint::kShardDir));
-  return info;
+  return WriteShardFile(s.env, s.dir->ShardPath(request.step, s.collective->rank()),
+                        request.file_bytes, request.segments, s.io);
 }
 
 // Rank 0: the manifest from every rank's result, committed durably. Returns the status

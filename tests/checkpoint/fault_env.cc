@@ -254,11 +254,44 @@ bool FaultInjectionEnv::crashed() const {
   return crashed_;
 }
 
-void FaultInjectionEnv::PowerLoss() {
+void FaultInjectionEnv::KeepSomeUnsynced(Inode& node, uint64_t& rng) {
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  std::set<std::string> names;
+  for (const auto& [name, ino] : node.entries) names.insert(name);
+  for (const auto& [name, ino] : node.synced_entries) names.insert(name);
+  for (const std::string& name : names) {
+    if (next() % 2 == 0) continue;  // this change got written back
+    auto synced = node.synced_entries.find(name);
+    if (synced == node.synced_entries.end()) {
+      node.entries.erase(name);
+    } else {
+      node.entries[name] = synced->second;
+    }
+  }
+  if (node.data == node.synced_data) return;
+  const uint64_t keep = next() % (node.data.size() + 1);
+  std::string mixed = node.data.substr(0, keep);
+  if (node.synced_data.size() > keep) mixed += node.synced_data.substr(keep);
+  node.data = std::move(mixed);
+}
+
+void FaultInjectionEnv::PowerLoss(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mu_);
+  uint64_t rng = seed * 0x9E3779B97F4A7C15ull | 1;
   for (auto& [ino, node] : inodes_) {
-    node.data = node.synced_data;
-    node.entries = node.synced_entries;
+    if (seed != 0) {
+      KeepSomeUnsynced(node, rng);
+    } else {
+      node.data = node.synced_data;
+      node.entries = node.synced_entries;
+    }
+    node.synced_data = node.data;
+    node.synced_entries = node.entries;
   }
   CollectGarbageLocked();
   crashed_ = false;

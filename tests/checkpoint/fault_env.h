@@ -38,8 +38,11 @@ class FaultInjectionEnv : public Env {
   // Mutating calls so far (writes, syncs, creates, renames, removes).
   int64_t mutating_ops() const;
   bool crashed() const;
-  // Drops everything not durable and lets calls succeed again.
-  void PowerLoss();
+  // Drops everything not durable and lets calls succeed again. With a non-zero `seed`,
+  // each change not yet durable survives or not at random instead (a directory entry
+  // flips either way, a file keeps its synced bytes with a random prefix of its newer
+  // ones): the disk wrote some things back on its own before the lights went out.
+  void PowerLoss(uint64_t seed = 0);
 
   // Test access to file bytes as they are now (not just the durable ones).
   absl::Status OverwriteByte(const std::string& path, uint64_t offset, char value);
@@ -65,6 +68,7 @@ class FaultInjectionEnv : public Env {
   // The parent directory's inode and the last path component.
   absl::StatusOr<std::pair<int, std::string>> ParentLocked(const std::string& path) const;
   void CollectGarbageLocked();
+  static void KeepSomeUnsynced(Inode& node, uint64_t& rng);
 
   mutable std::mutex mu_;
   std::map<int, Inode> inodes_;
