@@ -1,0 +1,171 @@
+// Spec admission, the state machine and first-fit placement: the pure pieces.
+#include "coordinator/job_state.h"
+#include "coordinator/scheduler/first_fit.h"
+#include "coordinator/spec_validation.h"
+#include "gtest/gtest.h"
+
+namespace baton {
+namespace {
+
+Caller Alice() { return Caller{"alice", "vision", Role::kResearcher}; }
+
+ClusterShape TwoNodesOf4Gpus() {
+  ClusterShape s;
+  s.nodes = 2;
+  s.max_gpus_per_node = 4;
+  s.max_cpu_millis_per_node = 32'000;
+  s.max_memory_bytes_per_node = 256ull << 30;
+  s.nodes_with_at_least_gpus = {2, 2, 2, 2, 2};
+  return s;
+}
+
+absl::Status Admit(v1::JobSpec* spec, ClusterShape shape = TwoNodesOf4Gpus()) {
+  return ValidateAndDefaultSpec(Alice(), Policy::Default(), shape, spec);
+}
+
+v1::JobSpec Minimal() {
+  v1::JobSpec s;
+  s.add_command("/usr/bin/python3");
+  return s;
+}
+
+std::string Why(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(Admission, FillsDefaultsFromCallerAndPolicy) {
+  v1::JobSpec s = Minimal();
+  ASSERT_TRUE(Admit(&s).ok());
+  EXPECT_EQ(s.name(), "python3");
+  EXPECT_EQ(s.tenant(), "vision");
+  EXPECT_EQ(s.priority_class(), "training");
+  EXPECT_EQ(s.nodes(), 1u);
+  EXPECT_EQ(s.ranks_per_node(), 1u);
+  EXPECT_EQ(s.cpu_millis_per_node(), 1000u);
+  EXPECT_EQ(s.memory_bytes_per_node(), 1ull << 30);
+  EXPECT_EQ(s.grace_seconds(), 30u);
+  EXPECT_EQ(s.launch_mode(), v1::LAUNCH_MODE_DIRECT);
+  EXPECT_EQ(s.restart_policy(), v1::RESTART_POLICY_ON_FAILURE);
+  EXPECT_EQ(s.max_restarts(), 3u);
+}
+
+TEST(Admission, InferenceIsAServiceThatAlwaysRestarts) {
+  v1::JobSpec s = Minimal();
+  s.set_priority_class("inference");
+  ASSERT_TRUE(Admit(&s).ok());
+  EXPECT_EQ(s.restart_policy(), v1::RESTART_POLICY_ALWAYS);
+  s.set_max_runtime_seconds(60);
+  EXPECT_NE(Why(Admit(&s)).find("max_runtime_seconds"), std::string::npos);
+}
+
+TEST(Admission, ZeroGpusIsAValidCpuJob) {
+  v1::JobSpec s = Minimal();
+  s.set_gpus_per_node(0);
+  EXPECT_TRUE(Admit(&s).ok());
+}
+
+TEST(Admission, NamesTheFieldAtFault) {
+  struct Case {
+    const char* what;
+    std::function<void(v1::JobSpec*)> mutate;
+    const char* field;
+  } cases[] = {
+      {"missing command", [](v1::JobSpec* s) { s->clear_command(); }, "spec.command"},
+      {"empty argv[0]", [](v1::JobSpec* s) { s->set_command(0, ""); }, "spec.command"},
+      {"more GPUs than any node", [](v1::JobSpec* s) { s->set_gpus_per_node(8); },
+       "spec.gpus_per_node"},
+      {"more nodes than exist", [](v1::JobSpec* s) { s->set_nodes(3); }, "spec.nodes"},
+      {"unknown class", [](v1::JobSpec* s) { s->set_priority_class("vip"); },
+       "spec.priority_class"},
+      {"bad name", [](v1::JobSpec* s) { s->set_name("-x y"); }, "spec.name"},
+      {"relative workdir", [](v1::JobSpec* s) { s->set_working_dir("rel/dir"); },
+       "spec.working_dir"},
+      {"bad env name", [](v1::JobSpec* s) { (*s->mutable_env())["1X"] = "v"; }, "spec.env"},
+      {"bad MIG profile",
+       [](v1::JobSpec* s) {
+         s->set_gpus_per_node(1);
+         s->set_mig_profile("tiny");
+       },
+       "spec.mig_profile"},
+      {"too much memory", [](v1::JobSpec* s) { s->set_memory_bytes_per_node(1ull << 40); },
+       "spec.memory_bytes_per_node"},
+      {"grace too long", [](v1::JobSpec* s) { s->set_grace_seconds(86400); }, "spec.grace_seconds"},
+  };
+  for (const auto& c : cases) {
+    v1::JobSpec s = Minimal();
+    c.mutate(&s);
+    absl::Status st = Admit(&s);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_EQ(Why(st).rfind(c.field, 0), 0u) << c.what << ": " << Why(st);
+  }
+}
+
+TEST(Admission, AcceptsAnyShapeWhileTheClusterIsForming) {
+  v1::JobSpec s = Minimal();
+  s.set_gpus_per_node(8);
+  s.set_nodes(16);
+  EXPECT_TRUE(Admit(&s, ClusterShape{}).ok());
+}
+
+TEST(StateMachine, AllowsTheDocumentedTransitionsOnly) {
+  using S = v1::JobState;
+  EXPECT_TRUE(CanTransition(v1::JOB_STATE_UNSPECIFIED, v1::JOB_STATE_PENDING));
+  EXPECT_TRUE(CanTransition(v1::JOB_STATE_PENDING, v1::JOB_STATE_SCHEDULED));
+  EXPECT_TRUE(CanTransition(v1::JOB_STATE_RUNNING, v1::JOB_STATE_PREEMPTING));
+  EXPECT_TRUE(CanTransition(v1::JOB_STATE_PREEMPTING, v1::JOB_STATE_COOLDOWN));
+  EXPECT_TRUE(CanTransition(v1::JOB_STATE_COOLDOWN, v1::JOB_STATE_PENDING));
+  EXPECT_FALSE(CanTransition(v1::JOB_STATE_PENDING, v1::JOB_STATE_RUNNING));
+  EXPECT_FALSE(CanTransition(v1::JOB_STATE_COOLDOWN, v1::JOB_STATE_RUNNING));
+  for (S end : {v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+    for (int to = v1::JobState_MIN; to <= v1::JobState_MAX; ++to) {
+      EXPECT_FALSE(CanTransition(end, static_cast<S>(to))) << "terminal states are final";
+    }
+  }
+}
+
+sched::NodeView Node(const std::string& name, uint32_t gpus, uint64_t cpus = 8000) {
+  sched::NodeView n;
+  n.name = name;
+  n.free = Resources{cpus, 64ull << 30, gpus};
+  for (uint32_t i = 0; i < gpus; ++i) n.free_gpu_ids.push_back(name + "-g" + std::to_string(i));
+  return n;
+}
+
+TEST(FirstFit, PlacesTheWholeGangOrNothing) {
+  std::vector<sched::NodeView> nodes = {Node("a", 2), Node("b", 4), Node("c", 4)};
+  sched::GangRequest req;
+  req.nodes = 2;
+  req.per_node = Resources{1000, 1 << 30, 4};
+  auto grants = sched::FirstFit(req, nodes);
+  ASSERT_TRUE(grants.has_value());
+  EXPECT_EQ((*grants)[0].node_index, 1u);
+  EXPECT_EQ((*grants)[1].node_index, 2u);
+  EXPECT_EQ((*grants)[0].gpu_ids, (std::vector<std::string>{"b-g0", "b-g1", "b-g2", "b-g3"}));
+  req.nodes = 3;
+  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value());
+}
+
+TEST(FirstFit, HonoursPoolsSelectorsAndTaints) {
+  auto tainted = Node("inf", 4);
+  tainted.taints.push_back({"dedicated", "inference", "NoSchedule"});
+  auto labelled = Node("h200", 4);
+  labelled.labels["gpu"] = "h200";
+  std::vector<sched::NodeView> nodes = {tainted, labelled};
+  sched::GangRequest req;
+  req.per_node = Resources{1000, 1 << 30, 1};
+  req.selector["gpu"] = "h200";
+  auto g = sched::FirstFit(req, nodes);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ((*g)[0].node_index, 1u);
+  req.selector.clear();
+  req.selector["gpu"] = "a100";
+  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value());
+  req.selector.clear();
+  nodes = {tainted};
+  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value()) << "taint not tolerated";
+  req.tolerations.push_back({"dedicated", "inference", "NoSchedule", false});
+  EXPECT_TRUE(sched::FirstFit(req, nodes).has_value());
+  nodes[0].pool = "inference";
+  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value()) << "other pool";
+}
+
+}  // namespace
+}  // namespace baton

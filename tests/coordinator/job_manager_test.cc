@@ -1,0 +1,346 @@
+// The job lifecycle as the JobManager runs it: real store, simulated time, recording
+// agents. Each test narrates one behaviour.
+#include <csignal>
+
+#include "tests/coordinator/harness.h"
+
+namespace baton::testing {
+namespace {
+
+using Phase = v1::AttemptReport;
+
+std::vector<v1::Launch> Launches(const std::vector<v1::CoordinatorCommand>& cmds) {
+  std::vector<v1::Launch> out;
+  for (const auto& c : cmds) {
+    if (c.has_launch()) out.push_back(c.launch());
+  }
+  return out;
+}
+
+std::vector<v1::Kill> Kills(const std::vector<v1::CoordinatorCommand>& cmds) {
+  std::vector<v1::Kill> out;
+  for (const auto& c : cmds) {
+    if (c.has_kill()) out.push_back(c.kill());
+  }
+  return out;
+}
+
+bool HasAck(const std::vector<v1::CoordinatorCommand>& cmds, uint64_t job, uint32_t attempt) {
+  for (const auto& c : cmds) {
+    if (c.has_ack() && c.ack().job_id() == job && c.ack().attempt() == attempt) return true;
+  }
+  return false;
+}
+
+TEST(JobManager, SubmitIsStoredPendingAndSurvivesRestart) {
+  Harness h;
+  auto id = h.Submit(Spec());
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_PENDING);
+  v1::Job job = h.Get(*id);
+  ASSERT_EQ(job.events_size(), 1);
+  EXPECT_EQ(job.events(0).to(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.events(0).reason(), "submitted by alice");
+  EXPECT_EQ(job.spec().tenant(), "vision");  // defaulted from the caller
+  h.Restart();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(h.Get(*id).events_size(), 1);
+  auto next = h.Submit(Spec());
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(*next, *id) << "ids are never reused after a restart";
+}
+
+TEST(JobManager, RunsAJobFromLaunchToSuccess) {
+  Harness h;
+  h.Connect("n1", /*gpus=*/4);
+  auto id = h.Submit(Spec(/*nodes=*/1, /*gpus=*/2));
+  h.Schedule();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_SCHEDULED);
+  auto launches = Launches(h.Commands("n1"));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].attempt(), 1u);
+  ASSERT_EQ(launches[0].placement_size(), 1);
+  EXPECT_EQ(launches[0].placement(0).gpu_ids_size(), 2);
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_RUNNING);
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED, 0));
+  v1::Job job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.exit_code(), 0);
+  EXPECT_GT(job.finished_ms(), 0);
+  EXPECT_TRUE(HasAck(h.Commands("n1"), *id, 1)) << "the agent may forget a recorded end";
+}
+
+TEST(JobManager, PlacesWholeGangsOrNothing) {
+  Harness h;
+  h.Connect("n1", 4);
+  h.Connect("n2", 4);
+  auto first = h.Submit(Spec(/*nodes=*/2, /*gpus=*/3));
+  auto second = h.Submit(Spec(/*nodes=*/2, /*gpus=*/2));
+  h.Schedule();
+  EXPECT_EQ(h.State(*first), v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(h.State(*second), v1::JOB_STATE_PENDING) << "only 1 GPU left per node";
+  EXPECT_TRUE(Launches(h.Commands("n2")).size() == 1u);
+  h.Commands("n1");
+  for (const char* n : {"n1", "n2"}) h.Report(n, Report(*first, 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(*first, 1, Phase::PHASE_EXITED));
+  h.Schedule();
+  EXPECT_EQ(h.State(*second), v1::JOB_STATE_PENDING) << "n2 still holds the first gang";
+  h.Report("n2", Report(*first, 1, Phase::PHASE_EXITED));
+  h.Schedule();
+  EXPECT_EQ(h.State(*second), v1::JOB_STATE_SCHEDULED);
+}
+
+TEST(JobManager, RejectsGangsLargerThanTheCluster) {
+  Harness h;
+  h.Connect("n1", 4);
+  auto too_many_nodes = h.Submit(Spec(/*nodes=*/2, /*gpus=*/1));
+  EXPECT_EQ(too_many_nodes.status().code(), absl::StatusCode::kInvalidArgument);
+  auto too_many_gpus = h.Submit(Spec(/*nodes=*/1, /*gpus=*/5));
+  EXPECT_EQ(too_many_gpus.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(too_many_gpus.status().message()).find("gpus_per_node"), std::string::npos);
+  v1::ListRequest all;
+  all.set_all(true);
+  EXPECT_TRUE(h.jm().List(all).empty()) << "nothing stored for refused specs";
+}
+
+TEST(JobManager, HigherClassesStartFirst) {
+  Harness h;
+  h.Connect("n1", 1);
+  auto blocker = h.Submit(Spec(1, 1));
+  h.Schedule();
+  v1::JobSpec low = Spec(1, 1);
+  low.set_priority_class("experiment");
+  v1::JobSpec high = Spec(1, 1);
+  high.set_priority_class("inference");
+  high.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  auto low_id = h.Submit(low);
+  auto high_id = h.Submit(high);
+  h.Report("n1", Report(*blocker, 1, Phase::PHASE_EXITED));
+  h.Schedule();
+  EXPECT_EQ(h.State(*high_id), v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(h.State(*low_id), v1::JOB_STATE_PENDING);
+}
+
+TEST(JobManager, RetriesFailuresWithBackoffThenFails) {
+  JobManagerOptions opts;
+  opts.retry_backoff_base_ms = 1000;
+  Harness h(opts);
+  h.Connect("n1");
+  v1::JobSpec spec = Spec();
+  spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  spec.set_max_restarts(1);
+  auto id = h.Submit(spec);
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED, /*exit_code=*/7));
+  v1::Job job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.failures(), 1u);
+  EXPECT_GT(job.cooldown_until_ms(), h.clock().NowMs());
+  h.Schedule();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_PENDING) << "still backing off";
+  h.clock().AdvanceMs(1001);
+  h.Schedule();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_SCHEDULED);
+  h.Report("n1", Report(*id, 2, Phase::PHASE_EXITED, /*exit_code=*/7));
+  job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.exit_code(), 7);
+  EXPECT_EQ(job.attempts_size(), 2);
+}
+
+TEST(JobManager, OneFailedNodeStopsTheRestOfTheGang) {
+  Harness h;
+  h.Connect("n1");
+  h.Connect("n2");
+  auto id = h.Submit(Spec(/*nodes=*/2));
+  h.Schedule();
+  h.Commands("n1");
+  h.Commands("n2");
+  for (const char* n : {"n1", "n2"}) h.Report(n, Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED, /*exit_code=*/1));
+  auto kills = Kills(h.Commands("n2"));
+  ASSERT_EQ(kills.size(), 1u);
+  EXPECT_EQ(kills[0].signal(), SIGTERM);
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_RUNNING) << "not over until n2 confirms";
+  v1::AttemptReport killed = Report(*id, 1, Phase::PHASE_EXITED);
+  killed.set_term_signal(SIGTERM);
+  killed.set_killed(true);
+  h.Report("n2", killed);
+  v1::Job job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.exit_code(), 1) << "the first failure names the job's exit";
+}
+
+TEST(JobManager, CancelsPendingAtOnceAndRunningAfterExit) {
+  Harness h;
+  h.Connect("n1", 1);
+  auto running = h.Submit(Spec(1, 1, {"sleep", "100"}));
+  h.Schedule();
+  auto pending = h.Submit(Spec(1, 1));
+  h.Report("n1", Report(*running, 1, Phase::PHASE_RUNNING));
+  h.Commands("n1");
+
+  EXPECT_EQ(*h.Cancel(*pending), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(*h.Cancel(*running), v1::JOB_STATE_RUNNING);
+  auto kills = Kills(h.Commands("n1"));
+  ASSERT_EQ(kills.size(), 1u);
+  EXPECT_EQ(kills[0].signal(), SIGTERM);
+  EXPECT_EQ(kills[0].grace_seconds(), 30u) << "the class default grace";
+  EXPECT_TRUE(h.Cancel(*running).ok()) << "idempotent while stopping";
+  h.Report("n1", Report(*running, 1, Phase::PHASE_EXITED, 143));
+  EXPECT_EQ(h.State(*running), v1::JOB_STATE_CANCELLED);
+  EXPECT_TRUE(h.Cancel(*running).ok()) << "idempotent once cancelled";
+}
+
+TEST(JobManager, CancelChecksTheCallersTenantAndTheState) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  EXPECT_EQ(h.Cancel(*id, Bob()).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(h.Cancel(999).status().code(), absl::StatusCode::kNotFound);
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED));
+  EXPECT_EQ(h.Cancel(*id).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto other = h.Submit(Spec());
+  EXPECT_EQ(*h.Cancel(*other, Admin()), v1::JOB_STATE_CANCELLED) << "admins act on any job";
+}
+
+TEST(JobManager, ResearchersSubmitOnlyForTheirTenant) {
+  Harness h;
+  v1::JobSpec spec = Spec();
+  spec.set_tenant("speech");
+  EXPECT_EQ(h.Submit(spec).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(h.Submit(spec, Admin()).ok());
+}
+
+TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {
+  JobManagerOptions opts;
+  opts.lease_ms = 10'000;
+  opts.lost_margin_ms = 5'000;
+  Harness h(opts);
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Connect("n2");
+  h.Disconnect("n1");
+  h.clock().AdvanceMs(14'000);
+  h.jm().AgentHeartbeat("n2");
+  h.Tick();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_RUNNING) << "within lease + margin";
+  h.clock().AdvanceMs(2'000);
+  h.jm().AgentHeartbeat("n2");
+  h.Tick();
+  v1::Job job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.failures(), 0u) << "node loss is not the job's failure";
+  h.Schedule();
+  job = h.Get(*id);
+  ASSERT_EQ(job.attempts_size(), 2);
+  EXPECT_EQ(job.attempts(1).placement(0).node(), "n2") << "never on the lost node";
+  auto nodes = h.jm().ListNodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].state(), v1::NODE_STATE_LOST);
+}
+
+TEST(JobManager, ReconcilesWhatAReconnectingAgentReports) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  h.Schedule();
+  h.Commands("n1");  // the launch went out; say it was lost with the stream
+  v1::Register reg = Registration("n1");
+  *reg.add_attempts() = Report(/*job=*/4242, /*attempt=*/1, Phase::PHASE_RUNNING);
+  *reg.add_attempts() = Report(/*job=*/4243, /*attempt=*/2, Phase::PHASE_EXITED);
+  auto link = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(h.jm().AgentRegister(reg, link).ok());
+  h.jm().Flush();
+  auto cmds = link->Take();
+  auto kills = Kills(cmds);
+  ASSERT_EQ(kills.size(), 1u);
+  EXPECT_EQ(kills[0].job_id(), 4242u) << "an attempt we do not know is stopped";
+  EXPECT_EQ(kills[0].signal(), SIGKILL);
+  EXPECT_TRUE(HasAck(cmds, 4243, 2)) << "an ended unknown attempt is forgotten";
+  auto launches = Launches(cmds);
+  ASSERT_EQ(launches.size(), 1u) << "the unacknowledged launch is sent again";
+  EXPECT_EQ(launches[0].job_id(), *id);
+}
+
+TEST(JobManager, RunningJobsSurviveACoordinatorRestart) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Restart();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_RUNNING);
+  v1::Register reg = Registration("n1");
+  *reg.add_attempts() = Report(*id, 1, Phase::PHASE_EXITED);
+  auto link = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(h.jm().AgentRegister(reg, link).ok());
+  h.jm().Flush();
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(HasAck(link->Take(), *id, 1));
+}
+
+TEST(JobManager, StopsJobsPastTheirMaxRuntime) {
+  Harness h;
+  h.Connect("n1");
+  v1::JobSpec spec = Spec();
+  spec.set_max_runtime_seconds(10);
+  auto id = h.Submit(spec);
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Commands("n1");
+  h.clock().AdvanceMs(9'000);
+  h.Tick();
+  EXPECT_TRUE(Kills(h.Commands("n1")).empty());
+  h.clock().AdvanceMs(2'000);
+  h.jm().AgentHeartbeat("n1");
+  h.Tick();
+  ASSERT_EQ(Kills(h.Commands("n1")).size(), 1u);
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED, 143));
+  v1::Job job = h.Get(*id);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(job.message().find("max runtime"), std::string::npos);
+}
+
+TEST(JobManager, WatchersSeeEveryChangeUntilTheEnd) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  std::mutex mu;
+  std::vector<v1::JobState> seen;
+  auto token = h.jm().Watch(*id, [&](const v1::Job& j) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (seen.empty() || seen.back() != j.state()) seen.push_back(j.state());
+  });
+  ASSERT_TRUE(token.ok());
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(*id, 1, Phase::PHASE_EXITED));
+  h.jm().Unwatch(*token);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<v1::JobState>{v1::JOB_STATE_PENDING, v1::JOB_STATE_SCHEDULED,
+                                             v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED}));
+  EXPECT_EQ(h.jm().Watch(777, [](const v1::Job&) {}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JobManager, LogsAreOnlyForTheJobsTenantAndStartedJobs) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  v1::LogsRequest req;
+  req.set_job_id(*id);
+  EXPECT_EQ(h.jm().FindLogs(Alice(), req).status().code(), absl::StatusCode::kFailedPrecondition);
+  h.Schedule();
+  EXPECT_EQ(h.jm().FindLogs(Bob(), req).status().code(), absl::StatusCode::kPermissionDenied);
+  auto target = h.jm().FindLogs(Alice(), req);
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->node, "n1");
+  EXPECT_EQ(target->attempt, 1u);
+}
+
+}  // namespace
+}  // namespace baton::testing
