@@ -1,0 +1,143 @@
+// One job's whole path with real parts: the baton CLI process -> coordinator process
+// (gRPC, RocksDB) -> agent process -> the job's own process -> its log, read back.
+#include <signal.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/integration/local_cluster.h"
+
+namespace baton::testing {
+namespace {
+
+uint64_t SubmittedId(const CommandResult& r) {
+  // "Submitted job 17" or "17" with -q.
+  size_t pos = r.out.find_last_of(' ');
+  return std::stoull(pos == std::string::npos ? r.out : r.out.substr(pos + 1));
+}
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  EndToEnd() : cluster_(/*agents=*/1, /*gpus=*/2) {}
+  LocalCluster cluster_;
+};
+
+TEST_F(EndToEnd, SubmitWaitSucceedsAndTheLogReadsBack) {
+  CommandResult r = cluster_.Baton(
+      {"submit", "--wait", "--", "sh", "-c", "echo hello from rank $RANK of $WORLD_SIZE"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("succeeded"), std::string::npos) << "progress shown on stderr: " << r.err;
+  uint64_t id = SubmittedId(CommandResult{0, r.out.substr(0, r.out.find('\n')), ""});
+  CommandResult logs = cluster_.Baton({"logs", std::to_string(id)});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "hello from rank 0 of 1\n");
+}
+
+TEST_F(EndToEnd, SubmitWaitExitsWithTheJobsExitCode) {
+  CommandResult r =
+      cluster_.Baton({"submit", "--wait", "--restart", "never", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.err.find("failed"), std::string::npos);
+}
+
+TEST_F(EndToEnd, FollowedLogsEndWhenTheJobEnds) {
+  CommandResult sub = cluster_.Baton(
+      {"submit", "-q", "--", "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.2; done"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  uint64_t id = SubmittedId(sub);
+  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING") ||
+              cluster_.StateOf(id) == "JOB_STATE_SUCCEEDED");
+  CommandResult logs = cluster_.Baton({"logs", "-f", std::to_string(id)});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "line 1\nline 2\nline 3\n");
+}
+
+TEST_F(EndToEnd, CancelStopsTheRunningProcess) {
+  std::string pidfile = cluster_.dir() + "/job.pid";
+  CommandResult sub = cluster_.Baton({"submit", "-q", "--grace", "5s", "--", "sh", "-c",
+                                      "echo $$ > " + pidfile + "; exec sleep 300"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  uint64_t id = SubmittedId(sub);
+  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING"));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(pidfile).empty(); }, std::chrono::seconds(10)));
+  pid_t pid = std::stoi(ReadFile(pidfile));
+  ASSERT_EQ(kill(pid, 0), 0) << "the job's process runs";
+  CommandResult c = cluster_.Baton({"cancel", std::to_string(id)});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_CANCELLED"));
+  EXPECT_TRUE(WaitFor([&] { return kill(pid, 0) != 0; }, std::chrono::seconds(5)))
+      << "process " << pid << " survived its job's cancellation";
+  CommandResult status = cluster_.Baton({"status", std::to_string(id)});
+  EXPECT_NE(status.out.find("cancelled by alice"), std::string::npos) << status.out;
+}
+
+TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
+  std::string yaml = cluster_.dir() + "/bad.yaml";
+  std::ofstream(yaml) << "name: x\ngpus: [1, 2\n";
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string names;
+  } cases[] = {
+      {{"submit", "--gpus", "1"}, 2, "missing command"},
+      {{"submit", "--gpus", "-1", "--", "true"}, 2, "--gpus"},
+      {{"submit", "--gpus", "3", "--", "true"}, 2, "gpus_per_node"},
+      {{"submit", "--class", "vip", "--", "true"}, 2, "priority_class"},
+      {{"submit", "-f", yaml}, 2, "malformed YAML"},
+      {{"submit", "--mem", "lots", "--", "true"}, 2, "--mem"},
+      {{"status", "424242"}, 3, "not found"},
+      {{"status", "abc"}, 2, "invalid job id"},
+      {{"cancel", "99"}, 3, "not found"},
+  };
+  for (const auto& c : cases) {
+    CommandResult r = cluster_.Baton(c.args);
+    EXPECT_EQ(r.exit_code, c.code) << c.args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  }
+  CommandResult q = cluster_.Baton({"queue", "--all", "--json"});
+  EXPECT_EQ(q.exit_code, 0);
+  EXPECT_EQ(q.out, "") << "nothing was stored";
+}
+
+TEST_F(EndToEnd, ResearchersCannotTouchOtherTenantsJobs) {
+  CommandResult sub = cluster_.Baton({"submit", "-q", "--", "sleep", "30"});
+  uint64_t id = SubmittedId(sub);
+  std::map<std::string, std::string> bob = {{"BATON_USER", "bob"}, {"BATON_TENANT", "speech"}};
+  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}, bob).exit_code, 4);
+  EXPECT_EQ(cluster_.Baton({"logs", std::to_string(id)}, bob).exit_code, 4);
+  EXPECT_EQ(cluster_.Baton({"queue"}, bob).exit_code, 0) << "the queue is visible to all";
+  EXPECT_EQ(cluster_.Baton({"submit", "--tenant", "vision", "--", "true"}, bob).exit_code, 4);
+  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
+}
+
+TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
+  CommandResult r = testing::Run({Bin("baton"), "queue", "--timeout", "3s"},
+                                 {{"BATON_COORDINATOR", "127.0.0.1:1"}});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_NE(r.err.find("unavailable"), std::string::npos) << r.err;
+}
+
+TEST_F(EndToEnd, JobsSurviveKillNineOfTheCoordinator) {
+  CommandResult running =
+      cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "sh", "-c", "sleep 2; echo done"});
+  uint64_t run_id = SubmittedId(running);
+  ASSERT_TRUE(cluster_.WaitForState(run_id, "JOB_STATE_RUNNING"));
+  uint64_t pending_id = SubmittedId(cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "true"}));
+  EXPECT_EQ(cluster_.StateOf(pending_id), "JOB_STATE_PENDING") << "no GPU left";
+
+  cluster_.KillCoordinator(SIGKILL);
+  cluster_.StartCoordinator();
+  EXPECT_EQ(cluster_.StateOf(pending_id), "JOB_STATE_PENDING") << "acknowledged, so kept";
+  // The agent reconnects; the running job's end is recorded, then the pending job runs.
+  EXPECT_TRUE(cluster_.WaitForState(run_id, "JOB_STATE_SUCCEEDED"));
+  EXPECT_TRUE(cluster_.WaitForState(pending_id, "JOB_STATE_SUCCEEDED"));
+  CommandResult logs = cluster_.Baton({"logs", std::to_string(run_id)});
+  EXPECT_EQ(logs.out, "done\n");
+  CommandResult status = cluster_.Baton({"status", std::to_string(run_id)});
+  EXPECT_EQ(std::count(status.out.begin(), status.out.end(), '#'), 1)
+      << "ran once, not twice: " << status.out;
+}
+
+}  // namespace
+}  // namespace baton::testing

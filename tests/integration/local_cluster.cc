@@ -1,0 +1,96 @@
+#include "tests/integration/local_cluster.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "proto/baton.pb.h"
+
+namespace baton::testing {
+
+std::string Bin(const std::string& name) { return std::string(BATON_BIN_DIR) + "/" + name; }
+
+LocalCluster::LocalCluster(int agents, int gpus) {
+  StartCoordinator();
+  for (int i = 0; i < agents; ++i) StartAgent(i, gpus);
+  EXPECT_TRUE(WaitForReadyNodes(agents, std::chrono::seconds(20)))
+      << "agents did not register; see " << dir();
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& a : agents_) a->Signal(SIGTERM);
+  for (auto& a : agents_) a->Wait(std::chrono::seconds(10));
+  if (coordinator_) {
+    coordinator_->Signal(SIGTERM);
+    coordinator_->Wait(std::chrono::seconds(10));
+  }
+}
+
+void LocalCluster::StartCoordinator() {
+  std::string ready = dir() + "/coordinator.addr";
+  std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
+  unlink(ready.c_str());
+  coordinator_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{Bin("baton-coordinator"), "--listen", listen, "--data-dir",
+                               dir() + "/coordinator", "--ready-file", ready, "--lease-ms", "4000",
+                               "--heartbeat-ms", "500", "--lost-margin-ms", "2000"},
+      std::map<std::string, std::string>{},
+      dir() + "/coordinator." + std::to_string(coordinator_starts_++));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(ready).empty(); }, std::chrono::seconds(20)))
+      << "coordinator did not start: " << ReadFile(dir() + "/coordinator.0.err");
+  std::string addr = ReadFile(ready);
+  address_ = addr.substr(0, addr.find('\n'));
+}
+
+void LocalCluster::StartAgent(int i, int gpus) {
+  std::string name = "n" + std::to_string(i + 1);
+  agents_.push_back(std::make_unique<Subprocess>(
+      std::vector<std::string>{Bin("baton-agent"), "--name", name, "--coordinator", address_,
+                               "--data-dir", dir() + "/" + name, "--fake-gpus",
+                               std::to_string(gpus)},
+      std::map<std::string, std::string>{}, dir() + "/" + name));
+}
+
+void LocalCluster::KillCoordinator(int sig) {
+  coordinator_->Signal(sig);
+  coordinator_->Wait(std::chrono::seconds(10));
+}
+
+CommandResult LocalCluster::Baton(std::vector<std::string> args,
+                                  std::map<std::string, std::string> env) {
+  args.insert(args.begin(), Bin("baton"));
+  env.emplace("BATON_COORDINATOR", address_);
+  env.emplace("BATON_USER", "alice");
+  env.emplace("BATON_TENANT", "vision");
+  env.emplace("BATON_ROLE", "researcher");
+  return Run(args, env);
+}
+
+std::string LocalCluster::StateOf(uint64_t job) {
+  CommandResult r = Baton({"status", std::to_string(job), "--json"});
+  if (r.exit_code != 0) return "";
+  v1::Job parsed;
+  if (!google::protobuf::util::JsonStringToMessage(r.out, &parsed).ok()) return "";
+  return v1::JobState_Name(parsed.state());
+}
+
+bool LocalCluster::WaitForState(uint64_t job, const std::string& state,
+                                std::chrono::milliseconds timeout) {
+  return WaitFor([&] { return StateOf(job) == state; }, timeout);
+}
+
+bool LocalCluster::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
+  return WaitFor(
+      [&] {
+        CommandResult r = Baton({"nodes", "--json"});
+        int ready = 0;
+        std::istringstream in(r.out);
+        std::string line;
+        while (std::getline(in, line)) ready += line.find("NODE_STATE_READY") != std::string::npos;
+        return ready >= n;
+      },
+      timeout);
+}
+
+}  // namespace baton::testing
