@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "common/resources.h"
 #include "coordinator/job_manager.h"
 #include "spdlog/spdlog.h"
 
@@ -21,6 +22,13 @@ sched::GangRequest ToRequest(const v1::JobSpec& spec) {
     req.tolerations.push_back({t.key(), t.value(), t.effect(), t.exists()});
   }
   return req;
+}
+
+std::string WaitReason(const v1::JobSpec& s) {
+  return "waiting for room: " + std::to_string(s.nodes()) + " node(s) with " +
+         std::to_string(s.gpus_per_node()) + " GPU(s), " + FormatCpuMillis(s.cpu_millis_per_node()) +
+         " CPUs and " + FormatBytes(s.memory_bytes_per_node()) + " free" +
+         (s.pool().empty() ? "" : " in pool " + s.pool());
 }
 
 uint32_t MasterPort(uint64_t job_id, uint32_t attempt) {
@@ -104,8 +112,17 @@ void JobManager::SchedulePass() {
   Txn txn;
   for (JobEntry* e : queue) {
     auto grants = sched::FirstFit(ToRequest(e->job.spec()), views);
-    if (!grants) continue;  // first fit lets smaller jobs behind it start (no reservation yet)
-    PlaceLocked(*e, *grants, views, txn);
+    if (grants) {
+      PlaceLocked(*e, *grants, views, txn);
+      continue;
+    }
+    // First fit lets smaller jobs behind it start (no reservation yet); say why this one
+    // waits, stored only when the reason changes.
+    std::string why = WaitReason(e->job.spec());
+    if (e->job.message() != why) {
+      e->job.set_message(why);
+      txn.touched.insert(e->job.id());
+    }
   }
   if (!txn.touched.empty()) CommitLocked(std::move(txn));
 }
