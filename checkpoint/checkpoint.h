@@ -8,7 +8,7 @@
 //   auto ckpt = *Checkpointer::Create({.dir = "/shared/ckpt/job-7"}, &collective);
 //   ckpt->RegisterHostBuffer("weights", w.data(), w.size() * sizeof(float));
 //   auto restored = *ckpt->RestoreLatest();      // same step on every rank, or nullopt
-//   int64_t step = restored ? restored->step : 0;
+//   int64_t step = restored ? restored->step + 1 : 0;
 //   for (;; ++step) {
 //     Train(step);
 //     if (*watcher->ShouldStop(stop_collective)) { ckpt->Save(step); break; }  // preemption.h
