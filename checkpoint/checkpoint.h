@@ -124,7 +124,7 @@ class Checkpointer {
   // Local: needs no other rank.
   absl::StatusOr<std::vector<CheckpointInfo>> List();
 
-  // Newest step this process restored or saved; -1 if none.
+  // The step this process last restored or committed; -1 if none.
   int64_t last_committed_step() const;
   int rank() const;
   int world_size() const;

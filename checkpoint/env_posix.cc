@@ -1,5 +1,5 @@
 // The POSIX Env: pread/pwrite on file descriptors, O_DIRECT where the filesystem takes it,
-// posix_fallocate for early ENOSPC, fsync on files and directories.
+// fallocate for early ENOSPC, fsync on files and directories.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -114,12 +114,13 @@ class PosixEnv final : public Env {
     if (fd < 0) fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) return PosixError("open", path);
     auto file = std::make_unique<PosixWritableFile>(path, fd, direct);
-    if (options.preallocate_bytes > 0) {
-      const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(options.preallocate_bytes));
-      // Filesystems without fallocate (some NFS) just skip the early ENOSPC check.
-      if (err != 0 && err != EOPNOTSUPP && err != EINVAL) {
-        return ErrnoToStatus(
-            err, "allocate " + std::to_string(options.preallocate_bytes) + " bytes for " + path);
+    if (options.preallocate_bytes > 0 &&
+        ::fallocate(fd, 0, 0, static_cast<off_t>(options.preallocate_bytes)) != 0) {
+      // Filesystems without fallocate (some NFS) just skip the early ENOSPC check; the
+      // syscall, unlike posix_fallocate, never falls back to writing every block.
+      if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
+        return ErrnoToStatus(errno, "allocate " + std::to_string(options.preallocate_bytes) +
+                                        " bytes for " + path);
       }
     }
     return file;

@@ -14,7 +14,7 @@ struct Progress {
   int64_t attempt = 0;
   std::string state;            // "saving", "committed" or "failed"
   int64_t step = -1;            // the step that state is about
-  int64_t committed_step = -1;  // newest step known committed (restored or saved); -1: none
+  int64_t committed_step = -1;  // step last committed (saved or restored); -1: none
   int64_t time_ms = 0;          // unix ms of the update
   friend bool operator==(const Progress&, const Progress&) = default;
 };

@@ -43,7 +43,7 @@ absl::Status JobManager::Recover() {
     JobEntry& e = jobs_[id];
     e.job = std::move(job);
     v1::JobState s = e.job.state();
-    if (s == v1::JOB_STATE_PENDING) pending_.insert(id);
+    if (s == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
     bool live =
         s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
     if (live && e.job.attempts_size() > 0) {
@@ -101,8 +101,14 @@ void JobManager::Kick() {
   loop_cv_.notify_one();
 }
 
+JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
+  const PriorityClass* c = options_.policy.Find(job.spec().priority_class());
+  return {c ? -c->value : 0, job.submitted_ms(), job.id()};
+}
+
 void JobManager::ScheduleLoop() {
   int64_t next_tick = 0;
+  int64_t next_pass = 0;
   std::unique_lock<std::mutex> lock(loop_mu_);
   while (!stopping_) {
     loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_interval_ms),
@@ -117,7 +123,15 @@ void JobManager::ScheduleLoop() {
       next_tick = now + options_.tick_interval_ms;
       dirty = true;  // backoffs may have expired
     }
-    if (dirty) SchedulePass();
+    if (dirty && now < next_pass) {
+      // Too soon after the last pass: sleep out the interval, then run one pass for all.
+      std::this_thread::sleep_for(std::chrono::milliseconds(next_pass - now));
+      now = clock_->MonotonicMs();
+    }
+    if (dirty) {
+      SchedulePass();
+      next_pass = now + options_.min_pass_interval_ms;
+    }
     lock.lock();
   }
 }
@@ -185,12 +199,8 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
   }
   NoteEvent(e, to, reason, actor, txn);
   e.job.set_state(to);
-  uint64_t id = e.job.id();
-  if (to == v1::JOB_STATE_PENDING) {
-    pending_.insert(id);
-  } else {
-    pending_.erase(id);
-  }
+  if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
+  if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
   if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());
   if (to != v1::JOB_STATE_PENDING) Kick();
   return true;

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,7 @@ struct JobManagerOptions {
   int64_t retry_backoff_max_ms = 60'000;
   uint32_t failure_kill_grace_seconds = 10;  // grace for the rest of a gang after a failure
   int64_t tick_interval_ms = 250;            // leases, runtimes and backoffs checked this often
+  int64_t min_pass_interval_ms = 20;         // scheduling passes coalesce bursts of changes
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -150,8 +152,11 @@ class JobManager {
 
   mutable std::mutex mu_;
   std::map<uint64_t, JobEntry> jobs_;
-  std::set<uint64_t> pending_;  // PENDING jobs
-  std::set<uint64_t> active_;   // jobs with a live attempt
+  // PENDING jobs in the order they are served: (-class value, submitted_ms, id).
+  using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
+  QueueKey QueueKeyOf(const v1::Job& job) const;
+  std::set<QueueKey> pending_;
+  std::set<uint64_t> active_;  // jobs with a live attempt
   std::map<std::string, NodeEntry> nodes_;
   uint64_t next_job_id_ = 1;
 

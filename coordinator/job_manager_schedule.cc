@@ -26,8 +26,9 @@ sched::GangRequest ToRequest(const v1::JobSpec& spec) {
 
 std::string WaitReason(const v1::JobSpec& s) {
   return "waiting for room: " + std::to_string(s.nodes()) + " node(s) with " +
-         std::to_string(s.gpus_per_node()) + " GPU(s), " + FormatCpuMillis(s.cpu_millis_per_node()) +
-         " CPUs and " + FormatBytes(s.memory_bytes_per_node()) + " free" +
+         std::to_string(s.gpus_per_node()) + " GPU(s), " +
+         FormatCpuMillis(s.cpu_millis_per_node()) + " CPUs and " +
+         FormatBytes(s.memory_bytes_per_node()) + " free" +
          (s.pool().empty() ? "" : " in pool " + s.pool());
 }
 
@@ -97,32 +98,32 @@ void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return;
   int64_t now = clock_->NowMs();
-  std::vector<JobEntry*> queue;
-  for (uint64_t id : pending_) {
-    JobEntry& e = jobs_.at(id);
+  std::vector<sched::NodeView> views = NodeViewsLocked();
+  // The most any single node has free: jobs asking more per node are skipped in O(1).
+  Resources most;
+  for (const auto& v : views) {
+    if (!v.schedulable) continue;
+    most.cpu_millis = std::max(most.cpu_millis, v.free.cpu_millis);
+    most.memory_bytes = std::max(most.memory_bytes, v.free.memory_bytes);
+    most.gpus = std::max(most.gpus, v.free.gpus);
+  }
+  std::vector<JobEntry*> queue;  // pending_ is already in serving order
+  for (const auto& key : pending_) {
+    JobEntry& e = jobs_.at(std::get<2>(key));
     if (e.job.cooldown_until_ms() <= now) queue.push_back(&e);
   }
-  auto key = [this](const JobEntry* e) {
-    const PriorityClass* c = options_.policy.Find(e->job.spec().priority_class());
-    return std::make_tuple(c ? -c->value : 0, e->job.submitted_ms(), e->job.id());
-  };
-  std::sort(queue.begin(), queue.end(),
-            [&](const JobEntry* a, const JobEntry* b) { return key(a) < key(b); });
-  std::vector<sched::NodeView> views = NodeViewsLocked();
   Txn txn;
   for (JobEntry* e : queue) {
-    auto grants = sched::FirstFit(ToRequest(e->job.spec()), views);
+    const v1::JobSpec& spec = e->job.spec();
+    Resources ask{spec.cpu_millis_per_node(), spec.memory_bytes_per_node(), spec.gpus_per_node()};
+    auto grants = ask.Fits(most) ? sched::FirstFit(ToRequest(spec), views) : std::nullopt;
     if (grants) {
       PlaceLocked(*e, *grants, views, txn);
       continue;
     }
-    // First fit lets smaller jobs behind it start (no reservation yet); say why this one
-    // waits, stored only when the reason changes.
-    std::string why = WaitReason(e->job.spec());
-    if (e->job.message() != why) {
-      e->job.set_message(why);
-      txn.touched.insert(e->job.id());
-    }
+    // First fit lets smaller jobs behind it start (no reservation yet). Why this one
+    // waits is derived state: kept in memory for queue/status, recomputed every pass.
+    e->job.set_message(WaitReason(spec));
   }
   if (!txn.touched.empty()) CommitLocked(std::move(txn));
 }

@@ -10,6 +10,8 @@
 
 #include "common/status.h"
 
+extern char** environ;
+
 namespace baton {
 namespace {
 
@@ -41,7 +43,11 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
   }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) fail(3);
+  if (devnull > 2) close(devnull);  // the job gets stdin, not a second /dev/null descriptor
   if (chdir(o.cwd.c_str()) != 0) fail(4);
+  // glibc's execvpe searches the caller's PATH, not envp's: make the job's environment
+  // the caller's so argv[0] resolves with the PATH the job was given (spec.env).
+  environ = envp;
   execvpe(argv[0], argv, envp);
   fail(5);
   _exit(127);

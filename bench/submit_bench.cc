@@ -1,0 +1,265 @@
+// baton-bench-submit: how much a researcher's `baton submit` costs and how fast the
+// coordinator admits and runs jobs, each against a peer measured in the same run:
+//   1. `baton submit` processes vs `baton-rpc-floor` processes (one empty RPC, linked the
+//      same way), interleaved: p50/p99 and p50 ÷ floor p50;
+//   2. durable submits through the API from 16 client threads: submits/s;
+//   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s.
+// Ends with one JSON line (keys in DESIGN.md, Benchmarks).
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "proto/baton.grpc.pb.h"
+#include "proto/rpc_util.h"
+#include "tests/util/subprocess.h"
+
+namespace {
+
+using baton::testing::Subprocess;
+using Clock = std::chrono::steady_clock;
+namespace v1 = baton::v1;
+
+std::string BinDir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+// Runs argv to completion and returns its wall time in ms (-1 on failure).
+double TimeProcess(const std::vector<std::string>& argv,
+                   const std::map<std::string, std::string>& env) {
+  auto start = Clock::now();
+  Subprocess p(argv, env, "");
+  auto code = p.Wait(std::chrono::seconds(30));
+  double ms = Ms(Clock::now() - start);
+  return code == 0 ? ms : -1;
+}
+
+class Daemons {
+ public:
+  explicit Daemons(const std::string& dir) : dir_(dir) { std::filesystem::create_directories(dir); }
+  ~Daemons() {
+    for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
+    for (auto& p : procs_) p->Wait(std::chrono::seconds(10));
+  }
+  std::string StartCoordinator() {
+    std::string ready = dir_ + "/coordinator.addr";
+    procs_.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{BinDir() + "/baton-coordinator", "--listen", "127.0.0.1:0",
+                                 "--data-dir", dir_ + "/coordinator", "--ready-file", ready,
+                                 "--log-level", "warn"},
+        std::map<std::string, std::string>{}, dir_ + "/coordinator"));
+    baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
+                            std::chrono::seconds(20));
+    std::string addr = baton::testing::ReadFile(ready);
+    return addr.substr(0, addr.find('\n'));
+  }
+  void StartAgent(const std::string& coordinator, const std::string& name) {
+    procs_.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{BinDir() + "/baton-agent", "--name", name, "--coordinator",
+                                 coordinator, "--data-dir", dir_ + "/" + name, "--log-level",
+                                 "warn"},
+        std::map<std::string, std::string>{}, dir_ + "/" + name));
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<Subprocess>> procs_;
+};
+
+std::unique_ptr<v1::Coordinator::Stub> Stub(const std::string& target) {
+  return v1::Coordinator::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+}
+
+grpc::Status Call(v1::Coordinator::Stub* stub, const v1::JobSpec& spec, uint64_t* id) {
+  grpc::ClientContext ctx;
+  baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+  v1::SubmitRequest req;
+  *req.mutable_spec() = spec;
+  v1::SubmitResponse resp;
+  grpc::Status s = stub->Submit(&ctx, req, &resp);
+  *id = resp.job_id();
+  return s;
+}
+
+v1::JobSpec TrivialSpec() {
+  v1::JobSpec spec;
+  spec.add_command("true");
+  spec.set_cpu_millis_per_node(100);
+  spec.set_memory_bytes_per_node(64 << 20);
+  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  return spec;
+}
+
+// Submits from `threads` threads for `seconds`; returns completed submits per second.
+double ApiSubmits(const std::string& target, int threads, double seconds) {
+  std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
+  for (int i = 0; i < 4; ++i) stubs.push_back(Stub(target));
+  std::atomic<uint64_t> done{0}, failed{0};
+  auto start = Clock::now();
+  auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      v1::JobSpec spec = TrivialSpec();
+      uint64_t id;
+      while (Clock::now() < end) {
+        (Call(stubs[t % stubs.size()].get(), spec, &id).ok() ? done : failed)++;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (failed) std::fprintf(stderr, "api: %llu submits failed\n", (unsigned long long)failed.load());
+  return done / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+size_t CountSucceeded(v1::Coordinator::Stub* stub) {
+  grpc::ClientContext ctx;
+  baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+  v1::ListRequest req;
+  req.add_states(v1::JOB_STATE_SUCCEEDED);
+  v1::ListResponse resp;
+  return stub->List(&ctx, req, &resp).ok() ? resp.jobs_size() : 0;
+}
+
+// p50 of write(4 KiB) + fdatasync on the data dir's filesystem: what one durable,
+// unbatched submit must wait for at least (the physical floor under the store).
+double FsyncP50Ms(const std::string& dir) {
+  std::string path = dir + "/fsync-probe";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<double> ms;
+  char block[4096] = {};
+  for (int i = 0; i < 200 && fd >= 0; ++i) {
+    auto start = Clock::now();
+    if (write(fd, block, sizeof block) != sizeof block || fdatasync(fd) != 0) break;
+    ms.push_back(Ms(Clock::now() - start));
+  }
+  if (fd >= 0) close(fd);
+  unlink(path.c_str());
+  return Percentile(ms, 0.5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options opts("baton-bench-submit", "submit cost and throughput");
+  opts.add_options()("dir", "data dir (on the disk under test)",
+                     cxxopts::value<std::string>()->default_value("/var/tmp"))(
+      "cli-submits", "sequential baton submit processes",
+      cxxopts::value<int>()->default_value("1000"))("api-threads", "client threads",
+                                                    cxxopts::value<int>()->default_value("16"))(
+      "api-seconds", "duration of the API phase", cxxopts::value<double>()->default_value("5"))(
+      "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
+      "e2e-jobs", "trivial jobs for the end-to-end phase",
+      cxxopts::value<int>()->default_value("1000"));
+  auto r = opts.parse(argc, argv);
+  char tmpl[256];
+  std::snprintf(tmpl, sizeof tmpl, "%s/baton-bench-submit.XXXXXX",
+                r["dir"].as<std::string>().c_str());
+  std::string dir = mkdtemp(tmpl);
+
+  double fsync_ms = FsyncP50Ms(dir);
+  std::printf("fdatasync of 4 KiB on %s: p50 %.2f ms\n", dir.c_str(), fsync_ms);
+
+  // 1. CLI vs floor, interleaved so that noise hits both alike.
+  std::vector<double> floor_ms, cli_ms;
+  double cli_total_s = 0;
+  {
+    Daemons d(dir + "/cli");
+    std::string target = d.StartCoordinator();
+    std::map<std::string, std::string> env = {
+        {"BATON_COORDINATOR", target}, {"BATON_USER", "bench"}, {"BATON_TENANT", "bench"}};
+    int n = r["cli-submits"].as<int>();
+    for (int i = 0; i < n; ++i) {
+      floor_ms.push_back(TimeProcess({BinDir() + "/baton-rpc-floor", target}, env));
+      double ms =
+          TimeProcess({BinDir() + "/baton", "submit", "-q", "--cpus", "100m", "--", "true"}, env);
+      cli_ms.push_back(ms);
+      cli_total_s += ms / 1000;
+    }
+    if (std::count(cli_ms.begin(), cli_ms.end(), -1.0) ||
+        std::count(floor_ms.begin(), floor_ms.end(), -1.0)) {
+      std::fprintf(stderr, "some CLI or floor processes failed\n");
+      return 1;
+    }
+  }
+  double floor_p50 = Percentile(floor_ms, 0.5), cli_p50 = Percentile(cli_ms, 0.5);
+  double cli_p99 = Percentile(cli_ms, 0.99);
+  std::printf("floor (one empty RPC per process): p50 %.2f ms  p99 %.2f ms\n", floor_p50,
+              Percentile(floor_ms, 0.99));
+  std::printf(
+      "baton submit:                      p50 %.2f ms  p99 %.2f ms  (%.2f x floor, %.2f x "
+      "floor + fsync)  %.0f submits/s\n",
+      cli_p50, cli_p99, cli_p50 / floor_p50, cli_p50 / (floor_p50 + fsync_ms),
+      cli_ms.size() / cli_total_s);
+
+  // 2. Durable submits through the API.
+  double api_rate = 0;
+  {
+    Daemons d(dir + "/api");
+    api_rate =
+        ApiSubmits(d.StartCoordinator(), r["api-threads"].as<int>(), r["api-seconds"].as<double>());
+  }
+  // With every client waiting on the same group commit, 16 threads can at best complete
+  // 16 submits per fdatasync.
+  double group_limit = r["api-threads"].as<int>() * 1000.0 / fsync_ms;
+  std::printf("API submits (%d threads, each durable): %.0f /s (group-commit limit %.0f /s)\n",
+              r["api-threads"].as<int>(), api_rate, group_limit);
+
+  // 3. End to end on many agents.
+  double e2e_rate = 0;
+  {
+    Daemons d(dir + "/e2e");
+    std::string target = d.StartCoordinator();
+    int agents = r["agents"].as<int>(), jobs = r["e2e-jobs"].as<int>();
+    for (int i = 0; i < agents; ++i) d.StartAgent(target, "n" + std::to_string(i));
+    auto stub = Stub(target);
+    baton::testing::WaitFor(
+        [&] {
+          grpc::ClientContext ctx;
+          baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+          v1::ListNodesResponse resp;
+          if (!stub->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) return false;
+          return resp.nodes_size() == agents;
+        },
+        std::chrono::seconds(30));
+    auto start = Clock::now();
+    std::vector<std::thread> pool;
+    std::atomic<int> next{0};
+    for (int t = 0; t < 8; ++t) {
+      pool.emplace_back([&] {
+        uint64_t id;
+        while (next++ < jobs) Call(stub.get(), TrivialSpec(), &id);
+      });
+    }
+    for (auto& th : pool) th.join();
+    bool ok = baton::testing::WaitFor(
+        [&] { return CountSucceeded(stub.get()) >= static_cast<size_t>(jobs); },
+        std::chrono::seconds(300));
+    double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!ok) std::fprintf(stderr, "end to end: not every job succeeded\n");
+    e2e_rate = ok ? jobs / secs : 0;
+    std::printf("end to end: %d trivial jobs on %d agents in %.2f s: %.0f jobs/s\n", jobs, agents,
+                secs, e2e_rate);
+  }
+  std::filesystem::remove_all(dir);
+  std::printf(
+      "{\"cli_submit_p50_vs_empty_rpc\":%.3f,\"cli_submits_per_s\":%.1f,\"api_submits_per_s\":%.1f,"
+      "\"e2e_jobs_per_s\":%.1f,\"cli_submit_p50_ms\":%.3f,\"cli_submit_p99_ms\":%.3f,"
+      "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
+      "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f}\n",
+      cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
+      floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit);
+  return 0;
+}
