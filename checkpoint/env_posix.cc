@@ -119,8 +119,8 @@ class PosixEnv final : public Env {
       // Filesystems without fallocate (some NFS) just skip the early ENOSPC check; the
       // syscall, unlike posix_fallocate, never falls back to writing every block.
       if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
-        return ErrnoToStatus(errno, "allocate " + std::to_string(options.preallocate_bytes) +
-                                        " bytes for " + path);
+        return ErrnoToStatus(
+            errno, "allocate " + std::to_string(options.preallocate_bytes) + " bytes for " + path);
       }
     }
     return file;
