@@ -1,0 +1,586 @@
+// The node agent in-process against a fake coordinator (a real gRPC server on a loopback
+// port), launching real children. The Agent owns the process's Reaper, which reaps every
+// child and must outlive them all, so one Agent serves the whole binary; each test uses
+// its own job ids. Time is a FakeClock: grace periods, deadlines, heartbeats and the
+// lease move only when a test advances it.
+#include "launcher/agent/agent.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::PollUntil;
+using launcher_testing::ReadFile;
+using launcher_testing::ScratchDir;
+using launcher_testing::WaitUntil;
+using ::testing::HasSubstr;
+using Phase = v1::AttemptReport::Phase;
+
+constexpr char kNode[] = "node-t";
+constexpr char kAdvertise[] = "127.0.0.1:7070";
+constexpr uint32_t kHeartbeatMs = 100;
+constexpr uint32_t kLeaseMs = 60'000;
+
+// Records what the agent sends on every Connect stream and lets the test push commands
+// on the live one. Answers each Register with Registered. Can be taken down and brought
+// back on the same port.
+class FakeCoordinator {
+ public:
+  struct Received {
+    int session;
+    v1::AgentMessage msg;
+  };
+
+  void Start() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_),
+                             grpc::InsecureServerCredentials(), &port_);
+    service_ = std::make_unique<Service>(this);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port_, 0);
+  }
+  // Ends the live stream (the agent sees the coordinator go) and stops listening.
+  void Shutdown() {
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
+    service_.reset();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Writes `cmd` on the live stream, waiting for one to exist.
+  bool Push(const v1::CoordinatorCommand& cmd) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!WaitUntil(cv_, lock, [&] { return stream_ != nullptr; })) return false;
+    return stream_->Write(cmd);
+  }
+  // Cancels the live stream; the agent reconnects.
+  void DropStream() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ctx_) ctx_->TryCancel();
+  }
+  int session() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sessions_;
+  }
+  std::vector<Caller> callers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return callers_;
+  }
+
+  // The first message at or after index `from` that satisfies `pred`.
+  std::optional<Received> WaitFor(const std::function<bool(const Received&)>& pred,
+                                  size_t from = 0) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<Received> found;
+    WaitUntil(cv_, lock, [&] {
+      for (size_t i = from; i < received_.size(); ++i) {
+        if (pred(received_[i])) {
+          found = received_[i];
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::vector<Received> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_.size();
+  }
+
+ private:
+  using Stream = grpc::ServerReaderWriter<v1::CoordinatorCommand, v1::AgentMessage>;
+
+  class Service final : public v1::AgentControl::Service {
+   public:
+    explicit Service(FakeCoordinator* owner) : owner_(owner) {}
+    grpc::Status Connect(grpc::ServerContext* ctx, Stream* stream) override {
+      return owner_->Serve(ctx, stream);
+    }
+
+   private:
+    FakeCoordinator* const owner_;
+  };
+
+  grpc::Status Serve(grpc::ServerContext* ctx, Stream* stream) {
+    int session;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session = ++sessions_;
+      auto caller = CallerFromMetadata(ctx->client_metadata());
+      callers_.push_back(caller.ok() ? *caller : Caller{});
+    }
+    v1::AgentMessage msg;
+    while (stream->Read(&msg)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      received_.push_back({session, msg});
+      if (msg.has_register_()) {
+        v1::CoordinatorCommand reply;
+        reply.mutable_registered()->set_heartbeat_interval_ms(kHeartbeatMs);
+        reply.mutable_registered()->set_lease_ms(kLeaseMs);
+        stream->Write(reply);
+        stream_ = stream;  // commands go out only after Registered
+        ctx_ = ctx;
+      }
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream_ == stream) {
+      stream_ = nullptr;
+      ctx_ = nullptr;
+    }
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex mu_;  // everything below; also serializes writes on stream_
+  std::condition_variable cv_;
+  Stream* stream_ = nullptr;
+  grpc::ServerContext* ctx_ = nullptr;
+  int sessions_ = 0;
+  std::vector<Caller> callers_;
+  std::vector<Received> received_;
+};
+
+v1::CoordinatorCommand LaunchCommand(uint64_t job, std::vector<std::string> command,
+                                     uint32_t ranks = 1, std::vector<std::string> gpus = {},
+                                     uint32_t attempt = 1) {
+  v1::CoordinatorCommand cmd;
+  v1::Launch* l = cmd.mutable_launch();
+  l->set_job_id(job);
+  l->set_attempt(attempt);
+  l->set_node_rank(0);
+  l->set_master_port(29500);
+  l->set_user("alice");
+  v1::JobSpec* s = l->mutable_spec();
+  s->set_name("job" + std::to_string(job));
+  s->set_tenant("vision");
+  s->set_nodes(1);
+  s->set_ranks_per_node(ranks);
+  s->set_gpus_per_node(static_cast<uint32_t>(gpus.size()));
+  for (auto& arg : command) s->add_command(arg);
+  v1::NodeAssignment* p = l->add_placement();
+  p->set_node(kNode);
+  p->set_address("127.0.0.1");
+  for (auto& g : gpus) p->add_gpu_ids(g);
+  return cmd;
+}
+
+v1::CoordinatorCommand KillCommand(uint64_t job, int signal, uint32_t grace_seconds) {
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_kill()->set_job_id(job);
+  cmd.mutable_kill()->set_attempt(1);
+  cmd.mutable_kill()->set_signal(signal);
+  cmd.mutable_kill()->set_grace_seconds(grace_seconds);
+  cmd.mutable_kill()->set_reason("test");
+  return cmd;
+}
+
+v1::CoordinatorCommand AckCommand(uint64_t job) {
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_ack()->set_job_id(job);
+  cmd.mutable_ack()->set_attempt(1);
+  return cmd;
+}
+
+v1::Inventory TestInventory() {
+  v1::Inventory inv;
+  inv.set_cpus(8);
+  inv.set_memory_bytes(32ull << 30);
+  for (int i = 0; i < 2; ++i) {
+    v1::Gpu* g = inv.add_gpus();
+    g->set_index(i);
+    g->set_uuid("GPU-fake-node-t-" + std::to_string(i));
+    g->set_model("FakeGPU");
+    g->set_fake(true);
+  }
+  v1::NumaNode* n = inv.add_numa_nodes();
+  for (uint32_t c = 0; c < 8; ++c) n->add_cpus(c);
+  return inv;
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    clock_ = new FakeClock();
+    coordinator_ = new FakeCoordinator();
+    coordinator_->Start();
+    AgentOptions o;
+    o.node_name = kNode;
+    o.coordinator = coordinator_->address();
+    o.data_dir = dir_->path();
+    o.pool = "gpu-pool";
+    o.labels = {{"zone", "b"}};
+    v1::Taint t;
+    t.set_key("maint");
+    t.set_effect("NoSchedule");
+    o.taints = {t};
+    o.reconnect_max_backoff_ms = 200;
+    agent_ = new Agent(o, TestInventory(), clock_);
+    agent_->Start(kAdvertise);
+  }
+
+  static void TearDownTestSuite() {
+    // Stop ends what still runs and reports it before it disconnects.
+    ASSERT_TRUE(coordinator_->Push(LaunchCommand(9000, {"sleep", "60"})));
+    ASSERT_TRUE(WaitReport(9000, v1::AttemptReport::PHASE_RUNNING));
+    agent_->Stop();
+    auto end = WaitReport(9000, v1::AttemptReport::PHASE_EXITED);
+    ASSERT_TRUE(end) << "no end report for an attempt running at Stop";
+    EXPECT_EQ(end->term_signal(), SIGTERM);
+    EXPECT_TRUE(end->killed());
+    EXPECT_THAT(end->message(), HasSubstr("agent stopping"));
+    coordinator_->Shutdown();
+    // The agent (and the Reaper it owns) stays allocated until the process exits.
+    delete coordinator_;
+    delete dir_;
+  }
+
+  static std::optional<v1::AttemptReport> WaitReport(uint64_t job, Phase phase) {
+    auto r = coordinator_->WaitFor([&](const FakeCoordinator::Received& m) {
+      return m.msg.has_report() && m.msg.report().job_id() == job &&
+             m.msg.report().phase() == phase;
+    });
+    if (!r) return std::nullopt;
+    return r->msg.report();
+  }
+  // The first EXITED or REJECTED report for `job`.
+  static std::optional<v1::AttemptReport> WaitEnd(uint64_t job) {
+    auto r = coordinator_->WaitFor([&](const FakeCoordinator::Received& m) {
+      return m.msg.has_report() && m.msg.report().job_id() == job &&
+             (m.msg.report().phase() == v1::AttemptReport::PHASE_EXITED ||
+              m.msg.report().phase() == v1::AttemptReport::PHASE_REJECTED);
+    });
+    if (!r) return std::nullopt;
+    return r->msg.report();
+  }
+  // All reports for `job`, in order.
+  static std::vector<v1::AttemptReport> Reports(uint64_t job) {
+    std::vector<v1::AttemptReport> out;
+    for (const auto& m : coordinator_->received()) {
+      if (m.msg.has_report() && m.msg.report().job_id() == job) out.push_back(m.msg.report());
+    }
+    return out;
+  }
+  // Commands are handled in order: once a later launch has been reported, every earlier
+  // command has been handled.
+  static void Barrier() {
+    static std::atomic<uint64_t> next{100'000};
+    uint64_t job = next++;
+    ASSERT_TRUE(coordinator_->Push(LaunchCommand(job, {"true"})));
+    ASSERT_TRUE(WaitReport(job, v1::AttemptReport::PHASE_RUNNING));
+  }
+  static void Launch(uint64_t job, std::vector<std::string> command, uint32_t ranks = 1,
+                     std::vector<std::string> gpus = {}) {
+    ASSERT_TRUE(coordinator_->Push(LaunchCommand(job, std::move(command), ranks, gpus)));
+  }
+  // Waits until the attempt's log contains `text` (the job says it is ready).
+  static bool WaitForLog(uint64_t job, const std::string& text) {
+    return PollUntil(
+        [&] { return ReadFile(agent_->LogPath(job, 1)).find(text) != std::string::npos; });
+  }
+
+  static ScratchDir* dir_;
+  static FakeClock* clock_;
+  static FakeCoordinator* coordinator_;
+  static Agent* agent_;
+};
+
+ScratchDir* AgentTest::dir_ = nullptr;
+FakeClock* AgentTest::clock_ = nullptr;
+FakeCoordinator* AgentTest::coordinator_ = nullptr;
+Agent* AgentTest::agent_ = nullptr;
+
+TEST_F(AgentTest, RegistersWithNodeNameInventoryAndAddress) {
+  auto reg = coordinator_->WaitFor([](const auto& m) { return m.msg.has_register_(); });
+  ASSERT_TRUE(reg);
+  const v1::Register& r = reg->msg.register_();
+  EXPECT_EQ(r.node(), kNode);
+  EXPECT_EQ(r.address(), kAdvertise);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(r.inventory(), TestInventory()));
+  EXPECT_EQ(r.pool(), "gpu-pool");
+  EXPECT_EQ(r.labels().at("zone"), "b");
+  ASSERT_EQ(r.taints_size(), 1);
+  EXPECT_EQ(r.taints(0).key(), "maint");
+  EXPECT_FALSE(r.version().empty());
+  ASSERT_FALSE(coordinator_->callers().empty());
+  Caller c = coordinator_->callers().front();
+  EXPECT_EQ(c.user, kNode);
+  EXPECT_FALSE(c.tenant.empty());
+  EXPECT_EQ(c.role, Role::kAgent);
+  EXPECT_TRUE(PollUntil([] { return agent_->connected(); }));
+}
+
+TEST_F(AgentTest, HeartbeatsFollowTheIntervalTheCoordinatorSet) {
+  Barrier();  // registered, and the worker runs
+  auto is_heartbeat = [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); };
+  // The first heartbeat of a session may have gone out before Registered set the
+  // interval (at the 1 s default); after one more, the coordinator's interval rules.
+  size_t from = coordinator_->count();
+  clock_->AdvanceMs(1000);
+  ASSERT_TRUE(coordinator_->WaitFor(is_heartbeat, from));
+  from = coordinator_->count();
+  clock_->AdvanceMs(kHeartbeatMs);
+  auto hb = coordinator_->WaitFor(is_heartbeat, from);
+  ASSERT_TRUE(hb);
+  EXPECT_EQ(hb->msg.heartbeat().time_ms(), clock_->NowMs());
+}
+
+TEST_F(AgentTest, LaunchReportsRunningThenExitedWithTheExitCode) {
+  Launch(1, {"sh", "-c", "echo hi; exit 4"});
+  auto end = WaitReport(1, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code(), 4);
+  EXPECT_EQ(end->term_signal(), 0);
+  EXPECT_FALSE(end->killed());
+  EXPECT_THAT(end->message(), HasSubstr("code 4"));
+  EXPECT_EQ(end->checkpoint_step(), -1);
+  auto reports = Reports(1);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].phase(), v1::AttemptReport::PHASE_RUNNING);
+  EXPECT_EQ(reports[0].time_ms(), clock_->NowMs());
+  EXPECT_EQ(ReadFile(agent_->LogPath(1, 1)), "hi\n");
+  EXPECT_FALSE(agent_->IsLive(1, 1));
+}
+
+TEST_F(AgentTest, RanksGetTheirEnvironmentAndShareTheLog) {
+  Launch(2,
+         {"sh", "-c",
+          "echo rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE gpus=$CUDA_VISIBLE_DEVICES "
+          "job=$BATON_JOB_ID cwd=$(pwd -P)"},
+         /*ranks=*/2, {"GPU-fake-node-t-1"});
+  auto end = WaitReport(2, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code(), 0);
+  std::string jobdir = dir_->path() + "/jobs/2/1";
+  std::string log = ReadFile(agent_->LogPath(2, 1));
+  EXPECT_THAT(log, HasSubstr("rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
+  EXPECT_THAT(log, HasSubstr("rank=1 local=1 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
+}
+
+TEST_F(AgentTest, CommandIsFoundOnThePathTheSpecSets) {
+  // A job's own PATH (a venv, a conda env) decides which program argv[0] names.
+  std::string bin = dir_->path() + "/venv/bin";
+  launcher_testing::WriteFile(bin + "/baton-venv-tool", "#!/bin/sh\necho from the venv\n");
+  std::filesystem::permissions(bin + "/baton-venv-tool", std::filesystem::perms::owner_all);
+  v1::CoordinatorCommand cmd = LaunchCommand(16, {"baton-venv-tool"});
+  (*cmd.mutable_launch()->mutable_spec()->mutable_env())["PATH"] = bin + ":/usr/bin:/bin";
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitEnd(16);
+  ASSERT_TRUE(end);
+  ASSERT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED) << end->message();
+  EXPECT_EQ(end->exit_code(), 0);
+  EXPECT_EQ(ReadFile(agent_->LogPath(16, 1)), "from the venv\n");
+}
+
+TEST_F(AgentTest, OneFailingRankStopsTheOthersOnTheNode) {
+  Launch(3, {"sh", "-c", "if [ \"$LOCAL_RANK\" = 1 ]; then exit 3; fi; exec sleep 60"},
+         /*ranks=*/2);
+  auto end = WaitReport(3, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code(), 3);
+  EXPECT_EQ(end->term_signal(), 0);
+  EXPECT_FALSE(end->killed()) << "not stopped by the coordinator";
+  EXPECT_THAT(end->message(), HasSubstr("exited with code 3"));
+}
+
+TEST_F(AgentTest, KillWithSigtermStopsTheAttempt) {
+  Launch(4, {"sleep", "60"});
+  ASSERT_TRUE(WaitReport(4, v1::AttemptReport::PHASE_RUNNING));
+  EXPECT_TRUE(agent_->IsLive(4, 1));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(4, SIGTERM, /*grace_seconds=*/30)));
+  auto end = WaitReport(4, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(end->term_signal(), SIGTERM);
+  EXPECT_FALSE(agent_->IsLive(4, 1));
+}
+
+TEST_F(AgentTest, KillEscalatesToSigkillWhenTheGraceRunsOut) {
+  Launch(5, {"sh", "-c", "trap '' TERM; echo ready; exec sleep 60"});
+  ASSERT_TRUE(WaitForLog(5, "ready"));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(5, SIGTERM, /*grace_seconds=*/30)));
+  Barrier();
+  EXPECT_TRUE(agent_->IsLive(5, 1)) << "it ignores SIGTERM";
+  clock_->AdvanceMs(30'000);
+  auto end = WaitReport(5, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(end->term_signal(), SIGKILL);
+}
+
+TEST_F(AgentTest, KillWithoutGraceIsImmediateSigkill) {
+  Launch(6, {"sh", "-c", "trap '' TERM; echo ready; exec sleep 60"});
+  ASSERT_TRUE(WaitForLog(6, "ready"));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(6, SIGTERM, /*grace_seconds=*/0)));
+  auto end = WaitReport(6, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->term_signal(), SIGKILL);
+}
+
+TEST_F(AgentTest, PreemptSignalsTheRanksToCheckpoint) {
+  Launch(7, {"sh", "-c",
+             "trap 'echo got-usr1; exit 0' USR1; echo ready; while :; do sleep 0.05; done"});
+  ASSERT_TRUE(WaitForLog(7, "ready"));
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_preempt()->set_job_id(7);
+  cmd.mutable_preempt()->set_attempt(1);
+  cmd.mutable_preempt()->set_deadline_ms(clock_->NowMs() + 60'000);
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitReport(7, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code(), 0);
+  EXPECT_EQ(end->term_signal(), 0);
+  EXPECT_TRUE(end->killed());
+  EXPECT_THAT(ReadFile(agent_->LogPath(7, 1)), HasSubstr("got-usr1"));
+}
+
+TEST_F(AgentTest, LeftoverProcessesOfTheGroupDieWithTheAttempt) {
+  Launch(8, {"sh", "-c", "sleep 60 & echo $! > bg.pid; exit 0"});
+  auto end = WaitReport(8, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->exit_code(), 0);
+  std::string pid = ReadFile(dir_->path() + "/jobs/8/1/bg.pid");
+  ASSERT_FALSE(pid.empty());
+  pid.pop_back();
+  EXPECT_TRUE(PollUntil([&] {
+    std::string stat = ReadFile("/proc/" + pid + "/stat");
+    size_t paren = stat.rfind(')');
+    return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+  })) << "background process "
+      << pid << " outlived its attempt";
+}
+
+TEST_F(AgentTest, LaunchNamingAnUnknownGpuIsRejected) {
+  Launch(10, {"true"}, 1, {"GPU-not-here"});
+  auto end = WaitReport(10, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(end);
+  EXPECT_THAT(end->message(), HasSubstr("GPU-not-here"));
+  EXPECT_NE(end->exit_code(), 0);
+  EXPECT_EQ(Reports(10).size(), 1u) << "nothing ran, so nothing else to report";
+}
+
+TEST_F(AgentTest, LaunchOfAMissingProgramIsRejectedNamingIt) {
+  Launch(11, {"baton-no-such-program"}, /*ranks=*/2);
+  auto end = WaitReport(11, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(end);
+  EXPECT_THAT(end->message(), HasSubstr("baton-no-such-program"));
+}
+
+TEST_F(AgentTest, MissingWorkingDirIsRejectedNamingIt) {
+  v1::CoordinatorCommand cmd = LaunchCommand(14, {"true"});
+  cmd.mutable_launch()->mutable_spec()->set_working_dir(dir_->path() + "/no/such/dir");
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitReport(14, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(end);
+  EXPECT_THAT(end->message(), HasSubstr(dir_->path() + "/no/such/dir"));
+}
+
+TEST_F(AgentTest, WorkingDirFromTheSpecIsUsed) {
+  std::filesystem::create_directories(dir_->path() + "/work");
+  v1::CoordinatorCommand cmd = LaunchCommand(15, {"pwd", "-P"});
+  cmd.mutable_launch()->mutable_spec()->set_working_dir(dir_->path() + "/work");
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  ASSERT_TRUE(WaitReport(15, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(ReadFile(agent_->LogPath(15, 1)), dir_->path() + "/work\n");
+}
+
+TEST_F(AgentTest, MpiLaunchModeIsRejectedForNow) {
+  v1::CoordinatorCommand cmd = LaunchCommand(12, {"true"});
+  cmd.mutable_launch()->mutable_spec()->set_launch_mode(v1::LAUNCH_MODE_MPI);
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitReport(12, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(end);
+  EXPECT_THAT(end->message(), HasSubstr("mpi"));
+}
+
+TEST_F(AgentTest, ResentAndStaleLaunchesAreIgnored) {
+  ASSERT_TRUE(coordinator_->Push(LaunchCommand(13, {"true"}, 1, {}, /*attempt=*/2)));
+  ASSERT_TRUE(WaitReport(13, v1::AttemptReport::PHASE_EXITED));
+  ASSERT_TRUE(coordinator_->Push(LaunchCommand(13, {"true"}, 1, {}, /*attempt=*/2)));  // resent
+  ASSERT_TRUE(coordinator_->Push(LaunchCommand(13, {"true"}, 1, {}, /*attempt=*/1)));  // stale
+  Barrier();
+  EXPECT_EQ(Reports(13).size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(dir_->path() + "/jobs/13/1"));
+}
+
+TEST_F(AgentTest, ReconnectReReportsUnackedAttemptsAndForgetsAckedOnes) {
+  Launch(20, {"true"});
+  Launch(21, {"sh", "-c", "exit 5"});
+  Launch(22, {"sleep", "60"});
+  ASSERT_TRUE(WaitReport(20, v1::AttemptReport::PHASE_EXITED));
+  ASSERT_TRUE(WaitReport(21, v1::AttemptReport::PHASE_EXITED));
+  ASSERT_TRUE(WaitReport(22, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_TRUE(coordinator_->Push(AckCommand(20)));
+  ASSERT_TRUE(coordinator_->Push(AckCommand(22)));  // still running: not to be forgotten
+  Barrier();
+
+  int before = coordinator_->session();
+  coordinator_->DropStream();
+  auto reg = coordinator_->WaitFor(
+      [&](const auto& m) { return m.session > before && m.msg.has_register_(); });
+  ASSERT_TRUE(reg) << "the agent did not re-register";
+  std::map<uint64_t, v1::AttemptReport> attempts;
+  for (const auto& a : reg->msg.register_().attempts()) attempts[a.job_id()] = a;
+  EXPECT_FALSE(attempts.count(20)) << "acknowledged attempts are forgotten";
+  ASSERT_TRUE(attempts.count(21));
+  EXPECT_EQ(attempts[21].phase(), v1::AttemptReport::PHASE_EXITED);
+  EXPECT_EQ(attempts[21].exit_code(), 5);
+  ASSERT_TRUE(attempts.count(22));
+  EXPECT_EQ(attempts[22].phase(), v1::AttemptReport::PHASE_RUNNING);
+
+  // The new stream carries commands again.
+  ASSERT_TRUE(coordinator_->Push(KillCommand(22, SIGKILL, 0)));
+  auto end = WaitReport(22, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->term_signal(), SIGKILL);
+}
+
+TEST_F(AgentTest, LeaseExpiryStopsJobsAndTheEndIsReportedOnReconnect) {
+  Launch(30, {"sleep", "60"});
+  ASSERT_TRUE(WaitReport(30, v1::AttemptReport::PHASE_RUNNING));
+  coordinator_->Shutdown();
+  ASSERT_TRUE(PollUntil([] { return !agent_->connected(); }));
+  EXPECT_TRUE(agent_->IsLive(30, 1)) << "a short disconnection leaves jobs running";
+  clock_->AdvanceMs(kLeaseMs + 1);
+  EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(30, 1); }))
+      << "a job outlived the agent's lease";
+
+  int before = coordinator_->session();
+  coordinator_->Start();  // same port
+  auto reg = coordinator_->WaitFor(
+      [&](const auto& m) { return m.session > before && m.msg.has_register_(); });
+  ASSERT_TRUE(reg) << "the agent did not come back";
+  bool found = false;
+  for (const auto& a : reg->msg.register_().attempts()) {
+    if (a.job_id() != 30) continue;
+    found = true;
+    EXPECT_EQ(a.phase(), v1::AttemptReport::PHASE_EXITED);
+    EXPECT_TRUE(a.killed());
+    EXPECT_NE(a.term_signal(), 0);
+    EXPECT_THAT(a.message(), HasSubstr("lease expired"));
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace baton

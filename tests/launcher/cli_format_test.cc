@@ -1,0 +1,148 @@
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/cli/format.h"
+
+namespace baton::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr int64_t kNow = 1'700'000'100'000;
+
+TEST(Table, AlignsColumnsToTheWidestCellWithTwoSpaces) {
+  std::string t =
+      Table({{"ID", "NAME", "STATE"}, {"1", "train-big", "running"}, {"12345", "x", "pending"}});
+  EXPECT_EQ(t,
+            "ID     NAME       STATE\n"
+            "1      train-big  running\n"
+            "12345  x          pending\n");
+}
+
+TEST(Table, ShortRowsAndEmptyInput) {
+  EXPECT_EQ(Table({}), "");
+  EXPECT_EQ(Table({{"A", "B"}, {"long"}}), "A     B\nlong\n");
+}
+
+v1::Job SampleJob() {
+  v1::Job job;
+  job.set_id(17);
+  job.set_user("alice");
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.set_exit_code(3);
+  job.set_message("rank 2 exited with code 3");
+  job.set_submitted_ms(kNow - 600'000);
+  job.set_failures(1);
+  v1::JobSpec* s = job.mutable_spec();
+  s->set_name("llama-ft");
+  s->set_tenant("vision");
+  s->set_priority_class("research");
+  s->set_nodes(2);
+  s->set_ranks_per_node(8);
+  s->set_gpus_per_node(8);
+  s->set_cpu_millis_per_node(32000);
+  s->set_memory_bytes_per_node(256ull << 30);
+  s->set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  s->set_max_restarts(1);
+  s->add_command("torchrun");
+  s->add_command("train.py");
+  v1::Attempt* a = job.add_attempts();
+  a->set_number(1);
+  a->set_scheduled_ms(kNow - 500'000);
+  a->set_started_ms(kNow - 490'000);
+  a->set_ended_ms(kNow - 10'000);
+  a->set_end_reason("failed: rank 2 exited with code 3");
+  a->set_checkpoint_step(1200);
+  v1::NodeAssignment* p = a->add_placement();
+  p->set_node("node-a");
+  p->add_gpu_ids("GPU-1");
+  p->add_gpu_ids("GPU-2");
+  a->add_placement()->set_node("node-b");
+  v1::Event* e = job.add_events();
+  e->set_time_ms(kNow - 600'000);
+  e->set_from(v1::JOB_STATE_UNSPECIFIED);
+  e->set_to(v1::JOB_STATE_PENDING);
+  e->set_reason("submitted by alice");
+  e->set_actor("alice");
+  e = job.add_events();
+  e->set_time_ms(kNow - 10'000);
+  e->set_from(v1::JOB_STATE_RUNNING);
+  e->set_to(v1::JOB_STATE_FAILED);
+  e->set_reason("rank 2 exited with code 3");
+  e->set_actor("agent:node-a");
+  return job;
+}
+
+TEST(ToJson, UsesLowerCamelCaseAndParsesBack) {
+  v1::Job job = SampleJob();
+  std::string json = ToJson(job);
+  EXPECT_THAT(json, Not(HasSubstr("\n")));
+  EXPECT_THAT(json, HasSubstr("\"exitCode\":3"));
+  EXPECT_THAT(json, HasSubstr("\"gpusPerNode\":8"));
+  EXPECT_THAT(json, HasSubstr("\"endReason\""));
+  EXPECT_THAT(json, HasSubstr("\"JOB_STATE_FAILED\""));
+  EXPECT_THAT(json, Not(HasSubstr("exit_code")));
+  EXPECT_THAT(json, Not(HasSubstr("gpus_per_node")));
+  // Defaults are printed too, so scripts can rely on every field being there.
+  EXPECT_THAT(json, HasSubstr("\"evictions\":0"));
+
+  v1::Job back;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &back);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(job, back));
+}
+
+TEST(Ago, FormatsElapsedTimeAndDashForUnset) {
+  EXPECT_EQ(Ago(0, kNow), "-");
+  EXPECT_EQ(Ago(kNow - 12'000, kNow), "12.0s ago");
+  EXPECT_EQ(Ago(kNow - 93'000, kNow), "1m33s ago");
+}
+
+TEST(DescribeJob, TerminalJobShowsStateExitCodeAttemptsAndEvents) {
+  std::string text = DescribeJob(SampleJob(), kNow);
+  EXPECT_THAT(text, HasSubstr("Job 17 (llama-ft)"));
+  EXPECT_THAT(text, HasSubstr("State:      failed"));
+  EXPECT_THAT(text, HasSubstr("rank 2 exited with code 3"));
+  EXPECT_THAT(text, HasSubstr("Exit code:  3"));
+  EXPECT_THAT(text, HasSubstr("torchrun train.py"));
+  EXPECT_THAT(text, HasSubstr("Attempts:"));
+  EXPECT_THAT(text, HasSubstr("#1  on node-a (2 GPUs), node-b"));
+  EXPECT_THAT(text, HasSubstr("checkpoint step 1200"));
+  EXPECT_THAT(text, HasSubstr("failed: rank 2 exited with code 3"));
+  EXPECT_THAT(text, HasSubstr("Events:"));
+  EXPECT_THAT(text, HasSubstr("new -> pending  submitted by alice  (alice)"));
+  EXPECT_THAT(text, HasSubstr("running -> failed"));
+  EXPECT_THAT(text, HasSubstr("(agent:node-a)"));
+  EXPECT_THAT(text, HasSubstr("failures 1/1"));
+}
+
+TEST(DescribeJob, RunningJobHasNoExitCodeAndShowsAPendingCancel) {
+  v1::Job job = SampleJob();
+  job.set_state(v1::JOB_STATE_RUNNING);
+  job.set_message("");
+  job.set_cancel_requested_by("bob");
+  job.set_cancel_reason("cancelled by bob");
+  job.mutable_attempts(0)->set_ended_ms(0);
+  job.mutable_attempts(0)->set_checkpoint_step(-1);
+  job.clear_events();
+  std::string text = DescribeJob(job, kNow);
+  EXPECT_THAT(text, HasSubstr("State:      running\n"));
+  EXPECT_THAT(text, Not(HasSubstr("Exit code")));
+  EXPECT_THAT(text, HasSubstr("Stopping:   cancelled by bob"));
+  EXPECT_THAT(text, Not(HasSubstr("checkpoint step")));
+  EXPECT_THAT(text, Not(HasSubstr("Events:")));
+}
+
+TEST(DescribeJob, CooldownShowsTheTimeLeft) {
+  v1::Job job = SampleJob();
+  job.set_state(v1::JOB_STATE_COOLDOWN);
+  job.set_cooldown_until_ms(kNow + 90'000);
+  std::string text = DescribeJob(job, kNow);
+  EXPECT_THAT(text, HasSubstr("Waits:      1m30s more"));
+}
+
+}  // namespace
+}  // namespace baton::cli

@@ -1,0 +1,189 @@
+#include "launcher/agent/inventory.h"
+
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::ScratchDir;
+using launcher_testing::WriteFile;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(ParseCpuList, ExpandsRangesAndSingles) {
+  auto cpus = ParseCpuList("0-3,8,10-11");
+  ASSERT_TRUE(cpus.ok()) << cpus.status();
+  EXPECT_THAT(*cpus, ElementsAre(0, 1, 2, 3, 8, 10, 11));
+}
+
+TEST(ParseCpuList, AcceptsOneCpuAndTheTrailingNewlineSysfsWrites) {
+  EXPECT_THAT(*ParseCpuList("5"), ElementsAre(5));
+  EXPECT_THAT(*ParseCpuList("0-1\n"), ElementsAre(0, 1));
+  EXPECT_THAT(*ParseCpuList("7-7"), ElementsAre(7));
+}
+
+TEST(ParseCpuList, EmptyListMeansNoCpus) {
+  auto empty = ParseCpuList("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_THAT(*empty, IsEmpty());
+  auto newline = ParseCpuList("\n");  // a memory-only NUMA node's cpulist
+  ASSERT_TRUE(newline.ok());
+  EXPECT_THAT(*newline, IsEmpty());
+}
+
+TEST(ParseCpuList, RejectsMalformedListsNamingThem) {
+  for (const std::string bad : {"a", "1-", "-1", "3-1", "1,,2", "0-3,x", "1 2", "0-70000"}) {
+    auto cpus = ParseCpuList(bad);
+    ASSERT_FALSE(cpus.ok()) << "'" << bad << "' parsed";
+    EXPECT_EQ(cpus.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(cpus.status().message()), HasSubstr("'" + bad + "'"));
+  }
+}
+
+// A fake /sys and /proc: 8 CPUs on two NUMA nodes, 32 GiB.
+class InventoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(Sys("devices/system/cpu/online"), "0-7\n");
+    WriteFile(Sys("devices/system/node/node0/cpulist"), "0-3\n");
+    WriteFile(Sys("devices/system/node/node0/meminfo"),
+              "Node 0 MemTotal:       16777216 kB\nNode 0 MemFree:        1000 kB\n");
+    WriteFile(Sys("devices/system/node/node1/cpulist"), "4-7\n");
+    WriteFile(Sys("devices/system/node/node1/meminfo"),
+              "Node 1 MemTotal:       16777216 kB\nNode 1 MemFree:        1000 kB\n");
+    // Entries next to the node directories that are not nodes.
+    WriteFile(Sys("devices/system/node/possible"), "0-1\n");
+    WriteFile(Sys("devices/system/node/has_cpu"), "0-1\n");
+    WriteFile(Proc("meminfo"), "MemTotal:       33554432 kB\nMemFree:        1234 kB\n");
+    options_.sysfs_root = dir_.Sub("sys");
+    options_.proc_root = dir_.Sub("proc");
+    options_.node_name = "node-a";
+  }
+  std::string Sys(const std::string& p) const { return dir_.Sub("sys/" + p); }
+  std::string Proc(const std::string& p) const { return dir_.Sub("proc/" + p); }
+
+  ScratchDir dir_;
+  InventoryOptions options_;
+};
+
+TEST_F(InventoryTest, CountsCpusMemoryAndNumaNodes) {
+  options_.nic = "eth1";
+  options_.nic_mbps = 25000;
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  EXPECT_EQ(inv->cpus(), 8u);
+  EXPECT_EQ(inv->memory_bytes(), 32ull << 30);
+  ASSERT_EQ(inv->numa_nodes_size(), 2);
+  EXPECT_EQ(inv->numa_nodes(0).id(), 0);
+  EXPECT_THAT(inv->numa_nodes(0).cpus(), ElementsAre(0, 1, 2, 3));
+  EXPECT_EQ(inv->numa_nodes(0).memory_bytes(), 16ull << 30);
+  EXPECT_EQ(inv->numa_nodes(1).id(), 1);
+  EXPECT_THAT(inv->numa_nodes(1).cpus(), ElementsAre(4, 5, 6, 7));
+  EXPECT_EQ(inv->numa_nodes(1).memory_bytes(), 16ull << 30);
+  EXPECT_EQ(inv->gpus_size(), 0);
+  EXPECT_EQ(inv->nic(), "eth1");
+  EXPECT_EQ(inv->nic_mbps(), 25000u);
+}
+
+TEST_F(InventoryTest, OrdersNumaNodesByNumberNotByName) {
+  WriteFile(Sys("devices/system/node/node10/cpulist"), "\n");
+  WriteFile(Sys("devices/system/node/node2/cpulist"), "\n");
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  std::vector<int> ids;
+  for (const auto& n : inv->numa_nodes()) ids.push_back(n.id());
+  EXPECT_THAT(ids, ElementsAre(0, 1, 2, 10));
+  EXPECT_EQ(inv->numa_nodes(3).memory_bytes(), 0u);  // no meminfo there
+}
+
+TEST_F(InventoryTest, InventsFakeGpusSpreadOverNumaNodes) {
+  options_.fake_gpus = 4;
+  options_.fake_gpu_model = "FakeH200";
+  options_.fake_gpu_memory_bytes = 141ull << 30;
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->gpus_size(), 4);
+  std::set<std::string> uuids;
+  std::vector<int> numa;
+  for (int i = 0; i < inv->gpus_size(); ++i) {
+    const v1::Gpu& g = inv->gpus(i);
+    EXPECT_EQ(g.index(), static_cast<uint32_t>(i));
+    EXPECT_EQ(g.model(), "FakeH200");
+    EXPECT_EQ(g.memory_bytes(), 141ull << 30);
+    EXPECT_TRUE(g.fake());
+    EXPECT_THAT(g.uuid(), HasSubstr("node-a"));
+    uuids.insert(g.uuid());
+    numa.push_back(g.numa_node());
+  }
+  EXPECT_EQ(uuids.size(), 4u);
+  EXPECT_THAT(numa, ElementsAre(0, 0, 1, 1));
+}
+
+TEST_F(InventoryTest, FakeGpuUuidsDifferBetweenNodes) {
+  options_.fake_gpus = 2;
+  auto a = ReadInventory(options_);
+  options_.node_name = "node-b";
+  auto b = ReadInventory(options_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (const auto& ga : a->gpus()) {
+    for (const auto& gb : b->gpus()) EXPECT_NE(ga.uuid(), gb.uuid());
+  }
+}
+
+TEST_F(InventoryTest, WithoutNumaInSysfsOneNodeHoldsEverything) {
+  std::filesystem::remove_all(Sys("devices/system/node"));
+  options_.fake_gpus = 2;
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->numa_nodes_size(), 1);
+  EXPECT_THAT(inv->numa_nodes(0).cpus(), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+  EXPECT_EQ(inv->numa_nodes(0).memory_bytes(), 32ull << 30);
+  for (const auto& g : inv->gpus()) EXPECT_EQ(g.numa_node(), 0);
+}
+
+TEST_F(InventoryTest, MissingCpuOnlineFileIsAnErrorNamingIt) {
+  std::filesystem::remove(Sys("devices/system/cpu/online"));
+  auto inv = ReadInventory(options_);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr(Sys("devices/system/cpu/online")));
+}
+
+TEST_F(InventoryTest, MissingMeminfoIsAnErrorNamingIt) {
+  std::filesystem::remove(Proc("meminfo"));
+  auto inv = ReadInventory(options_);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr(Proc("meminfo")));
+}
+
+TEST_F(InventoryTest, MeminfoWithoutMemTotalIsDataLoss) {
+  WriteFile(Proc("meminfo"), "MemFree: 12 kB\n");
+  auto inv = ReadInventory(options_);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("MemTotal"));
+}
+
+TEST_F(InventoryTest, MalformedNodeCpulistIsAnError) {
+  WriteFile(Sys("devices/system/node/node1/cpulist"), "4-x\n");
+  auto inv = ReadInventory(options_);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("4-x"));
+}
+
+TEST_F(InventoryTest, NoOnlineCpusIsAFailedPrecondition) {
+  WriteFile(Sys("devices/system/cpu/online"), "\n");
+  auto inv = ReadInventory(options_);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,314 @@
+// Spawn and the Reaper against real children. The Reaper reaps every child of the
+// process, so the whole binary shares one (as the agent does) and never destroys it.
+#include "launcher/agent/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::PollUntil;
+using launcher_testing::ReadFile;
+using launcher_testing::ScratchDir;
+using launcher_testing::WaitUntil;
+using launcher_testing::WriteFile;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Reaper& SharedReaper() {
+  static Reaper* reaper = new Reaper();  // lives as long as the process
+  return *reaper;
+}
+
+// Collects exit callbacks by pid.
+class Exits {
+ public:
+  Reaper::Callback Callback() {
+    return [this](pid_t pid, ExitStatus st) {
+      std::lock_guard<std::mutex> lock(mu_);
+      statuses_[pid] = st;
+      ++calls_[pid];
+      cv_.notify_all();
+    };
+  }
+  // The status of `pid` once reaped; fails the test after the deadline.
+  ExitStatus Wait(pid_t pid) {
+    std::unique_lock<std::mutex> lock(mu_);
+    bool reaped = WaitUntil(cv_, lock, [&] { return statuses_.count(pid) > 0; });
+    EXPECT_TRUE(reaped) << "pid " << pid << " was not reaped";
+    return reaped ? statuses_[pid] : ExitStatus{-1, -1};
+  }
+  bool WaitCount(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return WaitUntil(cv_, lock, [&] { return calls_.size() >= n; });
+  }
+  std::map<pid_t, int> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<pid_t, ExitStatus> statuses_;
+  std::map<pid_t, int> calls_;
+};
+
+std::string PathEnv() {
+  const char* p = getenv("PATH");
+  return std::string("PATH=") + (p ? p : "/usr/bin:/bin");
+}
+
+// Children of this process that are zombies (exited, not yet reaped).
+std::vector<pid_t> ZombieChildren() {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadFile(e.path().string() + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2) continue;
+    if (ppid == getpid() && state == 'Z') out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  SpawnOptions Options(std::vector<std::string> argv) {
+    SpawnOptions o;
+    o.argv = std::move(argv);
+    o.env = {PathEnv()};
+    o.cwd = dir_.path();
+    o.log_path = dir_.Sub("out.log");
+    return o;
+  }
+  pid_t SpawnOk(const SpawnOptions& o) {
+    auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    return pid.ok() ? *pid : -1;
+  }
+
+  ScratchDir dir_;
+  Exits exits_;
+};
+
+TEST_F(ProcessTest, ReportsTheExitCode) {
+  pid_t pid = SpawnOk(Options({"sh", "-c", "exit 7"}));
+  ExitStatus st = exits_.Wait(pid);
+  EXPECT_EQ(st.exit_code, 7);
+  EXPECT_EQ(st.term_signal, 0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(exits_.Wait(SpawnOk(Options({"true"}))).ok());
+}
+
+TEST_F(ProcessTest, ReportsTheSignalThatKilledIt) {
+  pid_t pid = SpawnOk(Options({"sh", "-c", "kill -KILL $$"}));
+  ExitStatus st = exits_.Wait(pid);
+  EXPECT_EQ(st.term_signal, SIGKILL);
+  EXPECT_FALSE(st.ok());
+}
+
+TEST_F(ProcessTest, StdoutAndStderrAreAppendedToTheLog) {
+  WriteFile(dir_.Sub("out.log"), "earlier line\n");
+  pid_t pid = SpawnOk(Options({"sh", "-c", "echo to-stdout; echo to-stderr >&2"}));
+  ASSERT_TRUE(exits_.Wait(pid).ok());
+  EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "earlier line\nto-stdout\nto-stderr\n");
+}
+
+TEST_F(ProcessTest, StdinIsEmpty) {
+  pid_t pid = SpawnOk(Options({"sh", "-c", "cat; echo done"}));
+  ASSERT_TRUE(exits_.Wait(pid).ok());
+  EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "done\n");
+}
+
+// Descriptors >= 3 this process would pass to any child (open without FD_CLOEXEC).
+std::set<int> InheritableDescriptors() {
+  std::set<int> fds;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::stoi(e.path().filename());
+    int flags = fcntl(fd, F_GETFD);
+    if (fd > 2 && flags >= 0 && !(flags & FD_CLOEXEC)) fds.insert(fd);
+  }
+  return fds;
+}
+
+TEST_F(ProcessTest, ChildGetsOnlyStdioFromSpawn) {
+  pid_t pid = SpawnOk(Options({"sh", "-c", "ls /proc/$$/fd"}));
+  ASSERT_TRUE(exits_.Wait(pid).ok());
+  std::set<int> expected = InheritableDescriptors();  // not Spawn's to close
+  expected.insert({0, 1, 2});
+  std::set<int> got;
+  std::istringstream in(ReadFile(dir_.Sub("out.log")));
+  for (std::string line; std::getline(in, line);) got.insert(std::stoi(line));
+  EXPECT_EQ(got, expected);
+}
+
+TEST_F(ProcessTest, RunsInTheGivenDirectory) {
+  std::filesystem::create_directories(dir_.Sub("work/here"));
+  SpawnOptions o = Options({"pwd", "-P"});
+  o.cwd = dir_.Sub("work/here");
+  ASSERT_TRUE(exits_.Wait(SpawnOk(o)).ok());
+  EXPECT_EQ(ReadFile(dir_.Sub("out.log")), dir_.Sub("work/here") + "\n");
+}
+
+TEST_F(ProcessTest, EnvironmentIsExactlyTheOneGiven) {
+  ASSERT_EQ(setenv("BATON_TEST_MUST_NOT_LEAK", "1", 1), 0);
+  SpawnOptions o = Options({"env"});
+  o.env = {PathEnv(), "ALPHA=1", "WITH_SPACE=a b", "EMPTY="};
+  pid_t pid = SpawnOk(o);
+  ASSERT_TRUE(exits_.Wait(pid).ok());
+  unsetenv("BATON_TEST_MUST_NOT_LEAK");
+  std::set<std::string> lines;
+  std::istringstream in(ReadFile(dir_.Sub("out.log")));
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  EXPECT_EQ(lines, (std::set<std::string>{PathEnv(), "ALPHA=1", "WITH_SPACE=a b", "EMPTY="}));
+}
+
+TEST_F(ProcessTest, ProgramIsLookedUpInTheChildsPath) {
+  // Jobs set PATH in spec.env (a venv, a conda env): that PATH must find argv[0], not the
+  // agent's own.
+  WriteFile(dir_.Sub("bin/baton-probe-tool"), "#!/bin/sh\necho probe ran\n");
+  std::filesystem::permissions(dir_.Sub("bin/baton-probe-tool"), std::filesystem::perms::owner_all);
+  SpawnOptions o = Options({"baton-probe-tool"});
+  o.env = {"PATH=" + dir_.Sub("bin") + ":/usr/bin:/bin"};
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_TRUE(exits_.Wait(*pid).ok());
+  EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "probe ran\n");
+}
+
+TEST_F(ProcessTest, MissingProgramIsNotFoundNamingItAndLeavesNoZombie) {
+  Exits unused;
+  auto pid = SharedReaper().SpawnAndWatch(Options({"baton-no-such-program"}), unused.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(pid.status().message()), HasSubstr("baton-no-such-program"));
+  // The failed child exits with 127; the reaper must collect it.
+  EXPECT_TRUE(PollUntil([] { return ZombieChildren().empty(); })) << "zombie children left";
+  EXPECT_TRUE(unused.calls().empty()) << "a failed spawn must not call on_exit";
+}
+
+TEST_F(ProcessTest, MissingWorkingDirectoryIsAnErrorNamingIt) {
+  SpawnOptions o = Options({"true"});
+  o.cwd = dir_.Sub("no/such/dir");
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(std::string(pid.status().message()), HasSubstr(dir_.Sub("no/such/dir")));
+  EXPECT_THAT(std::string(pid.status().message()), Not(HasSubstr("exec")));
+}
+
+TEST_F(ProcessTest, UnwritableLogIsAnErrorNamingIt) {
+  SpawnOptions o = Options({"true"});
+  o.log_path = dir_.Sub("no/such/dir/out.log");
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_THAT(std::string(pid.status().message()), HasSubstr(o.log_path));
+}
+
+TEST_F(ProcessTest, EmptyCommandIsInvalid) {
+  auto pid = SharedReaper().SpawnAndWatch(Options({}), exits_.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ProcessTest, ChildLeadsItsOwnProcessGroupAndASecondOneJoinsIt) {
+  pid_t leader = SpawnOk(Options({"sleep", "30"}));
+  ASSERT_GT(leader, 0);
+  EXPECT_EQ(getpgid(leader), leader);
+  EXPECT_NE(getpgid(leader), getpgrp());
+  SpawnOptions o = Options({"sleep", "30"});
+  o.process_group = leader;
+  pid_t member = SpawnOk(o);
+  ASSERT_GT(member, 0);
+  EXPECT_EQ(getpgid(member), leader);
+  // One signal to the group ends both.
+  ASSERT_EQ(kill(-leader, SIGKILL), 0);
+  EXPECT_EQ(exits_.Wait(leader).term_signal, SIGKILL);
+  EXPECT_EQ(exits_.Wait(member).term_signal, SIGKILL);
+}
+
+TEST_F(ProcessTest, StopSignalsAreUnblockedInTheChild) {
+  // The agent blocks stop signals in its threads; the job must still die of SIGTERM.
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  pid_t pid = SpawnOk(Options({"sleep", "30"}));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  EXPECT_EQ(exits_.Wait(pid).term_signal, SIGTERM);
+}
+
+TEST_F(ProcessTest, IgnoredSignalsAreRestoredToDefaultInTheChild) {
+  struct sigaction ign {
+  }, old{};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGINT, &ign, &old), 0);
+  pid_t pid = SpawnOk(Options({"sleep", "30"}));
+  sigaction(SIGINT, &old, nullptr);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(exits_.Wait(pid).term_signal, SIGINT);
+}
+
+TEST_F(ProcessTest, ManyQuickChildrenAreEachReapedOnce) {
+  constexpr int kChildren = 200;
+  std::set<pid_t> pids;
+  for (int i = 0; i < kChildren; ++i) {
+    auto pid = SharedReaper().SpawnAndWatch(Options({"true"}), exits_.Callback());
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    pids.insert(*pid);
+  }
+  ASSERT_EQ(pids.size(), static_cast<size_t>(kChildren));
+  ASSERT_TRUE(exits_.WaitCount(kChildren));
+  // One more child after them: by the time it is reaped, any duplicate would have shown.
+  exits_.Wait(SpawnOk(Options({"true"})));
+  auto calls = exits_.calls();
+  EXPECT_EQ(calls.size(), static_cast<size_t>(kChildren + 1));
+  for (pid_t pid : pids) EXPECT_EQ(calls[pid], 1) << "pid " << pid;
+}
+
+TEST_F(ProcessTest, ConcurrentSpawnsFromSeveralThreadsAreAllReaped) {
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<pid_t> pids;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto pid = SharedReaper().SpawnAndWatch(
+            Options({"sh", "-c", "exit " + std::to_string(t + 1)}), exits_.Callback());
+        if (!pid.ok()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        pids.insert(*pid);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(pids.size(), static_cast<size_t>(kThreads * kEach));
+  for (pid_t pid : pids) {
+    ExitStatus st = exits_.Wait(pid);
+    EXPECT_GE(st.exit_code, 1);
+    EXPECT_LE(st.exit_code, kThreads);
+  }
+}
+
+}  // namespace
+}  // namespace baton
