@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,15 +21,6 @@ using ::testing::HasSubstr;
 using testing::LogCapture;
 using testing::ScratchDir;
 using testing::TestState;
-
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.get(c);
-  f.seekp(offset);
-  f.put(static_cast<char>(c ^ 0x20));
-}
 
 const std::vector<size_t> kSizes = {3000, 200000, 1};
 
@@ -84,14 +74,14 @@ TEST_F(CorruptionTest, TruncatedShardFallsBackToThePreviousStep) {
 }
 
 TEST_F(CorruptionTest, FlippedDataByteFailsTheChecksum) {
-  FlipByte(Shard(2), 4096 + 1234);  // inside the first buffer
+  testing::FlipByte(Shard(2), 4096 + 1234);  // inside the first buffer
   EXPECT_EQ(Restore(), 1);
   EXPECT_EQ(state_.Mismatch(1), "");
   EXPECT_THAT(log_.Text(), HasSubstr("rank-0.shard checksum mismatch"));
 }
 
 TEST_F(CorruptionTest, FlippedHeaderByteIsCaughtBeforeAnyBufferIsTouched) {
-  FlipByte(Shard(2), 60);  // inside the buffer table
+  testing::FlipByte(Shard(2), 60);  // inside the buffer table
   EXPECT_EQ(Restore(), 1);
   EXPECT_THAT(log_.Text(), HasSubstr("shard header"));
 }
@@ -103,7 +93,7 @@ TEST_F(CorruptionTest, MissingManifestMeansNotCommitted) {
 }
 
 TEST_F(CorruptionTest, DamagedManifestIsSkipped) {
-  FlipByte(Manifest(2), 30);
+  testing::FlipByte(Manifest(2), 30);
   EXPECT_EQ(Restore(), 1);
   EXPECT_THAT(log_.Text(), HasSubstr("manifest checksum mismatch"));
 }
@@ -121,8 +111,8 @@ TEST_F(CorruptionTest, ShardOfAnotherStepIsNotTaken) {
 }
 
 TEST_F(CorruptionTest, NothingValidAfterOverwritingIsDataLoss) {
-  FlipByte(Shard(2), 4096 + 5);
-  FlipByte(Shard(1), 4096 + 5);
+  testing::FlipByte(Shard(2), 4096 + 5);
+  testing::FlipByte(Shard(1), 4096 + 5);
   auto ckpt = Make();
   ASSERT_TRUE(state_.Register(*ckpt).ok());
   auto restored = ckpt->RestoreLatest();
@@ -174,7 +164,7 @@ TEST(CorruptionMultiRank, DamageOnRankOneMakesEveryRankFallBack) {
       ASSERT_TRUE(ckpt.Save(step).ok());
     }
   });
-  FlipByte(dir.path() + "/step-8/rank-1.shard", 4096 + 17);
+  testing::FlipByte(dir.path() + "/step-8/rank-1.shard", 4096 + 17);
   std::vector<int64_t> steps(2, -1);
   std::vector<std::string> mismatch(2, "?");
   run([&](int rank, Checkpointer& ckpt, TestState& state) {

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -94,15 +93,6 @@ MpiRun RunMpi(const std::string& dir, const std::string& mode,
   return run;
 }
 
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.get(c);
-  f.seekp(offset);
-  f.put(static_cast<char>(c ^ 0x10));
-}
-
 TEST(MpiCheckpoint, SignalToRankOneStopsBothAtTheSameStep) {
   testing::ScratchDir dir;
   pid_t rank1 = 0;
@@ -131,7 +121,7 @@ TEST(MpiCheckpoint, SignalToRankOneStopsBothAtTheSameStep) {
   EXPECT_THAT(again.by_event["restored "], ElementsAre(step, step)) << again.output;
 
   // Rank 1's shard of the newest step goes bad: both ranks take the previous save.
-  FlipByte(dir.path() + "/step-" + std::to_string(step) + "/rank-1.shard", 4096 + 99);
+  testing::FlipByte(dir.path() + "/step-" + std::to_string(step) + "/rank-1.shard", 4096 + 99);
   MpiRun fallback = RunMpi(dir.path(), "restore", [](const std::string&) {});
   ASSERT_EQ(fallback.exit_code, 0) << fallback.output;
   const int64_t previous = (step - 1) / 5 * 5;

@@ -1,5 +1,5 @@
-// Test support shared by the checkpoint tests: deterministic buffer contents, a scratch
-// directory removed at scope exit, and a thread-safe log capture. Header-only.
+// Test support shared by the checkpoint tests: deterministic buffer contents, byte damage,
+// a scratch directory removed at scope exit, and a thread-safe log capture. Header-only.
 #pragma once
 
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -31,6 +32,16 @@ inline bool MatchesPattern(const void* data, size_t n, uint64_t seed) {
   std::vector<unsigned char> expected(n);
   FillPattern(expected.data(), n, seed);
   return n == 0 || std::memcmp(expected.data(), data, n) == 0;
+}
+
+// Damages one byte of a file in place (xor 0x20).
+inline void FlipByte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x20));
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
