@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,70 +121,84 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child) {
   return pid;
 }
 
-Reaper::Reaper() : thread_([this] { Run(); }) {}
+Reaper::Reaper() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  thread_ = std::thread([this] { Run(); });
+}
 
 Reaper::~Reaper() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
-  // The thread may sit in waitid on a live child; it cannot be interrupted portably, so
-  // the reaper lives as long as the process (daemons destroy it at exit only).
-  thread_.detach();
+  uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+  thread_.join();
+  for (const auto& [pidfd, child] : children_) close(pidfd);
+  close(wake_fd_);
+  close(epoll_fd_);
 }
 
 absl::StatusOr<pid_t> Reaper::SpawnAndWatch(const SpawnOptions& options, Callback on_exit) {
   pid_t failed = 0;
   auto pid = Spawn(options, &failed);
-  std::unique_lock<std::mutex> lock(mu_);
   if (!pid.ok()) {
-    if (failed > 0 && !early_.erase(failed)) callbacks_[failed] = [](pid_t, ExitStatus) {};
+    if (failed > 0) waitpid(failed, nullptr, 0);  // exiting with 127 already
     return pid;
   }
-  auto early = early_.find(*pid);
-  if (early != early_.end()) {
-    ExitStatus st = early->second;
-    early_.erase(early);
-    lock.unlock();
-    on_exit(*pid, st);
-    return pid;
+  // A pidfd also refers to a child that has already exited and not been reaped.
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, *pid, 0));
+  if (pidfd < 0) {
+    int err = errno;
+    kill(*pid, SIGKILL);
+    waitpid(*pid, nullptr, 0);
+    return ErrnoToStatus(err, "pidfd_open");
   }
-  callbacks_[*pid] = std::move(on_exit);
-  cv_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  children_[pidfd] = Child{*pid, std::move(on_exit)};
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = pidfd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, pidfd, &ev);
   return pid;
 }
 
 void Reaper::Run() {
+  epoll_event events[32];
   for (;;) {
-    siginfo_t info{};
-    int rc = waitid(P_ALL, 0, &info, WEXITED);
-    if (rc != 0) {
-      if (errno == EINTR) continue;
-      // ECHILD: nothing to reap until the next spawn.
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stopping_) return;
-      cv_.wait_for(lock, std::chrono::milliseconds(50));
-      continue;
-    }
-    ExitStatus st;
-    if (info.si_code == CLD_EXITED) {
-      st.exit_code = info.si_status;
-    } else {
-      st.term_signal = info.si_status;
-    }
-    Callback cb;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = callbacks_.find(info.si_pid);
-      if (it == callbacks_.end()) {
-        early_[info.si_pid] = st;
+    int n = epoll_wait(epoll_fd_, events, 32, -1);
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < n; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == wake_fd_) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
         continue;
       }
-      cb = std::move(it->second);
-      callbacks_.erase(it);
+      siginfo_t info{};
+      if (waitid(P_PIDFD, static_cast<id_t>(fd), &info, WEXITED) != 0) continue;
+      ExitStatus st;
+      if (info.si_code == CLD_EXITED) {
+        st.exit_code = info.si_status;
+      } else {
+        st.term_signal = info.si_status;
+      }
+      Child child;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+        close(fd);
+        auto it = children_.find(fd);
+        child = std::move(it->second);
+        children_.erase(it);
+      }
+      child.on_exit(child.pid, st);
     }
-    cb(info.si_pid, st);
   }
 }
 

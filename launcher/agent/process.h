@@ -8,7 +8,6 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -41,9 +40,10 @@ struct ExitStatus {
   bool ok() const { return exit_code == 0 && term_signal == 0; }
 };
 
-// Reaps every child of the process and calls the callback registered for its pid (on
-// the reaper thread). Register before the child can exit: call Watch with the lock of
-// your own bookkeeping held, or use SpawnAndWatch.
+// Waits for the children it spawned, each through a pidfd on one epoll set, and calls
+// the callback registered for it (on the reaper's thread). Only this reaper reaps the
+// children it started, so nothing races it; destroying it stops its thread (children
+// still running are left to their fate and to init).
 class Reaper {
  public:
   using Callback = std::function<void(pid_t, ExitStatus)>;
@@ -52,16 +52,20 @@ class Reaper {
   Reaper(const Reaper&) = delete;
   Reaper& operator=(const Reaper&) = delete;
 
-  // Spawns and registers `on_exit` atomically with respect to reaping.
+  // Spawns and registers `on_exit`; a child that exec could not start is reaped here.
   absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit);
 
  private:
+  struct Child {
+    pid_t pid;
+    Callback on_exit;
+  };
   void Run();
 
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: stop
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<pid_t, Callback> callbacks_;
-  std::map<pid_t, ExitStatus> early_;  // exited before their callback was registered
+  std::map<int, Child> children_;  // by pidfd
   bool stopping_ = false;
   std::thread thread_;
 };
