@@ -125,6 +125,7 @@ Checkpointer::~Checkpointer() {
 absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Create(Options options,
                                                                    Collective* collective) {
   if (options.dir.empty()) options.dir = CheckpointDirFromEnv();
+  while (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
   BATON_RETURN_IF_ERROR(CheckOptions(options, collective));
   auto s = std::make_unique<State>();
   s->attempt = options.attempt;

@@ -259,7 +259,7 @@ TEST_F(CheckpointerTest, CreateRejectsBadOptionsAndEnvironment) {
   EXPECT_THAT(std::string(bad_attempt.status().message()), HasSubstr("BATON_ATTEMPT='two'"));
   auto no_parent = Checkpointer::Create({.dir = dir_.Sub("missing/ckpt")}, &local_);
   EXPECT_THAT(std::string(no_parent.status().message()), HasSubstr("parent must exist"));
-  ::setenv("BATON_CHECKPOINT_DIR", d.c_str(), 1);
+  ::setenv("BATON_CHECKPOINT_DIR", (d + "//").c_str(), 1);
   EXPECT_TRUE(Checkpointer::Create({}, &local_).ok());
   ::unsetenv("BATON_CHECKPOINT_DIR");
   EXPECT_TRUE(std::filesystem::is_directory(d));
