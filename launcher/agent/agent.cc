@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "checkpoint/progress.h"
 #include "launcher/agent/launch_env.h"
 #include "spdlog/spdlog.h"
 
@@ -263,6 +265,7 @@ void Agent::Launch(const v1::Launch& l) {
   in.node_name = options_.node_name;
   in.job_dir = dir;
   in.progress_file = dir + "/progress.json";
+  run.progress_file = in.progress_file;
   in.inherited = InheritedEnv();
   for (const auto& g : inventory_.gpus()) in.known_gpu_ids.push_back(g.uuid());
   for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
@@ -318,6 +321,17 @@ void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
   }
 }
 
+bool Agent::ReadProgress(Run& run) {
+  if (run.progress_file.empty()) return false;
+  std::ifstream in(run.progress_file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  auto progress = checkpoint::ParseProgress(line);
+  if (!progress.ok() || progress->committed_step <= run.report.checkpoint_step()) return false;
+  run.report.set_checkpoint_step(progress->committed_step);
+  return true;
+}
+
 void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
@@ -342,6 +356,7 @@ void Agent::ProcessExitLocked(const Exit& e) {
   }
   if (!run.ranks.empty()) return;
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  ReadProgress(run);
   run.kill_at_mono = 0;
   if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
     run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
@@ -370,6 +385,13 @@ void Agent::WorkerLoop() {
         kill(-run.pgid, SIGKILL);
         run.kill_at_mono = 0;
       }
+    }
+    if (now >= next_progress_mono_) {
+      // The checkpoint library's committed step travels with the attempt's reports.
+      for (auto& [key, run] : attempts_) {
+        if (!run.ranks.empty() && ReadProgress(run)) ReportLocked(run);
+      }
+      next_progress_mono_ = now + 500;
     }
     if (stream_ && now >= next_heartbeat_mono_) {
       v1::AgentMessage hb;

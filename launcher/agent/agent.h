@@ -63,7 +63,8 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    int64_t kill_at_mono = 0;  // SIGKILL the group then; 0: not scheduled
+    int64_t kill_at_mono = 0;   // SIGKILL the group then; 0: not scheduled
+    std::string progress_file;  // the checkpoint library's progress note (rank 0)
   };
   struct Exit {
     Key key;
@@ -81,6 +82,8 @@ class Agent {
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);
+  // Reads the attempt's progress note; true when its committed step moved forward.
+  bool ReadProgress(Run& run);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
 
   const AgentOptions options_;
@@ -99,6 +102,7 @@ class Agent {
   int64_t lease_ms_ = 10'000;
   int64_t last_contact_mono_ = 0;
   int64_t next_heartbeat_mono_ = 0;
+  int64_t next_progress_mono_ = 0;
   bool lease_expired_ = false;
   bool stopping_ = false;
 
