@@ -1,9 +1,8 @@
-// The Checkpointer's internals shared by its three .cc files: checkpoint.cc (creation,
-// registration, staging, the save entry points), save.cc (the multi-rank commit protocol)
-// and restore.cc (agreement on a step, verified reads, List). Not a public header.
-// Thread-compatible: the training thread and at most one background save, never at once
-// on the same fields (SaveAsync hands the background thread a SaveRequest and joins it
-// before touching shared state again).
+// The Checkpointer's internals shared by checkpoint.cc (creation, registration, staging,
+// save entry points), save.cc (the commit protocol) and restore.cc. Not a public header.
+// Thread-compatible: the training thread and at most one background save, which gets its
+// own SaveRequest and is joined before the training thread touches shared state again
+// (committed_step, the one field both write, is atomic).
 #pragma once
 
 #include <atomic>

@@ -1,9 +1,8 @@
 // How the ranks of one job agree: the three collective operations the checkpoint library
-// needs (max-reduce, all-gather, broadcast from rank 0). LocalCollective serves a single
-// process; MpiCollective (mpi_collective.h, target baton_checkpoint_mpi) serves MPI jobs.
-// Every rank must call the same operations in the same order. One Collective instance is
-// used by one thread at a time; a Checkpointer running SaveAsync uses its own from a
-// background thread, so give the Checkpointer an instance nothing else uses.
+// needs (max-reduce, all-gather, broadcast from rank 0). LocalCollective serves one process,
+// MpiCollective (mpi_collective.h) MPI jobs. Every rank calls the same operations in the
+// same order; an instance is used by one thread at a time, and SaveAsync uses the
+// Checkpointer's from a background thread, so give the Checkpointer its own instance.
 #pragma once
 
 #include <cstdint>

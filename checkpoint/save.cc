@@ -46,6 +46,10 @@ absl::Status CommitIfComplete(Checkpointer::State& s, const SaveRequest& request
   m.world_size = s.collective->size();
   m.time_ms = s.clock->NowMs();
   m.metadata = request.metadata;
+  if (results.size() != static_cast<size_t>(m.world_size)) {
+    return absl::InternalError("gathered " + std::to_string(results.size()) +
+                               " shard results from " + std::to_string(m.world_size) + " ranks");
+  }
   for (int r = 0; r < m.world_size; ++r) {
     absl::StatusOr<ShardInfo> shard = DecodeShardResult(results[r], r);
     if (!shard.ok()) {
