@@ -366,26 +366,26 @@ TEST_F(AgentTest, CheckpointProgressTravelsWithTheReports) {
   // What libbaton_checkpoint's rank 0 writes (checkpoint/FORMAT.md, "Progress file").
   std::string note =
       R"({"attempt":1,"state":"committed","step":42,"committed_step":42,"time_ms":1})";
-  Launch(20, {"sh", "-c",
+  Launch(40, {"sh", "-c",
               "printf '%s\\n' '" + note + "' > \"$BATON_PROGRESS_FILE\"; echo ready; sleep 60"});
-  ASSERT_TRUE(WaitForLog(20, "ready"));
+  ASSERT_TRUE(WaitForLog(40, "ready"));
   clock_->AdvanceMs(600);  // the agent reads progress notes every 500 ms
   auto r = coordinator_->WaitFor([](const FakeCoordinator::Received& m) {
-    return m.msg.has_report() && m.msg.report().job_id() == 20 &&
+    return m.msg.has_report() && m.msg.report().job_id() == 40 &&
            m.msg.report().checkpoint_step() == 42;
   });
   ASSERT_TRUE(r) << "a running attempt's committed step is reported";
   EXPECT_EQ(r->msg.report().phase(), v1::AttemptReport::PHASE_RUNNING);
-  ASSERT_TRUE(coordinator_->Push(KillCommand(20, SIGKILL, 0)));
-  auto end = WaitEnd(20);
+  ASSERT_TRUE(coordinator_->Push(KillCommand(40, SIGKILL, 0)));
+  auto end = WaitEnd(40);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->checkpoint_step(), 42) << "and it stays on the end report";
 }
 
 TEST_F(AgentTest, ProgressWrittenJustBeforeExitIsInTheEndReport) {
   std::string note = R"({"attempt":1,"state":"committed","step":7,"committed_step":7,"time_ms":1})";
-  Launch(21, {"sh", "-c", "printf '%s\\n' '" + note + "' > \"$BATON_PROGRESS_FILE\""});
-  auto end = WaitEnd(21);
+  Launch(41, {"sh", "-c", "printf '%s\\n' '" + note + "' > \"$BATON_PROGRESS_FILE\""});
+  auto end = WaitEnd(41);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
   EXPECT_EQ(end->checkpoint_step(), 7);
