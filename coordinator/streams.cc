@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "proto/threaded_writer.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -110,66 +111,34 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
 
 // Copies the agent's ReadLogs stream to the client, one chunk in flight at a time, on a
 // thread of its own (the agent side is a blocking client stream).
-class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
+class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
  public:
   LogRelay(std::shared_ptr<grpc::Channel> channel, v1::ReadLogsRequest req)
-      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)) {
-    std::thread([this] { Run(); }).detach();
-  }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    write_ok_ = ok;
-    cv_.notify_all();
-  }
-  void OnCancel() override { agent_ctx_.TryCancel(); }
-  void OnDone() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return thread_done_; });
-    lock.unlock();
-    delete this;
-  }
+      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)) {}
 
  private:
-  void Run() {
-    Caller self{"coordinator", "system", Role::kAgent};
-    AttachCaller(self, &agent_ctx_);
+  void OnCancelled() override { agent_ctx_.TryCancel(); }
+
+  grpc::Status Produce() override {
+    AttachCaller(Caller{"coordinator", "system", Role::kAgent}, &agent_ctx_);
     auto reader = stub_->ReadLogs(&agent_ctx_, req_);
+    v1::LogChunk chunk;
     bool ok = true;
-    while (ok && reader->Read(&chunk_)) {
-      std::unique_lock<std::mutex> lock(mu_);
-      writing_ = true;
-      lock.unlock();
-      StartWrite(&chunk_);
-      lock.lock();
-      cv_.wait(lock, [this] { return !writing_; });
-      ok = write_ok_;
-    }
-    grpc::Status status = ok ? reader->Finish() : grpc::Status::CANCELLED;
-    if (!ok) {
-      agent_ctx_.TryCancel();
-      reader->Finish();
-    }
+    while (ok && reader->Read(&chunk)) ok = Write(chunk);
+    if (!ok) agent_ctx_.TryCancel();
+    grpc::Status status = reader->Finish();
+    if (!ok) return grpc::Status::CANCELLED;
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      status =
-          grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                       "the node agent holding the log is unreachable: " + status.error_message());
+      return grpc::Status(
+          grpc::StatusCode::UNAVAILABLE,
+          "the node agent holding the log is unreachable: " + status.error_message());
     }
-    Finish(status);
-    std::lock_guard<std::mutex> lock(mu_);
-    thread_done_ = true;
-    cv_.notify_all();
+    return status;
   }
 
   std::unique_ptr<v1::Agent::Stub> stub_;
   v1::ReadLogsRequest req_;
   grpc::ClientContext agent_ctx_;
-  v1::LogChunk chunk_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool write_ok_ = true;
-  bool thread_done_ = false;
 };
 
 class AgentStream;
@@ -260,7 +229,9 @@ grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t jo
 
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
                                                     v1::ReadLogsRequest req) {
-  return new LogRelay(std::move(agent), std::move(req));
+  auto* relay = new LogRelay(std::move(agent), std::move(req));
+  relay->Start();
+  return relay;
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(

@@ -3,9 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include "proto/threaded_writer.h"
 
 namespace baton {
 namespace {
@@ -14,38 +12,12 @@ constexpr size_t kChunkBytes = 64 * 1024;
 constexpr auto kFollowPoll = std::chrono::milliseconds(100);
 
 // Reads the file on its own thread; one chunk in flight at a time.
-class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
+class LogReader : public ThreadedWriteReactor<v1::LogChunk> {
  public:
-  LogReader(const Agent* agent, v1::ReadLogsRequest req) : agent_(agent), req_(std::move(req)) {
-    std::thread([this] { Run(); }).detach();
-  }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    write_ok_ = ok;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    cv_.notify_all();
-  }
-  void OnDone() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return thread_done_; });
-    lock.unlock();
-    delete this;
-  }
+  LogReader(const Agent* agent, v1::ReadLogsRequest req) : agent_(agent), req_(std::move(req)) {}
 
  private:
-  // Waits `d` unless cancelled; false when cancelled.
-  bool Pause(std::chrono::milliseconds d) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, d, [this] { return cancelled_; });
-    return !cancelled_;
-  }
-
-  grpc::Status Stream() {
+  grpc::Status Produce() override {
     std::string path = agent_->LogPath(req_.job_id(), req_.attempt());
     int fd = -1;
     while ((fd = open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
@@ -58,6 +30,7 @@ class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
     }
     int64_t offset = std::max<int64_t>(0, req_.offset());
     std::string buf(kChunkBytes, '\0');
+    v1::LogChunk chunk;
     for (;;) {
       // Check liveness before reading: output written before the exit is then seen.
       bool live = req_.follow() && agent_->IsLive(req_.job_id(), req_.attempt());
@@ -67,42 +40,20 @@ class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
         return grpc::Status(grpc::StatusCode::INTERNAL, "read " + path + " failed");
       }
       if (n == 0) {
-        if (!live) break;
-        if (!Pause(kFollowPoll)) break;
+        if (!live || !Pause(kFollowPoll)) break;
         continue;
       }
-      chunk_.set_data(buf.data(), static_cast<size_t>(n));
-      chunk_.set_offset(offset);
+      chunk.set_data(buf.data(), static_cast<size_t>(n));
+      chunk.set_offset(offset);
       offset += n;
-      std::unique_lock<std::mutex> lock(mu_);
-      writing_ = true;
-      lock.unlock();
-      StartWrite(&chunk_);
-      lock.lock();
-      cv_.wait(lock, [this] { return !writing_; });
-      if (!write_ok_ || cancelled_) break;
+      if (!Write(chunk)) break;
     }
     close(fd);
     return grpc::Status::OK;
   }
 
-  void Run() {
-    grpc::Status status = Stream();
-    Finish(status);
-    std::lock_guard<std::mutex> lock(mu_);
-    thread_done_ = true;
-    cv_.notify_all();
-  }
-
   const Agent* const agent_;
   const v1::ReadLogsRequest req_;
-  v1::LogChunk chunk_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool write_ok_ = true;
-  bool cancelled_ = false;
-  bool thread_done_ = false;
 };
 
 class Refused : public grpc::ServerWriteReactor<v1::LogChunk> {
@@ -125,7 +76,9 @@ grpc::ServerWriteReactor<v1::LogChunk>* LogService::ReadLogs(grpc::CallbackServe
     return new Refused(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ReadLogs needs a job id and an attempt"));
   }
-  return new LogReader(agent_, *req);
+  auto* reader = new LogReader(agent_, *req);
+  reader->Start();
+  return reader;
 }
 
 }  // namespace baton
