@@ -71,11 +71,25 @@ void Checkpointer::State::WriteProgress(const std::string& state, int64_t step) 
   if (!s.ok()) Log("cannot update progress file: " + std::string(s.message()));
 }
 
-void Checkpointer::State::JoinAsync() {
-  if (!async_thread.joinable()) return;
-  async_thread.join();
-  if (!async_result.ok() && async_error.ok()) async_error = async_result;
-  async_result = absl::OkStatus();
+void Checkpointer::State::JoinBackground() {
+  if (async_thread.joinable()) {
+    async_thread.join();
+    if (!async_result.ok() && async_error.ok()) async_error = async_result;
+    async_result = absl::OkStatus();
+  }
+  if (pruner.joinable()) pruner.join();
+}
+
+void Checkpointer::State::StartPrune(int64_t step) {
+  // The previous pruner was joined before this save began, or by the save thread itself.
+  if (pruner.joinable()) pruner.join();
+  pruner = std::thread([this, step] {
+    absl::StatusOr<std::vector<int64_t>> removed = dir->Prune(step, options.keep_last);
+    if (!removed.ok()) {
+      Log("pruning old checkpoints failed (step " + std::to_string(step) +
+          " is committed): " + std::string(removed.status().message()));
+    }
+  });
 }
 
 absl::Status Staging::Ensure(uint64_t bytes, DeviceMemory* pinned_by) {
@@ -115,7 +129,7 @@ void Staging::Free() {
 Checkpointer::Checkpointer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Checkpointer::~Checkpointer() {
-  state_->JoinAsync();
+  state_->JoinBackground();
   if (!state_->async_error.ok()) {
     state_->Log("async save failed and nobody called Wait(): " +
                 std::string(state_->async_error.message()));
@@ -277,7 +291,7 @@ absl::StatusOr<SaveRequest> StageSave(Checkpointer::State& s, int64_t step) {
 absl::Status Checkpointer::Save(int64_t step) {
   BATON_RETURN_IF_ERROR(CheckStep(step));
   State& s = *state_;
-  s.JoinAsync();
+  s.JoinBackground();
   if (HasDeviceBuffers(s.buffers)) {
     BATON_ASSIGN_OR_RETURN(SaveRequest request, StageSave(s, step));
     return RunSave(s, request);
@@ -304,7 +318,7 @@ absl::Status Checkpointer::SaveAsync(int64_t step) {
         "SaveAsync needs a collective usable from a background thread (MPI: initialize with "
         "MPI_Init_thread(MPI_THREAD_MULTIPLE)); use Save instead");
   }
-  s.JoinAsync();
+  s.JoinBackground();
   BATON_ASSIGN_OR_RETURN(SaveRequest request, StageSave(s, step));
   s.async_thread = std::thread([&s, request = std::move(request)] {
     s.async_result = RunSave(s, request);
@@ -317,13 +331,13 @@ absl::Status Checkpointer::SaveAsync(int64_t step) {
 }
 
 absl::Status Checkpointer::Wait() {
-  state_->JoinAsync();
+  state_->JoinBackground();
   return std::exchange(state_->async_error, absl::OkStatus());
 }
 
 absl::Status Checkpointer::ReserveStaging() {
   State& s = *state_;
-  s.JoinAsync();
+  s.JoinBackground();
   DeviceMemory* pinned_by = HasDeviceBuffers(s.buffers) ? s.options.device_memory : nullptr;
   return s.staging.Ensure(s.Layout(0).file_bytes, pinned_by);
 }

@@ -80,7 +80,7 @@ class Checkpointer {
   // save runs. InvalidArgument for bad options or environment values.
   static absl::StatusOr<std::unique_ptr<Checkpointer>> Create(Options options,
                                                               Collective* collective);
-  // Waits for an async save in flight (a failure is logged).
+  // Waits for an async save and for pruning in flight (a failure is logged).
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -100,13 +100,15 @@ class Checkpointer {
 
   // Collective: every rank calls it with the same step. Returns once the checkpoint is
   // committed (its MANIFEST durable) or failed everywhere; a failed save leaves the
-  // previous checkpoints intact. Saving a step that exists replaces it.
+  // previous checkpoints intact. Saving a step that exists replaces it. Old checkpoints
+  // beyond keep_last are removed in the background afterwards.
   absl::Status Save(int64_t step);
   // Collective like Save, but returns once the state is copied to staging memory; a
   // background thread writes and commits it. A previous async save is waited for first.
   // Needs a collective that SupportsBackgroundThread (MPI: MPI_THREAD_MULTIPLE).
   absl::Status SaveAsync(int64_t step);
-  // Waits for the async save in flight; returns the first error of any async save since
+  // Waits for the async save in flight and for the pruning of old checkpoints that runs
+  // in the background after each commit; returns the first error of any async save since
   // the last Wait (background failures are also logged when they happen).
   absl::Status Wait();
   // Allocates and pre-faults the staging memory SaveAsync copies into (else the first
@@ -121,7 +123,7 @@ class Checkpointer {
   // buffers were already overwritten.
   absl::StatusOr<std::optional<CheckpointInfo>> RestoreLatest();
   // Committed checkpoints, newest first, from their manifests (shards are not read).
-  // Local: needs no other rank.
+  // Local: needs no other rank. Waits for background work first, like Wait.
   absl::StatusOr<std::vector<CheckpointInfo>> List();
 
   // The step this process last restored or committed; -1 if none.

@@ -70,6 +70,7 @@ struct Checkpointer::State {
   std::atomic<int64_t> committed_step{-1};  // the background save updates it
   Staging staging;
   std::thread async_thread;
+  std::thread pruner;         // rank 0: removes old checkpoints after a commit
   absl::Status async_result;  // written by the background thread, read after join
   absl::Status async_error;   // first async error since the last Wait
 
@@ -78,8 +79,11 @@ struct Checkpointer::State {
   ShardHeader Layout(int64_t step) const;
   // Rank 0 only; failures are logged, never fatal (the manifests are the truth).
   void WriteProgress(const std::string& state, int64_t step) const;
-  // Joins a background save, folding its result into async_error.
-  void JoinAsync();
+  // Joins a background save (folding its result into async_error), then the pruner.
+  void JoinBackground();
+  // Rank 0 after committing `step`: prunes on the pruner thread, off the save's path
+  // (unlinking gigabytes can take longer than the fsyncs of a save).
+  void StartPrune(int64_t step);
 };
 
 // The collective commit protocol of FORMAT.md: rank 0 prepares step-<N>, every rank writes

@@ -176,7 +176,7 @@ CheckpointInfo ToInfo(const Manifest& m) {
 
 absl::StatusOr<std::optional<CheckpointInfo>> Checkpointer::RestoreLatest() {
   State& s = *state_;
-  s.JoinAsync();
+  s.JoinBackground();
   int64_t below = std::numeric_limits<int64_t>::max();
   bool overwritten = false;
   std::string failures;
@@ -207,6 +207,7 @@ absl::StatusOr<std::optional<CheckpointInfo>> Checkpointer::RestoreLatest() {
 
 absl::StatusOr<std::vector<CheckpointInfo>> Checkpointer::List() {
   State& s = *state_;
+  s.JoinBackground();  // so that pruning done by this process's saves is reflected
   BATON_ASSIGN_OR_RETURN(std::vector<int64_t> steps, s.dir->ListSteps());
   std::vector<CheckpointInfo> out;
   for (int64_t step : steps) {

@@ -89,11 +89,7 @@ void AfterCommit(Checkpointer::State& s, int64_t step) {
   s.committed_step.store(step);
   if (!s.is_root()) return;
   s.WriteProgress("committed", step);
-  absl::StatusOr<std::vector<int64_t>> removed = s.dir->Prune(step, s.options.keep_last);
-  if (!removed.ok()) {
-    s.Log("pruning old checkpoints failed (step " + std::to_string(step) +
-          " is committed): " + std::string(removed.status().message()));
-  }
+  s.StartPrune(step);
 }
 
 }  // namespace
