@@ -256,7 +256,11 @@ absl::Status FillStaging(Checkpointer::State& s, const ShardHeader& layout) {
     const RegisteredBuffer& b = s.buffers[i];
     char* dst = staging + layout.buffers[i].offset;
     if (b.device) {
-      BATON_RETURN_IF_ERROR(s.options.device_memory->CopyToHostAsync(dst, b.data, b.size));
+      absl::Status queued = s.options.device_memory->CopyToHostAsync(dst, b.data, b.size);
+      if (!queued.ok()) {
+        s.options.device_memory->Synchronize().IgnoreError();  // no copy outlives this call
+        return queued;
+      }
       continue;
     }
     for (uint64_t off = 0; off < b.size; off += kCopyPieceBytes) {
