@@ -186,6 +186,7 @@ void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reas
   txn.batch.events.push_back(ev);
   e.events.push_back(std::move(ev));
   e.job.set_message(reason);
+  e.says_waiting = false;
   txn.touched.insert(e.job.id());
 }
 

@@ -110,6 +110,7 @@ class JobManager {
     v1::Job job;
     std::vector<v1::Event> events;
     std::optional<LiveAttempt> live;
+    bool says_waiting = false;  // message holds the wait reason (cleared by any event)
   };
   struct NodeEntry {
     v1::Node node;

@@ -122,8 +122,11 @@ void JobManager::SchedulePass() {
       continue;
     }
     // First fit lets smaller jobs behind it start (no reservation yet). Why this one
-    // waits is derived state: kept in memory for queue/status, recomputed every pass.
-    e->job.set_message(WaitReason(spec));
+    // waits is derived state, kept in memory for queue/status only.
+    if (!e->says_waiting) {
+      e->job.set_message(WaitReason(spec));
+      e->says_waiting = true;
+    }
   }
   if (!txn.touched.empty()) CommitLocked(std::move(txn));
 }
