@@ -327,9 +327,25 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
                                std::to_string(attempt));
   }
   const v1::Attempt& a = job.attempts(attempt - 1);
+  const v1::JobSpec& spec = job.spec();
+  if (req.has_rank()) {
+    int64_t world = int64_t{spec.nodes()} * spec.ranks_per_node();
+    if (req.rank() < 0 || req.rank() >= world) {
+      return absl::InvalidArgumentError("rank " + std::to_string(req.rank()) + " is outside 0.." +
+                                        std::to_string(world - 1));
+    }
+  }
+  // Which node holds the output: the requested one, the rank's (direct mode: each node
+  // logs its own ranks; mpi mode: mpirun on node 0 collects every rank), or node 0.
+  auto holds = [&](const v1::NodeAssignment& p) {
+    if (!req.node().empty()) return p.node() == req.node();
+    if (!req.has_rank() || spec.launch_mode() == v1::LAUNCH_MODE_MPI) return p.node_rank() == 0;
+    int64_t first = p.first_rank();
+    return req.rank() >= first && req.rank() < first + int64_t{spec.ranks_per_node()};
+  };
   const v1::NodeAssignment* where = nullptr;
   for (const auto& p : a.placement()) {
-    if (req.node().empty() ? p.node_rank() == 0 : p.node() == req.node()) where = &p;
+    if (holds(p)) where = &p;
   }
   if (where == nullptr) {
     return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +

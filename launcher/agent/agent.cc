@@ -95,6 +95,10 @@ std::string Agent::JobDir(uint64_t job, uint32_t attempt) const {
   return options_.data_dir + "/jobs/" + std::to_string(job) + "/" + std::to_string(attempt);
 }
 
+std::string Agent::PumpGroup(Key key) {
+  return std::to_string(key.first) + "/" + std::to_string(key.second);
+}
+
 std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
   return JobDir(job, attempt) + "/output.log";
 }
@@ -277,6 +281,11 @@ void Agent::Launch(const v1::Launch& l) {
     so.env = std::move(*env);
     so.cwd = cwd;
     so.log_path = LogPath(l.job_id(), l.attempt());
+    auto out =
+        pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kPrefix,
+                   "[rank " + std::to_string(l.placement(l.node_rank()).first_rank() + r) + "] ");
+    if (!out.ok()) return reject(std::string(out.status().message()));
+    so.output_fd = *out;
     so.process_group = run.pgid;
     auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
       {
@@ -285,6 +294,7 @@ void Agent::Launch(const v1::Launch& l) {
       }
       exits_cv_.notify_all();
     });
+    close(so.output_fd);  // the child holds its copy; EOF comes when it and its heirs exit
     if (!pid.ok()) return reject(std::string(pid.status().message()));
     if (run.pgid == 0) run.pgid = *pid;
     run.ranks[*pid] = r;
@@ -356,6 +366,9 @@ void Agent::ProcessExitLocked(const Exit& e) {
   }
   if (!run.ranks.empty()) return;
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  // The end is reported once the output is in the log, so `baton logs` after the job
+  // shows all of it.
+  pump_.Drain(PumpGroup(e.key), std::chrono::seconds(2));
   ReadProgress(run);
   run.kill_at_mono = 0;
   if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
 #include "proto/baton.grpc.pb.h"
 #include "proto/rpc_util.h"
@@ -85,6 +86,7 @@ class Agent {
   // Reads the attempt's progress note; true when its committed step moved forward.
   bool ReadProgress(Run& run);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
+  static std::string PumpGroup(Key key);
 
   const AgentOptions options_;
   const v1::Inventory inventory_;
@@ -93,6 +95,7 @@ class Agent {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentControl::Stub> stub_;
   Reaper reaper_;
+  LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
   std::map<Key, Run> attempts_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "launcher/agent/log_pump.h"
 #include "proto/threaded_writer.h"
 
 namespace baton {
@@ -43,17 +44,38 @@ class LogReader : public ThreadedWriteReactor<v1::LogChunk> {
         if (!live || !Pause(kFollowPoll)) break;
         continue;
       }
-      chunk.set_data(buf.data(), static_cast<size_t>(n));
       chunk.set_offset(offset);
       offset += n;
+      if (req_.has_rank()) {
+        chunk.set_data(FilterRank(buf.data(), static_cast<size_t>(n), !live));
+        if (chunk.data().empty()) continue;
+      } else {
+        chunk.set_data(buf.data(), static_cast<size_t>(n));
+      }
       if (!Write(chunk)) break;
     }
     close(fd);
     return grpc::Status::OK;
   }
 
+  // Whole lines of the requested rank; a partial last line waits for the next read.
+  std::string FilterRank(const char* data, size_t n, bool at_end) {
+    partial_.append(data, n);
+    std::string out;
+    size_t start = 0, nl;
+    while ((nl = partial_.find('\n', start)) != std::string::npos) {
+      std::string line = partial_.substr(start, nl - start);
+      if (LogPump::RankOf(line) == req_.rank()) out += line + "\n";
+      start = nl + 1;
+    }
+    partial_.erase(0, start);
+    if (at_end && LogPump::RankOf(partial_) == req_.rank()) out += partial_;
+    return out;
+  }
+
   const Agent* const agent_;
   const v1::ReadLogsRequest req_;
+  std::string partial_;
 };
 
 class Refused : public grpc::ServerWriteReactor<v1::LogChunk> {

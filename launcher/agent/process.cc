@@ -85,7 +85,9 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
 
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child) {
   if (o.argv.empty() || o.argv[0].empty()) return absl::InvalidArgumentError("empty command");
-  int log_fd = open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int log_fd = o.output_fd >= 0
+                   ? fcntl(o.output_fd, F_DUPFD_CLOEXEC, 3)
+                   : open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (log_fd < 0) return ErrnoToStatus(errno, "open log " + o.log_path);
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {

@@ -342,5 +342,25 @@ TEST(JobManager, LogsAreOnlyForTheJobsTenantAndStartedJobs) {
   EXPECT_EQ(target->attempt, 1u);
 }
 
+TEST(JobManager, LogsOfARankComeFromTheNodeThatRanIt) {
+  Harness h;
+  h.Connect("n1");
+  h.Connect("n2");
+  v1::JobSpec spec = Spec(/*nodes=*/2);
+  spec.set_ranks_per_node(4);
+  auto id = h.Submit(spec);
+  h.Schedule();
+  v1::LogsRequest req;
+  req.set_job_id(*id);
+  req.set_rank(5);
+  auto target = h.jm().FindLogs(Alice(), req);
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(target->node, "n2") << "ranks 4..7 run on the second node";
+  req.set_rank(3);
+  EXPECT_EQ(h.jm().FindLogs(Alice(), req)->node, "n1");
+  req.set_rank(8);
+  EXPECT_EQ(h.jm().FindLogs(Alice(), req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -358,7 +358,7 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithTheExitCode) {
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[0].phase(), v1::AttemptReport::PHASE_RUNNING);
   EXPECT_EQ(reports[0].time_ms(), clock_->NowMs());
-  EXPECT_EQ(ReadFile(agent_->LogPath(1, 1)), "hi\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(1, 1)), "[rank 0] hi\n") << "lines carry their rank";
   EXPECT_FALSE(agent_->IsLive(1, 1));
 }
 
@@ -402,8 +402,10 @@ TEST_F(AgentTest, RanksGetTheirEnvironmentAndShareTheLog) {
   EXPECT_EQ(end->exit_code(), 0);
   std::string jobdir = dir_->path() + "/jobs/2/1";
   std::string log = ReadFile(agent_->LogPath(2, 1));
-  EXPECT_THAT(log, HasSubstr("rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
-  EXPECT_THAT(log, HasSubstr("rank=1 local=1 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
+  EXPECT_THAT(log, HasSubstr("[rank 0] rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" +
+                             jobdir + "\n"));
+  EXPECT_THAT(log, HasSubstr("[rank 1] rank=1 local=1 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" +
+                             jobdir + "\n"));
 }
 
 TEST_F(AgentTest, CommandIsFoundOnThePathTheSpecSets) {
@@ -418,7 +420,7 @@ TEST_F(AgentTest, CommandIsFoundOnThePathTheSpecSets) {
   ASSERT_TRUE(end);
   ASSERT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED) << end->message();
   EXPECT_EQ(end->exit_code(), 0);
-  EXPECT_EQ(ReadFile(agent_->LogPath(16, 1)), "from the venv\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(16, 1)), "[rank 0] from the venv\n");
 }
 
 TEST_F(AgentTest, OneFailingRankStopsTheOthersOnTheNode) {
@@ -530,7 +532,7 @@ TEST_F(AgentTest, WorkingDirFromTheSpecIsUsed) {
   cmd.mutable_launch()->mutable_spec()->set_working_dir(dir_->path() + "/work");
   ASSERT_TRUE(coordinator_->Push(cmd));
   ASSERT_TRUE(WaitReport(15, v1::AttemptReport::PHASE_EXITED));
-  EXPECT_EQ(ReadFile(agent_->LogPath(15, 1)), dir_->path() + "/work\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(15, 1)), "[rank 0] " + dir_->path() + "/work\n");
 }
 
 TEST_F(AgentTest, MpiLaunchModeIsRejectedForNow) {
