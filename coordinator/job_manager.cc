@@ -21,6 +21,13 @@ absl::Status Denied(const Caller& caller, const v1::Job& job, std::string_view w
                                      " of tenant " + job.spec().tenant());
 }
 
+// What callers other than the agents may see: no attempt's exec secret.
+v1::Job Redacted(const v1::Job& job) {
+  v1::Job out = job;
+  for (auto& a : *out.mutable_attempts()) a.clear_exec_secret();
+  return out;
+}
+
 absl::Status NotFound(uint64_t id) {
   return absl::NotFoundError("job " + std::to_string(id) + " not found");
 }
@@ -144,7 +151,7 @@ void JobManager::CommitLocked(Txn txn) {
     v1::Job& job = jobs_.at(id).job;
     job.set_version(job.version() + 1);
     txn.batch.jobs.push_back(job);
-    changed.push_back(job);
+    changed.push_back(Redacted(job));
   }
   committer_.Enqueue(std::move(txn.batch),
                      [this, commands = std::move(txn.commands), changed = std::move(changed),
@@ -237,7 +244,7 @@ absl::StatusOr<v1::Job> JobManager::Get(uint64_t job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
-  v1::Job job = it->second.job;
+  v1::Job job = Redacted(it->second.job);
   for (const auto& ev : it->second.events) *job.add_events() = ev;
   return job;
 }
@@ -264,7 +271,7 @@ std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
   if (req.limit() > 0 && picked.size() > req.limit()) picked.resize(req.limit());
   std::vector<v1::Job> out;
   out.reserve(picked.size());
-  for (const JobEntry* e : picked) out.push_back(e->job);
+  for (const JobEntry* e : picked) out.push_back(Redacted(e->job));
   return out;
 }
 
@@ -364,7 +371,7 @@ absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
   std::lock_guard<std::mutex> wlock(watch_mu_);
-  fn(it->second.job);
+  fn(Redacted(it->second.job));
   uint64_t token = next_watch_++;
   watchers_.emplace(job_id, std::make_pair(token, std::move(fn)));
   return token;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
 #include "proto/baton.grpc.pb.h"
@@ -35,6 +36,9 @@ struct AgentOptions {
   std::vector<v1::Taint> taints;
   int64_t reconnect_max_backoff_ms = 2000;
   int64_t local_failure_grace_ms = 5000;  // other local ranks after one fails
+  std::string nic;                        // cluster interface (NCCL_SOCKET_IFNAME)
+  std::string mpi_network;                // CIDR for Open MPI's TCP; "" derives it
+  std::string mpirun = "mpirun";          // the mpirun to use in mpi mode
   bool kill_jobs_on_stop = true;          // until re-adoption after restart lands
 };
 
@@ -49,6 +53,12 @@ class Agent {
   void Start(const std::string& advertise_address);
   // Stops talking to the coordinator; with kill_jobs_on_stop, ends every attempt first.
   void Stop();
+
+  // Runs `req.command` (sh -c) inside the attempt as a daemon of it — Open MPI's orted,
+  // started by mpirun through `baton-agent exec`. Its stdout/stderr go to the given
+  // fds (the caller keeps them); `on_exit` runs on the agent's worker thread.
+  absl::StatusOr<pid_t> StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
+                                  std::function<void(ExitStatus)> on_exit);
 
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
@@ -66,6 +76,14 @@ class Agent {
     bool stop_ordered = false;
     int64_t kill_at_mono = 0;   // SIGKILL the group then; 0: not scheduled
     std::string progress_file;  // the checkpoint library's progress note (rank 0)
+    // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
+    bool awaiting_exec = false;
+    std::string exec_secret;
+    std::vector<std::string> exec_env;
+    std::string cwd;
+    // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
+    std::map<pid_t, std::function<void(ExitStatus)>> daemons;
+    bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
   };
   struct Exit {
     Key key;
@@ -80,6 +98,11 @@ class Agent {
   void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
   void WorkerLoop();
   void ProcessExitLocked(const Exit& e);
+  void FinishRunLocked(Key key, Run& run);
+  // Starts a child of the attempt; its exit comes back through the worker thread.
+  absl::StatusOr<pid_t> SpawnLocked(Key key, Run& run, SpawnOptions& so);
+  void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
+  void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);

@@ -13,8 +13,9 @@
 #include "common/net.h"
 #include "common/resources.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
-#include "launcher/agent/log_service.h"
+#include "launcher/agent/node_service.h"
 
 namespace {
 
@@ -48,32 +49,41 @@ std::string Hostname() {
 
 Flags ParseFlags(int argc, char** argv) {
   cxxopts::Options opts("baton-agent", "baton's node agent");
-  opts.add_options()("name", "node name (default: the hostname)", cxxopts::value<std::string>())(
-      "coordinator", "coordinator host:port",
-      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
-      "listen", "host:port for this agent's own service (port 0 picks one)",
-      cxxopts::value<std::string>()->default_value("127.0.0.1:0"))(
-      "advertise", "host:port others use to reach --listen (default: the bound address)",
-      cxxopts::value<std::string>()->default_value(""))(
-      "data-dir", "job directories and logs",
-      cxxopts::value<std::string>()->default_value("/var/lib/baton/agent"))(
-      "fake-gpus", "GPUs to invent on a node without NVIDIA",
-      cxxopts::value<uint32_t>()->default_value("0"))(
-      "fake-gpu-model", "model name of the fake GPUs",
-      cxxopts::value<std::string>()->default_value("FakeGPU"))(
-      "fake-gpu-memory", "memory of each fake GPU",
-      cxxopts::value<std::string>()->default_value("80Gi"))(
-      "pool", "node pool", cxxopts::value<std::string>()->default_value(""))(
-      "label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "taint", "node taint key=value:Effect (repeatable)",
-      cxxopts::value<std::vector<std::string>>())("nic", "cluster network interface",
-                                                  cxxopts::value<std::string>()->default_value(""))(
-      "nic-rate", "its rate (e.g. 10gbit)", cxxopts::value<std::string>()->default_value("0"))(
-      "keep-jobs-on-exit", "leave jobs running when the agent stops")(
-      "ready-file", "write the bound address here once registered-ready",
-      cxxopts::value<std::string>()->default_value(""))(
-      "log-level", "trace, debug, info, warn, error",
-      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  // clang-format off
+  opts.add_options()
+      ("name", "node name (default: the hostname)", cxxopts::value<std::string>())
+      ("coordinator", "coordinator host:port",
+       cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))
+      ("listen", "host:port for this agent's own service (port 0 picks one)",
+       cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
+      ("advertise", "host:port others use to reach --listen (default: the bound address)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("data-dir", "job directories and logs",
+       cxxopts::value<std::string>()->default_value("/var/lib/baton/agent"))
+      ("fake-gpus", "GPUs to invent on a node without NVIDIA",
+       cxxopts::value<uint32_t>()->default_value("0"))
+      ("fake-gpu-model", "model name of the fake GPUs",
+       cxxopts::value<std::string>()->default_value("FakeGPU"))
+      ("fake-gpu-memory", "memory of each fake GPU",
+       cxxopts::value<std::string>()->default_value("80Gi"))
+      ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
+      ("label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("taint", "node taint key=value:Effect (repeatable)",
+       cxxopts::value<std::vector<std::string>>())
+      ("nic", "cluster network interface (NCCL_SOCKET_IFNAME)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("nic-rate", "its rate (e.g. 10gbit)", cxxopts::value<std::string>()->default_value("0"))
+      ("mpi-network", "CIDR Open MPI's TCP uses (default: the /24 of the gang's first node)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("mpirun", "mpirun binary for mpi-mode jobs",
+       cxxopts::value<std::string>()->default_value("mpirun"))
+      ("keep-jobs-on-exit", "leave jobs running when the agent stops")
+      ("ready-file", "write the bound address here once serving",
+       cxxopts::value<std::string>()->default_value(""))
+      ("log-level", "trace, debug, info, warn, error",
+       cxxopts::value<std::string>()->default_value("info"))
+      ("h,help", "show this help");
+  // clang-format on
   auto r = opts.parse(argc, argv);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
@@ -115,6 +125,9 @@ Flags ParseFlags(int argc, char** argv) {
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
   f.inventory.nic = r["nic"].as<std::string>();
+  f.agent.nic = f.inventory.nic;
+  f.agent.mpi_network = r["mpi-network"].as<std::string>();
+  f.agent.mpirun = r["mpirun"].as<std::string>();
   f.inventory.nic_mbps = *rate;
   f.listen = r["listen"].as<std::string>();
   f.ready_file = r["ready-file"].as<std::string>();
@@ -125,6 +138,9 @@ Flags ParseFlags(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "exec") {
+    return baton::RunExecClient(std::vector<std::string>(argv + 2, argv + argc));
+  }
   baton::BlockStopSignals();
   Flags flags;
   try {
@@ -152,6 +168,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::error_code ec;
+  // Jobs run in other directories: every path handed to them must be absolute.
+  flags.agent.data_dir = std::filesystem::absolute(flags.agent.data_dir, ec).lexically_normal();
   std::filesystem::create_directories(flags.agent.data_dir + "/jobs", ec);
   if (ec) {
     spdlog::error("--data-dir {}: {}", flags.agent.data_dir, ec.message());
@@ -159,11 +177,11 @@ int main(int argc, char** argv) {
   }
 
   baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get());
-  baton::LogService logs(&agent);
+  baton::NodeService node_service(&agent);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&logs);
+  builder.RegisterService(&node_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     spdlog::error("cannot listen on {}", flags.listen);

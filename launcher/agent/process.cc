@@ -45,7 +45,10 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
     close(fd);
   }
   int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) fail(3);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
+      dup2(o.error_fd >= 0 ? o.error_fd : log_fd, 2) < 0) {
+    fail(3);
+  }
   if (devnull > 2) close(devnull);  // the job gets stdin, not a second /dev/null descriptor
   if (chdir(o.cwd.c_str()) != 0) fail(4);
   // glibc's execvpe searches the caller's PATH, not envp's: make the job's environment
