@@ -10,11 +10,7 @@
 namespace baton::testing {
 namespace {
 
-uint64_t SubmittedId(const CommandResult& r) {
-  // "Submitted job 17" or "17" with -q.
-  size_t pos = r.out.find_last_of(' ');
-  return std::stoull(pos == std::string::npos ? r.out : r.out.substr(pos + 1));
-}
+uint64_t SubmittedId(const CommandResult& r) { return ClusterClient::SubmittedId(r.out); }
 
 class EndToEnd : public ::testing::Test {
  protected:

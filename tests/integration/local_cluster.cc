@@ -1,6 +1,7 @@
 #include "tests/integration/local_cluster.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -57,8 +58,8 @@ void LocalCluster::KillCoordinator(int sig) {
   coordinator_->Wait(std::chrono::seconds(10));
 }
 
-CommandResult LocalCluster::Baton(std::vector<std::string> args,
-                                  std::map<std::string, std::string> env) {
+CommandResult ClusterClient::Baton(std::vector<std::string> args,
+                                   std::map<std::string, std::string> env) {
   args.insert(args.begin(), Bin("baton"));
   env.emplace("BATON_COORDINATOR", address_);
   env.emplace("BATON_USER", "alice");
@@ -67,7 +68,7 @@ CommandResult LocalCluster::Baton(std::vector<std::string> args,
   return Run(args, env);
 }
 
-std::string LocalCluster::StateOf(uint64_t job) {
+std::string ClusterClient::StateOf(uint64_t job) {
   CommandResult r = Baton({"status", std::to_string(job), "--json"});
   if (r.exit_code != 0) return "";
   v1::Job parsed;
@@ -75,12 +76,12 @@ std::string LocalCluster::StateOf(uint64_t job) {
   return v1::JobState_Name(parsed.state());
 }
 
-bool LocalCluster::WaitForState(uint64_t job, const std::string& state,
-                                std::chrono::milliseconds timeout) {
+bool ClusterClient::WaitForState(uint64_t job, const std::string& state,
+                                 std::chrono::milliseconds timeout) {
   return WaitFor([&] { return StateOf(job) == state; }, timeout);
 }
 
-bool LocalCluster::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
+bool ClusterClient::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
   return WaitFor(
       [&] {
         CommandResult r = Baton({"nodes", "--json"});
@@ -91,6 +92,51 @@ bool LocalCluster::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
         return ready >= n;
       },
       timeout);
+}
+
+uint64_t ClusterClient::SubmittedId(const std::string& out) {
+  std::string line = out.substr(0, out.find('\n'));
+  size_t pos = line.find_last_of(' ');
+  std::string num = pos == std::string::npos ? line : line.substr(pos + 1);
+  return num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? 0
+                                                                                 : std::stoull(num);
+}
+
+NetnsCluster::NetnsCluster(int nodes, int gpus) {
+  if (geteuid() != 0) {
+    why_ = "needs root to create network namespaces";
+    return;
+  }
+  int tag = getpid() % 200 + 20;
+  name_ = "bt" + std::to_string(getpid() % 100000);
+  subnet_ = "10.78." + std::to_string(tag);
+  state_ = "/tmp/" + name_ + "-netns";
+  Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
+  CommandResult up = Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "up",
+                          std::to_string(nodes), std::to_string(gpus)},
+                         ScriptEnv(), std::chrono::seconds(60));
+  if (up.exit_code != 0) {
+    why_ = "netns-cluster.sh up failed: " + up.err;
+    return;
+  }
+  std::string addr = ReadFile(state_ + "/coordinator.addr");
+  address_ = addr.substr(0, addr.find('\n'));
+  ok_ = !address_.empty();
+}
+
+NetnsCluster::~NetnsCluster() {
+  if (!name_.empty()) {
+    Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
+  }
+}
+
+std::string NetnsCluster::NodeAddress(int i) const {
+  return subnet_ + "." + std::to_string(10 + i);
+}
+
+std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
+  return {
+      {"BATON_NETNS_NAME", name_}, {"BATON_NETNS_SUBNET", subnet_}, {"BATON_BIN", BATON_BIN_DIR}};
 }
 
 }  // namespace baton::testing

@@ -12,34 +12,63 @@
 
 namespace baton::testing {
 
-class LocalCluster {
+// What tests do with any running cluster: run the CLI against it and poll job states.
+class ClusterClient {
  public:
-  // Starts the coordinator and `agents` agents with `gpus` fake GPUs each, and waits
-  // until every agent is ready. Failures are reported through gtest.
-  LocalCluster(int agents, int gpus);
-  ~LocalCluster();
-
+  virtual ~ClusterClient() = default;
   const std::string& coordinator() const { return address_; }
-  const std::string& dir() const { return dir_.path(); }
   // Runs `baton ARGS…` as alice of tenant vision (override with env).
   CommandResult Baton(std::vector<std::string> args, std::map<std::string, std::string> env = {});
   // A job's state name from `baton status --json`, "" when it cannot be read.
   std::string StateOf(uint64_t job);
   bool WaitForState(uint64_t job, const std::string& state,
                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  bool WaitForReadyNodes(int n, std::chrono::milliseconds timeout);
+  // The id in "Submitted job 17" (or "17" with -q) on the first line of `out`.
+  static uint64_t SubmittedId(const std::string& out);
+
+ protected:
+  std::string address_;
+};
+
+class LocalCluster : public ClusterClient {
+ public:
+  // Starts the coordinator and `agents` agents with `gpus` fake GPUs each, and waits
+  // until every agent is ready. Failures are reported through gtest.
+  LocalCluster(int agents, int gpus);
+  ~LocalCluster() override;
+
+  const std::string& dir() const { return dir_.path(); }
 
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before
-  bool WaitForReadyNodes(int n, std::chrono::milliseconds timeout);
 
  private:
   void StartAgent(int i, int gpus);
 
   TempDir dir_;
-  std::string address_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> agents_;
   int coordinator_starts_ = 0;
+};
+
+// N network namespaces on a bridge, an agent in each, the coordinator in the root
+// namespace: scripts/netns-cluster.sh under a name and subnet of its own.
+class NetnsCluster : public ClusterClient {
+ public:
+  // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root).
+  NetnsCluster(int nodes, int gpus);
+  ~NetnsCluster() override;
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }
+  const std::string& state_dir() const { return state_; }
+  // The address of node i (1-based) on the cluster network.
+  std::string NodeAddress(int i) const;
+
+ private:
+  std::map<std::string, std::string> ScriptEnv() const;
+  bool ok_ = false;
+  std::string why_, name_, subnet_, state_;
 };
 
 std::string Bin(const std::string& name);

@@ -45,7 +45,7 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std:
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  if (posix_spawn(&pid_, cargv[0], &fa, &attr, cargv.data(), cenv.data()) != 0) pid_ = -1;
+  if (posix_spawnp(&pid_, cargv[0], &fa, &attr, cargv.data(), cenv.data()) != 0) pid_ = -1;
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (pid_ < 0) status_ = 127;

@@ -1,0 +1,285 @@
+// Fixed-size gangs across nodes: a cluster of network namespaces on one machine, Open MPI
+// daemons started through the agents, direct-mode rank variables and signals, eviction
+// and resume of train_mlp, and failures that take the whole gang down.
+#include <dirent.h>
+#include <signal.h>
+
+#include <fstream>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "tests/integration/local_cluster.h"
+
+namespace baton::testing {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+// The steps of "[rank 0] step N loss X" lines, in order.
+std::vector<int> Steps(const std::string& log) {
+  std::vector<int> steps;
+  for (const auto& l : Lines(log)) {
+    if (l.rfind("[rank 0] step ", 0) == 0) steps.push_back(std::stoi(l.substr(14)));
+  }
+  return steps;
+}
+
+std::string FinalHash(const std::string& log) {
+  for (const auto& l : Lines(log)) {
+    size_t pos = l.find("final weights hash ");
+    if (pos != std::string::npos) return l.substr(pos + 19);
+  }
+  return "";
+}
+
+// An uninterrupted 4-rank run on this machine, the reference every gang must match.
+std::string ReferenceHash(const std::vector<std::string>& flags) {
+  TempDir dir;
+  std::vector<std::string> argv = {"mpirun",
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--mca",
+                                   "btl",
+                                   "self,tcp",
+                                   "--mca",
+                                   "btl_tcp_if_include",
+                                   "lo",
+                                   "-np",
+                                   "4",
+                                   Bin("train_mlp"),
+                                   "--checkpoint-dir",
+                                   dir.path()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  CommandResult r = Run(argv, {}, std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return FinalHash(r.out);
+}
+
+// No process whose command line contains `marker` is left anywhere.
+bool NoProcessWith(const std::string& marker) {
+  DIR* d = opendir("/proc");
+  bool none = true;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(marker) != std::string::npos && cmd.find("gtest") == std::string::npos)
+      none = false;
+  }
+  closedir(d);
+  return none;
+}
+
+class MultiNode : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new NetnsCluster(/*nodes=*/2, /*gpus=*/2); }
+  static void TearDownTestSuite() { delete cluster_; }
+  void SetUp() override {
+    if (!cluster_->ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster_->why();
+  }
+  static NetnsCluster* cluster_;
+};
+NetnsCluster* MultiNode::cluster_ = nullptr;
+
+TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
+  std::string dir = cluster_->state_dir() + "/ckpt-full";
+  std::vector<std::string> flags = {"--steps", "30", "--save-every", "10"};
+  std::vector<std::string> args = {"submit",
+                                   "--wait",
+                                   "--mode",
+                                   "mpi",
+                                   "--nodes",
+                                   "2",
+                                   "--ranks-per-node",
+                                   "2",
+                                   "--cpus",
+                                   "1",
+                                   "--restart",
+                                   "never",
+                                   "--checkpoint-dir",
+                                   dir,
+                                   "--",
+                                   Bin("train_mlp")};
+  args.insert(args.end(), flags.begin(), flags.end());
+  CommandResult r = cluster_->Baton(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t id = ClusterClient::SubmittedId(r.out);
+  std::string log = cluster_->Baton({"logs", std::to_string(id)}).out;
+  std::vector<int> expected(30);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(Steps(log), expected);
+  EXPECT_EQ(FinalHash(log), ReferenceHash(flags)) << log;
+  std::string witness = ReadFile(dir + "/WITNESS");
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(witness.find("end attempt 1 rank " + std::to_string(r)), std::string::npos)
+        << "rank " << r << " ran to its end:\n"
+        << witness;
+  }
+}
+
+TEST_F(MultiNode, EvictionBetweenSavesResumesAtTheCommittedStep) {
+  std::string dir = cluster_->state_dir() + "/ckpt-evict";
+  std::vector<std::string> flags = {"--steps", "60", "--save-every", "10"};
+  auto submit = [&](bool slow) {
+    std::vector<std::string> args = {"submit",
+                                     "-q",
+                                     "--mode",
+                                     "mpi",
+                                     "--nodes",
+                                     "2",
+                                     "--ranks-per-node",
+                                     "2",
+                                     "--cpus",
+                                     "1",
+                                     "--restart",
+                                     "never",
+                                     "--checkpoint-dir",
+                                     dir,
+                                     "--",
+                                     Bin("train_mlp")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    if (slow) args.insert(args.end(), {"--step-ms", "40"});
+    return ClusterClient::SubmittedId(cluster_->Baton(args).out);
+  };
+  uint64_t first = submit(/*slow=*/true);
+  ASSERT_GT(first, 0u);
+  // Signal between two periodic saves: when the last step printed ends in 3..6.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto steps = Steps(cluster_->Baton({"logs", std::to_string(first)}).out);
+        return !steps.empty() && steps.back() > 10 && steps.back() % 10 >= 3 &&
+               steps.back() % 10 <= 6;
+      },
+      std::chrono::seconds(60)));
+  CommandResult sig = cluster_->Baton({"signal", std::to_string(first)});
+  ASSERT_EQ(sig.exit_code, 0) << sig.err;
+  ASSERT_TRUE(cluster_->WaitForState(first, "JOB_STATE_SUCCEEDED")) << "saved and exited 0";
+  std::string log1 = cluster_->Baton({"logs", std::to_string(first)}).out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log1, m, std::regex("evicted: saved step (\\d+)"))) << log1;
+  int saved = std::stoi(m[1]);
+  EXPECT_NE(saved % 10, 0) << "saved between two periodic saves";
+
+  uint64_t second = submit(/*slow=*/false);
+  ASSERT_TRUE(cluster_->WaitForState(second, "JOB_STATE_SUCCEEDED"));
+  std::string log2 = cluster_->Baton({"logs", std::to_string(second)}).out;
+  EXPECT_NE(log2.find("restored step " + std::to_string(saved)), std::string::npos) << log2;
+  std::vector<int> steps = Steps(log1);
+  std::vector<int> more = Steps(log2);
+  ASSERT_FALSE(more.empty());
+  EXPECT_EQ(more.front(), saved + 1) << "the relaunch starts right after the committed step";
+  steps.insert(steps.end(), more.begin(), more.end());
+  std::vector<int> expected(60);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(steps, expected) << "no loss line missing or repeated";
+  EXPECT_EQ(FinalHash(log2), ReferenceHash(flags));
+}
+
+TEST_F(MultiNode, DirectGangSeesConsistentRanksAndGetsSignals) {
+  CommandResult sub = cluster_->Baton(
+      {"submit", "-q", "--nodes", "2", "--ranks-per-node", "2", "--cpus", "1", "--", "sh", "-c",
+       "echo vars $RANK $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT; "
+       "trap 'echo got USR1; exit 0' USR1; while :; do sleep 0.05; done"});
+  uint64_t id = ClusterClient::SubmittedId(sub.out);
+  ASSERT_TRUE(cluster_->WaitForState(id, "JOB_STATE_RUNNING"));
+  auto vars = [&] {
+    std::string all = cluster_->Baton({"logs", std::to_string(id)}).out +
+                      cluster_->Baton({"logs", std::to_string(id), "--node", "n2"}).out;
+    std::vector<std::string> out;
+    for (const auto& l : Lines(all)) {
+      if (l.find("vars ") != std::string::npos) out.push_back(l);
+    }
+    return out;
+  };
+  ASSERT_TRUE(WaitFor([&] { return vars().size() == 4; }, std::chrono::seconds(20)));
+  std::set<int> ranks;
+  std::string port;
+  for (const auto& l : vars()) {
+    std::istringstream in(l.substr(l.find("vars ") + 5));
+    int rank, local, world, group;
+    std::string addr, p;
+    in >> rank >> local >> world >> group >> addr >> p;
+    ranks.insert(rank);
+    EXPECT_EQ(l.rfind("[rank " + std::to_string(rank) + "]", 0), 0u) << l;
+    EXPECT_EQ(local, rank % 2) << l;
+    EXPECT_EQ(group, rank / 2) << l;
+    EXPECT_EQ(world, 4) << l;
+    EXPECT_EQ(addr, cluster_->NodeAddress(1)) << "MASTER_ADDR is the first node";
+    if (port.empty()) port = p;
+    EXPECT_EQ(p, port);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  ASSERT_EQ(cluster_->Baton({"signal", std::to_string(id)}).exit_code, 0);
+  ASSERT_TRUE(cluster_->WaitForState(id, "JOB_STATE_SUCCEEDED")) << "every rank caught USR1";
+  std::string got = cluster_->Baton({"logs", std::to_string(id)}).out +
+                    cluster_->Baton({"logs", std::to_string(id), "--node", "n2"}).out;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(got.find("[rank " + std::to_string(r) + "] got USR1"), std::string::npos) << got;
+  }
+}
+
+TEST_F(MultiNode, ARankThatDiesFailsTheGangAndLeavesNoOrphans) {
+  std::string marker = std::to_string(300 + getpid() % 1000) + ".25";
+  CommandResult r = cluster_->Baton(
+      {"submit", "--wait", "--mode", "mpi", "--nodes", "2", "--ranks-per-node", "2", "--cpus", "1",
+       "--restart", "never", "--", "sh", "-c",
+       "if [ $OMPI_COMM_WORLD_RANK = 3 ]; then sleep 0.5; exit 5; fi; sleep " + marker});
+  EXPECT_NE(r.exit_code, 0) << "the gang failed";
+  uint64_t id = ClusterClient::SubmittedId(r.out);
+  EXPECT_EQ(cluster_->StateOf(id), "JOB_STATE_FAILED");
+  EXPECT_TRUE(WaitFor([&] { return NoProcessWith("sleep " + marker); }, std::chrono::seconds(10)))
+      << "a rank of the failed gang is still running";
+}
+
+TEST_F(MultiNode, ExecRefusesAWrongSecretAndAnEndedAttempt) {
+  CommandResult sub = cluster_->Baton(
+      {"submit", "-q", "--mode", "mpi", "--cpus", "1", "--grace", "1s", "--", "sleep", "60"});
+  uint64_t id = ClusterClient::SubmittedId(sub.out);
+  ASSERT_TRUE(cluster_->WaitForState(id, "JOB_STATE_RUNNING"));
+  std::string host = cluster_->NodeAddress(1);
+  auto exec = [&](const std::string& secret) {
+    return testing::Run({Bin("baton-agent"), "exec", host, "true"},
+                        {{"BATON_JOB_ID", std::to_string(id)},
+                         {"BATON_ATTEMPT", "1"},
+                         {"BATON_EXEC_SECRET", secret},
+                         {"BATON_EXEC_HOSTS", host + "=" + host + ":7071"}});
+  };
+  CommandResult wrong = exec("not-the-secret");
+  EXPECT_EQ(wrong.exit_code, 255);
+  EXPECT_NE(wrong.err.find("wrong exec secret"), std::string::npos) << wrong.err;
+  ASSERT_EQ(cluster_->Baton({"cancel", std::to_string(id)}).exit_code, 0);
+  ASSERT_TRUE(cluster_->WaitForState(id, "JOB_STATE_CANCELLED"));
+  CommandResult ended = exec("not-the-secret");
+  EXPECT_EQ(ended.exit_code, 255);
+  EXPECT_NE(ended.err.find("does not run"), std::string::npos) << ended.err;
+}
+
+TEST(NcclBootstrap, EveryRankGetsRankZerosUniqueIdWithoutAGpu) {
+  if (access(Bin("nccl_bootstrap").c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "built without NCCL (no CUDA toolkit found)";
+  }
+  CommandResult r =
+      testing::Run({"mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
+                    "--mca", "btl_tcp_if_include", "lo", "-np", "2", Bin("nccl_bootstrap")},
+                   {}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch a, b;
+  std::string out = r.out;
+  ASSERT_TRUE(std::regex_search(out, a, std::regex("rank 0 id ([0-9a-f]+)"))) << out;
+  ASSERT_TRUE(std::regex_search(out, b, std::regex("rank 1 id ([0-9a-f]+)"))) << out;
+  EXPECT_EQ(a[1], b[1]);
+}
+
+}  // namespace
+}  // namespace baton::testing
