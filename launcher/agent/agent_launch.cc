@@ -27,10 +27,15 @@ std::map<std::string, std::string> InheritedEnv() {
   return env;
 }
 
-std::string SelfPath() {
+// What mpirun runs to start its daemons: the static baton-exec next to this binary when
+// it is there (it starts in a few ms), else `baton-agent exec`.
+std::string ExecAgentCommand() {
   std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "baton-agent" : p.string();
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "baton-agent exec";
+  auto fast = self.parent_path() / "baton-exec";
+  if (access(fast.c_str(), X_OK) == 0) return fast.string();
+  return self.string() + " exec";
 }
 
 }  // namespace
@@ -47,7 +52,7 @@ void Agent::Launch(const v1::Launch& l) {
   run.report.set_checkpoint_step(-1);
   std::string dir = JobDir(l.job_id(), l.attempt());
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(dir + "/tmp", ec);  // the attempt's TMPDIR
   std::string error = ec ? "create " + dir + ": " + ec.message() : "";
   if (error.empty()) {
     run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
@@ -124,6 +129,9 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   Key key{l.job_id(), l.attempt()};
   auto env = BuildRankEnv(in);
   if (!env.ok()) return run.report.set_message(std::string(env.status().message()));
+  // Daemons binding nothing need no shared hwloc topology, whose shared-memory mapping
+  // crashed orted when several "nodes" share a machine. Binding is the cgroups' job.
+  env->push_back("OMPI_MCA_rtc=^hwloc");
   run.exec_secret = l.exec_secret();
   if (l.node_rank() > 0) {
     // Nothing to start: mpirun on the first node will exec Open MPI's daemon here.
@@ -144,7 +152,7 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   MpirunInput mi;
   mi.launch = &l;
   mi.mpirun = options_.mpirun;
-  mi.agent_path = SelfPath();
+  mi.exec_command = ExecAgentCommand();
   mi.hostfile = hostfile;
   mi.network = options_.mpi_network.empty() ? DefaultMpiNetwork(l.placement(0).address())
                                             : options_.mpi_network;

@@ -36,6 +36,9 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   env["BATON_NODE"] = in.node_name;
   env["BATON_NODE_RANK"] = std::to_string(l.node_rank());
   env["BATON_JOB_DIR"] = in.job_dir;
+  // A private TMPDIR per node and attempt, removed with the job dir. It also keeps Open
+  // MPI's session directories apart when gang nodes share a /tmp and a hostname.
+  if (!spec.env().count("TMPDIR")) env["TMPDIR"] = in.job_dir + "/tmp";
   env["BATON_GRACE_SECONDS"] = std::to_string(spec.grace_seconds());
   env["BATON_PROGRESS_FILE"] = in.progress_file;
   if (!spec.checkpoint_dir().empty()) env["BATON_CHECKPOINT_DIR"] = spec.checkpoint_dir();
@@ -89,7 +92,7 @@ std::vector<std::string> MpirunArgv(const MpirunInput& in) {
       "--tag-output",
       "--mca",
       "plm_rsh_agent",
-      in.agent_path + " exec",
+      in.exec_command,
       "--mca",
       "plm_rsh_no_tree_spawn",
       "1",

@@ -42,9 +42,9 @@ std::string DefaultMpiNetwork(const std::string& node0_address);
 struct MpirunInput {
   const v1::Launch* launch = nullptr;
   std::string mpirun = "mpirun";
-  std::string agent_path;  // this agent's binary: `<agent_path> exec` is plm_rsh_agent
-  std::string hostfile;    // path of MpiHostfile's output
-  std::string network;     // CIDR for btl/oob tcp_if_include
+  std::string exec_command;  // plm_rsh_agent: `baton-exec` or `<baton-agent> exec`
+  std::string hostfile;      // path of MpiHostfile's output
+  std::string network;       // CIDR for btl/oob tcp_if_include
   bool as_root = false;
 };
 
