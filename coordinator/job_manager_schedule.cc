@@ -176,6 +176,7 @@ void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& g
     l->set_node_rank(p.node_rank());
     l->set_master_port(a->master_port());
     l->set_user(e.job.user());
+    l->set_kind(WorkloadKindLocked(spec));
     txn.commands.emplace_back(p.node(), std::move(cmd));
   }
 }
@@ -269,6 +270,9 @@ std::vector<v1::Node> JobManager::ListNodes() const {
       n.set_allocated_memory_bytes(n.allocated_memory_bytes() + p.memory_bytes());
       n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
       n.add_running_jobs(id);
+      for (const auto& iso : e.job.attempts().rbegin()->isolation()) {
+        if (iso.node() == p.node()) *n.add_attempts() = iso;
+      }
     }
   }
   return out;

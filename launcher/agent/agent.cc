@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -39,17 +40,22 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
 
 }  // namespace
 
-Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock)
+Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
+             std::unique_ptr<Isolator> isolator)
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
       channel_(MakeChannel(options_.coordinator)),
-      stub_(v1::AgentControl::NewStub(channel_)) {}
+      stub_(v1::AgentControl::NewStub(channel_)),
+      isolator_(isolator
+                    ? std::move(isolator)
+                    : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)) {}
 
 Agent::~Agent() { Stop(); }
 
 void Agent::Start(const std::string& advertise_address) {
   advertise_address_ = advertise_address;
+  RecoverAttempts();
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_contact_mono_ = clock_->MonotonicMs();
@@ -140,6 +146,7 @@ void Agent::Session() {
     for (const auto& t : options_.taints) *reg->add_taints() = t;
     for (const auto& [key, run] : attempts_) *reg->add_attempts() = run.report;
     reg->set_version("baton 0.1.0");
+    *reg->mutable_isolation() = isolator_->Describe();
     if (!stream->Write(msg)) {
       spdlog::debug("cannot reach coordinator {}", options_.coordinator);
     } else {
@@ -245,10 +252,12 @@ void Agent::Launch(const v1::Launch& l) {
     run.report.set_phase(v1::AttemptReport::PHASE_REJECTED);
     run.report.set_exit_code(127);
     run.report.set_message(why);
+    (void)isolator_->Kill(l.job_id(), l.attempt());
     if (!run.ranks.empty()) {
       run.kill_at_mono = clock_->MonotonicMs();  // reported once the spawned ranks are reaped
       return;
     }
+    (void)isolator_->Release(l.job_id(), l.attempt());
     ReportLocked(run);
   };
   if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
@@ -260,14 +269,27 @@ void Agent::Launch(const v1::Launch& l) {
   if (ec) return reject("create " + dir + ": " + ec.message());
   std::string cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
 
+  // Limits first: the ranks join the attempt's cgroups before they exec.
+  auto prepared = isolator_->Prepare(IsolationRequest(l));
+  if (!prepared.ok()) return reject("isolation: " + prepared.status().ToString());
+  SetIsolationReportLocked(key, run);
+  {
+    std::ofstream out(dir + "/launch.pb", std::ios::binary | std::ios::trunc);
+    l.SerializeToOstream(&out);  // what a restarted agent needs to re-adopt the attempt
+  }
+
   RankEnvInput in;
   in.launch = &l;
+  in.isolation_env = prepared->env;
   in.node_name = options_.node_name;
   in.job_dir = dir;
   in.progress_file = dir + "/progress.json";
   run.progress_file = in.progress_file;
   in.inherited = InheritedEnv();
-  for (const auto& g : inventory_.gpus()) in.known_gpu_ids.push_back(g.uuid());
+  for (const auto& g : inventory_.gpus()) {
+    in.known_gpu_ids.push_back(g.uuid());
+    in.gpu_mig_profiles[g.uuid()] = g.mig_profile();
+  }
   for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
     in.local_rank = r;
     auto env = BuildRankEnv(in);
@@ -278,6 +300,7 @@ void Agent::Launch(const v1::Launch& l) {
     so.cwd = cwd;
     so.log_path = LogPath(l.job_id(), l.attempt());
     so.process_group = run.pgid;
+    so.cgroup_procs = prepared->procs_files;
     auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
       {
         std::lock_guard<std::mutex> lock(exits_mu_);
@@ -289,10 +312,14 @@ void Agent::Launch(const v1::Launch& l) {
     if (run.pgid == 0) run.pgid = *pid;
     run.ranks[*pid] = r;
   }
+  std::ofstream ranks(dir + "/ranks", std::ios::trunc);
+  ranks << run.pgid << "\n";
+  for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
   spdlog::info("job {} attempt {}: started {} rank(s), group {}", l.job_id(), l.attempt(),
                run.ranks.size(), run.pgid);
   ReportLocked(run);
+  ReportLimitChangesLocked();  // training narrowed for an inference arrival
 }
 
 void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
@@ -300,6 +327,7 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
   run.report.set_killed(true);
   if (signal == SIGKILL || kill_at_mono <= clock_->MonotonicMs()) {
     if (run.pgid) kill(-run.pgid, SIGKILL);
+    (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
     run.kill_at_mono = 0;
     return;
   }
@@ -309,7 +337,6 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
     kill(-run.pgid, signal);
   }
   if (run.kill_at_mono == 0 || kill_at_mono < run.kill_at_mono) run.kill_at_mono = kill_at_mono;
-  (void)key;
 }
 
 void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
@@ -356,6 +383,8 @@ void Agent::ProcessExitLocked(const Exit& e) {
   }
   if (!run.ranks.empty()) return;
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  ReleaseLocked(e.key, run);
+  ReportLimitChangesLocked();  // training widened again when inference left
   ReadProgress(run);
   run.kill_at_mono = 0;
   if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
@@ -364,6 +393,72 @@ void Agent::ProcessExitLocked(const Exit& e) {
   spdlog::info("job {} attempt {}: exited (code {}, signal {})", e.key.first, e.key.second,
                run.report.exit_code(), run.report.term_signal());
   ReportLocked(run);
+}
+
+// --- isolation -------------------------------------------------------------------------
+
+AttemptRequest Agent::IsolationRequest(const v1::Launch& l) const {
+  AttemptRequest r;
+  r.job_id = l.job_id();
+  r.attempt = l.attempt();
+  r.spec = &l.spec();
+  const auto& classes = options_.inference_classes;
+  r.inference =
+      l.kind() == v1::WORKLOAD_KIND_INFERENCE ||
+      (l.kind() == v1::WORKLOAD_KIND_UNSPECIFIED &&
+       std::find(classes.begin(), classes.end(), l.spec().priority_class()) != classes.end());
+  r.cpu_millis = l.spec().cpu_millis_per_node();
+  r.memory_bytes = l.spec().memory_bytes_per_node();
+  if (l.node_rank() < static_cast<uint32_t>(l.placement_size())) {
+    const v1::NodeAssignment& me = l.placement(l.node_rank());
+    if (me.cpu_millis()) r.cpu_millis = me.cpu_millis();
+    if (me.memory_bytes()) r.memory_bytes = me.memory_bytes();
+    r.gpu_ids.assign(me.gpu_ids().begin(), me.gpu_ids().end());
+  }
+  return r;
+}
+
+void Agent::SetIsolationReportLocked(Key key, Run& run) {
+  v1::AttemptIsolation* iso = run.report.mutable_isolation();
+  iso->set_node(options_.node_name);
+  iso->set_job_id(key.first);
+  iso->set_attempt(key.second);
+  *iso->mutable_limits() = isolator_->Limits(key.first, key.second);
+  auto stats = isolator_->Stats(key.first, key.second);
+  if (stats.ok()) {
+    stats->set_time_ms(clock_->NowMs());
+    *iso->mutable_stats() = *stats;
+  }
+}
+
+void Agent::ReleaseLocked(Key key, Run& run) {
+  if (!isolator_->enabled()) return;
+  SetIsolationReportLocked(key, run);  // the final figures, before the cgroup goes
+  if (auto s = isolator_->Release(key.first, key.second); !s.ok()) {
+    spdlog::error("job {} attempt {}: cleaning up its isolation: {}", key.first, key.second,
+                  s.ToString());
+  }
+}
+
+void Agent::ReportLimitChangesLocked() {
+  if (!isolator_->enabled()) return;
+  for (auto& [key, run] : attempts_) {
+    if (run.ranks.empty()) continue;
+    v1::IsolationLimits now = isolator_->Limits(key.first, key.second);
+    if (now.SerializeAsString() == run.report.isolation().limits().SerializeAsString()) continue;
+    SetIsolationReportLocked(key, run);
+    if (!run.stop_ordered) ReportLocked(run);
+  }
+}
+
+void Agent::RefreshStatsLocked() {
+  if (!isolator_->enabled()) return;
+  for (auto& [key, run] : attempts_) {
+    // A stopping attempt is not re-reported: each report would re-send its stop.
+    if (run.ranks.empty() || run.stop_ordered) continue;
+    SetIsolationReportLocked(key, run);
+    ReportLocked(run);
+  }
 }
 
 // --- worker: exits, deadlines, heartbeats, lease ---------------------------------------
@@ -383,8 +478,14 @@ void Agent::WorkerLoop() {
       if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.pgid) {
         spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
         kill(-run.pgid, SIGKILL);
+        (void)isolator_->Kill(key.first, key.second);
         run.kill_at_mono = 0;
       }
+    }
+    PollAdoptedLocked();
+    if (now >= next_stats_mono_) {
+      RefreshStatsLocked();
+      next_stats_mono_ = now + options_.stats_interval_ms;
     }
     if (now >= next_progress_mono_) {
       // The checkpoint library's committed step travels with the attempt's reports.
