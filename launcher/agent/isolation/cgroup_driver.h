@@ -73,6 +73,8 @@ namespace cgroup_util {
 // "key value" lines (cpu.stat, memory.stat) -> map.
 std::map<std::string, uint64_t> ParseKeyValues(const std::string& text);
 uint64_t ParseU64(const std::string& text);  // 0 when not a number ("max")
+// Whitespace-separated words (cgroup.controllers, cgroup.subtree_control).
+std::vector<std::string> Words(const std::string& text);
 // SIGKILLs what `procs` lists until it lists nothing (bounded); for kernels without
 // cgroup.kill or a freezer.
 absl::Status KillUntilEmpty(CgroupFs* fs, const std::string& procs);

@@ -39,6 +39,14 @@ absl::Status KillUntilEmpty(CgroupFs* fs, const std::string& procs) {
   return absl::DeadlineExceededError("processes in " + procs + " survive SIGKILL");
 }
 
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
 bool IsAttemptName(const std::string& name) {
   unsigned long long job = 0;
   unsigned attempt = 0;

@@ -8,16 +8,10 @@
 namespace baton {
 namespace {
 
+using cgroup_util::Words;
+
 bool Has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-std::vector<std::string> Words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string w;
-  while (in >> w) out.push_back(w);
-  return out;
 }
 
 }  // namespace

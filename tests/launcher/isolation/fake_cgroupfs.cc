@@ -5,19 +5,13 @@
 #include <sstream>
 
 #include "launcher/agent/inventory.h"
+#include "launcher/agent/isolation/cgroup_driver.h"
 
 namespace baton::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<std::string> Words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string w;
-  while (in >> w) out.push_back(w);
-  return out;
-}
+using cgroup_util::Words;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
