@@ -34,6 +34,19 @@ namespace fs = std::filesystem;
 std::string Self() { return fs::read_symlink("/proc/self/exe").string(); }
 std::string Bin(const std::string& name) { return fs::path(Self()).parent_path() / name; }
 
+// A number from a JSON object (proto3 JSON writes 64-bit integers as strings); `def`
+// when the object or the field is missing.
+double Num(const json& j, const std::string& key, double def = -1) {
+  if (!j.is_object() || !j.contains(key)) return def;
+  const json& v = j[key];
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return std::atof(v.get<std::string>().c_str());
+  return def;
+}
+std::string Str(const json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 int Sh(const std::string& cmd) { return baton::testing::Run({"/bin/sh", "-c", cmd}, {}).exit_code; }
 
 double Median(std::vector<double> v) {
@@ -126,12 +139,12 @@ class Cluster {
   // does not land on a probe's core while it measures.
   bool WaitState(uint64_t job, const std::string& state, int seconds = 60, int quiet_ms = 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(quiet_ms));
-    return baton::testing::WaitFor([&] { return Status(job).value("state", "") == state; },
+    return baton::testing::WaitFor([&] { return Str(Status(job), "state") == state; },
                                    std::chrono::seconds(seconds));
   }
   json Limits(uint64_t job) {
     json s = Status(job);
-    if (!s.contains("attempts") || s["attempts"].empty()) return json();
+    if (!s.is_object() || !s.contains("attempts") || s["attempts"].empty()) return json();
     json a = s["attempts"].back();
     if (!a.contains("isolation") || a["isolation"].empty()) return json();
     return a["isolation"][0]["limits"];
@@ -173,7 +186,7 @@ double ProbeJob(Cluster& c, json* out, int warmup_ms) {
   uint64_t id = c.Submit("inference", "probe", ProbeCmd(warmup_ms));
   if (!id || !c.WaitState(id, "JOB_STATE_SUCCEEDED", 60, kProbeMs + warmup_ms)) return -1;
   *out = c.Output(id);
-  return out->value("p99_us", -1.0);
+  return Num(*out, "p99_us");
 }
 
 // cpuacct usage (µs) and quota (cores) of a job's cgroup.
@@ -196,7 +209,7 @@ void CpuRound(Cluster& c, CpuFigures* f) {
   // Training hog under baton, then the probe arrives (narrowing the hog live).
   uint64_t hog = c.Submit("training", "hog", HogCmd(9));
   c.WaitState(hog, "JOB_STATE_RUNNING");
-  std::string cgroup = c.Limits(hog).value("cgroup", "");
+  std::string cgroup = Str(c.Limits(hog), "cgroup");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   uint64_t probe = c.Submit("inference", "probe", ProbeCmd(600));
   c.WaitState(probe, "JOB_STATE_RUNNING");
@@ -212,13 +225,13 @@ void CpuRound(Cluster& c, CpuFigures* f) {
   if (quota > 0 && u0 >= 0) f->training_ratio.push_back((u1 - u0) / (quota * wall_us));
   c.WaitState(probe, "JOB_STATE_SUCCEEDED", 60, 200);
   f->last_baton = c.Output(probe);
-  f->baton.push_back(f->last_baton.value("p99_us", -1.0));
+  f->baton.push_back(Num(f->last_baton, "p99_us"));
   c.Baton({"cancel", std::to_string(hog)});
   c.WaitState(hog, "JOB_STATE_CANCELLED", 30);
   // The floor: the probe under baton, the hog pinned by hand to the other cores.
   probe = c.Submit("inference", "probe", ProbeCmd(600));
   c.WaitState(probe, "JOB_STATE_RUNNING");
-  std::string mine = c.Limits(probe).value("cpus", "");
+  std::string mine = Str(c.Limits(probe), "cpus");
   unsigned n = std::thread::hardware_concurrency();
   std::string others;
   for (unsigned cpu = 0; cpu < n; ++cpu) {
@@ -234,7 +247,7 @@ void CpuRound(Cluster& c, CpuFigures* f) {
     h.Signal(SIGKILL);
   }
   f->last_floor = c.Output(probe);
-  f->floor.push_back(f->last_floor.value("p99_us", -1.0));
+  f->floor.push_back(Num(f->last_floor, "p99_us"));
 }
 
 void Unconfined(const std::string& dir, CpuFigures* f) {
@@ -243,7 +256,7 @@ void Unconfined(const std::string& dir, CpuFigures* f) {
   probe.Wait(std::chrono::seconds(60));
   hog.Signal(SIGKILL);
   f->last_unconfined = json::parse(ReadFile(dir + "/unconfined.out"), nullptr, false);
-  f->unconfined.push_back(f->last_unconfined.value("p99_us", -1.0));
+  f->unconfined.push_back(Num(f->last_unconfined, "p99_us"));
 }
 
 struct NetFigures {
@@ -269,8 +282,7 @@ void NetworkRun(Cluster& c, const std::string& peer_ns, const std::string& peer_
   uint64_t flood =
       c.Submit("training", "flood", {"iperf3", "-c", peer_ip, "-p", "5201", "-t", "8", "-J"});
   c.WaitState(flood, "JOB_STATE_RUNNING");
-  // proto3 JSON writes 64-bit integers as strings.
-  f->cap_mbps = std::stod(c.Limits(flood).value("netCeilMbps", std::string("0")));
+  f->cap_mbps = Num(c.Limits(flood), "netCeilMbps", 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   uint64_t loaded = c.Submit("inference", "rtt", rtt);
   c.WaitState(loaded, "JOB_STATE_SUCCEEDED", 60, 2500);
@@ -306,7 +318,7 @@ int main(int argc, char** argv) {
   }
   CpuFigures cpu;
   NetFigures net;
-  {
+  try {  // the cluster, its jobs and the servers go before the namespace, even on errors
     Cluster c(dir, nic);
     for (int r = 0; r < rounds; ++r) {
       CpuRound(c, &cpu);
@@ -315,20 +327,22 @@ int main(int argc, char** argv) {
     }
     Unconfined(dir, &cpu);
     NetworkRun(c, ns, ip_b, &net);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baton-bench-isolation: %s\n", e.what());
   }
   Sh("ip netns del " + ns + " 2>/dev/null; ip link del " + nic + " 2>/dev/null");
   fs::remove_all(dir);
 
   double alone = Best(cpu.alone), with_baton = Best(cpu.baton), floor = Best(cpu.floor);
-  double capped_mbps = net.iperf.contains("end")
-                           ? net.iperf["end"]["sum_received"].value("bits_per_second", 0.0) / 1e6
+  double capped_mbps = net.iperf.is_object() && net.iperf.contains("end")
+                           ? Num(net.iperf["end"]["sum_received"], "bits_per_second", 0) / 1e6
                            : 0;
   json out = {
       {"p99_with_baton_vs_floor", with_baton / floor},
       {"p99_with_baton_vs_alone", with_baton / alone},
       {"p99_unconfined_vs_alone", Best(cpu.unconfined) / alone},
       {"training_cpu_vs_quota", Median(cpu.training_ratio)},
-      {"net_p99_vs_idle", net.loaded.value("p99_us", 0.0) / net.idle.value("p99_us", 1.0)},
+      {"net_p99_vs_idle", Num(net.loaded, "p99_us", 0) / Num(net.idle, "p99_us", 1)},
       {"capped_flow_vs_cap", net.cap_mbps > 0 ? capped_mbps / net.cap_mbps : 0},
       {"probe_alone", cpu.last_alone},
       {"probe_with_baton", cpu.last_baton},
