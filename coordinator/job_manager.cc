@@ -21,6 +21,13 @@ absl::Status Denied(const Caller& caller, const v1::Job& job, std::string_view w
                                      " of tenant " + job.spec().tenant());
 }
 
+// What callers other than the agents may see: no attempt's exec secret.
+v1::Job Redacted(const v1::Job& job) {
+  v1::Job out = job;
+  for (auto& a : *out.mutable_attempts()) a.clear_exec_secret();
+  return out;
+}
+
 absl::Status NotFound(uint64_t id) {
   return absl::NotFoundError("job " + std::to_string(id) + " not found");
 }
@@ -149,7 +156,7 @@ void JobManager::CommitLocked(Txn txn) {
     v1::Job& job = jobs_.at(id).job;
     job.set_version(job.version() + 1);
     txn.batch.jobs.push_back(job);
-    changed.push_back(job);
+    changed.push_back(Redacted(job));
   }
   committer_.Enqueue(std::move(txn.batch),
                      [this, commands = std::move(txn.commands), changed = std::move(changed),
@@ -242,7 +249,7 @@ absl::StatusOr<v1::Job> JobManager::Get(uint64_t job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
-  v1::Job job = it->second.job;
+  v1::Job job = Redacted(it->second.job);
   for (const auto& ev : it->second.events) *job.add_events() = ev;
   return job;
 }
@@ -269,7 +276,7 @@ std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
   if (req.limit() > 0 && picked.size() > req.limit()) picked.resize(req.limit());
   std::vector<v1::Job> out;
   out.reserve(picked.size());
-  for (const JobEntry* e : picked) out.push_back(e->job);
+  for (const JobEntry* e : picked) out.push_back(Redacted(e->job));
   return out;
 }
 
@@ -332,9 +339,25 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
                                std::to_string(attempt));
   }
   const v1::Attempt& a = job.attempts(attempt - 1);
+  const v1::JobSpec& spec = job.spec();
+  if (req.has_rank()) {
+    int64_t world = int64_t{spec.nodes()} * spec.ranks_per_node();
+    if (req.rank() < 0 || req.rank() >= world) {
+      return absl::InvalidArgumentError("rank " + std::to_string(req.rank()) + " is outside 0.." +
+                                        std::to_string(world - 1));
+    }
+  }
+  // Which node holds the output: the requested one, the rank's (direct mode: each node
+  // logs its own ranks; mpi mode: mpirun on node 0 collects every rank), or node 0.
+  auto holds = [&](const v1::NodeAssignment& p) {
+    if (!req.node().empty()) return p.node() == req.node();
+    if (!req.has_rank() || spec.launch_mode() == v1::LAUNCH_MODE_MPI) return p.node_rank() == 0;
+    int64_t first = p.first_rank();
+    return req.rank() >= first && req.rank() < first + int64_t{spec.ranks_per_node()};
+  };
   const v1::NodeAssignment* where = nullptr;
   for (const auto& p : a.placement()) {
-    if (req.node().empty() ? p.node_rank() == 0 : p.node() == req.node()) where = &p;
+    if (holds(p)) where = &p;
   }
   if (where == nullptr) {
     return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +
@@ -353,7 +376,7 @@ absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
   std::lock_guard<std::mutex> wlock(watch_mu_);
-  fn(it->second.job);
+  fn(Redacted(it->second.job));
   uint64_t token = next_watch_++;
   watchers_.emplace(job_id, std::make_pair(token, std::move(fn)));
   return token;

@@ -138,6 +138,7 @@ class JobManager {
   std::vector<sched::NodeView> NodeViewsLocked() const;
   void PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
                    std::vector<sched::NodeView>& views, Txn& txn);
+  v1::CoordinatorCommand LaunchCommandLocked(const JobEntry& e, uint32_t node_rank) const;
   void OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
                        Txn& txn);
   void ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, Txn& txn);

@@ -109,20 +109,10 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
     if (phase->second == Phase::kLaunching && e.live->kill_signal == 0) {
       // The launch may have been lost with the previous stream: send it again (agents
       // ignore a launch for an attempt they already run).
-      v1::CoordinatorCommand cmd;
-      v1::Launch* l = cmd.mutable_launch();
-      const v1::Attempt& a = e.job.attempts(attempt - 1);
-      l->set_job_id(id);
-      l->set_attempt(attempt);
-      *l->mutable_spec() = e.job.spec();
-      *l->mutable_placement() = a.placement();
-      for (const auto& p : a.placement()) {
-        if (p.node() == node) l->set_node_rank(p.node_rank());
+      for (const auto& p : e.job.attempts(attempt - 1).placement()) {
+        if (p.node() == node)
+          txn.commands.emplace_back(node, LaunchCommandLocked(e, p.node_rank()));
       }
-      l->set_master_port(a.master_port());
-      l->set_user(e.job.user());
-      l->set_kind(WorkloadKindLocked(e.job.spec()));
-      txn.commands.emplace_back(node, std::move(cmd));
     } else if (phase->second != Phase::kExited) {
       if (e.live->outcome == Outcome::kNone) {
         e.live->outcome = Outcome::kNodeLost;

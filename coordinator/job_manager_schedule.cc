@@ -3,6 +3,8 @@
 // the node view shared by placement, admission and `baton nodes`.
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <random>
 
 #include "common/resources.h"
 #include "coordinator/job_manager.h"
@@ -30,6 +32,18 @@ std::string WaitReason(const v1::JobSpec& s) {
          FormatCpuMillis(s.cpu_millis_per_node()) + " CPUs and " +
          FormatBytes(s.memory_bytes_per_node()) + " free" +
          (s.pool().empty() ? "" : " in pool " + s.pool());
+}
+
+// 128 random bits, hex: what `baton-agent exec` must present to run in an attempt.
+std::string NewSecret() {
+  std::random_device rd;
+  std::string out;
+  char buf[9];
+  for (int i = 0; i < 4; ++i) {
+    std::snprintf(buf, sizeof buf, "%08x", rd());
+    out += buf;
+  }
+  return out;
 }
 
 uint32_t MasterPort(uint64_t job_id, uint32_t attempt) {
@@ -140,6 +154,7 @@ void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& g
   a->set_scheduled_ms(clock_->NowMs());
   a->set_checkpoint_step(-1);
   a->set_master_port(MasterPort(e.job.id(), number));
+  a->set_exec_secret(NewSecret());
   LiveAttempt live;
   std::string where;
   for (size_t i = 0; i < grants.size(); ++i) {
@@ -167,18 +182,29 @@ void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& g
   Transition(e, v1::JOB_STATE_SCHEDULED,
              "attempt " + std::to_string(number) + " placed on " + where, "scheduler", txn);
   for (const auto& p : a->placement()) {
-    v1::CoordinatorCommand cmd;
-    v1::Launch* l = cmd.mutable_launch();
-    l->set_job_id(e.job.id());
-    l->set_attempt(number);
-    *l->mutable_spec() = spec;
-    *l->mutable_placement() = a->placement();
-    l->set_node_rank(p.node_rank());
-    l->set_master_port(a->master_port());
-    l->set_user(e.job.user());
-    l->set_kind(WorkloadKindLocked(spec));
-    txn.commands.emplace_back(p.node(), std::move(cmd));
+    txn.commands.emplace_back(p.node(), LaunchCommandLocked(e, p.node_rank()));
   }
+}
+
+v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
+                                                       uint32_t node_rank) const {
+  const v1::Attempt& a = *e.job.attempts().rbegin();
+  v1::CoordinatorCommand cmd;
+  v1::Launch* l = cmd.mutable_launch();
+  l->set_job_id(e.job.id());
+  l->set_attempt(a.number());
+  *l->mutable_spec() = e.job.spec();
+  *l->mutable_placement() = a.placement();
+  l->set_node_rank(node_rank);
+  l->set_master_port(a.master_port());
+  l->set_user(e.job.user());
+  l->set_exec_secret(a.exec_secret());
+  l->set_kind(WorkloadKindLocked(e.job.spec()));
+  for (const auto& p : a.placement()) {
+    auto n = nodes_.find(p.node());
+    l->add_agent_addresses(n == nodes_.end() ? "" : n->second.node.address());
+  }
+  return cmd;
 }
 
 void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {

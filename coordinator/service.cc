@@ -107,6 +107,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   agent_req.set_attempt(target->attempt);
   agent_req.set_follow(req->follow());
   agent_req.set_offset(req->offset());
+  if (req->has_rank()) agent_req.set_rank(req->rank());
   return NewLogRelay(AgentChannel(target->address), std::move(agent_req));
 }
 

@@ -10,19 +10,9 @@
 
 #include "coordinator/job_manager.h"
 #include "proto/baton.grpc.pb.h"
+#include "proto/threaded_writer.h"
 
 namespace baton {
-
-// A server stream that ends at once with `status` (refused calls).
-template <typename T>
-grpc::ServerWriteReactor<T>* FinishedStream(const grpc::Status& status) {
-  class Finished : public grpc::ServerWriteReactor<T> {
-   public:
-    explicit Finished(const grpc::Status& s) { this->Finish(s); }
-    void OnDone() override { delete this; }
-  };
-  return new Finished(status);
-}
 
 grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id);
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,

@@ -1,4 +1,5 @@
-// A server-streaming reactor fed by a thread of its own, for producers that block (a
+// Server-stream helpers. ThreadedWriteReactor: a server-streaming reactor fed by a thread
+// of its own, for producers that block (a
 // file being followed, an upstream stream being relayed). Subclasses implement Produce(),
 // which calls Write() — it returns once gRPC has taken the message, false when the client
 // is gone — and returns the final status. The reactor deletes itself once gRPC is done
@@ -82,5 +83,16 @@ class ThreadedWriteReactor : public grpc::ServerWriteReactor<T> {
   bool cancelled_ = false;
   bool thread_done_ = false;
 };
+
+// A server stream that ends at once with `status` (refused calls).
+template <typename T>
+grpc::ServerWriteReactor<T>* FinishedStream(const grpc::Status& status) {
+  class Finished : public grpc::ServerWriteReactor<T> {
+   public:
+    explicit Finished(const grpc::Status& s) { this->Finish(s); }
+    void OnDone() override { delete this; }
+  };
+  return new Finished(status);
+}
 
 }  // namespace baton

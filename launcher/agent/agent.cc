@@ -16,18 +16,6 @@ extern char** environ;
 namespace baton {
 namespace {
 
-constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG",    "LC_ALL", "TMPDIR",
-                                         "TZ",   "USER", "LOGNAME", "SHELL",  "LD_LIBRARY_PATH"};
-
-std::map<std::string, std::string> InheritedEnv() {
-  std::map<std::string, std::string> env;
-  for (const char* name : kInheritedEnv) {
-    if (const char* v = getenv(name)) env[name] = v;
-  }
-  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  return env;
-}
-
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
@@ -76,7 +64,7 @@ void Agent::Stop() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         bool live = false;
-        for (const auto& [k, r] : attempts_) live |= !r.ranks.empty();
+        for (const auto& [k, r] : attempts_) live |= r.live();
         if (!live) break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -101,6 +89,10 @@ std::string Agent::JobDir(uint64_t job, uint32_t attempt) const {
   return options_.data_dir + "/jobs/" + std::to_string(job) + "/" + std::to_string(attempt);
 }
 
+std::string Agent::PumpGroup(Key key) {
+  return std::to_string(key.first) + "/" + std::to_string(key.second);
+}
+
 std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
   return JobDir(job, attempt) + "/output.log";
 }
@@ -108,7 +100,7 @@ std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
 bool Agent::IsLive(uint64_t job, uint32_t attempt) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find({job, attempt});
-  return it != attempts_.end() && !it->second.ranks.empty();
+  return it != attempts_.end() && it->second.live();
 }
 
 // --- the coordinator stream -----------------------------------------------------------
@@ -207,7 +199,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
     case v1::CoordinatorCommand::kKill: {
       const v1::Kill& k = cmd.kill();
       auto it = attempts_.find({k.job_id(), k.attempt()});
-      if (it == attempts_.end() || it->second.ranks.empty()) break;
+      if (it == attempts_.end() || !it->second.live()) break;
       spdlog::info("job {} attempt {}: signal {} ({}), SIGKILL in {} s", k.job_id(), k.attempt(),
                    k.signal(), k.reason(), k.grace_seconds());
       StopRun(it->first, it->second, k.signal() ? k.signal() : SIGKILL,
@@ -218,14 +210,14 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
     case v1::CoordinatorCommand::kPreempt: {
       const v1::Preempt& p = cmd.preempt();
       auto it = attempts_.find({p.job_id(), p.attempt()});
-      if (it == attempts_.end() || it->second.ranks.empty()) break;
+      if (it == attempts_.end() || !it->second.live()) break;
       int64_t left = std::max<int64_t>(0, p.deadline_ms() - clock_->NowMs());
       StopRun(it->first, it->second, SIGUSR1, clock_->MonotonicMs() + left, /*ranks_only=*/true);
       break;
     }
     case v1::CoordinatorCommand::kAck: {
       auto it = attempts_.find({cmd.ack().job_id(), cmd.ack().attempt()});
-      if (it != attempts_.end() && it->second.ranks.empty()) attempts_.erase(it);
+      if (it != attempts_.end() && !it->second.live()) attempts_.erase(it);
       break;
     }
     default:
@@ -235,96 +227,16 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
 
 // --- attempts ---------------------------------------------------------------------------
 
-void Agent::Launch(const v1::Launch& l) {
-  Key key{l.job_id(), l.attempt()};
-  if (attempts_.count(key)) return;  // a resent launch for an attempt we already run
-  for (const auto& [k, run] : attempts_) {
-    if (k.first == l.job_id() && k.second > l.attempt()) return;  // stale
-  }
-  Run& run = attempts_[key];
-  run.report.set_job_id(l.job_id());
-  run.report.set_attempt(l.attempt());
-  run.report.set_checkpoint_step(-1);
-  auto reject = [&](const std::string& why) {
-    spdlog::warn("job {} attempt {}: launch refused: {}", l.job_id(), l.attempt(), why);
-    for (const auto& [pid, rank] : run.ranks) kill(pid, SIGKILL);
-    run.failed = true;
-    run.report.set_phase(v1::AttemptReport::PHASE_REJECTED);
-    run.report.set_exit_code(127);
-    run.report.set_message(why);
-    (void)isolator_->Kill(l.job_id(), l.attempt());
-    if (!run.ranks.empty()) {
-      run.kill_at_mono = clock_->MonotonicMs();  // reported once the spawned ranks are reaped
-      return;
-    }
-    (void)isolator_->Release(l.job_id(), l.attempt());
-    ReportLocked(run);
-  };
-  if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
-    return reject("launch mode mpi is not available on this agent yet; use direct");
-  }
-  std::string dir = JobDir(l.job_id(), l.attempt());
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return reject("create " + dir + ": " + ec.message());
-  std::string cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
-
-  // Limits first: the ranks join the attempt's cgroups before they exec.
-  auto prepared = isolator_->Prepare(IsolationRequest(l));
-  if (!prepared.ok()) return reject("isolation: " + prepared.status().ToString());
-  SetIsolationReportLocked(key, run);
-  {
-    std::ofstream out(dir + "/launch.pb", std::ios::binary | std::ios::trunc);
-    l.SerializeToOstream(&out);  // what a restarted agent needs to re-adopt the attempt
-  }
-
-  RankEnvInput in;
-  in.launch = &l;
-  in.isolation_env = prepared->env;
-  in.node_name = options_.node_name;
-  in.job_dir = dir;
-  in.progress_file = dir + "/progress.json";
-  run.progress_file = in.progress_file;
-  in.inherited = InheritedEnv();
-  for (const auto& g : inventory_.gpus()) {
-    in.known_gpu_ids.push_back(g.uuid());
-    in.gpu_mig_profiles[g.uuid()] = g.mig_profile();
-  }
-  for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
-    in.local_rank = r;
-    auto env = BuildRankEnv(in);
-    if (!env.ok()) return reject(std::string(env.status().message()));
-    SpawnOptions so;
-    so.argv.assign(l.spec().command().begin(), l.spec().command().end());
-    so.env = std::move(*env);
-    so.cwd = cwd;
-    so.log_path = LogPath(l.job_id(), l.attempt());
-    so.process_group = run.pgid;
-    so.cgroup_procs = prepared->procs_files;
-    auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
-      {
-        std::lock_guard<std::mutex> lock(exits_mu_);
-        exits_.push_back(Exit{key, pid, st});
-      }
-      exits_cv_.notify_all();
-    });
-    if (!pid.ok()) return reject(std::string(pid.status().message()));
-    if (run.pgid == 0) run.pgid = *pid;
-    run.ranks[*pid] = r;
-  }
-  std::ofstream ranks(dir + "/ranks", std::ios::trunc);
-  ranks << run.pgid << "\n";
-  for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
-  run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
-  spdlog::info("job {} attempt {}: started {} rank(s), group {}", l.job_id(), l.attempt(),
-               run.ranks.size(), run.pgid);
-  ReportLocked(run);
-  ReportLimitChangesLocked();  // training narrowed for an inference arrival
-}
-
 void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
   run.stop_ordered = true;
   run.report.set_killed(true);
+  if (run.awaiting_exec && run.ranks.empty() && run.daemons.empty()) {
+    // A gang node whose daemon never came: nothing runs, so the attempt ends here.
+    run.awaiting_exec = false;
+    FinishRunLocked(key, run);
+    return;
+  }
+  run.awaiting_exec = false;
   if (signal == SIGKILL || kill_at_mono <= clock_->MonotonicMs()) {
     if (run.pgid) kill(-run.pgid, SIGKILL);
     (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
@@ -341,7 +253,7 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
 
 void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
   for (auto& [key, run] : attempts_) {
-    if (run.ranks.empty()) continue;
+    if (!run.live()) continue;
     spdlog::warn("job {} attempt {}: stopping ({})", key.first, key.second, why);
     if (run.report.message().empty()) run.report.set_message(why);
     StopRun(key, run, SIGTERM, clock_->MonotonicMs() + grace_ms, /*ranks_only=*/false);
@@ -363,7 +275,13 @@ void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
   Run& run = it->second;
-  if (!run.ranks.erase(e.pid)) return;
+  auto daemon = run.daemons.find(e.pid);
+  if (daemon != run.daemons.end()) {
+    if (daemon->second) daemon->second(e.status);  // the exec stream reports the exit
+    run.daemons.erase(daemon);
+  } else if (!run.ranks.erase(e.pid)) {
+    return;
+  }
   if (!e.status.ok() && !run.failed) {
     run.failed = true;
     run.report.set_exit_code(e.status.exit_code);
@@ -374,23 +292,29 @@ void Agent::ProcessExitLocked(const Exit& e) {
                                        std::to_string(e.status.term_signal)
                                  : "a rank exited with code " + std::to_string(e.status.exit_code));
     }
-    if (!run.ranks.empty() && !run.stop_ordered) {
+    if (run.live() && !run.stop_ordered) {
       // One rank down takes its node's others with it (as torchrun does).
       StopRun(e.key, run, SIGTERM, clock_->MonotonicMs() + options_.local_failure_grace_ms,
               /*ranks_only=*/false);
       run.report.set_killed(false);
     }
   }
-  if (!run.ranks.empty()) return;
+  if (!run.live()) FinishRunLocked(e.key, run);
+}
+
+void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
-  ReleaseLocked(e.key, run);
-  ReportLimitChangesLocked();  // training widened again when inference left
-  ReadProgress(run);
+  ReleaseLocked(key, run);                 // what is left in its cgroups dies; the cgroups go
+  ReportLimitChangesLocked();              // training widened again when inference left
   run.kill_at_mono = 0;
+  // The end is reported once the output is in the log, so `baton logs` after the job
+  // shows all of it.
+  pump_.Drain(PumpGroup(key), std::chrono::seconds(2));
+  ReadProgress(run);
   if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
     run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
   }
-  spdlog::info("job {} attempt {}: exited (code {}, signal {})", e.key.first, e.key.second,
+  spdlog::info("job {} attempt {}: exited (code {}, signal {})", key.first, key.second,
                run.report.exit_code(), run.report.term_signal());
   ReportLocked(run);
 }
@@ -443,7 +367,7 @@ void Agent::ReleaseLocked(Key key, Run& run) {
 void Agent::ReportLimitChangesLocked() {
   if (!isolator_->enabled()) return;
   for (auto& [key, run] : attempts_) {
-    if (run.ranks.empty()) continue;
+    if (!run.live()) continue;
     v1::IsolationLimits now = isolator_->Limits(key.first, key.second);
     if (now.SerializeAsString() == run.report.isolation().limits().SerializeAsString()) continue;
     SetIsolationReportLocked(key, run);
@@ -455,7 +379,7 @@ void Agent::RefreshStatsLocked() {
   if (!isolator_->enabled()) return;
   for (auto& [key, run] : attempts_) {
     // A stopping attempt is not re-reported: each report would re-send its stop.
-    if (run.ranks.empty() || run.stop_ordered) continue;
+    if (!run.live() || run.stop_ordered) continue;
     SetIsolationReportLocked(key, run);
     ReportLocked(run);
   }
@@ -490,7 +414,7 @@ void Agent::WorkerLoop() {
     if (now >= next_progress_mono_) {
       // The checkpoint library's committed step travels with the attempt's reports.
       for (auto& [key, run] : attempts_) {
-        if (!run.ranks.empty() && ReadProgress(run)) ReportLocked(run);
+        if (run.live() && ReadProgress(run)) ReportLocked(run);
       }
       next_progress_mono_ = now + 500;
     }
@@ -510,7 +434,7 @@ void Agent::WorkerLoop() {
     }
     if (stopping_) {
       bool live = false;
-      for (const auto& [k, r] : attempts_) live |= !r.ranks.empty();
+      for (const auto& [k, r] : attempts_) live |= r.live();
       if (!live || !options_.kill_jobs_on_stop) return;
     }
   }

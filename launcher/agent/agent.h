@@ -23,6 +23,8 @@
 
 #include "common/clock.h"
 #include "launcher/agent/isolation/isolator.h"
+#include "launcher/agent/launch_env.h"
+#include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
 #include "proto/baton.grpc.pb.h"
 #include "proto/rpc_util.h"
@@ -38,6 +40,9 @@ struct AgentOptions {
   std::vector<v1::Taint> taints;
   int64_t reconnect_max_backoff_ms = 2000;
   int64_t local_failure_grace_ms = 5000;  // other local ranks after one fails
+  std::string nic;                        // cluster interface (NCCL_SOCKET_IFNAME)
+  std::string mpi_network;                // CIDR for Open MPI's TCP; "" derives it
+  std::string mpirun = "mpirun";          // the mpirun to use in mpi mode
   bool kill_jobs_on_stop = true;          // false: jobs outlive the agent and are re-adopted
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
@@ -59,6 +64,12 @@ class Agent {
   // Stops talking to the coordinator; with kill_jobs_on_stop, ends every attempt first.
   void Stop();
 
+  // Runs `req.command` (sh -c) inside the attempt as a daemon of it — Open MPI's orted,
+  // started by mpirun through `baton-agent exec`. Its stdout/stderr go to the given
+  // fds (the caller keeps them); `on_exit` runs on the agent's worker thread.
+  absl::StatusOr<pid_t> StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
+                                  std::function<void(ExitStatus)> on_exit);
+
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
   // True while the attempt may still write output on this node.
@@ -73,9 +84,18 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    int64_t kill_at_mono = 0;   // SIGKILL the group then; 0: not scheduled
-    std::string progress_file;  // the checkpoint library's progress note (rank 0)
-    bool adopted = false;       // found running at start: not our children
+    int64_t kill_at_mono = 0;               // SIGKILL the group then; 0: not scheduled
+    std::string progress_file;              // the checkpoint library's progress note (rank 0)
+    bool adopted = false;                   // found running at start: not our children
+    std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
+    // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
+    bool awaiting_exec = false;
+    std::string exec_secret;
+    std::vector<std::string> exec_env;
+    std::string cwd;
+    // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
+    std::map<pid_t, std::function<void(ExitStatus)>> daemons;
+    bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
   };
   struct Exit {
     Key key;
@@ -90,6 +110,11 @@ class Agent {
   void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
   void WorkerLoop();
   void ProcessExitLocked(const Exit& e);
+  void FinishRunLocked(Key key, Run& run);
+  // Starts a child of the attempt; its exit comes back through the worker thread.
+  absl::StatusOr<pid_t> SpawnLocked(Key key, Run& run, SpawnOptions& so);
+  void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
+  void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);
@@ -106,6 +131,7 @@ class Agent {
   void RecoverAttempts();
   void AdoptLocked(Key key, const std::vector<pid_t>& pids);
   void PollAdoptedLocked();
+  static std::string PumpGroup(Key key);
 
   const AgentOptions options_;
   const v1::Inventory inventory_;
@@ -115,6 +141,7 @@ class Agent {
   std::unique_ptr<v1::AgentControl::Stub> stub_;
   Reaper reaper_;
   std::unique_ptr<Isolator> isolator_;
+  LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
   std::map<Key, Run> attempts_;

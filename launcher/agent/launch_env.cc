@@ -48,18 +48,76 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   env["BATON_GRACE_SECONDS"] = std::to_string(spec.grace_seconds());
   env["BATON_PROGRESS_FILE"] = in.progress_file;
   if (!spec.checkpoint_dir().empty()) env["BATON_CHECKPOINT_DIR"] = spec.checkpoint_dir();
-  env["RANK"] = std::to_string(rank);
-  env["LOCAL_RANK"] = std::to_string(in.local_rank);
-  env["WORLD_SIZE"] = std::to_string(world);
-  env["LOCAL_WORLD_SIZE"] = std::to_string(spec.ranks_per_node());
-  env["GROUP_RANK"] = std::to_string(l.node_rank());
-  env["MASTER_ADDR"] = l.placement(0).address();
-  env["MASTER_PORT"] = std::to_string(l.master_port());
+  if (!in.nic.empty() && !spec.env().count("NCCL_SOCKET_IFNAME")) {
+    env["NCCL_SOCKET_IFNAME"] = in.nic;
+  }
+  if (spec.launch_mode() != v1::LAUNCH_MODE_MPI) {
+    env["RANK"] = std::to_string(rank);
+    env["LOCAL_RANK"] = std::to_string(in.local_rank);
+    env["WORLD_SIZE"] = std::to_string(world);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(spec.ranks_per_node());
+    env["GROUP_RANK"] = std::to_string(l.node_rank());
+    env["MASTER_ADDR"] = l.placement(0).address();
+    env["MASTER_PORT"] = std::to_string(l.master_port());
+  }
 
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
   return out;
+}
+
+std::string MpiHostfile(const v1::Launch& launch) {
+  std::string out;
+  for (const auto& p : launch.placement()) {
+    out += p.address() + " slots=" + std::to_string(launch.spec().ranks_per_node()) + "\n";
+  }
+  return out;
+}
+
+std::string DefaultMpiNetwork(const std::string& node0_address) {
+  if (node0_address.rfind("127.", 0) == 0 || node0_address == "localhost") return "127.0.0.0/8";
+  size_t last = node0_address.rfind('.');
+  if (last == std::string::npos) return node0_address;
+  return node0_address.substr(0, last) + ".0/24";
+}
+
+std::vector<std::string> MpirunArgv(const MpirunInput& in) {
+  const v1::JobSpec& spec = in.launch->spec();
+  std::vector<std::string> argv = {
+      in.mpirun,
+      "-np",
+      std::to_string(spec.nodes() * spec.ranks_per_node()),
+      "--hostfile",
+      in.hostfile,
+      "--map-by",
+      "ppr:" + std::to_string(spec.ranks_per_node()) + ":node",
+      "--bind-to",
+      "none",
+      "--oversubscribe",
+      "--tag-output",
+      "--mca",
+      "plm_rsh_agent",
+      in.agent_path + " exec",
+      "--mca",
+      "plm_rsh_no_tree_spawn",
+      "1",
+      "--mca",
+      "orte_leave_session_attached",
+      "1",
+      "--mca",
+      "btl",
+      "self,tcp",
+      "--mca",
+      "btl_tcp_if_include",
+      in.network,
+      "--mca",
+      "oob_tcp_if_include",
+      in.network,
+  };
+  if (in.as_root) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), spec.command().begin(), spec.command().end());
+  return argv;
 }
 
 }  // namespace baton

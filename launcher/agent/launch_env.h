@@ -22,6 +22,7 @@ struct RankEnvInput {
   std::map<std::string, std::string> inherited;
   // GPU ids this node knows; a launch naming any other id is refused.
   std::vector<std::string> known_gpu_ids;
+  std::string nic;  // the cluster interface, for NCCL_SOCKET_IFNAME ("" when unknown)
   // MIG profile of each known id ("" for whole GPUs; ids absent here are not checked):
   // a job asking for a MIG profile gets only slices of it, others only whole GPUs.
   std::map<std::string, std::string> gpu_mig_profiles;
@@ -32,6 +33,30 @@ struct RankEnvInput {
 // "NAME=value" entries, sorted by name; later sources override earlier ones:
 // inherited < spec.env < isolation_env < baton's own variables. InvalidArgument for an
 // unknown GPU id or one of the wrong kind (a MIG slice for a whole-GPU job, or back).
+// In mpi mode the rank variables (RANK, WORLD_SIZE, …) are left to Open MPI.
 absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in);
+
+// --- mpi mode: what the agent of the gang's first node runs -------------------------
+
+// One line per node in node_rank order: "<address> slots=<ranks_per_node>".
+std::string MpiHostfile(const v1::Launch& launch);
+
+// The network Open MPI's TCP transports use: 127.0.0.0/8 when the gang's first node is on
+// loopback, else the /24 around its address.
+std::string DefaultMpiNetwork(const std::string& node0_address);
+
+struct MpirunInput {
+  const v1::Launch* launch = nullptr;
+  std::string mpirun = "mpirun";
+  std::string agent_path;  // this agent's binary: `<agent_path> exec` is plm_rsh_agent
+  std::string hostfile;    // path of MpiHostfile's output
+  std::string network;     // CIDR for btl/oob tcp_if_include
+  bool as_root = false;
+};
+
+// mpirun with the hostfile, daemons started through `baton-agent exec` (no ssh, no tree
+// spawn, daemons kept attached so their exit is known), TCP on the cluster network, and
+// output tagged with ranks, then the job's command.
+std::vector<std::string> MpirunArgv(const MpirunInput& in);
 
 }  // namespace baton

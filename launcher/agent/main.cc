@@ -14,9 +14,10 @@
 #include "common/net.h"
 #include "common/resources.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
-#include "launcher/agent/log_service.h"
+#include "launcher/agent/node_service.h"
 
 namespace {
 
@@ -51,56 +52,65 @@ std::string Hostname() {
 
 Flags ParseFlags(int argc, char** argv) {
   cxxopts::Options opts("baton-agent", "baton's node agent");
-  opts.add_options()("name", "node name (default: the hostname)", cxxopts::value<std::string>())(
-      "coordinator", "coordinator host:port",
-      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
-      "listen", "host:port for this agent's own service (port 0 picks one)",
-      cxxopts::value<std::string>()->default_value("127.0.0.1:0"))(
-      "advertise", "host:port others use to reach --listen (default: the bound address)",
-      cxxopts::value<std::string>()->default_value(""))(
-      "data-dir", "job directories and logs",
-      cxxopts::value<std::string>()->default_value("/var/lib/baton/agent"))(
-      "fake-gpus", "GPUs to invent on a node without NVIDIA",
-      cxxopts::value<uint32_t>()->default_value("0"))(
-      "fake-gpu-model", "model name of the fake GPUs",
-      cxxopts::value<std::string>()->default_value("FakeGPU"))(
-      "fake-gpu-memory", "memory of each fake GPU",
-      cxxopts::value<std::string>()->default_value("80Gi"))(
-      "pool", "node pool", cxxopts::value<std::string>()->default_value(""))(
-      "label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "taint", "node taint key=value:Effect (repeatable)",
-      cxxopts::value<std::vector<std::string>>())("nic", "cluster network interface",
-                                                  cxxopts::value<std::string>()->default_value(""))(
-      "nic-rate", "its rate (e.g. 10gbit)", cxxopts::value<std::string>()->default_value("0"))(
-      "keep-jobs-on-exit", "leave jobs running when the agent stops (re-adopted at restart)")(
-      "isolation", "cgroup isolation: auto, v1, v2 or none (none: no cgroups, no network caps)",
-      cxxopts::value<std::string>()->default_value("auto"))(
-      "cgroup-root", "where the cgroup filesystems are mounted",
-      cxxopts::value<std::string>()->default_value("/sys/fs/cgroup"))(
-      "cgroup-parent", "parent cgroup of the attempts, in each hierarchy (default baton/NAME)",
-      cxxopts::value<std::string>()->default_value(""))(
-      "inference-classes", "priority classes isolated as inference when a launch does not say",
-      cxxopts::value<std::string>()->default_value("inference-critical,inference"))(
-      "inference-memory-headroom", "inference memory limit above its request, percent",
-      cxxopts::value<uint32_t>()->default_value("20"))(
-      "cpu-weight-per-core", "cgroup CPU weight per requested core",
-      cxxopts::value<uint32_t>()->default_value("100"))(
-      "min-shared-cpus", "CPUs inference jobs may never hold exclusively",
-      cxxopts::value<uint32_t>()->default_value("1"))(
-      "training-burst", "training may use every CPU no inference job holds (else its request)",
-      cxxopts::value<bool>()->default_value("true"))(
-      "net-default-ceil", "a job's network ceiling without a network cap, percent of --nic-rate",
-      cxxopts::value<uint32_t>()->default_value("70"))(
-      "net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
-      cxxopts::value<uint32_t>()->default_value("30"))(
-      "stats-interval-ms", "how often limits and throttling are reported",
-      cxxopts::value<int64_t>()->default_value("5000"))(
-      "nvml", "NVML library to load for GPU discovery (\"\" skips it)",
-      cxxopts::value<std::string>()->default_value("libnvidia-ml.so.1"))(
-      "ready-file", "write the bound address here once registered-ready",
-      cxxopts::value<std::string>()->default_value(""))(
-      "log-level", "trace, debug, info, warn, error",
-      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  // clang-format off
+  opts.add_options()
+      ("name", "node name (default: the hostname)", cxxopts::value<std::string>())
+      ("coordinator", "coordinator host:port",
+       cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))
+      ("listen", "host:port for this agent's own service (port 0 picks one)",
+       cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
+      ("advertise", "host:port others use to reach --listen (default: the bound address)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("data-dir", "job directories and logs",
+       cxxopts::value<std::string>()->default_value("/var/lib/baton/agent"))
+      ("fake-gpus", "GPUs to invent on a node without NVIDIA",
+       cxxopts::value<uint32_t>()->default_value("0"))
+      ("fake-gpu-model", "model name of the fake GPUs",
+       cxxopts::value<std::string>()->default_value("FakeGPU"))
+      ("fake-gpu-memory", "memory of each fake GPU",
+       cxxopts::value<std::string>()->default_value("80Gi"))
+      ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
+      ("label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("taint", "node taint key=value:Effect (repeatable)",
+       cxxopts::value<std::vector<std::string>>())
+      ("nic", "cluster network interface (NCCL_SOCKET_IFNAME)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("nic-rate", "its rate (e.g. 10gbit)", cxxopts::value<std::string>()->default_value("0"))
+      ("mpi-network", "CIDR Open MPI's TCP uses (default: the /24 of the gang's first node)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("mpirun", "mpirun binary for mpi-mode jobs",
+       cxxopts::value<std::string>()->default_value("mpirun"))
+      ("keep-jobs-on-exit", "leave jobs running when the agent stops (re-adopted at restart)")
+      ("isolation", "cgroup isolation: auto, v1, v2 or none (none: no cgroups, no network caps)",
+       cxxopts::value<std::string>()->default_value("auto"))
+      ("cgroup-root", "where the cgroup filesystems are mounted",
+       cxxopts::value<std::string>()->default_value("/sys/fs/cgroup"))
+      ("cgroup-parent", "parent cgroup of the attempts, in each hierarchy (default baton/NAME)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("inference-classes", "priority classes isolated as inference when a launch does not say",
+       cxxopts::value<std::string>()->default_value("inference-critical,inference"))
+      ("inference-memory-headroom", "inference memory limit above its request, percent",
+       cxxopts::value<uint32_t>()->default_value("20"))
+      ("cpu-weight-per-core", "cgroup CPU weight per requested core",
+       cxxopts::value<uint32_t>()->default_value("100"))
+      ("min-shared-cpus", "CPUs inference jobs may never hold exclusively",
+       cxxopts::value<uint32_t>()->default_value("1"))
+      ("training-burst", "training may use every CPU no inference job holds (else its request)",
+       cxxopts::value<bool>()->default_value("true"))
+      ("net-default-ceil", "a job's network ceiling without a network cap, percent of --nic-rate",
+       cxxopts::value<uint32_t>()->default_value("70"))
+      ("net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
+       cxxopts::value<uint32_t>()->default_value("30"))
+      ("stats-interval-ms", "how often limits and throttling are reported",
+       cxxopts::value<int64_t>()->default_value("5000"))
+      ("nvml", "NVML library to load for GPU discovery (\"\" skips it)",
+       cxxopts::value<std::string>()->default_value("libnvidia-ml.so.1"))
+      ("ready-file", "write the bound address here once serving",
+       cxxopts::value<std::string>()->default_value(""))
+      ("log-level", "trace, debug, info, warn, error",
+       cxxopts::value<std::string>()->default_value("info"))
+      ("h,help", "show this help");
+  // clang-format on
   auto r = opts.parse(argc, argv);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
@@ -142,6 +152,9 @@ Flags ParseFlags(int argc, char** argv) {
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
   f.inventory.nic = r["nic"].as<std::string>();
+  f.agent.nic = f.inventory.nic;
+  f.agent.mpi_network = r["mpi-network"].as<std::string>();
+  f.agent.mpirun = r["mpirun"].as<std::string>();
   f.inventory.nic_mbps = *rate;
   f.inventory.nvml_library = r["nvml"].as<std::string>();
   f.isolation.mode = r["isolation"].as<std::string>();
@@ -152,7 +165,8 @@ Flags ParseFlags(int argc, char** argv) {
   f.isolation.classes.weight_per_core = r["cpu-weight-per-core"].as<uint32_t>();
   f.isolation.classes.min_shared_cpus = r["min-shared-cpus"].as<uint32_t>();
   f.isolation.classes.training_may_burst = r["training-burst"].as<bool>();
-  f.isolation.net.nic = f.inventory.nic;
+  // Network caps need the NIC's rate; a NIC named without one only steers NCCL.
+  f.isolation.net.nic = f.inventory.nic_mbps ? f.inventory.nic : "";
   f.isolation.net.nic_mbps = f.inventory.nic_mbps;
   f.isolation.net.default_ceil_percent = r["net-default-ceil"].as<uint32_t>();
   f.isolation.net.guaranteed_percent = r["net-guaranteed"].as<uint32_t>();
@@ -160,9 +174,6 @@ Flags ParseFlags(int argc, char** argv) {
   if (f.isolation.net.default_ceil_percent == 0 || f.isolation.net.default_ceil_percent > 100 ||
       f.isolation.net.guaranteed_percent == 0 || f.isolation.net.guaranteed_percent > 100) {
     throw cxxopts::exceptions::exception("--net-default-ceil and --net-guaranteed: 1..100");
-  }
-  if (!f.inventory.nic.empty() && f.inventory.nic_mbps == 0) {
-    throw cxxopts::exceptions::exception("--nic " + f.inventory.nic + " needs --nic-rate");
   }
   f.agent.stats_interval_ms = std::max<int64_t>(100, r["stats-interval-ms"].as<int64_t>());
   f.agent.inference_classes.clear();
@@ -182,6 +193,9 @@ Flags ParseFlags(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "exec") {
+    return baton::RunExecClient(std::vector<std::string>(argv + 2, argv + argc));
+  }
   baton::BlockStopSignals();
   Flags flags;
   try {
@@ -209,6 +223,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::error_code ec;
+  // Jobs run in other directories: every path handed to them must be absolute.
+  flags.agent.data_dir = std::filesystem::absolute(flags.agent.data_dir, ec).lexically_normal();
   std::filesystem::create_directories(flags.agent.data_dir + "/jobs", ec);
   if (ec) {
     spdlog::error("--data-dir {}: {}", flags.agent.data_dir, ec.message());
@@ -221,11 +237,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator));
-  baton::LogService logs(&agent);
+  baton::NodeService node_service(&agent);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&logs);
+  builder.RegisterService(&node_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     spdlog::error("cannot listen on {}", flags.listen);

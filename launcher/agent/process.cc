@@ -45,7 +45,10 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
     close(fd);
   }
   int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) fail(3);
+  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
+      dup2(o.error_fd >= 0 ? o.error_fd : log_fd, 2) < 0) {
+    fail(3);
+  }
   if (devnull > 2) close(devnull);  // the job gets stdin, not a second /dev/null descriptor
   if (chdir(o.cwd.c_str()) != 0) fail(4);
   // glibc's execvpe searches the caller's PATH, not envp's: make the job's environment
@@ -85,7 +88,9 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
 
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child) {
   if (o.argv.empty() || o.argv[0].empty()) return absl::InvalidArgumentError("empty command");
-  int log_fd = open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int log_fd = o.output_fd >= 0
+                   ? fcntl(o.output_fd, F_DUPFD_CLOEXEC, 3)
+                   : open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (log_fd < 0) return ErrnoToStatus(errno, "open log " + o.log_path);
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {

@@ -23,7 +23,9 @@ struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in the child's PATH
   std::vector<std::string> env;   // "NAME=value", the child's whole environment
   std::string cwd;                // must exist
-  std::string log_path;           // stdout and stderr, appended
+  std::string log_path;           // stdout and stderr, appended (unless output_fd is set)
+  int output_fd = -1;             // stdout and stderr go here instead; the caller owns it
+  int error_fd = -1;              // stderr alone goes here (with output_fd); caller owns it
   pid_t process_group = 0;        // 0: lead a new group; else join this one
   // Files the child writes its own pid into before exec (cgroup.procs of each
   // hierarchy), so it and all its descendants start inside the job's cgroups.

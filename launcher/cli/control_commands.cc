@@ -14,7 +14,8 @@ int RunLogs(const Args& args) {
       "attempt", "attempt number (default: the latest)",
       cxxopts::value<uint32_t>()->default_value("0"))(
       "node", "node of the gang (default: its first)",
-      cxxopts::value<std::string>()->default_value(""));
+      cxxopts::value<std::string>()->default_value(""))(
+      "rank", "only this rank's lines (its node is found for you)", cxxopts::value<int32_t>());
   opts.parse_positional({"job"});
   opts.positional_help("JOB");
   AddCommonFlags(opts);
@@ -35,6 +36,7 @@ int RunLogs(const Args& args) {
   req.set_follow(r->count("follow"));
   req.set_attempt((*r)["attempt"].as<uint32_t>());
   req.set_node((*r)["node"].as<std::string>());
+  if (r->count("rank")) req.set_rank((*r)["rank"].as<int32_t>());
   auto ctx = client.Context(/*streaming=*/req.follow());
   auto reader = client.stub()->Logs(ctx.get(), req);
   v1::LogChunk chunk;

@@ -342,5 +342,50 @@ TEST(JobManager, LogsAreOnlyForTheJobsTenantAndStartedJobs) {
   EXPECT_EQ(target->attempt, 1u);
 }
 
+TEST(JobManager, ExecSecretsGoToAgentsOnly) {
+  Harness h;
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  h.Schedule();
+  auto launches = Launches(h.Commands("n1"));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].exec_secret().size(), 32u) << "128 random bits, hex";
+  ASSERT_EQ(launches[0].agent_addresses_size(), 1);
+  EXPECT_EQ(h.Get(*id).attempts(0).exec_secret(), "");
+  v1::ListRequest all;
+  EXPECT_EQ(h.jm().List(all).at(0).attempts(0).exec_secret(), "");
+  std::string watched = "unset";
+  auto token = h.jm().Watch(*id, [&](const v1::Job& j) { watched = j.attempts(0).exec_secret(); });
+  EXPECT_EQ(watched, "");
+  h.jm().Unwatch(*token);
+  h.Restart();
+  auto link = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(h.jm().AgentRegister(Registration("n1"), link).ok());
+  h.jm().Flush();
+  auto resent = Launches(link->Take());
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].exec_secret(), launches[0].exec_secret()) << "stored for relaunches";
+}
+
+TEST(JobManager, LogsOfARankComeFromTheNodeThatRanIt) {
+  Harness h;
+  h.Connect("n1");
+  h.Connect("n2");
+  v1::JobSpec spec = Spec(/*nodes=*/2);
+  spec.set_ranks_per_node(4);
+  auto id = h.Submit(spec);
+  h.Schedule();
+  v1::LogsRequest req;
+  req.set_job_id(*id);
+  req.set_rank(5);
+  auto target = h.jm().FindLogs(Alice(), req);
+  ASSERT_TRUE(target.ok()) << target.status();
+  EXPECT_EQ(target->node, "n2") << "ranks 4..7 run on the second node";
+  req.set_rank(3);
+  EXPECT_EQ(h.jm().FindLogs(Alice(), req)->node, "n1");
+  req.set_rank(8);
+  EXPECT_EQ(h.jm().FindLogs(Alice(), req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace baton::testing

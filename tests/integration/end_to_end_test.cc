@@ -30,7 +30,22 @@ TEST_F(EndToEnd, SubmitWaitSucceedsAndTheLogReadsBack) {
   uint64_t id = SubmittedId(CommandResult{0, r.out.substr(0, r.out.find('\n')), ""});
   CommandResult logs = cluster_.Baton({"logs", std::to_string(id)});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
-  EXPECT_EQ(logs.out, "hello from rank 0 of 1\n");
+  EXPECT_EQ(logs.out, "[rank 0] hello from rank 0 of 1\n");
+}
+
+TEST_F(EndToEnd, LogsKeepRankPrefixesAndFilterOneRank) {
+  CommandResult r = cluster_.Baton(
+      {"submit", "--wait", "--ranks-per-node", "2", "--", "sh", "-c", "echo I am $RANK"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t id = SubmittedId(CommandResult{0, r.out.substr(0, r.out.find('\n')), ""});
+  CommandResult all = cluster_.Baton({"logs", std::to_string(id)});
+  EXPECT_NE(all.out.find("[rank 0] I am 0\n"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("[rank 1] I am 1\n"), std::string::npos) << all.out;
+  CommandResult one = cluster_.Baton({"logs", std::to_string(id), "--rank", "1"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, "[rank 1] I am 1\n");
+  EXPECT_EQ(cluster_.Baton({"logs", std::to_string(id), "--rank", "2"}).exit_code, 2)
+      << "rank outside the world";
 }
 
 TEST_F(EndToEnd, SubmitWaitExitsWithTheJobsExitCode) {
@@ -49,7 +64,7 @@ TEST_F(EndToEnd, FollowedLogsEndWhenTheJobEnds) {
               cluster_.StateOf(id) == "JOB_STATE_SUCCEEDED");
   CommandResult logs = cluster_.Baton({"logs", "-f", std::to_string(id)});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
-  EXPECT_EQ(logs.out, "line 1\nline 2\nline 3\n");
+  EXPECT_EQ(logs.out, "[rank 0] line 1\n[rank 0] line 2\n[rank 0] line 3\n");
 }
 
 TEST_F(EndToEnd, CancelStopsTheRunningProcess) {
@@ -133,7 +148,7 @@ TEST_F(EndToEnd, JobsSurviveKillNineOfTheCoordinator) {
   EXPECT_TRUE(cluster_.WaitForState(run_id, "JOB_STATE_SUCCEEDED"));
   EXPECT_TRUE(cluster_.WaitForState(pending_id, "JOB_STATE_SUCCEEDED"));
   CommandResult logs = cluster_.Baton({"logs", std::to_string(run_id)});
-  EXPECT_EQ(logs.out, "done\n");
+  EXPECT_EQ(logs.out, "[rank 0] done\n");
   CommandResult status = cluster_.Baton({"status", std::to_string(run_id)});
   EXPECT_EQ(std::count(status.out.begin(), status.out.end(), '#'), 1)
       << "ran once, not twice: " << status.out;

@@ -7,6 +7,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -192,7 +193,7 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithTheExitCode) {
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[0].phase(), v1::AttemptReport::PHASE_RUNNING);
   EXPECT_EQ(reports[0].time_ms(), clock_->NowMs());
-  EXPECT_EQ(ReadFile(agent_->LogPath(1, 1)), "hi\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(1, 1)), "[rank 0] hi\n") << "lines carry their rank";
   EXPECT_FALSE(agent_->IsLive(1, 1));
 }
 
@@ -236,8 +237,10 @@ TEST_F(AgentTest, RanksGetTheirEnvironmentAndShareTheLog) {
   EXPECT_EQ(end->exit_code(), 0);
   std::string jobdir = dir_->path() + "/jobs/2/1";
   std::string log = ReadFile(agent_->LogPath(2, 1));
-  EXPECT_THAT(log, HasSubstr("rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
-  EXPECT_THAT(log, HasSubstr("rank=1 local=1 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" + jobdir));
+  EXPECT_THAT(log, HasSubstr("[rank 0] rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" +
+                             jobdir + "\n"));
+  EXPECT_THAT(log, HasSubstr("[rank 1] rank=1 local=1 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" +
+                             jobdir + "\n"));
 }
 
 TEST_F(AgentTest, CommandIsFoundOnThePathTheSpecSets) {
@@ -252,7 +255,7 @@ TEST_F(AgentTest, CommandIsFoundOnThePathTheSpecSets) {
   ASSERT_TRUE(end);
   ASSERT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED) << end->message();
   EXPECT_EQ(end->exit_code(), 0);
-  EXPECT_EQ(ReadFile(agent_->LogPath(16, 1)), "from the venv\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(16, 1)), "[rank 0] from the venv\n");
 }
 
 TEST_F(AgentTest, OneFailingRankStopsTheOthersOnTheNode) {
@@ -364,16 +367,71 @@ TEST_F(AgentTest, WorkingDirFromTheSpecIsUsed) {
   cmd.mutable_launch()->mutable_spec()->set_working_dir(dir_->path() + "/work");
   ASSERT_TRUE(coordinator_->Push(cmd));
   ASSERT_TRUE(WaitReport(15, v1::AttemptReport::PHASE_EXITED));
-  EXPECT_EQ(ReadFile(agent_->LogPath(15, 1)), dir_->path() + "/work\n");
+  EXPECT_EQ(ReadFile(agent_->LogPath(15, 1)), "[rank 0] " + dir_->path() + "/work\n");
 }
 
-TEST_F(AgentTest, MpiLaunchModeIsRejectedForNow) {
-  v1::CoordinatorCommand cmd = LaunchCommand(12, {"true"});
-  cmd.mutable_launch()->mutable_spec()->set_launch_mode(v1::LAUNCH_MODE_MPI);
-  ASSERT_TRUE(coordinator_->Push(cmd));
-  auto end = WaitReport(12, v1::AttemptReport::PHASE_REJECTED);
+// An mpi-mode launch for a gang node other than the first starts nothing: mpirun on the
+// first node will start Open MPI's daemon here through Exec, which needs the secret.
+v1::CoordinatorCommand SecondNodeOfMpiGang(uint64_t job) {
+  v1::CoordinatorCommand cmd = LaunchCommand(job, {"true"});
+  v1::Launch* l = cmd.mutable_launch();
+  l->mutable_spec()->set_launch_mode(v1::LAUNCH_MODE_MPI);
+  l->mutable_spec()->set_nodes(2);
+  *l->add_placement() = l->placement(0);
+  l->mutable_placement(0)->set_node("other-node");
+  l->mutable_placement(1)->set_node_rank(1);
+  l->set_node_rank(1);
+  l->set_exec_secret("s3cret");
+  return cmd;
+}
+
+v1::ExecRequest ExecOf(uint64_t job, const std::string& secret, const std::string& command) {
+  v1::ExecRequest req;
+  req.set_job_id(job);
+  req.set_attempt(1);
+  req.set_secret(secret);
+  req.set_command(command);
+  return req;
+}
+
+TEST_F(AgentTest, MpiGangNodeRunsItsDaemonThroughExecWithTheSecret) {
+  ASSERT_TRUE(coordinator_->Push(SecondNodeOfMpiGang(12)));
+  ASSERT_TRUE(WaitReport(12, v1::AttemptReport::PHASE_RUNNING)) << "ready for the daemon";
+  EXPECT_TRUE(agent_->IsLive(12, 1));
+  auto wrong = agent_->StartExec(ExecOf(12, "guess", "true"), 1, 2, [](ExitStatus) {});
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kPermissionDenied);
+  auto unknown = agent_->StartExec(ExecOf(99999, "s3cret", "true"), 1, 2, [](ExitStatus) {});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  std::atomic<int> code{-1};
+  auto pid = agent_->StartExec(ExecOf(12, "s3cret", "echo daemon $BATON_NODE_RANK; exit 3"), out[1],
+                               out[1], [&](ExitStatus st) { code = st.exit_code; });
+  close(out[1]);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  char buf[64] = {};
+  ASSERT_GT(read(out[0], buf, sizeof buf - 1), 0);
+  close(out[0]);
+  EXPECT_STREQ(buf, "daemon 1\n") << "the daemon gets this node's environment";
+  auto end = WaitReport(12, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
-  EXPECT_THAT(end->message(), HasSubstr("mpi"));
+  EXPECT_EQ(code.load(), 3) << "the exec stream learns the exit status";
+  EXPECT_EQ(end->exit_code(), 3);
+  auto late = agent_->StartExec(ExecOf(12, "s3cret", "true"), 1, 2, [](ExitStatus) {});
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition) << "attempt ended";
+}
+
+TEST_F(AgentTest, MpiGangNodeWithoutItsDaemonEndsWhenStopped) {
+  ASSERT_TRUE(coordinator_->Push(SecondNodeOfMpiGang(17)));
+  ASSERT_TRUE(WaitReport(17, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(17, SIGTERM, 30)));
+  auto end = WaitReport(17, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end) << "nothing runs, so the stop ends the attempt at once";
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(
+      agent_->StartExec(ExecOf(17, "s3cret", "true"), 1, 2, [](ExitStatus) {}).status().code(),
+      absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(AgentTest, ResentAndStaleLaunchesAreIgnored) {

@@ -1,0 +1,223 @@
+// Agent: starting attempts — direct mode (the node's ranks with torchrun-style env) and
+// mpi mode (mpirun on the gang's first node; the other nodes wait for Open MPI's daemon
+// to arrive through Exec) — and running those exec'ed daemons.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/daemon.h"
+#include "launcher/agent/agent.h"
+#include "launcher/agent/launch_env.h"
+#include "spdlog/spdlog.h"
+
+namespace baton {
+namespace {
+
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG",    "LC_ALL", "TMPDIR",
+                                         "TZ",   "USER", "LOGNAME", "SHELL",  "LD_LIBRARY_PATH"};
+
+std::map<std::string, std::string> InheritedEnv() {
+  std::map<std::string, std::string> env;
+  for (const char* name : kInheritedEnv) {
+    if (const char* v = getenv(name)) env[name] = v;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  return env;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "baton-agent" : p.string();
+}
+
+}  // namespace
+
+void Agent::Launch(const v1::Launch& l) {
+  Key key{l.job_id(), l.attempt()};
+  if (attempts_.count(key)) return;  // a resent launch for an attempt we already run
+  for (const auto& [k, run] : attempts_) {
+    if (k.first == l.job_id() && k.second > l.attempt()) return;  // stale
+  }
+  Run& run = attempts_[key];
+  run.report.set_job_id(l.job_id());
+  run.report.set_attempt(l.attempt());
+  run.report.set_checkpoint_step(-1);
+  std::string dir = JobDir(l.job_id(), l.attempt());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string error = ec ? "create " + dir + ": " + ec.message() : "";
+  // Limits first: every process of the attempt (ranks, mpirun, exec'ed daemons) joins
+  // its cgroups before it execs.
+  absl::StatusOr<PreparedAttempt> prepared = absl::UnknownError("not prepared");
+  if (error.empty()) {
+    prepared = isolator_->Prepare(IsolationRequest(l));
+    if (!prepared.ok()) error = "isolation: " + prepared.status().ToString();
+  }
+  if (error.empty()) {
+    run.cgroup_procs = prepared->procs_files;
+    SetIsolationReportLocked(key, run);
+    std::ofstream record(dir + "/launch.pb", std::ios::binary | std::ios::trunc);
+    l.SerializeToOstream(&record);  // what a restarted agent needs to re-adopt the attempt
+  }
+  if (error.empty()) {
+    run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
+    RankEnvInput in;
+    in.launch = &l;
+    in.node_name = options_.node_name;
+    in.job_dir = dir;
+    in.progress_file = dir + "/progress.json";
+    in.inherited = InheritedEnv();
+    in.nic = options_.nic;
+    in.isolation_env = prepared->env;
+    for (const auto& g : inventory_.gpus()) {
+      in.known_gpu_ids.push_back(g.uuid());
+      in.gpu_mig_profiles[g.uuid()] = g.mig_profile();
+    }
+    run.progress_file = in.progress_file;
+    if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
+      LaunchMpi(l, run, in, run.cwd);
+    } else {
+      LaunchDirect(l, run, in, run.cwd);
+    }
+    error = run.report.message();
+  }
+  if (!error.empty() && run.report.phase() != v1::AttemptReport::PHASE_RUNNING) {
+    spdlog::warn("job {} attempt {}: launch refused: {}", l.job_id(), l.attempt(), error);
+    run.failed = true;
+    run.awaiting_exec = false;
+    run.report.set_phase(v1::AttemptReport::PHASE_REJECTED);
+    run.report.set_exit_code(127);
+    run.report.set_message(error);
+    if (run.pgid) kill(-run.pgid, SIGKILL);
+    (void)isolator_->Kill(l.job_id(), l.attempt());
+    if (!run.live()) {  // else once the spawned ranks are reaped
+      (void)isolator_->Release(l.job_id(), l.attempt());
+      ReportLocked(run);
+    }
+    return;
+  }
+  std::ofstream ranks(dir + "/ranks", std::ios::trunc);  // for re-adoption
+  ranks << run.pgid << "\n";
+  for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
+  run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
+  spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
+               run.ranks.size(), run.awaiting_exec ? " (awaiting mpirun's daemon)" : "", run.pgid);
+  ReportLocked(run);
+  ReportLimitChangesLocked();  // training narrowed for an inference arrival
+}
+
+absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
+  so.process_group = run.pgid;
+  so.cgroup_procs = run.cgroup_procs;
+  auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
+    {
+      std::lock_guard<std::mutex> lock(exits_mu_);
+      exits_.push_back(Exit{key, pid, st});
+    }
+    exits_cv_.notify_all();
+  });
+  if (pid.ok() && run.pgid == 0) run.pgid = *pid;
+  return pid;
+}
+
+void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd) {
+  Key key{l.job_id(), l.attempt()};
+  for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
+    in.local_rank = r;
+    auto env = BuildRankEnv(in);
+    if (!env.ok()) return run.report.set_message(std::string(env.status().message()));
+    SpawnOptions so;
+    so.argv.assign(l.spec().command().begin(), l.spec().command().end());
+    so.env = std::move(*env);
+    so.cwd = cwd;
+    so.log_path = LogPath(l.job_id(), l.attempt());
+    uint32_t rank = l.placement(l.node_rank()).first_rank() + r;
+    auto out = pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kPrefix,
+                          "[rank " + std::to_string(rank) + "] ");
+    if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
+    so.output_fd = *out;
+    auto pid = SpawnLocked(key, run, so);
+    close(so.output_fd);  // the child holds its copy; EOF comes when it and its heirs exit
+    if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
+    run.ranks[*pid] = r;
+  }
+}
+
+void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd) {
+  Key key{l.job_id(), l.attempt()};
+  auto env = BuildRankEnv(in);
+  if (!env.ok()) return run.report.set_message(std::string(env.status().message()));
+  run.exec_secret = l.exec_secret();
+  if (l.node_rank() > 0) {
+    // Nothing to start: mpirun on the first node will exec Open MPI's daemon here.
+    run.awaiting_exec = true;
+    run.exec_env = std::move(*env);
+    return;
+  }
+  std::string hosts;
+  for (int i = 0; i < l.placement_size() && i < l.agent_addresses_size(); ++i) {
+    hosts += (hosts.empty() ? "" : ",") + l.placement(i).address() + "=" + l.agent_addresses(i);
+  }
+  env->push_back("BATON_EXEC_HOSTS=" + hosts);
+  env->push_back("BATON_EXEC_SECRET=" + l.exec_secret());
+  std::string hostfile = JobDir(l.job_id(), l.attempt()) + "/hostfile";
+  if (auto s = WriteFileAtomically(hostfile, MpiHostfile(l)); !s.ok()) {
+    return run.report.set_message(std::string(s.message()));
+  }
+  MpirunInput mi;
+  mi.launch = &l;
+  mi.mpirun = options_.mpirun;
+  mi.agent_path = SelfPath();
+  mi.hostfile = hostfile;
+  mi.network = options_.mpi_network.empty() ? DefaultMpiNetwork(l.placement(0).address())
+                                            : options_.mpi_network;
+  mi.as_root = geteuid() == 0;
+  SpawnOptions so;
+  so.argv = MpirunArgv(mi);
+  so.env = std::move(*env);
+  so.cwd = cwd;
+  so.log_path = LogPath(l.job_id(), l.attempt());
+  auto out = pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kMpiTags);
+  if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
+  so.output_fd = *out;
+  auto pid = SpawnLocked(key, run, so);
+  close(so.output_fd);
+  if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
+  run.ranks[*pid] = 0;  // mpirun: the one process "checkpoint now" goes to on this node
+}
+
+absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
+                                       std::function<void(ExitStatus)> on_exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Key key{req.job_id(), req.attempt()};
+  auto it = attempts_.find(key);
+  std::string which =
+      "attempt " + std::to_string(req.attempt()) + " of job " + std::to_string(req.job_id());
+  if (it == attempts_.end() || it->second.exec_secret.empty()) {
+    return absl::FailedPreconditionError(which + " does not run on node " + options_.node_name);
+  }
+  Run& run = it->second;
+  if (req.secret() != run.exec_secret) {
+    return absl::PermissionDeniedError("wrong exec secret for " + which);
+  }
+  if (!run.live() || run.stop_ordered) {
+    return absl::FailedPreconditionError(which + " has ended on node " + options_.node_name);
+  }
+  SpawnOptions so;
+  so.argv = {"/bin/sh", "-c", req.command()};
+  so.env = run.exec_env;
+  so.cwd = run.cwd;
+  so.output_fd = out_fd;
+  so.error_fd = err_fd;
+  auto pid = SpawnLocked(key, run, so);
+  if (!pid.ok()) return pid;
+  run.daemons[*pid] = std::move(on_exit);
+  run.awaiting_exec = false;
+  spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
+  return pid;
+}
+
+}  // namespace baton

@@ -1,0 +1,94 @@
+#include "launcher/agent/exec_client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "proto/baton.grpc.pb.h"
+#include "proto/rpc_util.h"
+
+namespace baton {
+namespace {
+
+constexpr int kSshFailure = 255;
+
+int Fail(const std::string& why) {
+  std::fprintf(stderr, "baton-agent exec: %s\n", why.c_str());
+  return kSshFailure;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// "host=addr,host=addr" -> map.
+std::map<std::string, std::string> ParseHosts(const std::string& text) {
+  std::map<std::string, std::string> hosts;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t eq = item.find('=');
+    if (eq != std::string::npos) hosts[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return hosts;
+}
+
+template <typename T>
+bool ParseNumber(const std::string& s, T* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+void WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+int RunExecClient(const std::vector<std::string>& args) {
+  if (args.size() < 2) return Fail("usage: baton-agent exec HOST COMMAND...");
+  v1::ExecRequest req;
+  uint64_t job = 0;
+  uint32_t attempt = 0;
+  if (!ParseNumber(Env("BATON_JOB_ID"), &job) || !ParseNumber(Env("BATON_ATTEMPT"), &attempt)) {
+    return Fail("BATON_JOB_ID and BATON_ATTEMPT must name the attempt (run me from a job)");
+  }
+  req.set_job_id(job);
+  req.set_attempt(attempt);
+  req.set_secret(Env("BATON_EXEC_SECRET"));
+  auto hosts = ParseHosts(Env("BATON_EXEC_HOSTS"));
+  auto target = hosts.find(args[0]);
+  if (target == hosts.end()) return Fail(args[0] + " is not a node of this job");
+  std::string command;
+  for (size_t i = 1; i < args.size(); ++i) command += (i > 1 ? " " : "") + args[i];
+  req.set_command(command);
+
+  auto stub =
+      v1::Agent::NewStub(grpc::CreateChannel(target->second, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  AttachCaller(Caller{Env("USER").empty() ? "mpirun" : Env("USER"), "system", Role::kAgent}, &ctx);
+  auto reader = stub->Exec(&ctx, req);
+  v1::ExecOutput out;
+  int code = kSshFailure;
+  while (reader->Read(&out)) {
+    if (!out.stdout().empty()) WriteAll(1, out.stdout());
+    if (!out.stderr().empty()) WriteAll(2, out.stderr());
+    if (out.exited()) code = out.term_signal() ? 128 + out.term_signal() : out.exit_code();
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Fail(args[0] + " (" + target->second + "): " + s.error_message());
+  return code;
+}
+
+}  // namespace baton
