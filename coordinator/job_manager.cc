@@ -322,6 +322,36 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   CommitLocked(std::move(txn));
 }
 
+absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signal) {
+  if (signal != SIGUSR1 && signal != SIGUSR2) {
+    return absl::InvalidArgumentError("signal " + std::to_string(signal) +
+                                      ": only USR1 (checkpoint now) and USR2 reach ranks; use "
+                                      "cancel to stop a job");
+  }
+  std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return NotFound(job_id);
+    const JobEntry& e = it->second;
+    if (!MayActOn(caller, e.job)) return Denied(caller, e.job, "signal");
+    if (!e.live || e.job.state() != v1::JOB_STATE_RUNNING) {
+      return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
+                                           StateName(e.job.state()) + ", not running");
+    }
+    for (const auto& [node, phase] : e.live->nodes) {
+      if (phase == Phase::kExited) continue;
+      v1::CoordinatorCommand cmd;
+      cmd.mutable_signal()->set_job_id(job_id);
+      cmd.mutable_signal()->set_attempt(e.job.attempts_size());
+      cmd.mutable_signal()->set_signal(signal);
+      commands.emplace_back(node, std::move(cmd));
+    }
+  }
+  RunEffects(std::move(commands), {});  // nothing to store: a signal changes no state
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
                                                const v1::LogsRequest& req) const {
   std::lock_guard<std::mutex> lock(mu_);

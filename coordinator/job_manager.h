@@ -72,6 +72,8 @@ class JobManager {
   std::vector<v1::Job> List(const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
               std::function<void(absl::StatusOr<v1::JobState>)> done);
+  // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
+  absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
   absl::StatusOr<LogTarget> FindLogs(const Caller& caller, const v1::LogsRequest& req) const;
 

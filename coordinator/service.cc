@@ -71,6 +71,16 @@ grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::Signal(grpc::CallbackServerContext* ctx,
+                                                     const v1::SignalRequest* req,
+                                                     v1::SignalResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  auto caller = CallerOrFinish(ctx, reactor);
+  if (!caller) return reactor;
+  reactor->Finish(ToGrpc(jobs_->Signal(*caller, req->job_id(), req->signal())));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::ListNodes(grpc::CallbackServerContext* ctx,
                                                         const v1::ListNodesRequest*,
                                                         v1::ListNodesResponse* resp) {

@@ -26,6 +26,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                  v1::ListResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
+  grpc::ServerUnaryReactor* Signal(grpc::CallbackServerContext* ctx, const v1::SignalRequest* req,
+                                   v1::SignalResponse* resp) override;
   grpc::ServerWriteReactor<v1::Job>* Watch(grpc::CallbackServerContext* ctx,
                                            const v1::WatchRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx,

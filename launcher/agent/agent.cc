@@ -215,6 +215,14 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       StopRun(it->first, it->second, SIGUSR1, clock_->MonotonicMs() + left, /*ranks_only=*/true);
       break;
     }
+    case v1::CoordinatorCommand::kSignal: {
+      const v1::SignalRanks& sr = cmd.signal();
+      auto it = attempts_.find({sr.job_id(), sr.attempt()});
+      if (it == attempts_.end() || (sr.signal() != SIGUSR1 && sr.signal() != SIGUSR2)) break;
+      // Ranks (mpirun in mpi mode) only: a daemon or relay would die of it.
+      for (const auto& [pid, rank] : it->second.ranks) kill(pid, sr.signal());
+      break;
+    }
     case v1::CoordinatorCommand::kAck: {
       auto it = attempts_.find({cmd.ack().job_id(), cmd.ack().attempt()});
       if (it != attempts_.end() && !it->second.live()) attempts_.erase(it);

@@ -16,5 +16,6 @@ int RunStatus(const Args& args);
 int RunNodes(const Args& args);
 int RunLogs(const Args& args);
 int RunCancel(const Args& args);
+int RunSignal(const Args& args);
 
 }  // namespace baton::cli

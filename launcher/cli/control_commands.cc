@@ -1,4 +1,5 @@
 // baton logs JOB [-f] | cancel JOB...: a job's output, and stopping jobs.
+#include <csignal>
 #include <iostream>
 
 #include "launcher/cli/commands.h"
@@ -87,6 +88,50 @@ int RunCancel(const Args& args) {
     } else {
       std::cout << "Job " << id << " is stopping (" << StateName(resp.state()) << ")\n";
     }
+  }
+  return worst;
+}
+
+int RunSignal(const Args& args) {
+  cxxopts::Options opts("baton signal",
+                        "Send a signal to a running job's ranks (mpirun in mpi mode). USR1 "
+                        "asks a job using libbaton_checkpoint to save and exit.");
+  // clang-format off
+  opts.add_options()
+      ("job", "job ids", cxxopts::value<std::vector<std::string>>())
+      ("s,signal", "USR1 or USR2", cxxopts::value<std::string>()->default_value("USR1"));
+  // clang-format on
+  opts.parse_positional({"job"});
+  opts.positional_help("JOB...");
+  AddCommonFlags(opts);
+  int code = kOk;
+  auto r = Parse(opts, args, &code);
+  if (!r) return code;
+  auto ids = JobIds(*r, "signal", &code);
+  if (!ids) return code;
+  std::string name = (*r)["signal"].as<std::string>();
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  int sig = name == "USR1" ? SIGUSR1 : name == "USR2" ? SIGUSR2 : 0;
+  if (sig == 0) {
+    std::cerr << "baton signal: --signal " << name << ": only USR1 or USR2 (use cancel to stop)\n";
+    return kUsage;
+  }
+  auto conn = Connection(*r, &code);
+  if (!conn) return code;
+  Client client(*conn);
+  int worst = kOk;
+  for (uint64_t id : *ids) {
+    v1::SignalRequest req;
+    req.set_job_id(id);
+    req.set_signal(sig);
+    v1::SignalResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->Signal(ctx.get(), req, &resp);
+    if (!s.ok()) {
+      worst = ReportError("signal " + std::to_string(id), s, conn->coordinator);
+      continue;
+    }
+    if (!r->count("json")) std::cout << "Sent SIG" << name << " to job " << id << "\n";
   }
   return worst;
 }

@@ -16,6 +16,7 @@ constexpr char kUsageText[] =
     "  status JOB...              state, placement, attempts and events of jobs\n"
     "  logs JOB [-f]              a job's output\n"
     "  cancel JOB...              cancel jobs\n"
+    "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
     "\n"
     "environment: BATON_COORDINATOR (host:port), BATON_USER, BATON_TENANT, BATON_ROLE\n"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
       {"submit", baton::cli::RunSubmit}, {"queue", baton::cli::RunQueue},
       {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
       {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
+      {"signal", baton::cli::RunSignal},
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

@@ -342,6 +342,30 @@ TEST(JobManager, LogsAreOnlyForTheJobsTenantAndStartedJobs) {
   EXPECT_EQ(target->attempt, 1u);
 }
 
+TEST(JobManager, SignalsReachEveryNodeOfARunningGang) {
+  Harness h;
+  h.Connect("n1");
+  h.Connect("n2");
+  auto id = h.Submit(Spec(/*nodes=*/2));
+  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGUSR1).code(), absl::StatusCode::kFailedPrecondition)
+      << "pending: nothing to signal";
+  h.Schedule();
+  for (const char* n : {"n1", "n2"}) h.Report(n, Report(*id, 1, Phase::PHASE_RUNNING));
+  h.Commands("n1");
+  h.Commands("n2");
+  EXPECT_EQ(h.jm().Signal(Bob(), *id, SIGUSR1).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGKILL).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(h.jm().Signal(Alice(), *id, SIGUSR1).ok());
+  for (const char* n : {"n1", "n2"}) {
+    auto cmds = h.Commands(n);
+    ASSERT_EQ(cmds.size(), 1u) << n;
+    ASSERT_TRUE(cmds[0].has_signal());
+    EXPECT_EQ(cmds[0].signal().signal(), SIGUSR1);
+    EXPECT_EQ(cmds[0].signal().attempt(), 1u);
+  }
+  EXPECT_EQ(h.State(*id), v1::JOB_STATE_RUNNING) << "a signal changes no state";
+}
+
 TEST(JobManager, ExecSecretsGoToAgentsOnly) {
   Harness h;
   h.Connect("n1");

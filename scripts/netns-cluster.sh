@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A local multi-node cluster: N network namespaces on a bridge, one baton-agent per
+# namespace bound to its own address, the coordinator in the root namespace.
+#   scripts/netns-cluster.sh up N [GPUS]   start (prints the environment to use it)
+#   scripts/netns-cluster.sh down          stop everything and remove what `up` made
+#   scripts/netns-cluster.sh env           print the environment again
+# Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
+# interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
+# is the /24 used; BATON_BIN (default build/bin) holds the binaries. Two clusters with
+# different names and subnets can run side by side. Needs root (ip netns, bridges).
+# Namespaces share the filesystem, so a checkpoint dir under /tmp is "shared storage".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NAME=${BATON_NETNS_NAME:-baton}
+SUBNET=${BATON_NETNS_SUBNET:-10.77.0}
+BIN=$(cd "${BATON_BIN:-build/bin}" && pwd)
+STATE=/tmp/$NAME-netns
+BRIDGE=${NAME:0:8}br0
+COORD_ADDR=$SUBNET.1
+
+ns() { echo "$NAME-n$1"; }
+
+start_cluster() {
+  local n=$1 gpus=${2:-2}
+  [ -e "$STATE/up" ] && { echo "netns-cluster: $NAME is already up (down first)" >&2; exit 1; }
+  mkdir -p "$STATE"
+  echo "$n" >"$STATE/nodes"
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$COORD_ADDR/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  for i in $(seq 1 "$n"); do
+    ip netns add "$(ns "$i")"
+    ip link add "${NAME:0:6}h$i" type veth peer name "${NAME:0:6}p$i"
+    ip link set "${NAME:0:6}h$i" master "$BRIDGE" up
+    ip link set "${NAME:0:6}p$i" netns "$(ns "$i")"
+    nsenter --net="/var/run/netns/$(ns "$i")" sh -c "
+      ip link set ${NAME:0:6}p$i name eth0 && ip addr add $SUBNET.$((10 + i))/24 dev eth0 &&
+      ip link set eth0 up && ip link set lo up && ip route add default via $COORD_ADDR"
+  done
+  touch "$STATE/up"
+
+  "$BIN/baton-coordinator" --listen "$COORD_ADDR:0" --data-dir "$STATE/coordinator" \
+    --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
+    --lost-margin-ms 2000 >"$STATE/coordinator.log" 2>&1 &
+  echo $! >"$STATE/coordinator.pid"
+  for _ in $(seq 100); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.1; done
+  [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
+  local coord
+  coord=$(cat "$STATE/coordinator.addr")
+  for i in $(seq 1 "$n"); do
+    nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
+      --coordinator "$coord" --listen "$SUBNET.$((10 + i)):7071" --data-dir "$STATE/n$i" \
+      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 >"$STATE/n$i.log" 2>&1 &
+    echo $! >"$STATE/n$i.pid"
+  done
+  for _ in $(seq 200); do
+    ready=$(BATON_COORDINATOR=$coord "$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY || true)
+    [ "$ready" = "$n" ] && break
+    sleep 0.1
+  done
+  [ "$ready" = "$n" ] || { echo "netns-cluster: only $ready of $n agents registered" >&2; exit 1; }
+  print_env
+}
+
+print_env() {
+  echo "export BATON_COORDINATOR=$(cat "$STATE/coordinator.addr")"
+  echo "# state, logs and agent data: $STATE"
+}
+
+stop_pid() {
+  local f=$1
+  [ -f "$f" ] || return 0
+  local pid
+  pid=$(cat "$f")
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$f"
+}
+
+stop_cluster() {
+  local n=0
+  [ -f "$STATE/nodes" ] && n=$(cat "$STATE/nodes")
+  for i in $(seq 1 "$n"); do stop_pid "$STATE/n$i.pid"; done
+  stop_pid "$STATE/coordinator.pid"
+  for i in $(seq 1 "$n"); do
+    ip netns del "$(ns "$i")" 2>/dev/null || true
+    ip link del "${NAME:0:6}h$i" 2>/dev/null || true
+  done
+  ip link del "$BRIDGE" 2>/dev/null || true
+  rm -rf "$STATE"
+}
+
+case "${1:-}" in
+  up) shift; start_cluster "${1:?usage: netns-cluster.sh up N [GPUS]}" "${2:-2}" ;;
+  down) stop_cluster ;;
+  env) print_env ;;
+  *) echo "usage: $0 up N [GPUS] | down | env" >&2; exit 2 ;;
+esac
