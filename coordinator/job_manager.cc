@@ -113,6 +113,11 @@ JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
   return {c ? -c->value : 0, job.submitted_ms(), job.id()};
 }
 
+v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
+  const PriorityClass* c = options_.policy.Find(spec.priority_class());
+  return c && c->service ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING;
+}
+
 void JobManager::ScheduleLoop() {
   int64_t next_tick = 0;
   int64_t next_pass = 0;

@@ -135,6 +135,8 @@ class JobManager {
   void NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
                  Txn& txn);
   ClusterShape ShapeLocked() const;
+  // Inference for the policy's service classes: the agent isolates it as such.
+  v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
   std::vector<sched::NodeView> NodeViewsLocked() const;
   void PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
                    std::vector<sched::NodeView>& views, Txn& txn);

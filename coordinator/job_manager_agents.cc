@@ -28,6 +28,20 @@ v1::CoordinatorCommand AckCommand(uint64_t job, uint32_t attempt) {
   return cmd;
 }
 
+// The attempt keeps each node's latest limits and stats (shown by `baton status`).
+void MergeIsolation(const std::string& node, const v1::AttemptIsolation& iso, v1::Attempt* a) {
+  for (auto& existing : *a->mutable_isolation()) {
+    if (existing.node() == node) {
+      existing = iso;
+      existing.set_node(node);
+      return;
+    }
+  }
+  v1::AttemptIsolation* added = a->add_isolation();
+  *added = iso;
+  added->set_node(node);
+}
+
 absl::Status CheckRegister(const v1::Register& reg) {
   if (!IsValidName(reg.node())) {
     return absl::InvalidArgumentError("register.node: '" + reg.node() + "' is not a valid name");
@@ -57,6 +71,7 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
   n.node.set_pool(reg.pool());
   *n.node.mutable_labels() = reg.labels();
   *n.node.mutable_taints() = reg.taints();
+  *n.node.mutable_isolation() = reg.isolation();
   n.link = link;
   n.last_seen_mono = clock_->MonotonicMs();
   {
@@ -145,6 +160,7 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
   LiveAttempt& live = *e->live;
   v1::Attempt* a = e->job.mutable_attempts(e->job.attempts_size() - 1);
   if (r.checkpoint_step() > a->checkpoint_step()) a->set_checkpoint_step(r.checkpoint_step());
+  if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
   Phase& phase = live.nodes[node];
   if (running) {
     if (phase == Phase::kExited) return;

@@ -199,6 +199,7 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   l->set_master_port(a.master_port());
   l->set_user(e.job.user());
   l->set_exec_secret(a.exec_secret());
+  l->set_kind(WorkloadKindLocked(e.job.spec()));
   for (const auto& p : a.placement()) {
     auto n = nodes_.find(p.node());
     l->add_agent_addresses(n == nodes_.end() ? "" : n->second.node.address());
@@ -295,6 +296,9 @@ std::vector<v1::Node> JobManager::ListNodes() const {
       n.set_allocated_memory_bytes(n.allocated_memory_bytes() + p.memory_bytes());
       n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
       n.add_running_jobs(id);
+      for (const auto& iso : e.job.attempts().rbegin()->isolation()) {
+        if (iso.node() == p.node()) *n.add_attempts() = iso;
+      }
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -27,17 +28,22 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
 
 }  // namespace
 
-Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock)
+Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
+             std::unique_ptr<Isolator> isolator)
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
       channel_(MakeChannel(options_.coordinator)),
-      stub_(v1::AgentControl::NewStub(channel_)) {}
+      stub_(v1::AgentControl::NewStub(channel_)),
+      isolator_(isolator
+                    ? std::move(isolator)
+                    : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)) {}
 
 Agent::~Agent() { Stop(); }
 
 void Agent::Start(const std::string& advertise_address) {
   advertise_address_ = advertise_address;
+  RecoverAttempts();
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_contact_mono_ = clock_->MonotonicMs();
@@ -132,6 +138,7 @@ void Agent::Session() {
     for (const auto& t : options_.taints) *reg->add_taints() = t;
     for (const auto& [key, run] : attempts_) *reg->add_attempts() = run.report;
     reg->set_version("baton 0.1.0");
+    *reg->mutable_isolation() = isolator_->Describe();
     if (!stream->Write(msg)) {
       spdlog::debug("cannot reach coordinator {}", options_.coordinator);
     } else {
@@ -240,6 +247,7 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
   run.awaiting_exec = false;
   if (signal == SIGKILL || kill_at_mono <= clock_->MonotonicMs()) {
     if (run.pgid) kill(-run.pgid, SIGKILL);
+    (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
     run.kill_at_mono = 0;
     return;
   }
@@ -249,7 +257,6 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
     kill(-run.pgid, signal);
   }
   if (run.kill_at_mono == 0 || kill_at_mono < run.kill_at_mono) run.kill_at_mono = kill_at_mono;
-  (void)key;
 }
 
 void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
@@ -305,6 +312,8 @@ void Agent::ProcessExitLocked(const Exit& e) {
 
 void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  ReleaseLocked(key, run);                 // what is left in its cgroups dies; the cgroups go
+  ReportLimitChangesLocked();              // training widened again when inference left
   run.kill_at_mono = 0;
   // The end is reported once the output is in the log, so `baton logs` after the job
   // shows all of it.
@@ -316,6 +325,72 @@ void Agent::FinishRunLocked(Key key, Run& run) {
   spdlog::info("job {} attempt {}: exited (code {}, signal {})", key.first, key.second,
                run.report.exit_code(), run.report.term_signal());
   ReportLocked(run);
+}
+
+// --- isolation -------------------------------------------------------------------------
+
+AttemptRequest Agent::IsolationRequest(const v1::Launch& l) const {
+  AttemptRequest r;
+  r.job_id = l.job_id();
+  r.attempt = l.attempt();
+  r.spec = &l.spec();
+  const auto& classes = options_.inference_classes;
+  r.inference =
+      l.kind() == v1::WORKLOAD_KIND_INFERENCE ||
+      (l.kind() == v1::WORKLOAD_KIND_UNSPECIFIED &&
+       std::find(classes.begin(), classes.end(), l.spec().priority_class()) != classes.end());
+  r.cpu_millis = l.spec().cpu_millis_per_node();
+  r.memory_bytes = l.spec().memory_bytes_per_node();
+  if (l.node_rank() < static_cast<uint32_t>(l.placement_size())) {
+    const v1::NodeAssignment& me = l.placement(l.node_rank());
+    if (me.cpu_millis()) r.cpu_millis = me.cpu_millis();
+    if (me.memory_bytes()) r.memory_bytes = me.memory_bytes();
+    r.gpu_ids.assign(me.gpu_ids().begin(), me.gpu_ids().end());
+  }
+  return r;
+}
+
+void Agent::SetIsolationReportLocked(Key key, Run& run) {
+  v1::AttemptIsolation* iso = run.report.mutable_isolation();
+  iso->set_node(options_.node_name);
+  iso->set_job_id(key.first);
+  iso->set_attempt(key.second);
+  *iso->mutable_limits() = isolator_->Limits(key.first, key.second);
+  auto stats = isolator_->Stats(key.first, key.second);
+  if (stats.ok()) {
+    stats->set_time_ms(clock_->NowMs());
+    *iso->mutable_stats() = *stats;
+  }
+}
+
+void Agent::ReleaseLocked(Key key, Run& run) {
+  if (!isolator_->enabled()) return;
+  SetIsolationReportLocked(key, run);  // the final figures, before the cgroup goes
+  if (auto s = isolator_->Release(key.first, key.second); !s.ok()) {
+    spdlog::error("job {} attempt {}: cleaning up its isolation: {}", key.first, key.second,
+                  s.ToString());
+  }
+}
+
+void Agent::ReportLimitChangesLocked() {
+  if (!isolator_->enabled()) return;
+  for (auto& [key, run] : attempts_) {
+    if (!run.live()) continue;
+    v1::IsolationLimits now = isolator_->Limits(key.first, key.second);
+    if (now.SerializeAsString() == run.report.isolation().limits().SerializeAsString()) continue;
+    SetIsolationReportLocked(key, run);
+    if (!run.stop_ordered) ReportLocked(run);
+  }
+}
+
+void Agent::RefreshStatsLocked() {
+  if (!isolator_->enabled()) return;
+  for (auto& [key, run] : attempts_) {
+    // A stopping attempt is not re-reported: each report would re-send its stop.
+    if (!run.live() || run.stop_ordered) continue;
+    SetIsolationReportLocked(key, run);
+    ReportLocked(run);
+  }
 }
 
 // --- worker: exits, deadlines, heartbeats, lease ---------------------------------------
@@ -335,8 +410,14 @@ void Agent::WorkerLoop() {
       if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.pgid) {
         spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
         kill(-run.pgid, SIGKILL);
+        (void)isolator_->Kill(key.first, key.second);
         run.kill_at_mono = 0;
       }
+    }
+    PollAdoptedLocked();
+    if (now >= next_stats_mono_) {
+      RefreshStatsLocked();
+      next_stats_mono_ = now + options_.stats_interval_ms;
     }
     if (now >= next_progress_mono_) {
       // The checkpoint library's committed step travels with the attempt's reports.

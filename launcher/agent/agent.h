@@ -2,8 +2,11 @@
 // reports; reconnecting with backoff), and runs the attempts it is told to launch —
 // each node's ranks as children in one process group, output in the attempt's log —
 // stopping them on Kill/Preempt (signal, then SIGKILL after the grace period) and on
-// lease expiry. Every change to an attempt is reported, and re-reported at each
-// registration until the coordinator acknowledges its end.
+// lease expiry. Every attempt runs inside the limits its Isolator prepares (cgroups,
+// network class, GPU env); its end kills and removes all of it. At start the agent
+// re-adopts attempts still running in their cgroups and cleans up after dead ones.
+// Every change to an attempt is reported, with its limits and throttling, and
+// re-reported at each registration until the coordinator acknowledges its end.
 // Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
 // deadlines, heartbeats, lease), the Reaper's.
 #pragma once
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
@@ -39,17 +43,23 @@ struct AgentOptions {
   std::string nic;                        // cluster interface (NCCL_SOCKET_IFNAME)
   std::string mpi_network;                // CIDR for Open MPI's TCP; "" derives it
   std::string mpirun = "mpirun";          // the mpirun to use in mpi mode
-  bool kill_jobs_on_stop = true;          // until re-adoption after restart lands
+  bool kill_jobs_on_stop = true;          // false: jobs outlive the agent and are re-adopted
+  // Classes treated as inference when a Launch does not say (older coordinators).
+  std::vector<std::string> inference_classes = {"inference-critical", "inference"};
+  int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
 };
 
 class Agent {
  public:
-  Agent(AgentOptions options, v1::Inventory inventory, Clock* clock);
+  // `isolator` null: no isolation (mode none).
+  Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
+        std::unique_ptr<Isolator> isolator = nullptr);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
   // `advertise_address`: host:port of this agent's own service (known once bound).
+  // Re-adopts or cleans up the attempts a previous agent left, then connects.
   void Start(const std::string& advertise_address);
   // Stops talking to the coordinator; with kill_jobs_on_stop, ends every attempt first.
   void Stop();
@@ -74,8 +84,10 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    int64_t kill_at_mono = 0;   // SIGKILL the group then; 0: not scheduled
-    std::string progress_file;  // the checkpoint library's progress note (rank 0)
+    int64_t kill_at_mono = 0;               // SIGKILL the group then; 0: not scheduled
+    std::string progress_file;              // the checkpoint library's progress note (rank 0)
+    bool adopted = false;                   // found running at start: not our children
+    std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
     std::string exec_secret;
@@ -109,6 +121,16 @@ class Agent {
   // Reads the attempt's progress note; true when its committed step moved forward.
   bool ReadProgress(Run& run);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
+  // Isolation: the request for a launch, the end of an attempt, periodic stats.
+  AttemptRequest IsolationRequest(const v1::Launch& l) const;
+  void SetIsolationReportLocked(Key key, Run& run);
+  void ReleaseLocked(Key key, Run& run);
+  void RefreshStatsLocked();
+  void ReportLimitChangesLocked();
+  // Start-up: re-adopt what still runs in its cgroups (agent_recover.cc).
+  void RecoverAttempts();
+  void AdoptLocked(Key key, const std::vector<pid_t>& pids);
+  void PollAdoptedLocked();
   static std::string PumpGroup(Key key);
 
   const AgentOptions options_;
@@ -118,6 +140,7 @@ class Agent {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentControl::Stub> stub_;
   Reaper reaper_;
+  std::unique_ptr<Isolator> isolator_;
   LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
@@ -129,6 +152,7 @@ class Agent {
   int64_t last_contact_mono_ = 0;
   int64_t next_heartbeat_mono_ = 0;
   int64_t next_progress_mono_ = 0;
+  int64_t next_stats_mono_ = 0;
   bool lease_expired_ = false;
   bool stopping_ = false;
 

@@ -54,6 +54,19 @@ void Agent::Launch(const v1::Launch& l) {
   std::error_code ec;
   std::filesystem::create_directories(dir + "/tmp", ec);  // the attempt's TMPDIR
   std::string error = ec ? "create " + dir + ": " + ec.message() : "";
+  // Limits first: every process of the attempt (ranks, mpirun, exec'ed daemons) joins
+  // its cgroups before it execs.
+  absl::StatusOr<PreparedAttempt> prepared = absl::UnknownError("not prepared");
+  if (error.empty()) {
+    prepared = isolator_->Prepare(IsolationRequest(l));
+    if (!prepared.ok()) error = "isolation: " + prepared.status().ToString();
+  }
+  if (error.empty()) {
+    run.cgroup_procs = prepared->procs_files;
+    SetIsolationReportLocked(key, run);
+    std::ofstream record(dir + "/launch.pb", std::ios::binary | std::ios::trunc);
+    l.SerializeToOstream(&record);  // what a restarted agent needs to re-adopt the attempt
+  }
   if (error.empty()) {
     run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
     RankEnvInput in;
@@ -63,7 +76,11 @@ void Agent::Launch(const v1::Launch& l) {
     in.progress_file = dir + "/progress.json";
     in.inherited = InheritedEnv();
     in.nic = options_.nic;
-    for (const auto& g : inventory_.gpus()) in.known_gpu_ids.push_back(g.uuid());
+    in.isolation_env = prepared->env;
+    for (const auto& g : inventory_.gpus()) {
+      in.known_gpu_ids.push_back(g.uuid());
+      in.gpu_mig_profiles[g.uuid()] = g.mig_profile();
+    }
     run.progress_file = in.progress_file;
     if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
       LaunchMpi(l, run, in, run.cwd);
@@ -80,17 +97,26 @@ void Agent::Launch(const v1::Launch& l) {
     run.report.set_exit_code(127);
     run.report.set_message(error);
     if (run.pgid) kill(-run.pgid, SIGKILL);
-    if (!run.live()) ReportLocked(run);  // else once the spawned ranks are reaped
+    (void)isolator_->Kill(l.job_id(), l.attempt());
+    if (!run.live()) {  // else once the spawned ranks are reaped
+      (void)isolator_->Release(l.job_id(), l.attempt());
+      ReportLocked(run);
+    }
     return;
   }
+  std::ofstream ranks(dir + "/ranks", std::ios::trunc);  // for re-adoption
+  ranks << run.pgid << "\n";
+  for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
   spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
                run.ranks.size(), run.awaiting_exec ? " (awaiting mpirun's daemon)" : "", run.pgid);
   ReportLocked(run);
+  ReportLimitChangesLocked();  // training narrowed for an inference arrival
 }
 
 absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
   so.process_group = run.pgid;
+  so.cgroup_procs = run.cgroup_procs;
   auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
     {
       std::lock_guard<std::mutex> lock(exits_mu_);

@@ -1,10 +1,15 @@
 #include "launcher/agent/inventory.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+
+#include "launcher/agent/nvml.h"
 
 namespace baton {
 namespace {
@@ -37,20 +42,126 @@ absl::StatusOr<uint64_t> MemTotal(const std::string& path) {
   return absl::DataLossError("no MemTotal in " + path);
 }
 
-void AddFakeGpus(const InventoryOptions& o, const std::vector<v1::NumaNode>& numa,
-                 v1::Inventory* inv) {
+std::vector<GpuInfo> FakeGpus(const InventoryOptions& o, const std::vector<v1::NumaNode>& numa) {
+  std::vector<GpuInfo> gpus;
   for (uint32_t i = 0; i < o.fake_gpus; ++i) {
-    v1::Gpu* g = inv->add_gpus();
-    g->set_index(i);
+    GpuInfo g;
+    g.index = i;
     char uuid[96];
     std::snprintf(uuid, sizeof uuid, "GPU-fake-%s-%u", o.node_name.c_str(), i);
-    g->set_uuid(uuid);
-    g->set_model(o.fake_gpu_model);
-    g->set_memory_bytes(o.fake_gpu_memory_bytes);
+    g.uuid = uuid;
+    g.model = o.fake_gpu_model;
+    g.memory_bytes = o.fake_gpu_memory_bytes;
     // Spread fake GPUs over NUMA nodes as real boards do: first half on node 0, …
-    g->set_numa_node(numa.empty() ? -1 : numa[i * numa.size() / o.fake_gpus].id());
-    g->set_fake(true);
+    g.numa_node = numa.empty() ? -1 : numa[i * numa.size() / o.fake_gpus].id();
+    g.fake = true;
+    gpus.push_back(std::move(g));
   }
+  return gpus;
+}
+
+// NVML's GPUs when the library loads and serves any, else the configured fake ones.
+absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(const InventoryOptions& o,
+                                                  const std::vector<v1::NumaNode>& numa) {
+  if (!o.nvml_library.empty()) {
+    NvmlOptions nvml;
+    nvml.library = o.nvml_library;
+    nvml.sysfs_root = o.sysfs_root;
+    auto found = DiscoverNvmlGpus(nvml);
+    if (found.ok() && !found->empty()) return found;
+    // A node without the driver is normal; a driver that fails is not.
+    if (!found.ok() && found.status().code() != absl::StatusCode::kNotFound) {
+      return found.status();
+    }
+  }
+  return FakeGpus(o, numa);
+}
+
+void AddGpus(const std::vector<GpuInfo>& gpus, const std::vector<v1::NumaNode>& numa,
+             v1::Inventory* inv) {
+  for (const GpuInfo& info : gpus) {
+    v1::Gpu* g = inv->add_gpus();
+    g->set_index(info.index);
+    g->set_uuid(info.uuid);
+    g->set_model(info.model);
+    g->set_memory_bytes(info.memory_bytes);
+    // One NUMA node: every device is on it, whatever the firmware says.
+    g->set_numa_node(info.numa_node < 0 && numa.size() == 1 ? numa[0].id() : info.numa_node);
+    g->set_mig_profile(info.mig_profile);
+    g->set_parent_uuid(info.parent_uuid);
+    g->set_pci_bus_id(info.pci_bus_id);
+    g->set_fake(info.fake);
+  }
+}
+
+absl::StatusOr<std::vector<v1::NumaNode>> ReadNumaNodes(const InventoryOptions& o,
+                                                        const std::vector<uint32_t>& cpus,
+                                                        uint64_t mem) {
+  std::vector<v1::NumaNode> numa;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(o.sysfs_root + "/devices/system/node", ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename();
+    uint32_t id = 0;
+    if (name.rfind("node", 0) != 0 || !ParseUint(std::string_view(name).substr(4), &id)) continue;
+    v1::NumaNode n;
+    n.set_id(static_cast<int32_t>(id));
+    auto list = ReadSmallFile(it->path().string() + "/cpulist");
+    if (!list.ok()) continue;
+    auto node_cpus = ParseCpuList(*list);
+    if (!node_cpus.ok()) return node_cpus.status();
+    for (uint32_t c : *node_cpus) n.add_cpus(c);
+    auto node_mem = MemTotal(it->path().string() + "/meminfo");
+    n.set_memory_bytes(node_mem.ok() ? *node_mem : 0);
+    numa.push_back(std::move(n));
+  }
+  std::sort(numa.begin(), numa.end(),
+            [](const v1::NumaNode& a, const v1::NumaNode& b) { return a.id() < b.id(); });
+  if (numa.empty()) {  // kernels without NUMA: one node with everything
+    v1::NumaNode n;
+    for (uint32_t c : cpus) n.add_cpus(c);
+    n.set_memory_bytes(mem);
+    numa.push_back(std::move(n));
+  }
+  return numa;
+}
+
+// Physical cores: online CPUs grouped by their thread_siblings_list (a CPU without
+// topology files is a core of its own).
+absl::Status AddCores(const InventoryOptions& o, const std::vector<uint32_t>& cpus,
+                      const std::vector<v1::NumaNode>& numa, v1::Inventory* inv) {
+  std::set<uint32_t> online(cpus.begin(), cpus.end());
+  std::map<uint32_t, int32_t> node_of;
+  for (const auto& n : numa) {
+    for (uint32_t c : n.cpus()) node_of[c] = n.id();
+  }
+  std::set<uint32_t> seen;
+  for (uint32_t cpu : cpus) {
+    if (seen.count(cpu)) continue;
+    std::vector<uint32_t> siblings = {cpu};
+    auto text = ReadSmallFile(o.sysfs_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
+                              "/topology/thread_siblings_list");
+    if (text.ok()) {
+      auto list = ParseCpuList(*text);
+      if (!list.ok()) return list.status();
+      siblings.clear();
+      for (uint32_t s : *list) {
+        if (online.count(s)) siblings.push_back(s);
+      }
+      if (std::find(siblings.begin(), siblings.end(), cpu) == siblings.end()) {
+        siblings.push_back(cpu);
+      }
+      std::sort(siblings.begin(), siblings.end());
+    }
+    v1::CpuCore* core = inv->add_cores();
+    core->set_id(static_cast<uint32_t>(inv->cores_size() - 1));
+    for (uint32_t s : siblings) {
+      core->add_cpus(s);
+      seen.insert(s);
+    }
+    core->set_numa_node(node_of.count(cpu) ? node_of[cpu] : -1);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -88,35 +199,13 @@ absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& o) {
   auto mem = MemTotal(o.proc_root + "/meminfo");
   if (!mem.ok()) return mem.status();
   inv.set_memory_bytes(*mem);
-
-  std::vector<v1::NumaNode> numa;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(o.sysfs_root + "/devices/system/node", ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename();
-    uint32_t id = 0;
-    if (name.rfind("node", 0) != 0 || !ParseUint(std::string_view(name).substr(4), &id)) continue;
-    v1::NumaNode n;
-    n.set_id(static_cast<int32_t>(id));
-    auto list = ReadSmallFile(it->path().string() + "/cpulist");
-    if (!list.ok()) continue;
-    auto node_cpus = ParseCpuList(*list);
-    if (!node_cpus.ok()) return node_cpus.status();
-    for (uint32_t c : *node_cpus) n.add_cpus(c);
-    auto node_mem = MemTotal(it->path().string() + "/meminfo");
-    n.set_memory_bytes(node_mem.ok() ? *node_mem : 0);
-    numa.push_back(std::move(n));
-  }
-  std::sort(numa.begin(), numa.end(),
-            [](const v1::NumaNode& a, const v1::NumaNode& b) { return a.id() < b.id(); });
-  if (numa.empty()) {  // kernels without NUMA: one node with everything
-    v1::NumaNode n;
-    for (uint32_t c : *cpus) n.add_cpus(c);
-    n.set_memory_bytes(*mem);
-    numa.push_back(std::move(n));
-  }
-  AddFakeGpus(o, numa, &inv);
-  for (auto& n : numa) *inv.add_numa_nodes() = std::move(n);
+  auto numa = ReadNumaNodes(o, *cpus, *mem);
+  if (!numa.ok()) return numa.status();
+  if (auto s = AddCores(o, *cpus, *numa, &inv); !s.ok()) return s;
+  auto gpus = DiscoverGpus(o, *numa);
+  if (!gpus.ok()) return gpus.status();
+  AddGpus(*gpus, *numa, &inv);
+  for (auto& n : *numa) *inv.add_numa_nodes() = std::move(n);
   inv.set_nic(o.nic);
   inv.set_nic_mbps(o.nic_mbps);
   return inv;

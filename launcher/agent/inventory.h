@@ -1,7 +1,8 @@
-// What a node has: logical CPUs and NUMA nodes from sysfs, memory from /proc/meminfo,
-// GPUs from the agent's configuration on machines without NVIDIA (NVML discovery joins
-// here with the isolation capability). Read once at start-up by the agent.
-// Pure functions over a sysfs root (tests point it at a fake tree); thread-safe.
+// What a node has: logical CPUs, physical cores (SMT siblings) and NUMA nodes from sysfs,
+// memory from /proc/meminfo, GPUs and MIG slices through NVML (nvml.h), or from the
+// agent's configuration on machines without NVIDIA; both go through the same code after
+// discovery. Read once at start-up by the agent. Functions over a sysfs root (tests point
+// it at a fake tree and a fake NVML library); thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@ struct InventoryOptions {
   std::string node_name;  // part of the fake GPUs' UUIDs
   std::string nic;        // cluster interface
   uint64_t nic_mbps = 0;  // its rate, from config (a veth has none)
+  // NVML to load ("" skips discovery); when it cannot be loaded, fake_gpus apply.
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}. InvalidArgument on malformed lists.

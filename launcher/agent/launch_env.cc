@@ -14,12 +14,21 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   const v1::NodeAssignment& me = l.placement(l.node_rank());
   std::map<std::string, std::string> env = in.inherited;
   for (const auto& [k, v] : spec.env()) env[k] = v;
+  for (const auto& [k, v] : in.isolation_env) env[k] = v;
 
   std::string gpus;
   for (const auto& id : me.gpu_ids()) {
     if (std::find(in.known_gpu_ids.begin(), in.known_gpu_ids.end(), id) == in.known_gpu_ids.end()) {
       return absl::InvalidArgumentError("launch names GPU '" + id + "', which node " +
                                         in.node_name + " does not have");
+    }
+    auto profile = in.gpu_mig_profiles.find(id);
+    if (profile != in.gpu_mig_profiles.end() && profile->second != spec.mig_profile()) {
+      return absl::InvalidArgumentError(
+          "launch names GPU '" + id + "' on node " + in.node_name + ", a " +
+          (profile->second.empty() ? "whole GPU" : "MIG " + profile->second + " slice") +
+          ", for a job asking for " +
+          (spec.mig_profile().empty() ? "whole GPUs" : "MIG " + spec.mig_profile() + " slices"));
     }
     gpus += (gpus.empty() ? "" : ",") + id;
   }

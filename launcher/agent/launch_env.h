@@ -23,10 +23,16 @@ struct RankEnvInput {
   // GPU ids this node knows; a launch naming any other id is refused.
   std::vector<std::string> known_gpu_ids;
   std::string nic;  // the cluster interface, for NCCL_SOCKET_IFNAME ("" when unknown)
+  // MIG profile of each known id ("" for whole GPUs; ids absent here are not checked):
+  // a job asking for a MIG profile gets only slices of it, others only whole GPUs.
+  std::map<std::string, std::string> gpu_mig_profiles;
+  // The isolation's settings (GPU memory growth, MPS limits, NCCL on the capped NIC).
+  std::map<std::string, std::string> isolation_env;
 };
 
 // "NAME=value" entries, sorted by name; later sources override earlier ones:
-// inherited < spec.env < baton's own variables. InvalidArgument for an unknown GPU id.
+// inherited < spec.env < isolation_env < baton's own variables. InvalidArgument for an
+// unknown GPU id or one of the wrong kind (a MIG slice for a whole-GPU job, or back).
 // In mpi mode the rank variables (RANK, WORLD_SIZE, …) are left to Open MPI.
 absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in);
 

@@ -6,6 +6,7 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "common/daemon.h"
 #include "common/ids.h"
@@ -15,6 +16,7 @@
 #include "launcher/agent/agent.h"
 #include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
+#include "launcher/agent/isolation/setup.h"
 #include "launcher/agent/node_service.h"
 
 namespace {
@@ -23,6 +25,7 @@ struct Flags {
   baton::AgentOptions agent;
   std::string advertise;
   baton::InventoryOptions inventory;
+  baton::IsolationOptions isolation;
   std::string listen;
   std::string ready_file;
   std::string log_level;
@@ -77,7 +80,31 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(""))
       ("mpirun", "mpirun binary for mpi-mode jobs",
        cxxopts::value<std::string>()->default_value("mpirun"))
-      ("keep-jobs-on-exit", "leave jobs running when the agent stops")
+      ("keep-jobs-on-exit", "leave jobs running when the agent stops (re-adopted at restart)")
+      ("isolation", "cgroup isolation: auto, v1, v2 or none (none: no cgroups, no network caps)",
+       cxxopts::value<std::string>()->default_value("auto"))
+      ("cgroup-root", "where the cgroup filesystems are mounted",
+       cxxopts::value<std::string>()->default_value("/sys/fs/cgroup"))
+      ("cgroup-parent", "parent cgroup of the attempts, in each hierarchy (default baton/NAME)",
+       cxxopts::value<std::string>()->default_value(""))
+      ("inference-classes", "priority classes isolated as inference when a launch does not say",
+       cxxopts::value<std::string>()->default_value("inference-critical,inference"))
+      ("inference-memory-headroom", "inference memory limit above its request, percent",
+       cxxopts::value<uint32_t>()->default_value("20"))
+      ("cpu-weight-per-core", "cgroup CPU weight per requested core",
+       cxxopts::value<uint32_t>()->default_value("100"))
+      ("min-shared-cpus", "CPUs inference jobs may never hold exclusively",
+       cxxopts::value<uint32_t>()->default_value("1"))
+      ("training-burst", "training may use every CPU no inference job holds (else its request)",
+       cxxopts::value<bool>()->default_value("true"))
+      ("net-default-ceil", "a job's network ceiling without a network cap, percent of --nic-rate",
+       cxxopts::value<uint32_t>()->default_value("70"))
+      ("net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
+       cxxopts::value<uint32_t>()->default_value("30"))
+      ("stats-interval-ms", "how often limits and throttling are reported",
+       cxxopts::value<int64_t>()->default_value("5000"))
+      ("nvml", "NVML library to load for GPU discovery (\"\" skips it)",
+       cxxopts::value<std::string>()->default_value("libnvidia-ml.so.1"))
       ("ready-file", "write the bound address here once serving",
        cxxopts::value<std::string>()->default_value(""))
       ("log-level", "trace, debug, info, warn, error",
@@ -129,6 +156,34 @@ Flags ParseFlags(int argc, char** argv) {
   f.agent.mpi_network = r["mpi-network"].as<std::string>();
   f.agent.mpirun = r["mpirun"].as<std::string>();
   f.inventory.nic_mbps = *rate;
+  f.inventory.nvml_library = r["nvml"].as<std::string>();
+  f.isolation.mode = r["isolation"].as<std::string>();
+  f.isolation.cgroup_root = r["cgroup-root"].as<std::string>();
+  f.isolation.cgroup_parent = r["cgroup-parent"].as<std::string>();
+  f.isolation.classes.inference_memory_headroom_percent =
+      r["inference-memory-headroom"].as<uint32_t>();
+  f.isolation.classes.weight_per_core = r["cpu-weight-per-core"].as<uint32_t>();
+  f.isolation.classes.min_shared_cpus = r["min-shared-cpus"].as<uint32_t>();
+  f.isolation.classes.training_may_burst = r["training-burst"].as<bool>();
+  // Network caps need the NIC's rate; a NIC named without one only steers NCCL.
+  f.isolation.net.nic = f.inventory.nic_mbps ? f.inventory.nic : "";
+  f.isolation.net.nic_mbps = f.inventory.nic_mbps;
+  f.isolation.net.default_ceil_percent = r["net-default-ceil"].as<uint32_t>();
+  f.isolation.net.guaranteed_percent = r["net-guaranteed"].as<uint32_t>();
+  f.isolation.net.table = "baton_" + f.agent.node_name;
+  if (f.isolation.net.default_ceil_percent == 0 || f.isolation.net.default_ceil_percent > 100 ||
+      f.isolation.net.guaranteed_percent == 0 || f.isolation.net.guaranteed_percent > 100) {
+    throw cxxopts::exceptions::exception("--net-default-ceil and --net-guaranteed: 1..100");
+  }
+  f.agent.stats_interval_ms = std::max<int64_t>(100, r["stats-interval-ms"].as<int64_t>());
+  f.agent.inference_classes.clear();
+  {
+    std::stringstream classes(r["inference-classes"].as<std::string>());
+    std::string c;
+    while (std::getline(classes, c, ',')) {
+      if (!c.empty()) f.agent.inference_classes.push_back(c);
+    }
+  }
   f.listen = r["listen"].as<std::string>();
   f.ready_file = r["ready-file"].as<std::string>();
   f.log_level = r["log-level"].as<std::string>();
@@ -176,7 +231,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get());
+  auto isolator = baton::CreateIsolator(flags.isolation, flags.agent.node_name, *inventory);
+  if (!isolator.ok()) {
+    spdlog::error("isolation: {}", isolator.status().ToString());
+    return 1;
+  }
+  baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator));
   baton::NodeService node_service(&agent);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -94,6 +94,12 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       }
       if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
       o << "\n";
+      for (const auto& iso : a.isolation()) {
+        if (iso.limits().cgroup().empty() && iso.limits().gpu_sharing().empty()) continue;
+        o << "        " << iso.node() << ": " << DescribeLimits(iso.limits()) << "\n";
+        o << "        " << std::string(iso.node().size(), ' ') << "  "
+          << DescribeThrottling(iso.stats()) << "\n";
+      }
     }
   }
   if (job.events_size() > 0) {
@@ -105,6 +111,55 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
     }
   }
   return o.str();
+}
+
+std::string DescribeLimits(const v1::IsolationLimits& l) {
+  std::ostringstream o;
+  o << (l.kind() == v1::WORKLOAD_KIND_INFERENCE ? "inference" : "training");
+  if (!l.cpus().empty()) {
+    o << ", cpus " << l.cpus() << (l.exclusive_cpus() ? " (exclusive)" : "");
+    if (l.narrowed_cpus()) o << " (" << l.narrowed_cpus() << " held by inference)";
+  }
+  o << ", quota " << (l.cpu_quota_millis() ? FormatCpuMillis(l.cpu_quota_millis()) : "none");
+  if (l.cpu_weight()) o << ", weight " << l.cpu_weight();
+  o << ", memory "
+    << (l.memory_limit_bytes() ? FormatBytes(l.memory_limit_bytes()) : std::string("unlimited"));
+  if (l.net_ceil_mbps())
+    o << ", net <= " << l.net_ceil_mbps() << " Mbit/s (" << l.net_class() << ")";
+  if (!l.gpu_sharing().empty()) o << ", gpu " << l.gpu_sharing();
+  return o.str();
+}
+
+std::string DescribeThrottling(const v1::IsolationStats& s) {
+  std::ostringstream o;
+  o << "throttled " << s.nr_throttled() << "/" << s.nr_periods() << " periods ("
+    << FormatDurationMs(static_cast<int64_t>(s.throttled_us() / 1000)) << "), cpu "
+    << FormatDurationMs(static_cast<int64_t>(s.cpu_usage_us() / 1000)) << ", peak memory "
+    << FormatBytes(s.memory_peak_bytes());
+  if (s.net_bytes()) o << ", net sent " << FormatBytes(s.net_bytes());
+  if (s.net_overlimits()) o << " (" << s.net_overlimits() << " held at the ceiling)";
+  return o.str();
+}
+
+std::string LimitsTable(const std::vector<v1::Node>& nodes) {
+  std::vector<std::vector<std::string>> rows = {
+      {"NODE", "JOB", "KIND", "CPUS", "QUOTA", "MEMORY", "NET", "THROTTLED", "PEAK MEMORY"}};
+  for (const auto& n : nodes) {
+    for (const auto& a : n.attempts()) {
+      const auto& l = a.limits();
+      const auto& s = a.stats();
+      if (l.cgroup().empty()) continue;
+      rows.push_back({n.name(), std::to_string(a.job_id()) + "#" + std::to_string(a.attempt()),
+                      l.kind() == v1::WORKLOAD_KIND_INFERENCE ? "inference" : "training",
+                      l.cpus() + (l.exclusive_cpus() ? " (excl)" : ""),
+                      l.cpu_quota_millis() ? FormatCpuMillis(l.cpu_quota_millis()) : "-",
+                      l.memory_limit_bytes() ? FormatBytes(l.memory_limit_bytes()) : "-",
+                      l.net_ceil_mbps() ? std::to_string(l.net_ceil_mbps()) + "Mbit" : "-",
+                      std::to_string(s.nr_throttled()) + "/" + std::to_string(s.nr_periods()),
+                      FormatBytes(s.memory_peak_bytes())});
+    }
+  }
+  return rows.size() == 1 ? "" : Table(rows);
 }
 
 }  // namespace baton::cli

@@ -19,5 +19,11 @@ std::string ToJson(const google::protobuf::Message& msg);
 std::string Ago(int64_t unix_ms, int64_t now_ms);
 // Human text of one job for `baton status`.
 std::string DescribeJob(const v1::Job& job, int64_t now_ms);
+// "cpus 1 (exclusive) quota 1 weight 100, memory 1.2Gi, net ≤700 Mbit/s (1:100)".
+std::string DescribeLimits(const v1::IsolationLimits& limits);
+// "throttled 12/340 periods (1.2s), cpu 3.4s, peak memory 20Mi, net 1.0Mi".
+std::string DescribeThrottling(const v1::IsolationStats& stats);
+// The `baton nodes` table of running attempts' limits and throttling ("" when none).
+std::string LimitsTable(const std::vector<v1::Node>& nodes);
 
 }  // namespace baton::cli

@@ -14,6 +14,13 @@ std::string Truncate(const std::string& s, size_t n) {
   return s.size() <= n ? s : s.substr(0, n - 1) + "…";
 }
 
+// "cgroup-v2, eth1 10000 Mbit/s" / "none".
+std::string NodeIsolationText(const v1::NodeIsolation& iso) {
+  std::string out = iso.mode().empty() ? "none" : iso.mode();
+  if (!iso.nic().empty()) out += ", " + iso.nic() + " " + std::to_string(iso.nic_mbps()) + "Mbit";
+  return out;
+}
+
 }  // namespace
 
 int RunQueue(const Args& args) {
@@ -116,7 +123,7 @@ int RunNodes(const Args& args) {
     return kOk;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"NAME", "STATE", "CPUS", "MEMORY", "GPUS", "POOL", "ADDRESS", "JOBS"}};
+      {"NAME", "STATE", "CPUS", "MEMORY", "GPUS", "POOL", "ISOLATION", "ADDRESS", "JOBS"}};
   for (const auto& n : resp.nodes()) {
     const auto& inv = n.inventory();
     std::string jobs;
@@ -125,10 +132,12 @@ int RunNodes(const Args& args) {
                     FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
                     FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
                     std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
-                    n.pool().empty() ? "default" : n.pool(), n.address(),
-                    jobs.empty() ? "-" : jobs});
+                    n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()),
+                    n.address(), jobs.empty() ? "-" : jobs});
   }
   std::cout << Table(rows);
+  std::string limits = LimitsTable({resp.nodes().begin(), resp.nodes().end()});
+  if (!limits.empty()) std::cout << "\n" << limits;
   return kOk;
 }
 

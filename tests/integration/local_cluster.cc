@@ -49,7 +49,10 @@ void LocalCluster::StartAgent(int i, int gpus) {
   agents_.push_back(std::make_unique<Subprocess>(
       std::vector<std::string>{Bin("baton-agent"), "--name", name, "--coordinator", address_,
                                "--data-dir", dir() + "/" + name, "--fake-gpus",
-                               std::to_string(gpus)},
+                               std::to_string(gpus),
+                               // Node names repeat across concurrent test runs on one host:
+                               // isolation is tested with unique names of its own.
+                               "--isolation", "none"},
       std::map<std::string, std::string>{}, dir() + "/" + name));
 }
 

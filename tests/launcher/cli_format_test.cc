@@ -144,5 +144,59 @@ TEST(DescribeJob, CooldownShowsTheTimeLeft) {
   EXPECT_THAT(text, HasSubstr("Waits:      1m30s more"));
 }
 
+v1::AttemptIsolation SampleIsolation() {
+  v1::AttemptIsolation iso;
+  iso.set_node("n1");
+  iso.set_job_id(7);
+  iso.set_attempt(2);
+  v1::IsolationLimits* l = iso.mutable_limits();
+  l->set_cgroup("baton/n1/job-7-a2");
+  l->set_kind(v1::WORKLOAD_KIND_TRAINING);
+  l->set_cpus("0-2");
+  l->set_narrowed_cpus(1);
+  l->set_cpu_quota_millis(3000);
+  l->set_cpu_weight(200);
+  l->set_memory_limit_bytes(1ull << 30);
+  l->set_net_ceil_mbps(700);
+  l->set_net_class("1:100");
+  v1::IsolationStats* s = iso.mutable_stats();
+  s->set_nr_periods(340);
+  s->set_nr_throttled(12);
+  s->set_throttled_us(1'200'000);
+  s->set_memory_peak_bytes(20ull << 20);
+  return iso;
+}
+
+TEST(Isolation, LimitsAndThrottlingReadAsOneLineEach) {
+  v1::AttemptIsolation iso = SampleIsolation();
+  std::string limits = DescribeLimits(iso.limits());
+  EXPECT_THAT(limits, HasSubstr("training, cpus 0-2 (1 held by inference)"));
+  EXPECT_THAT(limits, HasSubstr("quota 3, weight 200, memory 1Gi"));
+  EXPECT_THAT(limits, HasSubstr("net <= 700 Mbit/s (1:100)"));
+  std::string stats = DescribeThrottling(iso.stats());
+  EXPECT_THAT(stats, HasSubstr("throttled 12/340 periods (1.2s)"));
+  EXPECT_THAT(stats, HasSubstr("peak memory 20Mi"));
+}
+
+TEST(Isolation, StatusShowsEachNodesLimitsUnderItsAttempt) {
+  v1::Job job = SampleJob();
+  *job.mutable_attempts(job.attempts_size() - 1)->add_isolation() = SampleIsolation();
+  std::string text = DescribeJob(job, kNow);
+  EXPECT_THAT(text, HasSubstr("n1: training, cpus 0-2"));
+  EXPECT_THAT(text, HasSubstr("throttled 12/340 periods"));
+}
+
+TEST(Isolation, NodesTableListsRunningAttemptsLimits) {
+  v1::Node n;
+  n.set_name("n1");
+  EXPECT_EQ(LimitsTable({n}), "") << "no table without attempts";
+  *n.add_attempts() = SampleIsolation();
+  std::string t = LimitsTable({n});
+  EXPECT_THAT(t, HasSubstr("NODE"));
+  EXPECT_THAT(t, HasSubstr("7#2"));
+  EXPECT_THAT(t, HasSubstr("700Mbit"));
+  EXPECT_THAT(t, HasSubstr("12/340"));
+}
+
 }  // namespace
 }  // namespace baton::cli

@@ -63,6 +63,7 @@ class InventoryTest : public ::testing::Test {
     options_.sysfs_root = dir_.Sub("sys");
     options_.proc_root = dir_.Sub("proc");
     options_.node_name = "node-a";
+    options_.nvml_library = "";  // the fake GPUs, even on a machine with NVIDIA
   }
   std::string Sys(const std::string& p) const { return dir_.Sub("sys/" + p); }
   std::string Proc(const std::string& p) const { return dir_.Sub("proc/" + p); }

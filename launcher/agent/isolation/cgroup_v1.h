@@ -1,0 +1,51 @@
+// cgroup v1 backend: one cgroup per attempt in each hierarchy it uses (cpu, cpuacct,
+// cpuset, memory, freezer, pids where mounted) under <mount>/<parent>; on a hybrid host
+// also one in the cgroup2 tree at <root>/unified, which classifies network traffic and
+// kills the whole attempt through cgroup.kill. Limits: cpu.cfs_quota_us/cfs_period_us,
+// cpu.shares, cpuset.cpus + cpuset.mems (both, before any process joins),
+// memory.limit_in_bytes. Called by the Isolator; not thread-safe (the Isolator serialises).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/agent/isolation/cgroup_driver.h"
+
+namespace baton {
+
+class CgroupV1Driver : public CgroupDriver {
+ public:
+  // `mounts`: controller -> mount point (ParseV1Mounts); `unified`: the hybrid cgroup2
+  // mount ("" when none) and `net_prefix` its name relative to /sys/fs/cgroup ("unified/").
+  CgroupV1Driver(std::shared_ptr<CgroupFs> fs, std::map<std::string, std::string> mounts,
+                 std::string parent, std::string unified = "", std::string net_prefix = "unified/");
+
+  std::string mode() const override;
+  absl::Status Init() override;
+  absl::Status Create(const std::string& name) override;
+  absl::Status Apply(const std::string& name, const CgroupLimits& limits) override;
+  std::vector<std::string> ProcsFiles(const std::string& name) const override;
+  absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
+  absl::Status KillAll(const std::string& name) override;
+  absl::Status Remove(const std::string& name) override;
+  absl::StatusOr<CgroupStats> Stats(const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> List() override;
+  std::string Path(const std::string& name) const override { return parent_ + "/" + name; }
+  std::string NetPath(const std::string& name) const override;
+  int NetLevel(const std::string& name) const override;
+
+ private:
+  // The directory of `name` in the hierarchy holding `controller` ("" when unmounted).
+  std::string Dir(const std::string& controller, const std::string& name) const;
+  absl::Status CopyCpuset(const std::string& from, const std::string& to);
+
+  const std::shared_ptr<CgroupFs> fs_;
+  const std::map<std::string, std::string> mounts_;
+  const std::string parent_, unified_, net_prefix_;
+  std::vector<std::string> roots_;  // distinct hierarchies in use, unified last
+  bool ready_ = false;
+};
+
+}  // namespace baton

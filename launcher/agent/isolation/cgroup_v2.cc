@@ -1,0 +1,146 @@
+#include "launcher/agent/isolation/cgroup_v2.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/status.h"
+
+namespace baton {
+namespace {
+
+using cgroup_util::Words;
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+CgroupV2Driver::CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, std::string parent,
+                               std::string net_prefix)
+    : fs_(std::move(fs)),
+      root_(std::move(root)),
+      parent_(std::move(parent)),
+      net_prefix_(std::move(net_prefix)) {}
+
+absl::Status CgroupV2Driver::Init() {
+  if (ready_) return absl::OkStatus();
+  // Enable each wanted controller the root offers down the chain: root, baton, baton/n1.
+  auto offered = fs_->Read(root_ + "/cgroup.controllers");
+  if (!offered.ok()) return offered.status();
+  std::vector<std::string> available = Words(*offered);
+  std::vector<std::string> wanted;
+  for (const char* c : {"cpu", "cpuset", "memory"}) {
+    if (Has(available, c)) wanted.push_back(c);
+  }
+  std::vector<std::string> levels = {""};
+  for (const auto& p : cgroup_util::PathPrefixes(parent_)) levels.push_back(p);
+  for (size_t i = 0; i < levels.size(); ++i) {
+    std::string dir = levels[i].empty() ? root_ : root_ + "/" + levels[i];
+    if (i > 0) BATON_RETURN_IF_ERROR(fs_->MakeDir(dir));
+    auto enabled = fs_->Read(dir + "/cgroup.subtree_control");
+    if (!enabled.ok()) return enabled.status();
+    for (const auto& c : wanted) {
+      if (Has(Words(*enabled), c)) continue;
+      BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cgroup.subtree_control", "+" + c));
+    }
+  }
+  controllers_ = wanted;
+  ready_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status CgroupV2Driver::Create(const std::string& name) {
+  BATON_RETURN_IF_ERROR(Init());
+  return fs_->MakeDir(Dir(name));
+}
+
+absl::Status CgroupV2Driver::Apply(const std::string& name, const CgroupLimits& l) {
+  BATON_RETURN_IF_ERROR(Init());
+  std::string dir = Dir(name);
+  if (Has(controllers_, "cpuset")) {
+    // An empty cpuset.cpus in v2 means "the parent's": writing "" restores that.
+    BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpuset.cpus", l.cpus.empty() ? "\n" : l.cpus));
+    BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpuset.mems", l.mems.empty() ? "\n" : l.mems));
+  } else if (!l.cpus.empty()) {
+    return absl::FailedPreconditionError("cgroup v2 at " + root_ + " offers no cpuset controller");
+  }
+  if (Has(controllers_, "cpu")) {
+    std::string quota =
+        l.cpu_quota_millis == 0 ? "max" : std::to_string(l.cpu_quota_millis * kCfsPeriodUs / 1000);
+    BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpu.max", quota + " " + std::to_string(kCfsPeriodUs)));
+    uint64_t weight = std::clamp<uint64_t>(l.cpu_weight, 1, 10000);
+    BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpu.weight", std::to_string(weight)));
+  } else if (l.cpu_quota_millis != 0) {
+    return absl::FailedPreconditionError("cgroup v2 at " + root_ + " offers no cpu controller");
+  }
+  if (Has(controllers_, "memory")) {
+    std::string max = l.memory_max_bytes == 0 ? "max" : std::to_string(l.memory_max_bytes);
+    BATON_RETURN_IF_ERROR(fs_->Write(dir + "/memory.max", max));
+  } else if (l.memory_max_bytes != 0) {
+    return absl::FailedPreconditionError("cgroup v2 at " + root_ + " offers no memory controller");
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> CgroupV2Driver::ProcsFiles(const std::string& name) const {
+  return {Dir(name) + "/cgroup.procs"};
+}
+
+absl::StatusOr<std::vector<pid_t>> CgroupV2Driver::Pids(const std::string& name) {
+  auto text = fs_->Read(Dir(name) + "/cgroup.procs");
+  if (!text.ok()) {
+    if (text.status().code() == absl::StatusCode::kNotFound) return std::vector<pid_t>{};
+    return text.status();
+  }
+  return ParsePids(*text);
+}
+
+absl::Status CgroupV2Driver::KillAll(const std::string& name) {
+  std::string dir = Dir(name);
+  if (!fs_->Exists(dir)) return absl::OkStatus();
+  if (fs_->Exists(dir + "/cgroup.kill")) return fs_->Write(dir + "/cgroup.kill", "1");
+  return cgroup_util::KillUntilEmpty(fs_.get(), dir + "/cgroup.procs");
+}
+
+absl::Status CgroupV2Driver::Remove(const std::string& name) { return fs_->RemoveDir(Dir(name)); }
+
+absl::StatusOr<CgroupStats> CgroupV2Driver::Stats(const std::string& name) {
+  std::string dir = Dir(name);
+  CgroupStats st;
+  auto cpu = fs_->Read(dir + "/cpu.stat");
+  if (!cpu.ok()) return cpu.status();
+  auto kv = cgroup_util::ParseKeyValues(*cpu);
+  st.cpu_usage_us = kv["usage_usec"];
+  st.nr_periods = kv["nr_periods"];
+  st.nr_throttled = kv["nr_throttled"];
+  st.throttled_us = kv["throttled_usec"];
+  if (auto cur = fs_->Read(dir + "/memory.current"); cur.ok()) {
+    st.memory_current_bytes = cgroup_util::ParseU64(*cur);
+  }
+  // memory.peak arrived in Linux 5.19; before it the current value is the best we have.
+  auto peak = fs_->Read(dir + "/memory.peak");
+  st.memory_peak_bytes = peak.ok() ? cgroup_util::ParseU64(*peak) : st.memory_current_bytes;
+  return st;
+}
+
+absl::StatusOr<std::vector<std::string>> CgroupV2Driver::List() {
+  auto dirs = fs_->SubDirs(root_ + "/" + parent_);
+  if (!dirs.ok()) return dirs.status();
+  std::vector<std::string> out;
+  for (const auto& d : *dirs) {
+    if (cgroup_util::IsAttemptName(d)) out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string CgroupV2Driver::NetPath(const std::string& name) const {
+  return net_prefix_ + Path(name);
+}
+
+int CgroupV2Driver::NetLevel(const std::string& name) const {
+  return static_cast<int>(cgroup_util::PathPrefixes(Path(name)).size());
+}
+
+}  // namespace baton

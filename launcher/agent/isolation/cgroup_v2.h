@@ -1,0 +1,45 @@
+// cgroup v2 backend: one leaf cgroup per attempt under <root>/<parent>, with cpu, cpuset
+// and memory enabled through every ancestor's cgroup.subtree_control (v2 keeps processes
+// out of inner cgroups, so the agent itself must not live in <parent>). Limits: cpu.max,
+// cpu.weight, cpuset.cpus/mems, memory.max; kill through cgroup.kill.
+// Called by the Isolator; not thread-safe (the Isolator serialises).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "launcher/agent/isolation/cgroup_driver.h"
+
+namespace baton {
+
+class CgroupV2Driver : public CgroupDriver {
+ public:
+  // `root`: the v2 mount ("/sys/fs/cgroup"); `parent`: relative ("baton/n1");
+  // `net_prefix`: how nftables names `root` relative to /sys/fs/cgroup ("" on a v2 host).
+  CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, std::string parent,
+                 std::string net_prefix = "");
+
+  std::string mode() const override { return "cgroup-v2"; }
+  absl::Status Init() override;
+  absl::Status Create(const std::string& name) override;
+  absl::Status Apply(const std::string& name, const CgroupLimits& limits) override;
+  std::vector<std::string> ProcsFiles(const std::string& name) const override;
+  absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
+  absl::Status KillAll(const std::string& name) override;
+  absl::Status Remove(const std::string& name) override;
+  absl::StatusOr<CgroupStats> Stats(const std::string& name) override;
+  absl::StatusOr<std::vector<std::string>> List() override;
+  std::string Path(const std::string& name) const override { return parent_ + "/" + name; }
+  std::string NetPath(const std::string& name) const override;
+  int NetLevel(const std::string& name) const override;
+
+ private:
+  std::string Dir(const std::string& name) const { return root_ + "/" + Path(name); }
+
+  const std::shared_ptr<CgroupFs> fs_;
+  const std::string root_, parent_, net_prefix_;
+  bool ready_ = false;
+  std::vector<std::string> controllers_;  // of cpu, cpuset, memory: those enabled for leaves
+};
+
+}  // namespace baton

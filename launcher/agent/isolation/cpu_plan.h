@@ -1,0 +1,76 @@
+// Per-class CPU and memory limits for the attempts on one node (DESIGN.md "Node agent"):
+// inference holds exclusive whole cores (all SMT siblings), near its GPUs' NUMA node, with
+// a quota of exactly those cores and memory = request + headroom; training shares the
+// cores no inference job holds, bursting up to all of them (quota ceiling = those
+// cores), weighted by its request, memory = request. Inference cores stay put for the
+// attempt's life; training plans follow every arrival and departure (narrowed, widened).
+// Pure bookkeeping, no OS calls; thread-compatible (the Isolator serialises).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/agent/isolation/cgroup_driver.h"
+#include "proto/baton.pb.h"
+
+namespace baton {
+
+struct ClassOptions {
+  uint32_t inference_memory_headroom_percent = 20;  // memory limit = request * (1 + this)
+  uint32_t weight_per_core = 100;  // cgroup v2 weight per requested core (v1 shares follow)
+  uint32_t min_shared_cpus = 1;    // CPUs inference may never take from everyone else
+  bool training_may_burst = true;  // false: training's quota is its request, not the idle cores
+};
+
+struct CpuDemand {
+  bool inference = false;
+  uint64_t cpu_millis = 0;
+  uint64_t memory_bytes = 0;
+  std::set<int32_t> numa_nodes;  // of the attempt's GPUs; empty: no preference
+};
+
+struct CpuPlan {
+  CgroupLimits limits;
+  bool exclusive = false;
+  uint32_t narrowed_cpus = 0;  // CPUs inference jobs hold that this training job may not use
+};
+
+class CpuPlanner {
+ public:
+  CpuPlanner(const v1::Inventory& inventory, ClassOptions options);
+
+  // Registers an attempt; inference gets its cores here. ResourceExhausted when too few
+  // whole cores are free. Idempotent for a name already there.
+  absl::Status Add(const std::string& name, const CpuDemand& demand);
+  void Remove(const std::string& name);
+  bool Has(const std::string& name) const { return demands_.count(name) > 0; }
+  // The limits of one attempt under the current set of attempts.
+  CpuPlan PlanFor(const std::string& name) const;
+  // Every training attempt (whose plan moves when inference comes or goes).
+  std::vector<std::string> TrainingAttempts() const;
+  // CPUs inference holds now, as a cpuset list ("" when none).
+  std::string ExclusiveCpus() const;
+
+ private:
+  struct Core {
+    std::vector<uint32_t> cpus;
+    int32_t numa = -1;
+  };
+  std::vector<uint32_t> SharedCpus() const;
+  std::string MemsOf(const std::vector<uint32_t>& cpus) const;
+
+  std::vector<Core> cores_;
+  std::map<uint32_t, int32_t> numa_of_;
+  const ClassOptions options_;
+  std::map<std::string, CpuDemand> demands_;
+  std::map<std::string, std::vector<uint32_t>> exclusive_;  // inference attempt -> its CPUs
+};
+
+// {0,1,2,5} -> "0-2,5".
+std::string FormatCpuList(const std::vector<uint32_t>& cpus);
+
+}  // namespace baton

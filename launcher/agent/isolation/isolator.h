@@ -1,0 +1,98 @@
+// The node's isolation, per job attempt: cgroups (CgroupDriver) with per-class CPU and
+// memory limits (CpuPlanner), the network class (NetCaps), and the GPU/NCCL environment
+// (gpu_env.h). The Agent calls Prepare before spawning an attempt's ranks (they join the
+// returned cgroup.procs files before exec), Kill/Release at its end, Stats for reports,
+// and Recover + Readopt at start-up. Without a driver (mode "none") only the environment
+// applies. Thread-safe (one mutex); cgroup and tc/nft calls happen under it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/agent/isolation/cgroup_driver.h"
+#include "launcher/agent/isolation/cpu_plan.h"
+#include "launcher/agent/isolation/net_caps.h"
+#include "proto/baton.pb.h"
+
+namespace baton {
+
+struct AttemptRequest {
+  uint64_t job_id = 0;
+  uint32_t attempt = 0;
+  bool inference = false;
+  const v1::JobSpec* spec = nullptr;  // GPU memory, network cap
+  uint64_t cpu_millis = 0;            // this node's share
+  uint64_t memory_bytes = 0;
+  std::vector<std::string> gpu_ids;  // this node's GPUs for the attempt
+};
+
+struct PreparedAttempt {
+  std::vector<std::string> procs_files;    // for SpawnOptions::cgroup_procs
+  std::map<std::string, std::string> env;  // GPU and NCCL settings
+  v1::IsolationLimits limits;
+};
+
+struct LiveLeftover {
+  uint64_t job_id = 0;
+  uint32_t attempt = 0;
+  std::vector<pid_t> pids;
+};
+
+class Isolator {
+ public:
+  // `driver` null: mode none. `net` null: no network caps.
+  Isolator(const v1::Inventory& inventory, ClassOptions classes,
+           std::unique_ptr<CgroupDriver> driver, std::unique_ptr<NetCaps> net);
+
+  // Creates the attempt's cgroup with its limits, narrows running training attempts
+  // when an inference attempt arrives, and adds its network class; on a failure undoes
+  // what it did, in reverse order.
+  absl::StatusOr<PreparedAttempt> Prepare(const AttemptRequest& request);
+  // SIGKILL to every process of the attempt (its cgroup), wherever they are.
+  absl::Status Kill(uint64_t job, uint32_t attempt);
+  // Kills what is left, removes the cgroup and the network class, widens training again
+  // when an inference attempt leaves. Idempotent.
+  absl::Status Release(uint64_t job, uint32_t attempt);
+  // Usage, throttling, memory peak and network bytes; NotFound for unknown attempts.
+  absl::StatusOr<v1::IsolationStats> Stats(uint64_t job, uint32_t attempt);
+  v1::IsolationLimits Limits(uint64_t job, uint32_t attempt) const;
+  absl::StatusOr<std::vector<pid_t>> Pids(uint64_t job, uint32_t attempt);
+
+  // After an agent restart: removes the cgroups with no process left and every network
+  // rule or class of no live attempt; returns the attempts still running.
+  absl::StatusOr<std::vector<LiveLeftover>> Recover();
+  // Takes a running attempt found by Recover back under management (limits re-applied).
+  absl::Status Readopt(const AttemptRequest& request);
+
+  v1::NodeIsolation Describe() const;
+  bool enabled() const { return driver_ != nullptr; }
+  static std::string Name(uint64_t job, uint32_t attempt);
+
+ private:
+  struct Attempt {
+    v1::IsolationLimits limits;
+    bool inference = false;
+    bool net = false;
+  };
+  absl::Status ApplyPlanLocked(const std::string& name);
+  absl::Status ApplyTrainingLocked(const std::string& except);
+  absl::StatusOr<PreparedAttempt> SetUpLocked(const AttemptRequest& r, bool adopt);
+  void UndoLocked(const std::string& name, bool inference, int stage);
+  std::vector<v1::Gpu> GpusOf(const std::vector<std::string>& ids) const;
+
+  const v1::Inventory inventory_;
+  const ClassOptions classes_;
+  std::unique_ptr<CgroupDriver> driver_;
+  std::unique_ptr<NetCaps> net_;
+  mutable std::mutex mu_;
+  CpuPlanner planner_;
+  std::map<std::string, Attempt> attempts_;
+};
+
+}  // namespace baton

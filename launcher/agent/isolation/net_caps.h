@@ -1,0 +1,73 @@
+// Network caps on the cluster NIC (RECIPES.md "Network caps"): an HTB tree with a
+// guaranteed class for traffic outside capped jobs (the default class) and one class per
+// capped attempt, selected by an nftables rule on the attempt's cgroup v2 path. Created
+// at launch, removed at the attempt's end, rebuilt or cleaned after an agent restart.
+// Called by the Isolator; thread-safe (one mutex).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "launcher/agent/isolation/nft.h"
+#include "launcher/agent/isolation/tc.h"
+
+namespace baton {
+
+struct NetCapsOptions {
+  std::string nic;                     // the cluster interface
+  uint64_t nic_mbps = 0;               // its rate (from config: a veth has none)
+  uint32_t guaranteed_percent = 30;    // rate of the class for traffic outside capped jobs
+  uint32_t default_ceil_percent = 70;  // a job's ceiling when its spec names none
+  std::string table = "baton";         // nftables table (one per agent)
+};
+
+struct NetClass {
+  std::string class_id;  // "1:100"
+  uint64_t ceil_mbps = 0;
+};
+
+class NetCaps {
+ public:
+  static constexpr uint32_t kDefaultMinor = 0x20;  // traffic outside capped jobs
+  static constexpr uint32_t kFirstJobMinor = 0x100;
+
+  // Builds (or finds) the root qdisc, the default class and the nft chain.
+  static absl::StatusOr<std::unique_ptr<NetCaps>> Create(NetCapsOptions options,
+                                                         std::shared_ptr<CommandRunner> runner);
+
+  // A class for the attempt (ceiling `ceil_mbps`, 0: the default share of the NIC) and
+  // the rule sending its cgroup's traffic there. Idempotent; a failed rule removes the
+  // class it added.
+  absl::StatusOr<NetClass> Add(const std::string& attempt, const std::string& cgroup_path,
+                               int level, uint64_t ceil_mbps);
+  // Rule first, then class; OK when neither is there.
+  absl::Status Remove(const std::string& attempt);
+  absl::StatusOr<HtbClassStats> Stats(const std::string& attempt);
+  // After a restart: learns the classes of `live` attempts from the rules' comments and
+  // removes every rule and class that belongs to no live attempt.
+  absl::Status Recover(const std::set<std::string>& live);
+  // Removes the rules, the classes and the table (the agent's clean shutdown in tests).
+  absl::Status TearDown();
+
+  uint64_t DefaultCeilMbps() const;
+  uint64_t GuaranteedMbps() const;
+  const NetCapsOptions& options() const { return options_; }
+
+ private:
+  NetCaps(NetCapsOptions options, std::shared_ptr<CommandRunner> runner);
+  uint32_t FreeMinorLocked(const std::map<uint32_t, HtbClassStats>& classes) const;
+
+  const NetCapsOptions options_;
+  const std::shared_ptr<CommandRunner> runner_;
+  Htb htb_;
+  NftCgroupRules nft_;
+  std::mutex mu_;
+  std::map<std::string, uint32_t> minors_;  // attempt -> class minor
+};
+
+}  // namespace baton

@@ -1,0 +1,119 @@
+#include "launcher/agent/isolation/nft.h"
+
+#include <sstream>
+
+namespace baton {
+
+std::map<std::string, NftRule> ParseNftRules(const std::string& text) {
+  std::map<std::string, NftRule> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t c = line.find("comment \"");
+    size_t h = line.rfind("# handle ");
+    if (c == std::string::npos || h == std::string::npos) continue;
+    size_t start = c + 9, end = line.find('"', start);
+    if (end == std::string::npos) continue;
+    std::istringstream comment(line.substr(start, end - start));
+    NftRule r;
+    if (!(comment >> r.tag >> r.class_id)) continue;
+    try {
+      r.handle = std::stoi(line.substr(h + 9));
+    } catch (...) {
+      continue;
+    }
+    out[r.tag] = r;
+  }
+  return out;
+}
+
+absl::StatusOr<CommandOutput> NftCgroupRules::Nft(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"nft"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runner_->Run(argv);
+}
+
+absl::StatusOr<Ensured> NftCgroupRules::EnsureChain() {
+  auto listed = Nft({"list", "chain", "inet", table_, "out"});
+  if (!listed.ok()) return listed.status();
+  if (listed->exit_code == 0) return Ensured::kAlreadyThere;
+  // `add` is idempotent for tables and chains.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"add", "table", "inet", table_},
+           {"add", "chain", "inet", table_, "out",
+            "{ type filter hook output priority 0; policy accept; }"}}) {
+    auto r = Nft(args);
+    if (!r.ok()) return r.status();
+    if (r->exit_code != 0) return absl::InternalError("nft " + JoinArgs(args) + ": " + r->err);
+  }
+  return Ensured::kCreated;
+}
+
+absl::StatusOr<Ensured> NftCgroupRules::EnsureRule(const std::string& tag,
+                                                   const std::string& cgroup_path, int level,
+                                                   const std::string& class_id) {
+  auto rules = Rules();
+  if (!rules.ok()) return rules.status();
+  auto it = rules->find(tag);
+  if (it != rules->end()) {
+    if (it->second.class_id == class_id) return Ensured::kAlreadyThere;
+    if (auto s = DeleteRule(tag); !s.ok()) return s;
+  }
+  std::vector<std::string> args = {"add",
+                                   "rule",
+                                   "inet",
+                                   table_,
+                                   "out",
+                                   "socket",
+                                   "cgroupv2",
+                                   "level",
+                                   std::to_string(level),
+                                   "\"" + cgroup_path + "\"",
+                                   "meta",
+                                   "priority",
+                                   "set",
+                                   class_id,
+                                   "comment",
+                                   "\"" + tag + " " + class_id + "\""};
+  auto r = Nft(args);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    std::string msg = "nft " + JoinArgs(args) + ": " + r->err;
+    if (r->err.find("No such file") != std::string::npos) {
+      return absl::FailedPreconditionError(msg);
+    }
+    return absl::InternalError(msg);
+  }
+  return Ensured::kCreated;
+}
+
+absl::Status NftCgroupRules::DeleteRule(const std::string& tag) {
+  auto rules = Rules();
+  if (!rules.ok()) return rules.status();
+  auto it = rules->find(tag);
+  if (it == rules->end()) return absl::OkStatus();
+  auto r =
+      Nft({"delete", "rule", "inet", table_, "out", "handle", std::to_string(it->second.handle)});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return absl::InternalError("nft delete rule " + tag + ": " + r->err);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, NftRule>> NftCgroupRules::Rules() {
+  auto r = Nft({"-a", "list", "chain", "inet", table_, "out"});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return std::map<std::string, NftRule>{};  // no chain: no rules
+  return ParseNftRules(r->out);
+}
+
+absl::Status NftCgroupRules::DeleteTable() {
+  auto listed = Nft({"list", "table", "inet", table_});
+  if (!listed.ok()) return listed.status();
+  if (listed->exit_code != 0) return absl::OkStatus();
+  auto r = Nft({"delete", "table", "inet", table_});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return absl::InternalError("nft delete table " + table_ + ": " + r->err);
+  return absl::OkStatus();
+}
+
+}  // namespace baton

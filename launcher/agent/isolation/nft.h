@@ -1,0 +1,48 @@
+// Idempotent wrapper over `nft` for the agent's table: `table inet <name>` with one
+// output chain whose rules match a socket's cgroup v2 path and set the skb priority to an
+// HTB class ("socket cgroupv2 level L PATH meta priority set 1:N"). Each rule carries a
+// comment "<tag> <classid>" so the agent finds its rules again after a restart. Used by
+// NetCaps; thread-compatible (NetCaps serialises).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "launcher/agent/isolation/command.h"
+#include "launcher/agent/isolation/tc.h"
+
+namespace baton {
+
+struct NftRule {
+  int handle = 0;
+  std::string tag;       // the attempt's name
+  std::string class_id;  // "1:100"
+};
+
+class NftCgroupRules {
+ public:
+  NftCgroupRules(CommandRunner* runner, std::string table)
+      : runner_(runner), table_(std::move(table)) {}
+
+  absl::StatusOr<Ensured> EnsureChain();
+  // A rule for `tag` already there is kept when it names the same class, else replaced.
+  // FailedPrecondition when the cgroup path does not exist (nft resolves it at once).
+  absl::StatusOr<Ensured> EnsureRule(const std::string& tag, const std::string& cgroup_path,
+                                     int level, const std::string& class_id);
+  absl::Status DeleteRule(const std::string& tag);         // OK when it is not there
+  absl::StatusOr<std::map<std::string, NftRule>> Rules();  // by tag
+  absl::Status DeleteTable();                              // OK when it is not there
+  const std::string& table() const { return table_; }
+
+ private:
+  absl::StatusOr<CommandOutput> Nft(const std::vector<std::string>& args);
+
+  CommandRunner* const runner_;
+  const std::string table_;
+};
+
+// `nft -a list chain` text -> rules with a "<tag> <classid>" comment, by tag.
+std::map<std::string, NftRule> ParseNftRules(const std::string& text);
+
+}  // namespace baton

@@ -1,0 +1,186 @@
+#include "launcher/agent/nvml.h"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <fstream>
+#include <memory>
+
+namespace baton {
+namespace {
+
+// The subset of nvml.h baton uses, with NVML's own names and layouts.
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+
+struct NvmlApi {
+  nvmlReturn_t (*Init)();
+  nvmlReturn_t (*Shutdown)();
+  const char* (*ErrorString)(nvmlReturn_t);
+  nvmlReturn_t (*GetCount)(unsigned*);
+  nvmlReturn_t (*GetHandleByIndex)(unsigned, nvmlDevice_t*);
+  nvmlReturn_t (*GetUUID)(nvmlDevice_t, char*, unsigned);
+  nvmlReturn_t (*GetName)(nvmlDevice_t, char*, unsigned);
+  nvmlReturn_t (*GetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*);
+  nvmlReturn_t (*GetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*);
+  // Optional: older drivers lack these.
+  nvmlReturn_t (*GetNumaNodeId)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*GetMigMode)(nvmlDevice_t, unsigned*, unsigned*);
+  nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*);
+};
+
+struct DlCloser {
+  void operator()(void* h) const { dlclose(h); }
+};
+
+template <typename F>
+bool Bind(void* lib, const char* name, F* fn) {
+  *fn = reinterpret_cast<F>(dlsym(lib, name));
+  return *fn != nullptr;
+}
+
+absl::StatusOr<NvmlApi> BindApi(void* lib) {
+  NvmlApi a{};
+  bool ok = Bind(lib, "nvmlInit_v2", &a.Init) && Bind(lib, "nvmlShutdown", &a.Shutdown) &&
+            Bind(lib, "nvmlErrorString", &a.ErrorString) &&
+            Bind(lib, "nvmlDeviceGetCount_v2", &a.GetCount) &&
+            Bind(lib, "nvmlDeviceGetHandleByIndex_v2", &a.GetHandleByIndex) &&
+            Bind(lib, "nvmlDeviceGetUUID", &a.GetUUID) &&
+            Bind(lib, "nvmlDeviceGetName", &a.GetName) &&
+            Bind(lib, "nvmlDeviceGetMemoryInfo", &a.GetMemoryInfo) &&
+            Bind(lib, "nvmlDeviceGetPciInfo_v3", &a.GetPciInfo);
+  if (!ok) return absl::FailedPreconditionError(std::string("NVML lacks a symbol: ") + dlerror());
+  Bind(lib, "nvmlDeviceGetNumaNodeId", &a.GetNumaNodeId);
+  Bind(lib, "nvmlDeviceGetMigMode", &a.GetMigMode);
+  Bind(lib, "nvmlDeviceGetMaxMigDeviceCount", &a.GetMaxMigDeviceCount);
+  Bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &a.GetMigDeviceHandleByIndex);
+  return a;
+}
+
+class Discovery {
+ public:
+  Discovery(const NvmlApi& api, const NvmlOptions& o) : api_(api), options_(o) {}
+
+  absl::Status Check(nvmlReturn_t r, const std::string& what) const {
+    if (r == NVML_SUCCESS) return absl::OkStatus();
+    return absl::UnavailableError("NVML " + what + ": " + api_.ErrorString(r) + " (" +
+                                  std::to_string(r) + ")");
+  }
+
+  // UUID, name, memory of one handle (a GPU or a MIG slice).
+  absl::Status Describe(nvmlDevice_t dev, GpuInfo* g) const {
+    char buf[96] = {};
+    if (auto s = Check(api_.GetUUID(dev, buf, sizeof buf), "GetUUID"); !s.ok()) return s;
+    g->uuid = buf;
+    char name[96] = {};
+    if (auto s = Check(api_.GetName(dev, name, sizeof name), "GetName"); !s.ok()) return s;
+    g->model = name;
+    nvmlMemory_t mem{};
+    if (auto s = Check(api_.GetMemoryInfo(dev, &mem), "GetMemoryInfo"); !s.ok()) return s;
+    g->memory_bytes = mem.total;
+    return absl::OkStatus();
+  }
+
+  int32_t NumaNode(nvmlDevice_t dev, const std::string& bus_id) const {
+    unsigned node = 0;
+    if (api_.GetNumaNodeId && api_.GetNumaNodeId(dev, &node) == NVML_SUCCESS) {
+      return static_cast<int32_t>(node);
+    }
+    std::ifstream in(options_.sysfs_root + "/bus/pci/devices/" + SysfsPciAddress(bus_id) +
+                     "/numa_node");
+    int32_t n = -1;
+    if (in >> n) return n;
+    return -1;
+  }
+
+  bool MigEnabled(nvmlDevice_t dev) const {
+    unsigned current = 0, pending = 0;
+    return api_.GetMigMode && api_.GetMaxMigDeviceCount && api_.GetMigDeviceHandleByIndex &&
+           api_.GetMigMode(dev, &current, &pending) == NVML_SUCCESS &&
+           current == NVML_DEVICE_MIG_ENABLE;
+  }
+
+  absl::Status AddDevice(unsigned index, std::vector<GpuInfo>* out) const {
+    nvmlDevice_t dev = nullptr;
+    std::string at = "device " + std::to_string(index);
+    if (auto s = Check(api_.GetHandleByIndex(index, &dev), "GetHandleByIndex " + at); !s.ok()) {
+      return s;
+    }
+    GpuInfo g;
+    g.index = index;
+    if (auto s = Describe(dev, &g); !s.ok()) return s;
+    nvmlPciInfo_t pci{};
+    if (auto s = Check(api_.GetPciInfo(dev, &pci), "GetPciInfo " + at); !s.ok()) return s;
+    g.pci_bus_id = pci.busId;
+    g.numa_node = NumaNode(dev, g.pci_bus_id);
+    if (!MigEnabled(dev)) {
+      out->push_back(std::move(g));
+      return absl::OkStatus();
+    }
+    unsigned slots = 0;
+    if (auto s = Check(api_.GetMaxMigDeviceCount(dev, &slots), "GetMaxMigDeviceCount " + at);
+        !s.ok()) {
+      return s;
+    }
+    for (unsigned i = 0; i < slots; ++i) {
+      nvmlDevice_t mig = nullptr;
+      if (api_.GetMigDeviceHandleByIndex(dev, i, &mig) != NVML_SUCCESS) continue;  // empty slot
+      GpuInfo s = g;
+      if (auto st = Describe(mig, &s); !st.ok()) return st;
+      s.mig_profile = MigProfileFromName(s.model);
+      s.model = g.model;
+      s.parent_uuid = g.uuid;
+      out->push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const NvmlApi& api_;
+  const NvmlOptions& options_;
+};
+
+}  // namespace
+
+std::string MigProfileFromName(const std::string& name) {
+  size_t pos = name.rfind(" MIG ");
+  return pos == std::string::npos ? "" : name.substr(pos + 5);
+}
+
+std::string SysfsPciAddress(const std::string& bus_id) {
+  std::string s = bus_id;
+  // NVML pads the domain to 8 digits; sysfs uses 4.
+  size_t colon = s.find(':');
+  if (colon != std::string::npos && colon > 4) s = s.substr(colon - 4);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& o) {
+  std::unique_ptr<void, DlCloser> lib(dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!lib) return absl::NotFoundError("cannot load " + o.library + ": " + dlerror());
+  auto api = BindApi(lib.get());
+  if (!api.ok()) return api.status();
+  Discovery d(*api, o);
+  if (auto s = d.Check(api->Init(), "Init"); !s.ok()) return s;
+  std::vector<GpuInfo> gpus;
+  unsigned count = 0;
+  absl::Status status = d.Check(api->GetCount(&count), "GetCount");
+  for (unsigned i = 0; status.ok() && i < count; ++i) status = d.AddDevice(i, &gpus);
+  api->Shutdown();
+  if (!status.ok()) return status;
+  return gpus;
+}
+
+}  // namespace baton

@@ -1,0 +1,43 @@
+// GPU discovery through NVML, loaded at run time with dlopen("libnvidia-ml.so.1") (no
+// NVML header or link-time dependency: the few entry points are declared in nvml.cc).
+// Called once by the inventory at agent start-up. Depends only on absl, so GPU-only
+// builds carry it. Thread-safe: each call loads, initialises and shuts NVML down.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace baton {
+
+// One schedulable GPU: a whole GPU, or a MIG slice of a GPU in MIG mode (whose parent is
+// then not listed itself: its memory and compute belong to the slices).
+struct GpuInfo {
+  uint32_t index = 0;  // NVML device index (a slice's parent index)
+  std::string uuid;    // "GPU-…" or "MIG-…"
+  std::string model;   // "NVIDIA H200"
+  uint64_t memory_bytes = 0;
+  int32_t numa_node = -1;   // -1 when unknown
+  std::string mig_profile;  // "1g.18gb" for slices
+  std::string parent_uuid;  // for slices
+  std::string pci_bus_id;   // "00000000:3B:00.0"
+  bool fake = false;        // from the agent's configuration
+};
+
+struct NvmlOptions {
+  std::string library = "libnvidia-ml.so.1";  // a path in tests (the fake library)
+  std::string sysfs_root = "/sys";            // NUMA node of a PCI device, when NVML lacks it
+};
+
+// NotFound when the library cannot be loaded (a node without the NVIDIA driver);
+// Unavailable/Internal naming the NVML call when it is there but fails.
+absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& options);
+
+// "NVIDIA H200 MIG 1g.18gb" -> "1g.18gb"; "" when the name has no MIG part.
+std::string MigProfileFromName(const std::string& name);
+// "00000000:3B:00.0" -> "0000:3b:00.0" (the sysfs spelling).
+std::string SysfsPciAddress(const std::string& nvml_bus_id);
+
+}  // namespace baton

@@ -1,0 +1,196 @@
+// A fake coordinator for in-process agent tests: a real gRPC AgentControl server on a
+// loopback port that records what agents send and pushes commands on the live stream;
+// plus builders for the commands. Header-only; thread-safe (one mutex).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "proto/baton.grpc.pb.h"
+#include "proto/rpc_util.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton::launcher_testing {
+
+inline constexpr char kNode[] = "node-t";
+inline constexpr uint32_t kHeartbeatMs = 100;
+inline constexpr uint32_t kLeaseMs = 60'000;
+
+// Records what the agent sends on every Connect stream and lets the test push commands
+// on the live one. Answers each Register with Registered. Can be taken down and brought
+// back on the same port.
+class FakeCoordinator {
+ public:
+  struct Received {
+    int session;
+    v1::AgentMessage msg;
+  };
+
+  void Start() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_),
+                             grpc::InsecureServerCredentials(), &port_);
+    service_ = std::make_unique<Service>(this);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port_, 0);
+  }
+  // Ends the live stream (the agent sees the coordinator go) and stops listening.
+  void Shutdown() {
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
+    service_.reset();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Writes `cmd` on the live stream, waiting for one to exist.
+  bool Push(const v1::CoordinatorCommand& cmd) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!WaitUntil(cv_, lock, [&] { return stream_ != nullptr; })) return false;
+    return stream_->Write(cmd);
+  }
+  // Cancels the live stream; the agent reconnects.
+  void DropStream() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ctx_) ctx_->TryCancel();
+  }
+  int session() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sessions_;
+  }
+  std::vector<Caller> callers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return callers_;
+  }
+
+  // The first message at or after index `from` that satisfies `pred`.
+  std::optional<Received> WaitFor(const std::function<bool(const Received&)>& pred,
+                                  size_t from = 0) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<Received> found;
+    WaitUntil(cv_, lock, [&] {
+      for (size_t i = from; i < received_.size(); ++i) {
+        if (pred(received_[i])) {
+          found = received_[i];
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::vector<Received> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_.size();
+  }
+
+ private:
+  using Stream = grpc::ServerReaderWriter<v1::CoordinatorCommand, v1::AgentMessage>;
+
+  class Service final : public v1::AgentControl::Service {
+   public:
+    explicit Service(FakeCoordinator* owner) : owner_(owner) {}
+    grpc::Status Connect(grpc::ServerContext* ctx, Stream* stream) override {
+      return owner_->Serve(ctx, stream);
+    }
+
+   private:
+    FakeCoordinator* const owner_;
+  };
+
+  grpc::Status Serve(grpc::ServerContext* ctx, Stream* stream) {
+    int session;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      session = ++sessions_;
+      auto caller = CallerFromMetadata(ctx->client_metadata());
+      callers_.push_back(caller.ok() ? *caller : Caller{});
+    }
+    v1::AgentMessage msg;
+    while (stream->Read(&msg)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      received_.push_back({session, msg});
+      if (msg.has_register_()) {
+        v1::CoordinatorCommand reply;
+        reply.mutable_registered()->set_heartbeat_interval_ms(kHeartbeatMs);
+        reply.mutable_registered()->set_lease_ms(kLeaseMs);
+        stream->Write(reply);
+        stream_ = stream;  // commands go out only after Registered
+        ctx_ = ctx;
+      }
+      cv_.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream_ == stream) {
+      stream_ = nullptr;
+      ctx_ = nullptr;
+    }
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex mu_;  // everything below; also serializes writes on stream_
+  std::condition_variable cv_;
+  Stream* stream_ = nullptr;
+  grpc::ServerContext* ctx_ = nullptr;
+  int sessions_ = 0;
+  std::vector<Caller> callers_;
+  std::vector<Received> received_;
+};
+
+inline v1::CoordinatorCommand LaunchCommand(uint64_t job, std::vector<std::string> command,
+                                            uint32_t ranks = 1, std::vector<std::string> gpus = {},
+                                            uint32_t attempt = 1, const std::string& node = kNode) {
+  v1::CoordinatorCommand cmd;
+  v1::Launch* l = cmd.mutable_launch();
+  l->set_job_id(job);
+  l->set_attempt(attempt);
+  l->set_node_rank(0);
+  l->set_master_port(29500);
+  l->set_user("alice");
+  v1::JobSpec* s = l->mutable_spec();
+  s->set_name("job" + std::to_string(job));
+  s->set_tenant("vision");
+  s->set_nodes(1);
+  s->set_ranks_per_node(ranks);
+  s->set_gpus_per_node(static_cast<uint32_t>(gpus.size()));
+  for (auto& arg : command) s->add_command(arg);
+  v1::NodeAssignment* p = l->add_placement();
+  p->set_node(node);
+  p->set_address("127.0.0.1");
+  for (auto& g : gpus) p->add_gpu_ids(g);
+  return cmd;
+}
+
+inline v1::CoordinatorCommand KillCommand(uint64_t job, int signal, uint32_t grace_seconds) {
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_kill()->set_job_id(job);
+  cmd.mutable_kill()->set_attempt(1);
+  cmd.mutable_kill()->set_signal(signal);
+  cmd.mutable_kill()->set_grace_seconds(grace_seconds);
+  cmd.mutable_kill()->set_reason("test");
+  return cmd;
+}
+
+inline v1::CoordinatorCommand AckCommand(uint64_t job) {
+  v1::CoordinatorCommand cmd;
+  cmd.mutable_ack()->set_job_id(job);
+  cmd.mutable_ack()->set_attempt(1);
+  return cmd;
+}
+
+}  // namespace baton::launcher_testing

@@ -1,0 +1,330 @@
+// The agent with its isolation on, against the real kernel (root; v1 controllers and the
+// hybrid cgroup2 tree here): ranks in their attempt's cgroups with the class's limits,
+// throttling reported, training narrowed for an inference arrival and widened after, and
+// nothing left behind — no cgroup, tc class or nft rule — after success, failure, cancel,
+// kill -9 of a job, or kill -9 of the agent and a restart.
+#include <signal.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/agent/agent.h"
+#include "launcher/agent/inventory.h"
+#include "launcher/agent/isolation/setup.h"
+#include "tests/launcher/fake_coordinator.h"
+#include "tests/launcher/isolation/os_env.h"
+#include "tests/util/subprocess.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::FakeCoordinator;
+using launcher_testing::KillCommand;
+using launcher_testing::LaunchCommand;
+using launcher_testing::PollUntil;
+using launcher_testing::ReadFile;
+using launcher_testing::ScratchDir;
+using ::testing::HasSubstr;
+using Received = FakeCoordinator::Received;
+
+constexpr int64_t kStatsMs = 1000;
+
+std::string Pid() { return std::to_string(getpid()); }
+
+v1::CoordinatorCommand Job(uint64_t job, const std::string& cls, uint64_t millis,
+                           std::vector<std::string> cmd, const std::string& node) {
+  v1::CoordinatorCommand c = LaunchCommand(job, std::move(cmd), 1, {}, 1, node);
+  v1::JobSpec* s = c.mutable_launch()->mutable_spec();
+  s->set_priority_class(cls);
+  s->set_cpu_millis_per_node(millis);
+  s->set_memory_bytes_per_node(256 << 20);
+  return c;
+}
+
+// What is left of an attempt: cgroup dirs, its tc class, its nft rule ("" when nothing).
+std::string Leftovers(const std::string& parent, const std::string& name, const std::string& nic,
+                      const std::string& table, const std::string& class_id) {
+  std::string found;
+  std::vector<std::string> roots = {"/sys/fs/cgroup/unified"};
+  for (const auto& [c, root] : testing::V1Mounts()) roots.push_back(root);
+  for (const auto& root : roots) {
+    if (std::filesystem::exists(root + "/" + parent + "/" + name))
+      found += "cgroup in " + root + "; ";
+  }
+  std::string classes = testing::Sh("tc class show dev " + nic);
+  if (!class_id.empty() && classes.find("htb " + class_id + " ") != std::string::npos) {
+    found += "tc class " + class_id + "; ";
+  }
+  std::string rules = testing::Sh("nft -a list table inet " + table + " 2>/dev/null || true");
+  if (rules.find(name + " ") != std::string::npos) found += "nft rule: " + rules;
+  return found;
+}
+
+// The network class an attempt's first running report named.
+std::string ClassOf(FakeCoordinator& c, uint64_t job) {
+  for (const auto& m : c.received()) {
+    if (m.msg.has_report() && m.msg.report().job_id() == job &&
+        !m.msg.report().isolation().limits().net_class().empty()) {
+      return m.msg.report().isolation().limits().net_class();
+    }
+  }
+  return "";
+}
+
+class AgentIsolation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::V1Missing().empty() || !testing::HybridHost()) return;
+    dir_ = new ScratchDir();
+    veth_ = new testing::RootVeth("bta" + std::to_string(getpid() % 1000000));
+    if (!veth_->error().empty()) return;
+    guard_ = new testing::CgroupTreeGuard("baton-agtest-" + Pid());
+    coordinator_ = new FakeCoordinator();
+    coordinator_->Start();
+    auto inv = ReadInventory(InventoryOptions{.nvml_library = ""});
+    ASSERT_TRUE(inv.ok()) << inv.status();
+    inventory_ = new v1::Inventory(*inv);
+    IsolationOptions io;
+    io.mode = "v1";
+    io.cgroup_parent = guard_->top() + "/n";
+    io.classes.training_may_burst = false;  // quotas at the request: throttling is visible
+    io.net =
+        NetCapsOptions{.nic = veth_->name(), .nic_mbps = 1000, .table = "baton_agtest" + Pid()};
+    auto iso = CreateIsolator(io, launcher_testing::kNode, *inv);
+    ASSERT_TRUE(iso.ok()) << iso.status();
+    AgentOptions o;
+    o.node_name = launcher_testing::kNode;
+    o.coordinator = coordinator_->address();
+    o.data_dir = dir_->path();
+    o.stats_interval_ms = kStatsMs;
+    agent_ = new Agent(o, *inv, clock_, std::move(*iso));
+    agent_->Start("127.0.0.1:1");
+  }
+  static void TearDownTestSuite() {
+    if (agent_) agent_->Stop();  // the agent (and its Reaper) stays allocated
+    if (coordinator_) coordinator_->Shutdown();
+    testing::Sh("nft delete table inet baton_agtest" + Pid() + " 2>/dev/null; true");
+    delete guard_;
+    delete veth_;
+  }
+  void SetUp() override {
+    if (std::string why = testing::V1Missing(); !why.empty()) GTEST_SKIP() << why;
+    if (!testing::HybridHost()) GTEST_SKIP() << "no cgroup2 tree for the network classes";
+    if (!veth_ || !veth_->error().empty()) GTEST_SKIP() << "cannot make a veth pair";
+    ASSERT_NE(agent_, nullptr);
+  }
+  static std::optional<v1::AttemptReport> WaitReport(
+      uint64_t job, const std::function<bool(const v1::AttemptReport&)>& pred) {
+    auto r = coordinator_->WaitFor([&](const Received& m) {
+      return m.msg.has_report() && m.msg.report().job_id() == job && pred(m.msg.report());
+    });
+    if (!r) return std::nullopt;
+    return r->msg.report();
+  }
+  static std::optional<v1::AttemptReport> WaitPhase(uint64_t job, v1::AttemptReport::Phase p) {
+    return WaitReport(job, [p](const v1::AttemptReport& r) { return r.phase() == p; });
+  }
+  static std::string CgroupFile(const std::string& controller, uint64_t job,
+                                const std::string& file) {
+    return ReadFile(testing::V1Mounts()[controller] + "/" + guard_->top() + "/n/job-" +
+                    std::to_string(job) + "-a1/" + file);
+  }
+  static std::string Left(uint64_t job) {
+    return Leftovers(guard_->top() + "/n", "job-" + std::to_string(job) + "-a1", veth_->name(),
+                     "baton_agtest" + Pid(), ClassOf(*coordinator_, job));
+  }
+  static bool WaitForLog(uint64_t job, const std::string& text) {
+    return PollUntil(
+        [&] { return ReadFile(agent_->LogPath(job, 1)).find(text) != std::string::npos; });
+  }
+
+  static inline ScratchDir* dir_ = nullptr;
+  static inline testing::RootVeth* veth_ = nullptr;
+  static inline testing::CgroupTreeGuard* guard_ = nullptr;
+  static inline FakeCoordinator* coordinator_ = nullptr;
+  static inline v1::Inventory* inventory_ = nullptr;
+  static inline FakeClock* clock_ = new FakeClock();
+  static inline Agent* agent_ = nullptr;
+};
+
+TEST_F(AgentIsolation, RanksSitInTheirAttemptsCgroupsWithTheClassLimits) {
+  ASSERT_TRUE(coordinator_->Push(Job(1, "training", 1000,
+                                     {"sh", "-c", "cat /proc/self/cgroup; echo ready; sleep 60"},
+                                     launcher_testing::kNode)));
+  auto running = WaitPhase(1, v1::AttemptReport::PHASE_RUNNING);
+  ASSERT_TRUE(running);
+  ASSERT_TRUE(WaitForLog(1, "ready"));
+  std::string path = "/" + guard_->top() + "/n/job-1-a1\n";
+  std::string log = ReadFile(agent_->LogPath(1, 1));
+  EXPECT_THAT(log, HasSubstr(":cpu:" + path));
+  EXPECT_THAT(log, HasSubstr(":memory:" + path));
+  EXPECT_THAT(log, HasSubstr(":cpuset:" + path));
+  EXPECT_THAT(log, HasSubstr("0::" + path)) << "the v2 tree classifies its traffic";
+  EXPECT_EQ(CgroupFile("memory", 1, "memory.limit_in_bytes"), std::to_string(256 << 20) + "\n");
+  EXPECT_EQ(CgroupFile("cpu", 1, "cpu.cfs_quota_us"), "100000\n");
+  EXPECT_EQ(CgroupFile("cpu", 1, "cpu.shares"), "1024\n");
+  const v1::IsolationLimits& l = running->isolation().limits();
+  EXPECT_EQ(l.cgroup(), guard_->top() + "/n/job-1-a1");
+  EXPECT_EQ(l.kind(), v1::WORKLOAD_KIND_TRAINING);
+  EXPECT_EQ(l.memory_limit_bytes(), 256u << 20);
+  EXPECT_EQ(l.net_class(), "1:100");
+  EXPECT_EQ(l.net_ceil_mbps(), 700u);
+  ASSERT_TRUE(coordinator_->Push(KillCommand(1, SIGKILL, 0)));
+  ASSERT_TRUE(WaitPhase(1, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(Left(1), "");
+}
+
+TEST_F(AgentIsolation, ABusyJobUnderHalfACpuIsThrottledAndTheReportsSayIt) {
+  ASSERT_TRUE(coordinator_->Push(
+      Job(2, "training", 500, {"sh", "-c", "while :; do :; done"}, launcher_testing::kNode)));
+  ASSERT_TRUE(WaitPhase(2, v1::AttemptReport::PHASE_RUNNING));
+  EXPECT_EQ(CgroupFile("cpu", 2, "cpu.cfs_quota_us"), "50000\n");
+  std::optional<v1::AttemptReport> throttled;
+  EXPECT_TRUE(PollUntil([&] {
+    clock_->AdvanceMs(kStatsMs);
+    for (const auto& m : coordinator_->received()) {
+      if (m.msg.has_report() && m.msg.report().job_id() == 2 &&
+          m.msg.report().isolation().stats().nr_throttled() >= 2) {
+        throttled = m.msg.report();
+        return true;
+      }
+    }
+    return false;
+  })) << "no report of throttling";
+  if (throttled) {
+    EXPECT_GT(throttled->isolation().stats().throttled_us(), 0u);
+  }
+  ASSERT_TRUE(coordinator_->Push(KillCommand(2, SIGTERM, 0)));
+  ASSERT_TRUE(WaitPhase(2, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(Left(2), "");
+}
+
+TEST_F(AgentIsolation, InferenceArrivalNarrowsTrainingAndItsDepartureWidensIt) {
+  if (inventory_->cpus() < 2) GTEST_SKIP() << "needs two CPUs";
+  std::string all = "0-" + std::to_string(inventory_->cpus() - 1) + "\n";
+  ASSERT_TRUE(
+      coordinator_->Push(Job(3, "training", 2000, {"sleep", "60"}, launcher_testing::kNode)));
+  ASSERT_TRUE(WaitPhase(3, v1::AttemptReport::PHASE_RUNNING));
+  EXPECT_EQ(CgroupFile("cpuset", 3, "cpuset.cpus"), all);
+  v1::CoordinatorCommand inference =
+      Job(4, "inference", 1000, {"sleep", "60"}, launcher_testing::kNode);
+  inference.mutable_launch()->set_kind(v1::WORKLOAD_KIND_INFERENCE);
+  ASSERT_TRUE(coordinator_->Push(inference));
+  auto inf = WaitPhase(4, v1::AttemptReport::PHASE_RUNNING);
+  ASSERT_TRUE(inf);
+  std::string mine = CgroupFile("cpuset", 4, "cpuset.cpus");
+  std::string last = std::to_string(inventory_->cpus() - 1);
+  EXPECT_EQ(mine, last + "\n") << "one exclusive core, from the top";
+  EXPECT_TRUE(inf->isolation().limits().exclusive_cpus());
+  std::string narrowed = CgroupFile("cpuset", 3, "cpuset.cpus");
+  EXPECT_EQ(narrowed.find(last + "\n"), std::string::npos) << narrowed;
+  EXPECT_NE(narrowed, all);
+  auto report = WaitReport(
+      3, [](const v1::AttemptReport& r) { return r.isolation().limits().narrowed_cpus() == 1; });
+  EXPECT_TRUE(report) << "the narrowing is reported";
+  ASSERT_TRUE(coordinator_->Push(KillCommand(4, SIGKILL, 0)));
+  ASSERT_TRUE(WaitPhase(4, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(CgroupFile("cpuset", 3, "cpuset.cpus"), all) << "widened back";
+  EXPECT_EQ(Left(4), "");
+  ASSERT_TRUE(coordinator_->Push(KillCommand(3, SIGKILL, 0)));
+  ASSERT_TRUE(WaitPhase(3, v1::AttemptReport::PHASE_EXITED));
+}
+
+TEST_F(AgentIsolation, NothingIsLeftAfterSuccessFailureCancelOrKillNineOfTheJob) {
+  const std::string node = launcher_testing::kNode;
+  ASSERT_TRUE(coordinator_->Push(Job(5, "training", 500, {"true"}, node)));
+  ASSERT_TRUE(coordinator_->Push(Job(6, "training", 500, {"sh", "-c", "exit 3"}, node)));
+  ASSERT_TRUE(coordinator_->Push(Job(7, "training", 500, {"sleep", "60"}, node)));
+  // A rank with a background child, killed with -9 from outside: the child dies too.
+  ASSERT_TRUE(coordinator_->Push(Job(
+      8, "training", 500, {"sh", "-c", "sleep 60 & echo $$ > rank.pid; echo ready; wait"}, node)));
+  ASSERT_TRUE(WaitPhase(7, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(7, SIGTERM, 30)));
+  ASSERT_TRUE(WaitForLog(8, "ready"));
+  std::string rank = ReadFile(dir_->path() + "/jobs/8/1/rank.pid");
+  ASSERT_FALSE(rank.empty());
+  kill(std::stoi(rank), SIGKILL);
+  for (uint64_t job : {5, 6, 7, 8}) ASSERT_TRUE(WaitPhase(job, v1::AttemptReport::PHASE_EXITED));
+  // Checked once all have ended: a freed class id is reused by the next attempt.
+  for (uint64_t job : {5, 6, 7, 8}) EXPECT_EQ(Left(job), "") << "job " << job;
+  EXPECT_EQ(WaitPhase(6, v1::AttemptReport::PHASE_EXITED)->exit_code(), 3);
+  EXPECT_EQ(WaitPhase(8, v1::AttemptReport::PHASE_EXITED)->term_signal(), SIGKILL);
+}
+
+// A real baton-agent, kill -9'd while two jobs run; one job dies while no agent watches.
+// The restarted agent re-adopts the live one and removes everything of the dead one.
+TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheDead) {
+  FakeCoordinator coordinator;
+  coordinator.Start();
+  std::string node = "rs" + Pid(), parent = guard_->top() + "/rs", table = "baton_" + node;
+  testing::RootVeth nic("btr" + std::to_string(getpid() % 1000000));
+  ASSERT_EQ(nic.error(), "");
+  std::vector<std::string> argv = {std::string(BATON_BIN_DIR) + "/baton-agent",
+                                   "--name",
+                                   node,
+                                   "--coordinator",
+                                   coordinator.address(),
+                                   "--data-dir",
+                                   dir_->Sub("restart"),
+                                   "--isolation",
+                                   "v1",
+                                   "--cgroup-parent",
+                                   parent,
+                                   "--nic",
+                                   nic.name(),
+                                   "--nic-rate",
+                                   "1gbit",
+                                   "--keep-jobs-on-exit",
+                                   "--nvml",
+                                   ""};
+  auto agent = std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{},
+                                                     dir_->Sub("agent1"));
+  auto running = [&](uint64_t job) {
+    return coordinator.WaitFor([&](const Received& m) {
+      return m.msg.has_report() && m.msg.report().job_id() == job &&
+             m.msg.report().phase() == v1::AttemptReport::PHASE_RUNNING;
+    });
+  };
+  ASSERT_TRUE(coordinator.Push(Job(10, "training", 500, {"sleep", "60"}, node)));
+  ASSERT_TRUE(coordinator.Push(Job(11, "training", 500, {"sleep", "60"}, node)));
+  ASSERT_TRUE(running(10));
+  ASSERT_TRUE(running(11));
+  agent->Signal(SIGKILL);
+  agent->Wait(std::chrono::seconds(10));
+  std::string procs = testing::V1Mounts()["cpu"] + "/" + parent + "/job-11-a1/cgroup.procs";
+  std::string pid = ReadFile(procs);
+  ASSERT_FALSE(pid.empty()) << "the job outlives the agent";
+  kill(std::stoi(pid), SIGKILL);
+  ASSERT_TRUE(PollUntil([&] { return ReadFile(procs).empty(); }));
+  EXPECT_NE(Leftovers(parent, "job-11-a1", nic.name(), table, ClassOf(coordinator, 11)), "")
+      << "nothing cleaned it yet";
+
+  int before = coordinator.session();
+  agent = std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{},
+                                                dir_->Sub("agent2"));
+  auto reg = coordinator.WaitFor(
+      [&](const Received& m) { return m.session > before && m.msg.has_register_(); });
+  ASSERT_TRUE(reg) << ReadFile(dir_->Sub("agent2.err"));
+  std::set<uint64_t> adopted;
+  for (const auto& a : reg->msg.register_().attempts()) {
+    if (a.phase() == v1::AttemptReport::PHASE_RUNNING) adopted.insert(a.job_id());
+  }
+  EXPECT_EQ(adopted, std::set<uint64_t>{10});
+  EXPECT_EQ(Leftovers(parent, "job-11-a1", nic.name(), table, ClassOf(coordinator, 11)), "");
+  EXPECT_NE(Leftovers(parent, "job-10-a1", nic.name(), table, ClassOf(coordinator, 10)), "")
+      << "the live one kept";
+  ASSERT_TRUE(coordinator.Push(KillCommand(10, SIGKILL, 0)));
+  auto end = coordinator.WaitFor([&](const Received& m) {
+    return m.session > before && m.msg.has_report() && m.msg.report().job_id() == 10 &&
+           m.msg.report().phase() == v1::AttemptReport::PHASE_EXITED;
+  });
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->msg.report().killed());
+  EXPECT_EQ(Leftovers(parent, "job-10-a1", nic.name(), table, ClassOf(coordinator, 10)), "");
+  agent->Signal(SIGTERM);
+  agent->Wait(std::chrono::seconds(10));
+  coordinator.Shutdown();
+  testing::Sh("nft delete table inet " + table + " 2>/dev/null; true");
+}
+
+}  // namespace
+}  // namespace baton

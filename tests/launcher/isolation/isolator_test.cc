@@ -1,0 +1,277 @@
+// Per-class CPU plans, the GPU environment, and the Isolator's lifecycle (prepare,
+// narrow/widen, undo on failure, recover) over the recording driver and scripted tc/nft.
+#include "launcher/agent/isolation/isolator.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/agent/isolation/gpu_env.h"
+#include "tests/launcher/isolation/fakes.h"
+
+namespace baton {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// 8 CPUs as 4 SMT cores: (0,4) (1,5) on NUMA 0, (2,6) (3,7) on NUMA 1; GPU 0 on node 0,
+// GPU 1 on node 1, 80 GiB each.
+v1::Inventory SmtInventory() {
+  v1::Inventory inv;
+  inv.set_cpus(8);
+  for (int n = 0; n < 2; ++n) {
+    v1::NumaNode* node = inv.add_numa_nodes();
+    node->set_id(n);
+    for (uint32_t c : {2u * n, 2u * n + 1, 2u * n + 4, 2u * n + 5}) node->add_cpus(c);
+    for (uint32_t first : {2u * n, 2u * n + 1}) {
+      v1::CpuCore* core = inv.add_cores();
+      core->set_id(static_cast<uint32_t>(inv.cores_size() - 1));
+      core->add_cpus(first);
+      core->add_cpus(first + 4);
+      core->set_numa_node(n);
+    }
+    v1::Gpu* g = inv.add_gpus();
+    g->set_uuid("GPU-" + std::to_string(n));
+    g->set_numa_node(n);
+    g->set_memory_bytes(80ull << 30);
+  }
+  return inv;
+}
+
+class IsolatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Make(ClassOptions()); }
+  void Make(ClassOptions classes, bool net = false) {
+    auto driver = std::make_unique<testing::RecordingDriver>();
+    driver_ = driver.get();
+    std::unique_ptr<NetCaps> caps;
+    if (net) {
+      runner_ = std::make_shared<testing::ScriptedRunner>();
+      runner_->Answer("tc qdisc show", {0, "qdisc htb 1: root refcnt 2\n", ""});
+      NetCapsOptions o{.nic = "eth9", .nic_mbps = 1000};
+      auto made = NetCaps::Create(o, runner_);
+      ASSERT_TRUE(made.ok()) << made.status();
+      caps = std::move(*made);
+    }
+    iso_ = std::make_unique<Isolator>(SmtInventory(), classes, std::move(driver), std::move(caps));
+  }
+  absl::StatusOr<PreparedAttempt> Prepare(uint64_t job, bool inference, uint64_t millis,
+                                          std::vector<std::string> gpus = {}) {
+    specs_[job].set_memory_bytes_per_node(1ull << 30);
+    AttemptRequest r{.job_id = job,
+                     .attempt = 1,
+                     .inference = inference,
+                     .spec = &specs_[job],
+                     .cpu_millis = millis,
+                     .memory_bytes = 1ull << 30,
+                     .gpu_ids = gpus};
+    return iso_->Prepare(r);
+  }
+  CgroupLimits Applied(uint64_t job) { return driver_->limits(Isolator::Name(job, 1)); }
+
+  std::map<uint64_t, v1::JobSpec> specs_;
+  testing::RecordingDriver* driver_ = nullptr;
+  std::shared_ptr<testing::ScriptedRunner> runner_;
+  std::unique_ptr<Isolator> iso_;
+};
+
+TEST_F(IsolatorTest, InferenceGetsExclusiveWholeCoresNearItsGpu) {
+  auto p = Prepare(1, /*inference=*/true, /*millis=*/1500, {"GPU-1"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Applied(1).cpus, "3,7") << "one whole SMT core on NUMA 1";
+  EXPECT_EQ(Applied(1).mems, "1");
+  EXPECT_EQ(Applied(1).cpu_quota_millis, 2000u) << "quota = its cores";
+  EXPECT_EQ(Applied(1).memory_max_bytes, (1ull << 30) * 12 / 10) << "request + 20%";
+  EXPECT_TRUE(p->limits.exclusive_cpus());
+  EXPECT_EQ(p->limits.kind(), v1::WORKLOAD_KIND_INFERENCE);
+  EXPECT_THAT(p->procs_files, Contains("/fake/job-1-a1/cgroup.procs"));
+}
+
+TEST_F(IsolatorTest, TrainingIsNarrowedWhenInferenceArrivesAndWidenedWhenItLeaves) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/false, /*millis=*/2000).ok());
+  EXPECT_EQ(Applied(1).cpus, "0-7");
+  EXPECT_EQ(Applied(1).cpu_quota_millis, 8000u) << "bursts into every idle core";
+  EXPECT_EQ(Applied(1).cpu_weight, 200u) << "weight in proportion to its cores";
+  EXPECT_EQ(Applied(1).memory_max_bytes, 1ull << 30) << "training: exactly its request";
+
+  ASSERT_TRUE(Prepare(2, /*inference=*/true, /*millis=*/1000).ok());
+  EXPECT_EQ(Applied(2).cpus, "3,7");
+  EXPECT_EQ(Applied(1).cpus, "0-2,4-6") << "narrowed live";
+  EXPECT_EQ(Applied(1).cpu_quota_millis, 6000u);
+  EXPECT_EQ(iso_->Limits(1, 1).narrowed_cpus(), 2u);
+  EXPECT_EQ(iso_->Describe().exclusive_cpus(), "3,7");
+
+  ASSERT_TRUE(iso_->Release(2, 1).ok());
+  EXPECT_EQ(Applied(1).cpus, "0-7") << "widened again";
+  EXPECT_EQ(Applied(1).cpu_quota_millis, 8000u);
+  EXPECT_FALSE(driver_->exists("job-2-a1"));
+}
+
+TEST_F(IsolatorTest, TrainingStaysNearItsGpuWhenThatSideHoldsItsRequest) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/false, /*millis=*/2000, {"GPU-0"}).ok());
+  EXPECT_EQ(Applied(1).cpus, "0-1,4-5");
+  EXPECT_EQ(Applied(1).mems, "0");
+  ASSERT_TRUE(Prepare(2, /*inference=*/false, /*millis=*/6000, {"GPU-0"}).ok());
+  EXPECT_EQ(Applied(2).cpus, "0-7") << "too big for its side: every shared CPU";
+}
+
+TEST_F(IsolatorTest, TrainingWithoutBurstIsCappedAtItsRequest) {
+  Make(ClassOptions{.training_may_burst = false});
+  ASSERT_TRUE(Prepare(1, /*inference=*/false, /*millis=*/500).ok());
+  EXPECT_EQ(Applied(1).cpu_quota_millis, 500u);
+}
+
+TEST_F(IsolatorTest, InferenceThatWouldLeaveNoSharedCpuIsRefused) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/true, /*millis=*/6000).ok());
+  auto p = Prepare(2, /*inference=*/true, /*millis=*/1000);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("whole cores"));
+  EXPECT_FALSE(driver_->exists("job-2-a1")) << "nothing created for a refused attempt";
+}
+
+TEST_F(IsolatorTest, PrepareUndoesEverythingOnAPartialFailure) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/false, /*millis=*/1000).ok());
+  driver_->Fail("Apply", "job-1-a1", absl::InternalError("cpuset busy"));  // narrowing fails
+  auto p = Prepare(2, /*inference=*/true, /*millis=*/1000);
+  ASSERT_FALSE(p.ok());
+  auto calls = driver_->calls();
+  EXPECT_THAT(calls, Contains("Remove job-2-a1"));
+  EXPECT_FALSE(driver_->exists("job-2-a1"));
+  EXPECT_EQ(iso_->Describe().exclusive_cpus(), "") << "its cores are free again";
+  // The undo came after the create (reverse order).
+  auto created = std::find(calls.begin(), calls.end(), "Create job-2-a1");
+  auto removed = std::find(calls.begin(), calls.end(), "Remove job-2-a1");
+  EXPECT_LT(created, removed);
+}
+
+TEST_F(IsolatorTest, CappedTrainingGetsAClassAndNcclOnSockets) {
+  Make(ClassOptions(), /*net=*/true);
+  auto p = Prepare(1, /*inference=*/false, /*millis=*/1000);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->limits.net_class(), "1:100");
+  EXPECT_EQ(p->limits.net_ceil_mbps(), 700u) << "70% of the NIC by default";
+  EXPECT_EQ(p->env.at("NCCL_IB_DISABLE"), "1");
+  EXPECT_EQ(p->env.at("NCCL_SOCKET_IFNAME"), "eth9");
+  EXPECT_THAT(runner_->calls(),
+              Contains(HasSubstr("socket cgroupv2 level 2 \"unified/fake/job-1-a1\" meta "
+                                 "priority set 1:100")));
+  auto inference = Prepare(2, /*inference=*/true, /*millis=*/1000);
+  ASSERT_TRUE(inference.ok());
+  EXPECT_EQ(inference->limits.net_class(), "") << "inference rides the guaranteed class";
+  EXPECT_FALSE(inference->env.count("NCCL_IB_DISABLE"));
+}
+
+TEST_F(IsolatorTest, AFailedNetworkRuleUndoesTheClassAndTheCgroup) {
+  Make(ClassOptions(), /*net=*/true);
+  runner_->Answer("nft add rule", {1, "", "Error: cgroupv2 path fails: No such file"});
+  auto p = Prepare(1, /*inference=*/false, /*millis=*/1000);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(driver_->exists("job-1-a1"));
+  EXPECT_THAT(runner_->calls(),
+              Contains(HasSubstr("tc class add dev eth9 parent 1:1 classid 1:100")));
+}
+
+TEST_F(IsolatorTest, RecoverRemovesDeadAttemptsAndReturnsLiveOnes) {
+  driver_->SetPids("job-1-a1", {});
+  driver_->SetPids("job-2-a4", {4242, 4243});
+  auto live = iso_->Recover();
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_EQ(live->size(), 1u);
+  EXPECT_EQ((*live)[0].job_id, 2u);
+  EXPECT_EQ((*live)[0].attempt, 4u);
+  EXPECT_EQ((*live)[0].pids.size(), 2u);
+  EXPECT_FALSE(driver_->exists("job-1-a1"));
+  EXPECT_TRUE(driver_->exists("job-2-a4"));
+}
+
+TEST_F(IsolatorTest, RecoverDropsNetworkRulesAndClassesOfDeadAttempts) {
+  Make(ClassOptions(), /*net=*/true);
+  driver_->SetPids("job-2-a1", {4242});
+  runner_->Answer(
+      "nft -a list chain",
+      {0,
+       "table inet baton {\n chain out {\n  socket cgroupv2 level 2 \"unified/x/job-1-a1\" "
+       "meta priority set 1:100 comment \"job-1-a1 1:100\" # handle 4\n"
+       "  socket cgroupv2 level 2 \"unified/x/job-2-a1\" meta priority set 1:101 "
+       "comment \"job-2-a1 1:101\" # handle 5\n }\n}\n",
+       ""});
+  runner_->Answer("tc -s class show",
+                  {0,
+                   "class htb 1:1 root rate 1Gbit ceil 1Gbit\n class htb 1:20 parent 1:1 rate "
+                   "300Mbit ceil 1Gbit\nclass htb 1:100 parent 1:1 rate 70Mbit ceil 700Mbit\n"
+                   "class htb 1:101 parent 1:1 rate 70Mbit ceil 700Mbit\n",
+                   ""});
+  ASSERT_TRUE(iso_->Recover().ok());
+  auto calls = runner_->calls();
+  EXPECT_THAT(calls, Contains("nft delete rule inet baton out handle 4"));
+  EXPECT_THAT(calls, Contains("tc class del dev eth9 classid 1:100"));
+  EXPECT_THAT(calls, Not(Contains("tc class del dev eth9 classid 1:101")));
+  EXPECT_THAT(calls, Not(Contains("nft delete rule inet baton out handle 5")));
+}
+
+TEST_F(IsolatorTest, WithoutADriverOnlyTheEnvironmentApplies) {
+  Isolator none(SmtInventory(), ClassOptions(), nullptr, nullptr);
+  v1::JobSpec spec;
+  AttemptRequest r{
+      .job_id = 1, .attempt = 1, .inference = true, .spec = &spec, .gpu_ids = {"GPU-0"}};
+  auto p = none.Prepare(r);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->procs_files.empty());
+  EXPECT_EQ(p->env.at("TF_FORCE_GPU_ALLOW_GROWTH"), "true");
+  EXPECT_EQ(none.Describe().mode(), "none");
+  EXPECT_TRUE(none.Release(1, 1).ok());
+  EXPECT_TRUE(none.Recover()->empty());
+}
+
+v1::Gpu Whole(uint64_t gib) {
+  v1::Gpu g;
+  g.set_uuid("GPU-a");
+  g.set_memory_bytes(gib << 30);
+  return g;
+}
+
+TEST(GpuEnv, InferenceGrowsGpuMemoryOnDemandKeepingItsOwnAllocatorOptions) {
+  v1::JobSpec spec;
+  (*spec.mutable_env())["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:128";
+  GpuEnv env = BuildGpuEnv({.inference = true, .spec = &spec, .gpus = {Whole(80)}});
+  EXPECT_EQ(env.env["PYTORCH_CUDA_ALLOC_CONF"], "max_split_size_mb:128,expandable_segments:True");
+  EXPECT_EQ(env.env["TF_FORCE_GPU_ALLOW_GROWTH"], "true");
+  EXPECT_EQ(env.env["XLA_PYTHON_CLIENT_PREALLOCATE"], "false");
+  GpuEnv training = BuildGpuEnv({.inference = false, .spec = &spec, .gpus = {Whole(80)}});
+  EXPECT_FALSE(training.env.count("TF_FORCE_GPU_ALLOW_GROWTH"));
+}
+
+TEST(GpuEnv, SharingAWholeGpuGetsMpsLimitsWithHeadroomBelowThePhysicalSize) {
+  v1::JobSpec spec;
+  spec.set_gpu_memory_bytes(20ull << 30);
+  GpuEnv env = BuildGpuEnv({.spec = &spec, .gpus = {Whole(80), Whole(80)}});
+  EXPECT_EQ(env.sharing, "mps");
+  EXPECT_EQ(env.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=24576M,1=24576M");
+  EXPECT_EQ(env.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "30");
+  spec.set_gpu_memory_bytes(75ull << 30);
+  env = BuildGpuEnv({.spec = &spec, .gpus = {Whole(80)}});
+  EXPECT_EQ(env.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=81920M") << "capped at the GPU";
+  spec.set_gpu_memory_bytes(80ull << 30);
+  EXPECT_TRUE(BuildGpuEnv({.spec = &spec, .gpus = {Whole(80)}}).env.empty()) << "whole GPU";
+}
+
+TEST(GpuEnv, MigSlicesNeedNoMpsAndCappedJobsKeepNcclOnSockets) {
+  v1::JobSpec spec;
+  spec.set_gpu_memory_bytes(10ull << 30);
+  v1::Gpu slice = Whole(18);
+  slice.set_mig_profile("1g.18gb");
+  GpuEnv env = BuildGpuEnv({.spec = &spec, .gpus = {slice}, .capped_nic = "eth1"});
+  EXPECT_EQ(env.sharing, "mig");
+  EXPECT_FALSE(env.env.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+  EXPECT_EQ(env.env["NCCL_IB_DISABLE"], "1");
+  EXPECT_EQ(env.env["NCCL_SOCKET_IFNAME"], "eth1");
+}
+
+TEST(CpuList, FormatsRanges) {
+  EXPECT_EQ(FormatCpuList({5, 0, 1, 2, 7, 8}), "0-2,5,7-8");
+  EXPECT_EQ(FormatCpuList({}), "");
+  EXPECT_EQ(FormatCpuList({3}), "3");
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,189 @@
+// The isolation drivers against the real kernel (root, v1 controllers + the hybrid
+// cgroup2 tree here): processes in the expected cgroups with the expected limits, a busy
+// process under a 0.5-CPU quota throttled, undo on partial failure, and network counters
+// on the job's HTB class between two namespaces.
+#include <sys/wait.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/agent/isolation/cgroup_v1.h"
+#include "launcher/agent/isolation/net_caps.h"
+#include "launcher/agent/process.h"
+#include "tests/launcher/isolation/fakes.h"
+#include "tests/launcher/isolation/os_env.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::PollUntil;
+using launcher_testing::ReadFile;
+using launcher_testing::ScratchDir;
+using ::testing::HasSubstr;
+
+// Fails MakeDir for paths containing `needle`; everything else reaches the real files.
+class FaultyFs : public RealCgroupFs {
+ public:
+  explicit FaultyFs(std::string needle) : needle_(std::move(needle)) {}
+  absl::Status MakeDir(const std::string& path) override {
+    if (path.find(needle_) != std::string::npos) return absl::PermissionDeniedError("injected");
+    return RealCgroupFs::MakeDir(path);
+  }
+
+ private:
+  std::string needle_;
+};
+
+class CgroupV1Real : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = testing::V1Missing(); !why.empty()) GTEST_SKIP() << why;
+    guard_ = std::make_unique<testing::CgroupTreeGuard>("baton-ostest-" + std::to_string(getpid()));
+    driver_ = Make(std::make_shared<RealCgroupFs>());
+  }
+  std::unique_ptr<CgroupV1Driver> Make(std::shared_ptr<CgroupFs> fs) {
+    return std::make_unique<CgroupV1Driver>(fs, testing::V1Mounts(), guard_->top() + "/n1",
+                                            testing::HybridHost() ? "/sys/fs/cgroup/unified" : "");
+  }
+  std::string Dir(const std::string& controller, const std::string& name) {
+    return testing::V1Mounts()[controller] + "/" + guard_->top() + "/n1/" + name;
+  }
+  pid_t Start(const std::vector<std::string>& argv, const std::string& name) {
+    SpawnOptions so;
+    so.argv = argv;
+    so.env = {"PATH=/usr/bin:/bin"};
+    so.cwd = "/";
+    so.log_path = scratch_.Sub("log");
+    so.cgroup_procs = driver_->ProcsFiles(name);
+    auto pid = Spawn(so);
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    return pid.ok() ? *pid : -1;
+  }
+
+  ScratchDir scratch_;
+  std::unique_ptr<testing::CgroupTreeGuard> guard_;
+  std::unique_ptr<CgroupV1Driver> driver_;
+};
+
+TEST_F(CgroupV1Real, ProcessesJoinEveryHierarchyWithTheLimits) {
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  CgroupLimits l{.cpus = "0",
+                 .mems = "0",
+                 .cpu_quota_millis = 1500,
+                 .cpu_weight = 50,
+                 .memory_max_bytes = 64 << 20};
+  ASSERT_TRUE(driver_->Apply("job-1-a1", l).ok());
+  EXPECT_EQ(ReadFile(Dir("cpu", "job-1-a1") + "/cpu.cfs_quota_us"), "150000\n");
+  EXPECT_EQ(ReadFile(Dir("cpu", "job-1-a1") + "/cpu.shares"), "512\n");
+  EXPECT_EQ(ReadFile(Dir("cpuset", "job-1-a1") + "/cpuset.cpus"), "0\n");
+  EXPECT_EQ(ReadFile(Dir("memory", "job-1-a1") + "/memory.limit_in_bytes"),
+            std::to_string(64 << 20) + "\n");
+  pid_t pid = Start({"sleep", "30"}, "job-1-a1");
+  ASSERT_GT(pid, 0);
+  std::string cg = ReadFile("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string path = "/" + guard_->top() + "/n1/job-1-a1";
+  EXPECT_THAT(cg, HasSubstr(":cpu:" + path + "\n"));
+  EXPECT_THAT(cg, HasSubstr(":memory:" + path + "\n"));
+  EXPECT_THAT(cg, HasSubstr(":cpuset:" + path + "\n"));
+  if (testing::HybridHost()) {
+    EXPECT_THAT(cg, HasSubstr("0::" + path + "\n"));
+  }
+  auto pids = driver_->Pids("job-1-a1");
+  ASSERT_TRUE(pids.ok());
+  EXPECT_THAT(*pids, ::testing::ElementsAre(pid));
+  ASSERT_TRUE(driver_->KillAll("job-1-a1").ok());
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_TRUE(driver_->Remove("job-1-a1").ok());
+  for (const char* c : {"cpu", "memory", "cpuset"}) {
+    EXPECT_FALSE(std::filesystem::exists(Dir(c, "job-1-a1"))) << c;
+  }
+}
+
+TEST_F(CgroupV1Real, ABusyProcessUnderHalfACpuIsThrottled) {
+  ASSERT_TRUE(driver_->Create("job-2-a1").ok());
+  ASSERT_TRUE(driver_->Apply("job-2-a1", CgroupLimits{.cpu_quota_millis = 500}).ok());
+  pid_t pid = Start({"sh", "-c", "while :; do :; done"}, "job-2-a1");
+  ASSERT_GT(pid, 0);
+  CgroupStats st;
+  EXPECT_TRUE(PollUntil([&] {
+    auto s = driver_->Stats("job-2-a1");
+    if (s.ok()) st = *s;
+    return st.nr_throttled >= 3;
+  })) << "periods "
+      << st.nr_periods << ", throttled " << st.nr_throttled;
+  EXPECT_GT(st.throttled_us, 0u);
+  EXPECT_GT(st.cpu_usage_us, 0u);
+  EXPECT_GE(st.nr_periods, st.nr_throttled);
+  ASSERT_TRUE(driver_->KillAll("job-2-a1").ok());
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(driver_->Remove("job-2-a1").ok());
+}
+
+TEST_F(CgroupV1Real, CreateUndoesOnPartialFailure) {
+  std::string memory = testing::V1Mounts()["memory"];
+  auto faulty = Make(std::make_shared<FaultyFs>(memory + "/" + guard_->top() + "/n1/job-3"));
+  absl::Status s = faulty->Create("job-3-a1");
+  ASSERT_FALSE(s.ok());
+  for (const auto& [c, root] : testing::V1Mounts()) {
+    EXPECT_FALSE(std::filesystem::exists(Dir(c, "job-3-a1"))) << c << " left behind";
+  }
+  EXPECT_FALSE(std::filesystem::exists("/sys/fs/cgroup/unified/" + guard_->top() + "/n1/job-3-a1"));
+  EXPECT_TRUE(driver_->Create("job-3-a1").ok()) << "and a later try starts clean";
+  EXPECT_TRUE(driver_->Remove("job-3-a1").ok());
+}
+
+// From namespace a: a flow inside the job's cgroup and one outside it; only the first
+// is counted on the job's HTB class.
+TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
+  if (!testing::HybridHost()) GTEST_SKIP() << "no cgroup2 tree to classify by";
+  testing::NetnsPair ns("btn" + std::to_string(getpid() % 100000), 200 + getpid() % 50);
+  if (!ns.error().empty()) GTEST_SKIP() << "cannot make network namespaces: " << ns.error();
+  auto runner = std::make_shared<testing::NetnsRunner>(ns.a());
+  auto caps = NetCaps::Create(
+      NetCapsOptions{.nic = ns.a(), .nic_mbps = 1000, .table = "baton_ostest"}, runner);
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  struct TearDown {
+    NetCaps* c;
+    ~TearDown() { (void)c->TearDown(); }
+  } teardown{caps->get()};
+  ASSERT_TRUE(driver_->Create("job-4-a1").ok());
+  auto cls =
+      (*caps)->Add("job-4-a1", driver_->NetPath("job-4-a1"), driver_->NetLevel("job-4-a1"), 0);
+  ASSERT_TRUE(cls.ok()) << cls.status();
+  EXPECT_EQ(cls->ceil_mbps, 700u);
+  // 200 UDP datagrams of 1000 bytes (no listener needed: UDP sends anyway).
+  std::vector<std::string> flow = {
+      "nsenter", "--net=/var/run/netns/" + ns.a(), "bash", "-c",
+      "for i in $(seq 200); do printf '%1000s' x > /dev/udp/" + ns.ip_b() + "/9; done"};
+  auto bytes = [&](uint32_t minor) {
+    auto classes = Htb(runner.get(), ns.a()).Classes();
+    return classes.ok() ? (*classes)[minor].bytes : 0;
+  };
+  pid_t inside = Start(flow, "job-4-a1");
+  ASSERT_GT(inside, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(inside, &status, 0), inside);
+  ASSERT_EQ(status, 0) << ReadFile(scratch_.Sub("log"));
+  uint64_t job_bytes = bytes(0x100), other_bytes = bytes(NetCaps::kDefaultMinor);
+  EXPECT_GE(job_bytes, 200u * 1000) << "the job's flow on the job's class";
+  EXPECT_LT(other_bytes, 200u * 1000) << "and not on the default class";
+
+  auto outside = RealCommandRunner().Run(flow);  // the same flow, outside every job cgroup
+  ASSERT_TRUE(outside.ok() && outside->exit_code == 0);
+  EXPECT_EQ(bytes(0x100), job_bytes) << "a flow outside the cgroup is not the job's";
+  EXPECT_GE(bytes(NetCaps::kDefaultMinor), other_bytes + 200u * 1000);
+  auto st = (*caps)->Stats("job-4-a1");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->bytes, job_bytes);
+
+  ASSERT_TRUE((*caps)->Remove("job-4-a1").ok());
+  EXPECT_FALSE(Htb(runner.get(), ns.a()).Classes()->count(0x100)) << "class removed";
+  EXPECT_THAT(runner->Run({"nft", "-a", "list", "table", "inet", "baton_ostest"})->out,
+              ::testing::Not(HasSubstr("job-4-a1")));
+  EXPECT_TRUE(driver_->Remove("job-4-a1").ok());
+}
+
+}  // namespace
+}  // namespace baton

@@ -1,0 +1,125 @@
+// NVML discovery against a fake libnvidia-ml.so.1 built by the tests (two H200s, the
+// second split into MIG slices), and the inventory that reports what it serves.
+#include "launcher/agent/nvml.h"
+
+#include <stdlib.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/agent/inventory.h"
+#include "tests/launcher/test_util.h"
+
+namespace baton {
+namespace {
+
+using launcher_testing::ScratchDir;
+using launcher_testing::WriteFile;
+using ::testing::HasSubstr;
+
+TEST(Nvml, DiscoversWholeGpusAndMigSlicesFromTheLibrary) {
+  auto gpus = DiscoverNvmlGpus({.library = FAKE_NVML_LIBRARY});
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_EQ(gpus->size(), 3u) << "GPU 0 whole, GPU 1 as its two slices";
+  const GpuInfo& whole = (*gpus)[0];
+  EXPECT_EQ(whole.uuid, "GPU-fake-0000");
+  EXPECT_EQ(whole.model, "NVIDIA H200");
+  EXPECT_EQ(whole.memory_bytes, 141ull << 30);
+  EXPECT_EQ(whole.pci_bus_id, "00000000:1B:00.0");
+  EXPECT_EQ(whole.numa_node, 0);
+  EXPECT_EQ(whole.mig_profile, "");
+  const GpuInfo& a = (*gpus)[1];
+  EXPECT_EQ(a.uuid, "MIG-fake-1-slice-a");
+  EXPECT_EQ(a.mig_profile, "1g.18gb");
+  EXPECT_EQ(a.parent_uuid, "GPU-fake-0001");
+  EXPECT_EQ(a.memory_bytes, 18ull << 30);
+  EXPECT_EQ(a.numa_node, 1);
+  EXPECT_EQ(a.pci_bus_id, "00000000:9A:00.0");
+  EXPECT_EQ(a.index, 1u);
+  EXPECT_EQ((*gpus)[2].mig_profile, "3g.71gb") << "the empty slot between is skipped";
+}
+
+TEST(Nvml, AMissingLibraryIsNotFound) {
+  auto gpus = DiscoverNvmlGpus({.library = "/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_EQ(gpus.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Nvml, AFailingDriverNamesTheCall) {
+  setenv("FAKE_NVML_INIT_ERROR", "9", 1);
+  auto gpus = DiscoverNvmlGpus({.library = FAKE_NVML_LIBRARY});
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  EXPECT_EQ(gpus.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("Init: Driver Not Loaded"));
+}
+
+TEST(Nvml, NamesAndPciAddresses) {
+  EXPECT_EQ(MigProfileFromName("NVIDIA H200 MIG 1g.18gb"), "1g.18gb");
+  EXPECT_EQ(MigProfileFromName("NVIDIA H200"), "");
+  EXPECT_EQ(SysfsPciAddress("00000000:3B:00.0"), "0000:3b:00.0");
+}
+
+class NvmlInventoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(dir_.Sub("sys/devices/system/cpu/online"), "0-3\n");
+    // Two SMT cores: (0,2) and (1,3).
+    for (int c = 0; c < 4; ++c) {
+      WriteFile(dir_.Sub("sys/devices/system/cpu/cpu" + std::to_string(c) +
+                         "/topology/thread_siblings_list"),
+                c % 2 == 0 ? "0,2\n" : "1,3\n");
+    }
+    WriteFile(dir_.Sub("sys/devices/system/node/node0/cpulist"), "0,2\n");
+    WriteFile(dir_.Sub("sys/devices/system/node/node1/cpulist"), "1,3\n");
+    WriteFile(dir_.Sub("proc/meminfo"), "MemTotal:       33554432 kB\n");
+    o_.sysfs_root = dir_.Sub("sys");
+    o_.proc_root = dir_.Sub("proc");
+    o_.node_name = "n1";
+    o_.fake_gpus = 4;
+  }
+  ScratchDir dir_;
+  InventoryOptions o_;
+};
+
+TEST_F(NvmlInventoryTest, ReportsWhatNvmlServesInsteadOfConfiguredFakes) {
+  o_.nvml_library = FAKE_NVML_LIBRARY;
+  auto inv = ReadInventory(o_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->gpus_size(), 3);
+  EXPECT_EQ(inv->gpus(0).uuid(), "GPU-fake-0000");
+  EXPECT_FALSE(inv->gpus(0).fake());
+  EXPECT_EQ(inv->gpus(1).mig_profile(), "1g.18gb");
+  EXPECT_EQ(inv->gpus(1).parent_uuid(), "GPU-fake-0001");
+  EXPECT_EQ(inv->gpus(2).numa_node(), 1);
+  EXPECT_EQ(inv->gpus(2).pci_bus_id(), "00000000:9A:00.0");
+}
+
+TEST_F(NvmlInventoryTest, WithoutNvmlTheConfiguredGpusGoThroughTheSameCode) {
+  o_.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  auto inv = ReadInventory(o_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->gpus_size(), 4);
+  EXPECT_TRUE(inv->gpus(3).fake());
+  EXPECT_EQ(inv->gpus(0).numa_node(), 0);
+  EXPECT_EQ(inv->gpus(3).numa_node(), 1);
+}
+
+TEST_F(NvmlInventoryTest, CoresGroupSmtSiblingsWithTheirNumaNode) {
+  o_.nvml_library = "";
+  auto inv = ReadInventory(o_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->cores_size(), 2);
+  EXPECT_THAT(inv->cores(0).cpus(), ::testing::ElementsAre(0, 2));
+  EXPECT_EQ(inv->cores(0).numa_node(), 0);
+  EXPECT_THAT(inv->cores(1).cpus(), ::testing::ElementsAre(1, 3));
+  EXPECT_EQ(inv->cores(1).numa_node(), 1);
+}
+
+TEST_F(NvmlInventoryTest, ADriverThatFailsFailsTheInventory) {
+  o_.nvml_library = FAKE_NVML_LIBRARY;
+  setenv("FAKE_NVML_INIT_ERROR", "9", 1);
+  auto inv = ReadInventory(o_);
+  unsetenv("FAKE_NVML_INIT_ERROR");
+  EXPECT_FALSE(inv.ok()) << "a broken driver is not a node without GPUs";
+}
+
+}  // namespace
+}  // namespace baton
