@@ -1,0 +1,85 @@
+#include "coordinator/scheduler/quota.h"
+
+#include <algorithm>
+
+namespace baton::sched::internal {
+namespace {
+
+uint64_t SatAdd(uint64_t a, uint64_t b) { return std::min(a + b, kInf); }
+uint64_t Floor0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+uint64_t Cap(uint64_t v) { return std::min(v, kInf); }
+
+}  // namespace
+
+Amount& Amount::operator+=(const Amount& o) {
+  gpus = SatAdd(gpus, o.gpus);
+  millis = SatAdd(millis, o.millis);
+  mem = SatAdd(mem, o.mem);
+  return *this;
+}
+
+Amount operator+(Amount a, const Amount& b) { return a += b; }
+
+Amount Minus(const Amount& a, const Amount& b) {
+  return {Floor0(a.gpus, b.gpus), Floor0(a.millis, b.millis), Floor0(a.mem, b.mem)};
+}
+
+Amount Min(const Amount& a, const Amount& b) {
+  return {std::min(a.gpus, b.gpus), std::min(a.millis, b.millis), std::min(a.mem, b.mem)};
+}
+
+Amount FromResources(const Resources& r) {
+  uint64_t gpus = r.gpus == std::numeric_limits<uint32_t>::max() ? kInf : r.gpus;
+  return {gpus, Cap(r.cpu_millis), Cap(r.memory_bytes)};
+}
+
+QuotaBook::QuotaBook(std::vector<TenantQuota> tenants, const Amount& capacity)
+    : quota_(std::move(tenants)), use_(quota_.size()) {
+  Amount nominal_total;
+  for (const auto& q : quota_) {
+    if (q.has_quota) nominal_total += q.nominal;
+  }
+  unassigned_ = Minus(capacity, nominal_total);
+  lendable_ = unassigned_;
+  for (uint32_t t = 0; t < quota_.size(); ++t) lendable_ += Lends(t, use_[t]);
+}
+
+Amount QuotaBook::Lends(uint32_t t, const Amount& use) const {
+  const TenantQuota& q = quota_[t];
+  if (!q.has_quota) return {};
+  return Min(Minus(q.nominal, use), q.lending_limit);
+}
+
+Amount QuotaBook::Borrowed(uint32_t t) const {
+  return quota_[t].has_quota ? Minus(use_[t], quota_[t].nominal) : Amount{};
+}
+
+bool QuotaBook::Borrowing(uint32_t t) const { return !Borrowed(t).IsZero(); }
+
+void QuotaBook::Add(uint32_t t, const Amount& a) {
+  Amount before_lends = Lends(t, use_[t]);
+  Amount before_borrow = Borrowed(t);
+  use_[t] += a;
+  lendable_ = Minus(lendable_, before_lends) + Lends(t, use_[t]);
+  borrowed_total_ = Minus(borrowed_total_, before_borrow) + Borrowed(t);
+}
+
+QuotaBook::Verdict QuotaBook::Check(uint32_t t, const Amount& ask, bool class_borrows) const {
+  const TenantQuota& q = quota_[t];
+  Amount after = use_[t] + ask;
+  if (!q.has_quota || after <= q.nominal) return Verdict::kWithin;
+  if (!class_borrows) return Verdict::kClassNoBorrow;
+  if (!(after <= q.nominal + q.borrowing_limit)) return Verdict::kOverBorrowLimit;
+  // Borrowing more takes from the lendable pool, and this tenant stops lending.
+  Amount borrowed_after = Minus(borrowed_total_, Borrowed(t)) + Minus(after, q.nominal);
+  Amount lendable_after = Minus(lendable_, Lends(t, use_[t])) + Lends(t, after);
+  return borrowed_after <= lendable_after ? Verdict::kBorrow : Verdict::kNoLendable;
+}
+
+bool QuotaBook::EverFits(uint32_t t, const Amount& ask, bool class_borrows) const {
+  const TenantQuota& q = quota_[t];
+  if (!q.has_quota || ask <= q.nominal) return true;
+  return class_borrows && ask <= q.nominal + q.borrowing_limit;
+}
+
+}  // namespace baton::sched::internal

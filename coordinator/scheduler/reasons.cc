@@ -1,0 +1,152 @@
+#include "coordinator/scheduler/reasons.h"
+
+#include <algorithm>
+
+#include "common/resources.h"
+#include "coordinator/scheduler/placement.h"
+
+namespace baton::sched::internal {
+namespace {
+
+constexpr char kDeferred[] = "; preemption deferred: this pass spent its search budget";
+
+std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
+  std::string out = std::to_string(s.nodes) + " node(s) with ";
+  if (s.gpus) {
+    out += std::to_string(s.gpus) +
+           (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");
+    if (!r.gpu_model.empty()) out += " (" + r.gpu_model + ")";
+    out += ", ";
+  }
+  out += FormatCpuMillis(s.cpu) + " CPUs and " + FormatBytes(s.mem) + " memory in pool " +
+         NormalPool(pass, r.pool);
+  if (!r.selector.empty()) out += " (with a node selector)";
+  return out;
+}
+
+std::string GpuCount(uint64_t gpus) { return std::to_string(gpus) + " GPU(s)"; }
+
+std::string Quantity(const Amount& a) {
+  auto one = [](uint64_t v, const std::string& s) { return v >= kInf ? "unlimited" : s; };
+  return one(a.gpus, GpuCount(a.gpus)) + ", " + one(a.millis, FormatCpuMillis(a.millis)) +
+         " CPUs, " + one(a.mem, FormatBytes(a.mem));
+}
+
+std::string ShapeProblem(Pass& pass, const Job& job) {
+  const Shape& s = pass.shapes[job.shape];
+  const JobRequest& r = job.src->request;
+  if (absl::Status st = CheckJobLimits(pass.policy.job_limits, r); !st.ok()) {
+    return std::string(st.message());
+  }
+  if (s.profile >= 0 && s.mpi) {
+    return "MIG slices are never used for NCCL (mpi) training; ask for whole GPUs";
+  }
+  if (s.profile >= 0 && s.ranks != s.gpus) {
+    return "a MIG job runs one rank per slice: ranks_per_node (" + std::to_string(s.ranks) +
+           ") must equal gpus_per_node (" + std::to_string(s.gpus) + ")";
+  }
+  int64_t& feasible = pass.shape_feasible[s.id];
+  if (feasible < 0) feasible = static_cast<int64_t>(FeasibleNodes(pass, s));
+  if (feasible < s.nodes) {
+    return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
+           " such node(s)";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string InfeasibleReason(Pass& pass, const Job& job) {
+  const PriorityClass& cls = *pass.classes[job.cls];
+  std::string pool = NormalPool(pass, job.src->request.pool);
+  for (const PoolPolicy& p : pass.policy.pools) {
+    if (p.name == pool && !p.classes.empty() &&
+        std::find(p.classes.begin(), p.classes.end(), cls.name) == p.classes.end()) {
+      return "class " + cls.name + " may not run in pool " + pool;
+    }
+  }
+  if (!pass.quota.EverFits(job.tenant, job.ask, cls.preemptible)) {
+    const TenantQuota& q = pass.quota.Quota(job.tenant);
+    return "asks " + Quantity(job.ask) + ", more than tenant " + pass.tenant_names[job.tenant] +
+           " may ever use (nominal " + Quantity(q.nominal) +
+           (cls.preemptible ? ", borrowing limit " + Quantity(q.borrowing_limit)
+                            : "; class " + cls.name + " never borrows") +
+           ")";
+  }
+  if (pass.shape_feasible.empty()) pass.shape_feasible.assign(pass.shapes.size(), -1);
+  return ShapeProblem(pass, job);
+}
+
+std::string CooldownReason(const Pass& pass, const Job& job) {
+  return "cooling down after " + std::to_string(job.src->evictions) +
+         " eviction(s): " + FormatDurationMs(job.src->cooldown_until - pass.now) + " left";
+}
+
+std::string QuotaReason(const Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
+  const std::string& tenant = pass.tenant_names[job.tenant];
+  const TenantQuota& q = pass.quota.Quota(job.tenant);
+  std::string use = "tenant " + tenant + " uses " + Quantity(pass.quota.Use(job.tenant)) +
+                    " of its nominal " + Quantity(q.nominal);
+  switch (verdict) {
+    case QuotaBook::Verdict::kClassNoBorrow:
+      return use + "; this job would go over it and class " + pass.classes[job.cls]->name +
+             " never borrows";
+    case QuotaBook::Verdict::kOverBorrowLimit:
+      return use + "; this job would go past its borrowing limit of " + Quantity(q.borrowing_limit);
+    default:
+      return use + "; this job would borrow, and other tenants lend no more right now";
+  }
+}
+
+std::string PlacedReason(const Placement& placement) {
+  return "placed on " + std::to_string(placement.nodes.size()) + " node(s)";
+}
+
+std::string AwaitingReason(uint32_t victims_leaving) {
+  return "waiting for " + std::to_string(victims_leaving) +
+         " evicted job(s) to exit; their room is held for it";
+}
+
+std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preemptor) {
+  std::string ids;
+  for (const Eviction& e : evictions) {
+    if (e.preemptor == preemptor) ids += (ids.empty() ? "" : ", ") + std::to_string(e.victim);
+  }
+  return "evicting job(s) " + ids + " to make room; the room is held for it";
+}
+
+std::string HeadOfLineReason(const Pass& pass, const Job& job, const Reservation& r,
+                             bool preemption_deferred) {
+  return "first in line for " + std::to_string(r.nodes.size()) + " node(s) in pool " +
+         NormalPool(pass, job.src->request.pool) +
+         ": they are held so smaller jobs cannot delay it" + (preemption_deferred ? kDeferred : "");
+}
+
+std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred) {
+  if (pass.shape_wait.empty()) pass.shape_wait.resize(pass.shapes.size());
+  std::string& text = pass.shape_wait[job.shape];
+  if (text.empty()) {
+    text = "waiting for capacity: " + Describe(pass, pass.shapes[job.shape], job.src->request) +
+           " free";
+  }
+  return preemption_deferred ? text + kDeferred : text;
+}
+
+Eviction MakeEviction(const Pass& pass, const Gang& victim, const Job& preemptor,
+                      EvictionReason reason) {
+  Eviction e;
+  e.victim = victim.src->id;
+  e.preemptor = preemptor.src->id;
+  e.reason = reason;
+  e.lost_gpu_seconds = victim.lost;
+  e.cooldown_ms = CooldownMs(*pass.classes[victim.cls], victim.src->evictions + 1);
+  const std::string& cls = pass.classes[preemptor.cls]->name;
+  const std::string& tenant = pass.tenant_names[preemptor.tenant];
+  e.message =
+      reason == EvictionReason::kHigherClass
+          ? "preempted by job " + std::to_string(e.preemptor) + " (class " + cls + ")"
+          : "quota reclaimed by tenant " + tenant + " for job " + std::to_string(e.preemptor);
+  return e;
+}
+
+}  // namespace baton::sched::internal
