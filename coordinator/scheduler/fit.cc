@@ -71,16 +71,16 @@ bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, Nod
   if (free_cores < cores) return false;
   uint64_t take = Lowest(mask, s.gpus);
   TakeGpus(f, take, s.service);
-  uint64_t millis = s.cpu, mem = s.mem;
-  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+  // Evenly over the NUMA nodes, as a held spanning rank is charged (pass_state.cc).
+  uint32_t slots = hw.numa_count;
+  for (uint32_t k = 0; k < slots; ++k) {
     NumaFree& n = f.numa[k];
-    uint64_t m = std::min(millis, n.millis), b = std::min(mem, n.mem);
+    uint64_t m = s.cpu / slots + (k == 0 ? s.cpu % slots : 0);
+    uint64_t b = s.mem / slots + (k == 0 ? s.mem % slots : 0);
     uint32_t x = std::min(cores, n.cores);
-    n.millis -= m;
-    n.mem -= b;
+    n.millis -= std::min(m, n.millis);
+    n.mem -= std::min(b, n.mem);
     n.cores -= x;
-    millis -= m;
-    mem -= b;
     cores -= x;
   }
   if (c) c->groups.emplace_back(kSpan, take);
@@ -188,6 +188,23 @@ bool FitNode(Pass& pass, uint32_t node, NodeFree& f, const Shape& s, NodeChoice*
 
 bool HwFits(Pass& pass, uint32_t node, const Shape& s) { return HwVerdict(pass, node, s) & 2; }
 
+// One rank group shared by every rank (a spanning or uneven gang member): GPUs split
+// evenly when they divide, exclusive cores always split, so no two ranks share a core.
+static std::vector<RankBinding> SplitGroup(const RankBinding& group, uint32_t ranks) {
+  std::vector<RankBinding> out(ranks, group);
+  bool even = !group.gpus.empty() && group.gpus.size() % ranks == 0;
+  size_t per = group.gpus.size() / ranks;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    if (even) {
+      out[r].gpus.assign(group.gpus.begin() + r * per, group.gpus.begin() + (r + 1) * per);
+    }
+    size_t n = group.cpus.size();
+    out[r].cpus.assign(group.cpus.begin() + r * n / ranks,
+                       group.cpus.begin() + (r + 1) * n / ranks);
+  }
+  return out;
+}
+
 NodePlacement CommitNode(Pass& pass, uint32_t node, const Shape& s) {
   NodeChoice c;
   FitNode(pass, node, pass.free[node], s, &c);
@@ -196,21 +213,19 @@ NodePlacement CommitNode(Pass& pass, uint32_t node, const Shape& s) {
   p.node = node;
   p.cpu_millis = s.cpu;
   p.memory_bytes = s.mem;
-  std::vector<RankBinding> groups;
   uint64_t all = 0;
   for (const auto& [slot, mask] : c.groups) {
     RankBinding b;
     b.numa = slot == kSpan || !hw.numa_aware ? -1 : hw.numa_id[slot];
     b.gpus = Entries(mask);
-    if (s.service)
+    if (s.service) {
       b.cpus = PickCores(pass, node, slot, s.group_cores * (slot == kSpan ? s.groups : 1));
+    }
     all |= mask;
-    groups.push_back(std::move(b));
+    p.ranks.push_back(std::move(b));
   }
   p.gpus = Entries(all);
-  for (uint32_t r = 0; r < s.ranks; ++r) {
-    p.ranks.push_back(groups.size() == s.ranks ? groups[r] : groups.front());
-  }
+  if (p.ranks.size() != s.ranks) p.ranks = SplitGroup(p.ranks.front(), s.ranks);
   return p;
 }
 

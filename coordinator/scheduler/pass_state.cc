@@ -31,28 +31,28 @@ int32_t SlotOf(const NodeHw& hw, int32_t numa) {
   return -1;
 }
 
-// Charges `millis` and `mem` to NUMA slots in order, as far as each has room.
-void Spread(const NodeHw& hw, const NodeFree& free, uint64_t millis, uint64_t mem, Hold& h) {
+// Charges a rank that spans NUMA nodes evenly to all of them: the same charge whatever
+// order the gangs come in.
+void Spread(const NodeHw& hw, uint64_t millis, uint64_t mem, Hold& h) {
   for (uint32_t k = 0; k < hw.numa_count; ++k) {
-    uint64_t m =
-        std::min(millis, free.numa[k].millis - std::min(free.numa[k].millis, h.numa_millis[k]));
-    uint64_t b = std::min(mem, free.numa[k].mem - std::min(free.numa[k].mem, h.numa_mem[k]));
-    h.numa_millis[k] += m;
-    h.numa_mem[k] += b;
-    millis -= m;
-    mem -= b;
+    h.numa_millis[k] += millis / hw.numa_count + (k == 0 ? millis % hw.numa_count : 0);
+    h.numa_mem[k] += mem / hw.numa_count + (k == 0 ? mem % hw.numa_count : 0);
   }
 }
 
-// Exclusive cores an inference rank holds: marked taken and counted off their slot (or,
-// when the rank names none, as many cores as its CPU share counted off its slot).
+// Exclusive cores an inference rank holds: marked taken and counted off their slots (or,
+// when the rank names none, as many cores as its CPU share counted off its slot). Its
+// slots are marked as inference's (all of them for a rank that spans).
 void TakeCores(Pass& pass, uint32_t node, int32_t slot, const HeldRank& rank, uint64_t millis) {
   const NodeHw& hw = pass.hw[node];
   const auto& numa = pass.view.nodes[node].numa;
   NodeFree& free = pass.free[node];
+  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+    if (slot < 0 || static_cast<uint32_t>(slot) == k) ++free.numa[k].service_ranks;
+  }
   if (rank.cpus.empty()) {
     auto n = static_cast<uint32_t>(CeilDiv(millis, 1000));
-    free.numa[slot].cores -= std::min(free.numa[slot].cores, n);
+    if (slot >= 0) free.numa[slot].cores -= std::min(free.numa[slot].cores, n);
     return;
   }
   std::vector<uint8_t>& taken = pass.cores_taken[node];
@@ -82,22 +82,18 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
       if (info.gpus[e].uuid == uuid) h.gpus |= uint64_t{1} << e;
     }
   }
-  const NodeFree& free = pass.free[node];
   if (!held.ranks.empty()) {
     uint64_t n = held.ranks.size();
     for (const auto& r : held.ranks) {
       int32_t slot = r.numa < 0 ? -1 : SlotOf(hw, r.numa);
+      uint64_t millis = std::max(CeilDiv(h.millis, n), service ? r.cpus.size() * 1000 : 0);
       if (slot < 0) {
-        Spread(hw, free, CeilDiv(h.millis, n), CeilDiv(h.mem, n), h);
-        continue;
+        Spread(hw, millis, CeilDiv(h.mem, n), h);
+      } else {
+        h.numa_millis[slot] += millis;
+        h.numa_mem[slot] += CeilDiv(h.mem, n);
       }
-      uint64_t cores = service ? r.cpus.size() * 1000 : 0;
-      h.numa_millis[slot] += std::max(CeilDiv(h.millis, n), cores);
-      h.numa_mem[slot] += CeilDiv(h.mem, n);
-      if (service) {
-        TakeCores(pass, node, slot, r, CeilDiv(h.millis, n));
-        ++pass.free[node].numa[slot].service_ranks;
-      }
+      if (service) TakeCores(pass, node, slot, r, millis);
     }
     return h;
   }
@@ -109,7 +105,7 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
       return h;
     }
   }
-  Spread(hw, free, h.millis, h.mem, h);
+  Spread(hw, h.millis, h.mem, h);
   return h;
 }
 

@@ -90,6 +90,8 @@ void Planner::HoldReservations(const std::vector<uint32_t>& order) {
     for (const auto& name : p.reserved_nodes) {
       if (auto it = node_ids.find(name); it != node_ids.end()) nodes.push_back(it->second);
     }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     std::vector<uint32_t>& mine = held_[p.id];
     for (uint32_t node : nodes) {
       if (pass_.reserved[node].job != kNoJob) continue;

@@ -190,8 +190,9 @@ bool Search::Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool
     }
     plan->nodes.push_back(c.node);
   }
-  std::sort(plan->victims.begin(), plan->victims.end(),
-            [](const Victim& a, const Victim& b) { return a.gang < b.gang; });
+  std::sort(plan->victims.begin(), plan->victims.end(), [&](const Victim& a, const Victim& b) {
+    return pass_.gangs[a.gang].src->id < pass_.gangs[b.gang].src->id;
+  });
   return plan->nodes.size() == shape_.nodes;
 }
 

@@ -22,7 +22,7 @@ struct Victim {
 };
 
 struct PreemptionPlan {
-  std::vector<Victim> victims;  // ascending gang index
+  std::vector<Victim> victims;  // ascending job id
   std::vector<uint32_t> nodes;  // where the preemptor goes once they leave
 };
 
