@@ -125,7 +125,6 @@ Amount BuildNodes(Pass& pass) {
   pass.free.resize(nodes.size());
   pass.reserved.assign(nodes.size(), NodeReservation{});
   pass.cores_taken.resize(nodes.size());
-  pass.node_gangs.resize(nodes.size());
   Amount capacity;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const NodeInfo& n = nodes[i];

@@ -12,7 +12,7 @@
 
 namespace baton::sched::internal {
 
-// Indices into pass.jobs, in queue order.
-std::vector<uint32_t> QueueOrder(const Pass& pass);
+// Puts pass.jobs in queue order.
+void OrderQueue(Pass& pass);
 
 }  // namespace baton::sched::internal

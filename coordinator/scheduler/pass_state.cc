@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <tuple>
 
 namespace baton::sched::internal {
@@ -76,10 +77,19 @@ void TakeCores(Pass& pass, uint32_t node, int32_t slot, const HeldRank& rank, ui
 Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
   const NodeHw& hw = pass.hw[node];
   const NodeInfo& info = pass.view.nodes[node];
-  Hold h{node, 0, held.cpu_millis, held.memory_bytes, service, {}, {}};
+  Hold h;
+  h.node = node;
+  h.millis = held.cpu_millis;
+  h.mem = held.memory_bytes;
+  h.service = service;
+  uint32_t from = 0;  // held GPUs usually come in entry order: start after the last one
   for (const auto& uuid : held.gpu_uuids) {
-    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
-      if (info.gpus[e].uuid == uuid) h.gpus |= uint64_t{1} << e;
+    for (uint32_t k = 0; k < hw.gpu_count; ++k) {
+      uint32_t e = (from + k) % hw.gpu_count;
+      if (info.gpus[e].uuid != uuid) continue;
+      h.gpus |= uint64_t{1} << e;
+      from = e + 1;
+      break;
     }
   }
   if (!held.ranks.empty()) {
@@ -109,6 +119,17 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
   return h;
 }
 
+// The holds of each node, in gang order, as one flat array.
+void IndexHolds(Pass& pass) {
+  std::vector<uint32_t>& begin = pass.node_hold_begin;
+  begin.assign(pass.view.nodes.size() + 1, 0);
+  for (const Hold& h : pass.holds) ++begin[h.node + 1];
+  for (size_t i = 1; i < begin.size(); ++i) begin[i] += begin[i - 1];
+  pass.node_holds.resize(pass.holds.size());
+  std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
+  for (uint32_t h = 0; h < pass.holds.size(); ++h) pass.node_holds[next[pass.holds[h].node]++] = h;
+}
+
 void BuildGangs(Pass& pass) {
   absl::flat_hash_map<std::string, uint32_t> node_ids;
   for (uint32_t i = 0; i < pass.view.nodes.size(); ++i) node_ids[pass.view.nodes[i].name] = i;
@@ -119,6 +140,7 @@ void BuildGangs(Pass& pass) {
     g.cls = ClassId(pass, r.priority_class);
     g.tenant = TenantId(pass, r.tenant);
     g.evicting = r.evicting;
+    if (r.evicting && r.evicting_for != kNoJob) pass.awaited.insert(r.evicting_for);
     const PriorityClass* cls = g.cls == kNone ? nullptr : pass.classes[g.cls];
     bool service = cls && cls->service;
     g.hold_begin = static_cast<uint32_t>(pass.holds.size());
@@ -126,9 +148,9 @@ void BuildGangs(Pass& pass) {
       auto it = node_ids.find(held.node);
       if (it == node_ids.end()) continue;
       Hold h = MakeHold(pass, it->second, held, service);
+      h.gang = static_cast<uint32_t>(pass.gangs.size());
       Reapply(h, pass.free[h.node]);
       g.amount += Amount{static_cast<uint64_t>(std::popcount(h.gpus)), h.millis, h.mem};
-      pass.node_gangs[h.node].push_back(static_cast<uint32_t>(pass.gangs.size()));
       pass.holds.push_back(h);
     }
     g.hold_end = static_cast<uint32_t>(pass.holds.size());
@@ -138,6 +160,7 @@ void BuildGangs(Pass& pass) {
     g.protected_ = cls && pass.now - r.started < cls->min_runtime_s * 1000;
     pass.gangs.push_back(g);
   }
+  IndexHolds(pass);
 }
 
 }  // namespace
@@ -164,7 +187,7 @@ void Reapply(const Hold& h, NodeFree& f) {
   }
 }
 
-std::string NormalPool(const Pass& pass, const std::string& pool) {
+const std::string& NormalPool(const Pass& pass, const std::string& pool) {
   return pool.empty() ? pass.policy.default_pool : pool;
 }
 
@@ -241,6 +264,7 @@ Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) 
   s.group_gpus = s.gpus / s.groups;
   s.group_millis = CeilDiv(s.cpu, s.groups);
   s.group_mem = CeilDiv(s.mem, s.groups);
+  s.ask = Amount{uint64_t{s.gpus} * s.nodes, s.cpu * s.nodes, s.mem * s.nodes};
   if (service) {  // inference ranks get whole cores of their own
     s.group_cores = static_cast<uint32_t>(CeilDiv(s.group_millis, 1000));
     s.group_millis = uint64_t{s.group_cores} * 1000;
@@ -257,6 +281,11 @@ void BuildJobs(Pass& pass) {
   for (const PendingJob& p : pass.view.pending) {
     Job j;
     j.src = &p;
+    j.id = p.id;
+    j.submitted = p.submitted;
+    j.cooldown_until = p.cooldown_until;
+    j.has_reserved_nodes = !p.reserved_nodes.empty();
+    j.awaits_victims = !pass.awaited.empty() && pass.awaited.contains(p.id);
     j.cls = ClassId(pass, p.priority_class);
     j.tenant = TenantId(pass, p.tenant);
     bool service = j.cls != kNone && pass.classes[j.cls]->service;
@@ -275,8 +304,6 @@ void BuildJobs(Pass& pass) {
     auto [it, added] = shape_ids.try_emplace(key, pass.shapes.size());
     if (added) pass.shapes.push_back(MakeShape(pass, r, filter, service));
     j.shape = it->second;
-    const Shape& s = pass.shapes[j.shape];
-    j.ask = Amount{uint64_t{s.gpus} * s.nodes, s.cpu * s.nodes, s.mem * s.nodes};
     pass.jobs.push_back(j);
   }
 }
@@ -303,6 +330,26 @@ void BuildQuota(Pass& pass, const Amount& capacity) {
   }
 }
 
+void IndexVictims(Pass& pass) {
+  constexpr int64_t kNoVictim = std::numeric_limits<int64_t>::max();
+  pass.group_min_victim.assign(pass.groups.size(), kNoVictim);
+  pass.group_min_quota_victim.assign(pass.groups.size(), kNoVictim);
+  for (const Gang& g : pass.gangs) {
+    if (g.evicting || g.protected_ || g.cls == kNone || !pass.classes[g.cls]->preemptible) {
+      continue;
+    }
+    int64_t value = pass.classes[g.cls]->value;
+    bool quota = pass.quota.Quota(g.tenant).has_quota;
+    for (uint32_t h = g.hold_begin; h < g.hold_end; ++h) {
+      uint32_t group = pass.hw[pass.holds[h].node].group;
+      pass.group_min_victim[group] = std::min(pass.group_min_victim[group], value);
+      if (quota) {
+        pass.group_min_quota_victim[group] = std::min(pass.group_min_quota_victim[group], value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void BuildPass(Pass& pass) {
@@ -315,6 +362,7 @@ void BuildPass(Pass& pass) {
   BuildGangs(pass);
   BuildJobs(pass);
   BuildQuota(pass, capacity);
+  IndexVictims(pass);
 }
 
 bool Eligible(Pass& pass, uint32_t filter, uint32_t group) {

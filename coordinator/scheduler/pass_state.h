@@ -6,10 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "coordinator/scheduler/cluster_view.h"
 #include "coordinator/scheduler/policy.h"
 #include "coordinator/scheduler/quota.h"
@@ -79,10 +82,12 @@ struct Shape {
   // when GPUs do not split evenly over them.
   uint32_t groups = 1, group_gpus = 0, group_cores = 0;
   uint64_t group_millis = 0, group_mem = 0;
+  Amount ask;  // the whole gang: per-node amounts × nodes
 };
 
 struct Hold {
   uint32_t node = 0;
+  uint32_t gang = 0;
   uint64_t gpus = 0;
   uint64_t millis = 0, mem = 0;
   bool service = false;
@@ -102,12 +107,20 @@ struct Gang {
   bool evicting = false;
 };
 
+// A pending job with what the pass reads of it most, kept compact: the queue walk visits
+// jobs in queue order, not memory order.
 struct Job {
   const PendingJob* src = nullptr;
+  JobId id = 0;
+  Time submitted = 0;
+  Time cooldown_until = 0;
+  bool has_reserved_nodes = false;  // src->reserved_nodes is not empty
+  bool awaits_victims = false;      // some leaving gang makes room for it
+  bool holds = false;               // room is held for it from before this pass (plan.cc)
+  bool borrower = false;            // its tenant would go over nominal (order.cc)
   uint32_t cls = kNone;
   uint32_t tenant = 0;
   uint32_t shape = 0;
-  Amount ask;
 };
 
 struct NodeReservation {
@@ -151,12 +164,28 @@ struct Pass {
 
   std::vector<Gang> gangs;
   std::vector<Hold> holds;
-  std::vector<std::vector<uint32_t>> node_gangs;
-  std::vector<Job> jobs;                // view.pending, same order
-  std::vector<Amount> leaving;          // per tenant: what its evicting gangs still hold
+  std::vector<uint32_t> node_hold_begin;  // node i's holds: node_holds[begin[i], begin[i+1])
+  std::vector<uint32_t> node_holds;       // indices into holds, by node
+  std::vector<Job> jobs;               // view.pending, same order; plan.cc puts them in queue order
+  absl::flat_hash_set<JobId> awaited;  // preemptors that leaving gangs make room for
+  std::vector<Amount> leaving;         // per tenant: what its evicting gangs still hold
+  // Per group: the lowest class value of a gang that could be evicted at the start of the
+  // pass (preemptible, not protected, not leaving), of any tenant and of tenants with a
+  // quota (possible borrowers). INT64_MAX: none.
+  std::vector<int64_t> group_min_victim, group_min_quota_victim;
   std::vector<int64_t> shape_feasible;  // per shape: nodes that could hold it; -1 unknown
   std::vector<std::string> shape_wait;  // per shape: the waiting-for-capacity text
+  struct QuotaText {
+    int verdict = -1;
+    Amount use;
+    std::string text;
+  };
+  std::vector<QuotaText> quota_text;  // per tenant: the last waiting-for-quota text
+  // Per (shape, class, tenant): why such a job can never run, "" when it can.
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> infeasible;
 };
+
+inline const Amount& Ask(const Pass& pass, const Job& job) { return pass.shapes[job.shape].ask; }
 
 // Builds nodes, gangs (with their holds applied), quotas and jobs.
 void BuildPass(Pass& pass);
@@ -165,13 +194,19 @@ Amount BuildNodes(Pass& pass);
 void IndexProfilesAndClasses(Pass& pass);
 
 // Node facts shared by the modules.
-std::string NormalPool(const Pass& pass, const std::string& pool);
+const std::string& NormalPool(const Pass& pass, const std::string& pool);
 bool Eligible(Pass& pass, uint32_t filter, uint32_t group);
 const std::vector<uint32_t>& EligibleGroups(Pass& pass, uint32_t filter);
 // False when a node reserved for another job at `class_value` or above blocks a job.
 inline bool Usable(const Pass& pass, uint32_t node, int32_t class_value, JobId job) {
   const NodeReservation& r = pass.reserved[node];
   return r.job == kNoJob || r.job == job || class_value > r.class_value;
+}
+
+// Indices into pass.holds of the holds on a node.
+inline std::span<const uint32_t> HoldsOn(const Pass& pass, uint32_t node) {
+  uint32_t begin = pass.node_hold_begin[node];
+  return {pass.node_holds.data() + begin, pass.node_hold_begin[node + 1] - begin};
 }
 
 // Applies or releases a gang's hold on a node's free state.

@@ -32,9 +32,10 @@ class Planner {
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
   using PreemptKey = std::tuple<uint32_t, uint32_t, uint32_t, bool>;
 
-  void HoldReservations(const std::vector<uint32_t>& order);
+  void HoldReservations();
   Verdict Decide(const Job& job);
   Verdict Admit(const Job& job, bool within);
+  Verdict Contend(const Job& job, bool within);
   bool TryPlace(const Job& job);
   bool TryPreempt(const Job& job, bool within);
   bool TryHeadOfLine(const Job& job);
@@ -55,19 +56,19 @@ class Planner {
 };
 
 void Planner::Run() {
-  std::vector<uint32_t> order = QueueOrder(pass_);
-  HoldReservations(order);
-  out_.outcomes.reserve(order.size());
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    const Job& job = pass_.jobs[order[i]];
+  OrderQueue(pass_);
+  HoldReservations();
+  out_.outcomes.reserve(pass_.jobs.size());
+  for (uint32_t i = 0; i < pass_.jobs.size(); ++i) {
+    const Job& job = pass_.jobs[i];
     Verdict v = Decide(job);
-    out_.outcomes.push_back(JobOutcome{job.src->id, v.outcome, i + 1, std::move(v.reason)});
+    out_.outcomes.push_back(JobOutcome{job.id, v.outcome, i + 1, std::move(v.reason)});
   }
 }
 
 // Room already promised: the nodes of last pass's preemption reservations and the nodes
 // victims are leaving for their preemptor stay held for it, in queue order.
-void Planner::HoldReservations(const std::vector<uint32_t>& order) {
+void Planner::HoldReservations() {
   absl::flat_hash_map<JobId, std::vector<uint32_t>> victim_nodes;
   for (const Gang& g : pass_.gangs) {
     if (!g.evicting || g.src->evicting_for == kNoJob) continue;
@@ -76,26 +77,24 @@ void Planner::HoldReservations(const std::vector<uint32_t>& order) {
     for (uint32_t h = g.hold_begin; h < g.hold_end; ++h) nodes.push_back(pass_.holds[h].node);
   }
   absl::flat_hash_map<std::string, uint32_t> node_ids;
-  for (uint32_t j : order) {
-    const Job& job = pass_.jobs[j];
-    const PendingJob& p = *job.src;
-    auto victims = victim_nodes.find(p.id);
-    if (p.reserved_nodes.empty() && victims == victim_nodes.end()) continue;
-    if (job.cls == kNone || p.cooldown_until > pass_.now) continue;
+  for (Job& job : pass_.jobs) {
+    if (!job.has_reserved_nodes && !job.awaits_victims) continue;
+    if (job.cls == kNone || job.cooldown_until > pass_.now) continue;
+    job.holds = true;
     if (node_ids.empty()) {
       for (uint32_t i = 0; i < pass_.view.nodes.size(); ++i) node_ids[pass_.view.nodes[i].name] = i;
     }
-    std::vector<uint32_t> nodes =
-        victims == victim_nodes.end() ? std::vector<uint32_t>{} : victims->second;
-    for (const auto& name : p.reserved_nodes) {
+    std::vector<uint32_t> nodes;
+    if (job.awaits_victims) nodes = victim_nodes[job.id];
+    for (const auto& name : job.src->reserved_nodes) {
       if (auto it = node_ids.find(name); it != node_ids.end()) nodes.push_back(it->second);
     }
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    std::vector<uint32_t>& mine = held_[p.id];
+    std::vector<uint32_t>& mine = held_[job.id];
     for (uint32_t node : nodes) {
       if (pass_.reserved[node].job != kNoJob) continue;
-      pass_.reserved[node] = NodeReservation{ClassValue(job), p.id};
+      pass_.reserved[node] = NodeReservation{ClassValue(job), job.id};
       mine.push_back(node);
     }
   }
@@ -106,12 +105,12 @@ Verdict Planner::Decide(const Job& job) {
   if (job.cls == kNone) {
     return {Outcome::kInfeasible, "unknown priority class '" + p.priority_class + "'"};
   }
-  if (std::string why = InfeasibleReason(pass_, job); !why.empty()) {
-    return {Outcome::kInfeasible, std::move(why)};
+  if (const std::string& why = InfeasibleReason(pass_, job); !why.empty()) {
+    return {Outcome::kInfeasible, why};
   }
-  if (p.cooldown_until > pass_.now) return {Outcome::kInCooldown, CooldownReason(pass_, job)};
+  if (job.cooldown_until > pass_.now) return {Outcome::kInCooldown, CooldownReason(pass_, job)};
   const PriorityClass& cls = *pass_.classes[job.cls];
-  QuotaBook::Verdict q = pass_.quota.Check(job.tenant, job.ask, cls.preemptible);
+  QuotaBook::Verdict q = pass_.quota.Check(job.tenant, Ask(pass_, job), cls.preemptible);
   if (q != QuotaBook::Verdict::kWithin && q != QuotaBook::Verdict::kBorrow) {
     return {Outcome::kWaitForQuota, QuotaReason(pass_, job, q)};
   }
@@ -119,18 +118,24 @@ Verdict Planner::Decide(const Job& job) {
 }
 
 Verdict Planner::Admit(const Job& job, bool within) {
-  JobId id = job.src->id;
+  JobId id = job.id;
   if (TryPlace(job)) return {Outcome::kPlaced, PlacedReason(out_.placements.back())};
+  if (!job.holds) return Contend(job, within);
   if (auto it = awaiting_.find(id); it != awaiting_.end()) {
-    pass_.quota.Add(job.tenant, job.ask);
+    pass_.quota.Add(job.tenant, Ask(pass_, job));
     Reservation r{id, Reservation::Kind::kPreemption, held_[id]};
     out_.reservations.push_back(std::move(r));
     return {Outcome::kReserved, AwaitingReason(it->second)};
   }
   ReleaseHeld(id);
+  return Contend(job, within);
+}
+
+// No room now: make room (preemption), or hold room as the head of the line.
+Verdict Planner::Contend(const Job& job, bool within) {
   deferred_ = false;
   if (TryPreempt(job, within)) {
-    return {Outcome::kReserved, PreemptingReason(out_.evictions, id)};
+    return {Outcome::kReserved, PreemptingReason(out_.evictions, job.id)};
   }
   if (TryHeadOfLine(job)) {
     return {Outcome::kReserved, HeadOfLineReason(pass_, job, out_.reservations.back(), deferred_)};
@@ -141,16 +146,16 @@ Verdict Planner::Admit(const Job& job, bool within) {
 bool Planner::TryPlace(const Job& job) {
   const Shape& s = pass_.shapes[job.shape];
   int32_t value = ClassValue(job);
-  bool holds = held_.contains(job.src->id);
+  bool holds = job.holds && held_.contains(job.id);
   if (!holds && place_failed_[s.id] >= value) return false;
-  std::vector<uint32_t> nodes = FindNodes(pass_, index_, s, value, job.src->id);
+  std::vector<uint32_t> nodes = FindNodes(pass_, index_, s, value, job.id);
   if (nodes.empty()) {
     if (!holds) place_failed_[s.id] = std::max<int64_t>(place_failed_[s.id], value);
     return false;
   }
-  out_.placements.push_back(Placement{job.src->id, CommitGang(pass_, index_, s, nodes)});
-  pass_.quota.Add(job.tenant, job.ask);
-  ReleaseHeld(job.src->id);
+  out_.placements.push_back(Placement{job.id, CommitGang(pass_, index_, s, nodes)});
+  pass_.quota.Add(job.tenant, Ask(pass_, job));
+  if (job.holds) ReleaseHeld(job.id);
   return true;
 }
 
@@ -176,15 +181,15 @@ bool Planner::TryPreempt(const Job& job, bool within) {
     out_.evictions.push_back(MakeEviction(pass_, g, job, v.reason));
   }
   Reserve(job, plan.nodes, Reservation::Kind::kPreemption);
-  pass_.quota.Add(job.tenant, job.ask);
+  pass_.quota.Add(job.tenant, Ask(pass_, job));
   return true;
 }
 
 bool Planner::TryHeadOfLine(const Job& job) {
-  std::string pool = NormalPool(pass_, job.src->request.pool);
-  if (head_pools_.contains(pool)) return false;
   const Shape& s = pass_.shapes[job.shape];
-  std::vector<uint32_t> nodes = PickReservation(pass_, index_, s, ClassValue(job), job.src->id);
+  const std::string& pool = pass_.filters[s.filter].pool;
+  if (head_pools_.contains(pool)) return false;
+  std::vector<uint32_t> nodes = PickReservation(pass_, index_, s, ClassValue(job), job.id);
   if (nodes.empty()) return false;
   head_pools_.insert(pool);
   Reserve(job, nodes, Reservation::Kind::kHeadOfLine);
@@ -192,8 +197,8 @@ bool Planner::TryHeadOfLine(const Job& job) {
 }
 
 void Planner::Reserve(const Job& job, const std::vector<uint32_t>& nodes, Reservation::Kind kind) {
-  for (uint32_t node : nodes) pass_.reserved[node] = NodeReservation{ClassValue(job), job.src->id};
-  out_.reservations.push_back(Reservation{job.src->id, kind, nodes});
+  for (uint32_t node : nodes) pass_.reserved[node] = NodeReservation{ClassValue(job), job.id};
+  out_.reservations.push_back(Reservation{job.id, kind, nodes});
 }
 
 // A reservation from the last pass that no victim backs any more (or whose job just

@@ -43,7 +43,6 @@ class Search {
 
   Kind KindOf(const Gang& g) const;
   bool ReclaimLeft(uint32_t tenant, const Local& local) const;
-  const Hold& HoldOn(uint32_t gang, uint32_t node) const;
   std::vector<std::pair<double, uint32_t>> Candidates();
   bool SelectOnNode(uint32_t node, std::vector<uint32_t>* victims, double* cost);
   bool Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool* skipped);
@@ -82,31 +81,29 @@ bool Search::ReclaimLeft(uint32_t tenant, const Local& local) const {
   return !Minus(pass_.quota.Borrowed(tenant), gone).IsZero();
 }
 
-const Hold& Search::HoldOn(uint32_t gang, uint32_t node) const {
-  const Gang& g = pass_.gangs[gang];
-  for (uint32_t h = g.hold_begin; h < g.hold_end; ++h) {
-    if (pass_.holds[h].node == node) return pass_.holds[h];
-  }
-  return pass_.holds[g.hold_begin];  // unreachable: node_gangs lists holders only
-}
-
 // Nodes where the victims allowed could make room, with a lower bound on the lost work:
 // the missing GPUs times the youngest candidate's age.
 std::vector<std::pair<double, uint32_t>> Search::Candidates() {
   std::vector<std::pair<double, uint32_t>> out;
+  std::vector<int8_t> hw_fits(pass_.hw_rep.size(), -1);  // per hardware class
+  auto fits = [&](uint32_t node) {
+    int8_t& known = hw_fits[pass_.hw[node].hw];
+    if (known < 0) known = HwFits(pass_, node, shape_) ? 1 : 0;
+    return known == 1;
+  };
   for (uint32_t group : EligibleGroups(pass_, shape_.filter)) {
     for (uint32_t node : pass_.groups[group].nodes) {
-      if (!pass_.hw[node].schedulable || !Usable(pass_, node, cls_.value, job_.src->id) ||
-          !HwFits(pass_, node, shape_)) {
+      if (!pass_.hw[node].schedulable || !Usable(pass_, node, cls_.value, job_.id) || !fits(node)) {
         continue;
       }
       const NodeFree& f = pass_.free[node];
       auto have = static_cast<uint64_t>(std::popcount(KindMask(pass_, node, f, shape_)));
       uint64_t gpus = have, millis = f.millis, mem = f.mem;
       double youngest = std::numeric_limits<double>::infinity();
-      for (uint32_t g : pass_.node_gangs[node]) {
+      for (uint32_t hold : HoldsOn(pass_, node)) {
+        const Hold& h = pass_.holds[hold];
+        uint32_t g = h.gang;
         if (!kind_[g]) continue;
-        const Hold& h = HoldOn(g, node);
         gpus += static_cast<uint64_t>(std::popcount(h.gpus));
         millis += h.millis;
         mem += h.mem;
@@ -126,43 +123,50 @@ std::vector<std::pair<double, uint32_t>> Search::Candidates() {
 // reprieve (most lost work first) if the member still fits without evicting it.
 bool Search::SelectOnNode(uint32_t node, std::vector<uint32_t>* victims, double* cost) {
   NodeFree f = pass_.free[node];
-  std::vector<uint32_t> cands;
-  for (uint32_t g : pass_.node_gangs[node]) {
-    if (evicted_[g])
-      Release(HoldOn(g, node), f);
-    else if (kind_[g])
-      cands.push_back(g);
+  std::vector<uint32_t> cands;  // holds of possible victims
+  for (uint32_t hold : HoldsOn(pass_, node)) {
+    uint32_t g = pass_.holds[hold].gang;
+    if (evicted_[g]) {
+      Release(pass_.holds[hold], f);
+    } else if (kind_[g]) {
+      cands.push_back(hold);
+    }
   }
   victims->clear();
   *cost = 0;
   NodeFree trial = f;
   if (FitNode(pass_, node, trial, shape_, nullptr)) return true;
+  auto gang = [&](uint32_t hold) -> const Gang& { return pass_.gangs[pass_.holds[hold].gang]; };
   std::sort(cands.begin(), cands.end(), [&](uint32_t a, uint32_t b) {
-    const Gang &x = pass_.gangs[a], &y = pass_.gangs[b];
-    return std::tie(x.lost, x.src->id) < std::tie(y.lost, y.src->id);
+    return std::tie(gang(a).lost, gang(a).src->id) < std::tie(gang(b).lost, gang(b).src->id);
   });
   Local local;
+  std::vector<uint32_t> chosen;  // holds
   bool fits = false;
   for (size_t i = 0; i < cands.size() && !fits; ++i) {
-    const Gang& g = pass_.gangs[cands[i]];
-    if (kind_[cands[i]] == kByReclaim && !ReclaimLeft(g.tenant, local)) continue;
-    Release(HoldOn(cands[i], node), f);
-    victims->push_back(cands[i]);
-    if (kind_[cands[i]] == kByReclaim) local.emplace_back(g.tenant, g.amount);
+    const Gang& g = gang(cands[i]);
+    bool reclaim = kind_[pass_.holds[cands[i]].gang] == kByReclaim;
+    if (reclaim && !ReclaimLeft(g.tenant, local)) continue;
+    Release(pass_.holds[cands[i]], f);
+    chosen.push_back(cands[i]);
+    if (reclaim) local.emplace_back(g.tenant, g.amount);
     trial = f;
     fits = FitNode(pass_, node, trial, shape_, nullptr);
   }
   if (!fits) return false;
-  for (size_t i = victims->size(); i-- > 0;) {
+  for (size_t i = chosen.size(); i-- > 0;) {
     NodeFree back = f;
-    Reapply(HoldOn((*victims)[i], node), back);
+    Reapply(pass_.holds[chosen[i]], back);
     trial = back;
     if (FitNode(pass_, node, trial, shape_, nullptr)) {
       f = back;
-      victims->erase(victims->begin() + static_cast<ptrdiff_t>(i));
+      chosen.erase(chosen.begin() + static_cast<ptrdiff_t>(i));
     }
   }
-  for (uint32_t v : *victims) *cost += pass_.gangs[v].lost;
+  for (uint32_t hold : chosen) {
+    victims->push_back(pass_.holds[hold].gang);
+    *cost += gang(hold).lost;
+  }
   return true;
 }
 
@@ -239,13 +243,20 @@ bool FindVictims(Pass& pass, const Preemptor& who, PreemptionPlan* plan) {
   return search.Run(plan);
 }
 
-bool MayPreemptAnyone(const Pass& pass, const Preemptor& who) {
-  if (who.within_nominal) return true;
+bool MayPreemptAnyone(Pass& pass, const Preemptor& who) {
   const PriorityClass& cls = *pass.classes[who.job->cls];
-  if (!cls.may_preempt) return false;
-  return std::any_of(pass.classes.begin(), pass.classes.end(), [&](const PriorityClass* c) {
-    return c->preemptible && c->value < cls.value;
-  });
+  bool reclaim = who.within_nominal;
+  if (reclaim) {  // someone else must borrow beyond what is already leaving
+    reclaim = false;
+    for (uint32_t t = 0; t < pass.tenant_names.size() && !reclaim; ++t) {
+      reclaim = t != who.job->tenant && !Minus(pass.quota.Borrowed(t), pass.leaving[t]).IsZero();
+    }
+  }
+  for (uint32_t g : EligibleGroups(pass, pass.shapes[who.job->shape].filter)) {
+    if (cls.may_preempt && pass.group_min_victim[g] < cls.value) return true;
+    if (reclaim && pass.group_min_quota_victim[g] <= cls.value) return true;
+  }
+  return false;
 }
 
 }  // namespace baton::sched::internal

@@ -34,7 +34,8 @@ struct Preemptor {
 // True and the plan when some victim set makes room; false when none does.
 bool FindVictims(Pass& pass, const Preemptor& who, PreemptionPlan* plan);
 
-// Whether any running gang could ever be a victim of this preemptor (cheap pre-check).
-bool MayPreemptAnyone(const Pass& pass, const Preemptor& who);
+// False when no gang in the nodes the preemptor may use could be its victim: a cheap
+// check, so that hopeless searches neither cost time nor count against the budget.
+bool MayPreemptAnyone(Pass& pass, const Preemptor& who);
 
 }  // namespace baton::sched::internal

@@ -5,28 +5,9 @@
 namespace baton::sched::internal {
 namespace {
 
-uint64_t SatAdd(uint64_t a, uint64_t b) { return std::min(a + b, kInf); }
-uint64_t Floor0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 uint64_t Cap(uint64_t v) { return std::min(v, kInf); }
 
 }  // namespace
-
-Amount& Amount::operator+=(const Amount& o) {
-  gpus = SatAdd(gpus, o.gpus);
-  millis = SatAdd(millis, o.millis);
-  mem = SatAdd(mem, o.mem);
-  return *this;
-}
-
-Amount operator+(Amount a, const Amount& b) { return a += b; }
-
-Amount Minus(const Amount& a, const Amount& b) {
-  return {Floor0(a.gpus, b.gpus), Floor0(a.millis, b.millis), Floor0(a.mem, b.mem)};
-}
-
-Amount Min(const Amount& a, const Amount& b) {
-  return {std::min(a.gpus, b.gpus), std::min(a.millis, b.millis), std::min(a.mem, b.mem)};
-}
 
 Amount FromResources(const Resources& r) {
   uint64_t gpus = r.gpus == std::numeric_limits<uint32_t>::max() ? kInf : r.gpus;

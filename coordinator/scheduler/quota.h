@@ -5,6 +5,7 @@
 // Not thread-safe: one pass, one thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -19,15 +20,26 @@ constexpr uint64_t kInf = std::numeric_limits<uint64_t>::max() / 4;
 struct Amount {
   uint64_t gpus = 0, millis = 0, mem = 0;
 
-  Amount& operator+=(const Amount& o);
+  Amount& operator+=(const Amount& o) {  // saturating at kInf
+    gpus = std::min(gpus + o.gpus, kInf);
+    millis = std::min(millis + o.millis, kInf);
+    mem = std::min(mem + o.mem, kInf);
+    return *this;
+  }
   bool operator<=(const Amount& o) const {
     return gpus <= o.gpus && millis <= o.millis && mem <= o.mem;
   }
   bool IsZero() const { return gpus == 0 && millis == 0 && mem == 0; }
 };
-Amount operator+(Amount a, const Amount& b);
-Amount Minus(const Amount& a, const Amount& b);  // per dimension, floored at zero
-Amount Min(const Amount& a, const Amount& b);
+inline Amount operator+(Amount a, const Amount& b) { return a += b; }
+// Per dimension, floored at zero.
+inline Amount Minus(const Amount& a, const Amount& b) {
+  return {a.gpus > b.gpus ? a.gpus - b.gpus : 0, a.millis > b.millis ? a.millis - b.millis : 0,
+          a.mem > b.mem ? a.mem - b.mem : 0};
+}
+inline Amount Min(const Amount& a, const Amount& b) {
+  return {std::min(a.gpus, b.gpus), std::min(a.millis, b.millis), std::min(a.mem, b.mem)};
+}
 Amount FromResources(const Resources& r);  // unlimited fields become kInf
 
 struct TenantQuota {

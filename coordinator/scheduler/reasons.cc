@@ -54,21 +54,20 @@ std::string ShapeProblem(Pass& pass, const Job& job) {
   return "";
 }
 
-}  // namespace
-
-std::string InfeasibleReason(Pass& pass, const Job& job) {
+// Infeasibility depends only on the shape, the class and the tenant (memoized above).
+std::string Uncached(Pass& pass, const Job& job) {
   const PriorityClass& cls = *pass.classes[job.cls];
-  std::string pool = NormalPool(pass, job.src->request.pool);
+  const std::string& pool = pass.filters[pass.shapes[job.shape].filter].pool;
   for (const PoolPolicy& p : pass.policy.pools) {
     if (p.name == pool && !p.classes.empty() &&
         std::find(p.classes.begin(), p.classes.end(), cls.name) == p.classes.end()) {
       return "class " + cls.name + " may not run in pool " + pool;
     }
   }
-  if (!pass.quota.EverFits(job.tenant, job.ask, cls.preemptible)) {
+  if (!pass.quota.EverFits(job.tenant, Ask(pass, job), cls.preemptible)) {
     const TenantQuota& q = pass.quota.Quota(job.tenant);
-    return "asks " + Quantity(job.ask) + ", more than tenant " + pass.tenant_names[job.tenant] +
-           " may ever use (nominal " + Quantity(q.nominal) +
+    return "asks " + Quantity(Ask(pass, job)) + ", more than tenant " +
+           pass.tenant_names[job.tenant] + " may ever use (nominal " + Quantity(q.nominal) +
            (cls.preemptible ? ", borrowing limit " + Quantity(q.borrowing_limit)
                             : "; class " + cls.name + " never borrows") +
            ")";
@@ -77,25 +76,43 @@ std::string InfeasibleReason(Pass& pass, const Job& job) {
   return ShapeProblem(pass, job);
 }
 
+}  // namespace
+
+const std::string& InfeasibleReason(Pass& pass, const Job& job) {
+  auto [it, added] = pass.infeasible.try_emplace({job.shape, job.cls, job.tenant});
+  if (added) it->second = Uncached(pass, job);
+  return it->second;
+}
+
 std::string CooldownReason(const Pass& pass, const Job& job) {
   return "cooling down after " + std::to_string(job.src->evictions) +
          " eviction(s): " + FormatDurationMs(job.src->cooldown_until - pass.now) + " left";
 }
 
-std::string QuotaReason(const Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
-  const std::string& tenant = pass.tenant_names[job.tenant];
+// The text names the tenant's use, which changes only when it gets room: one text per
+// tenant and verdict until then.
+std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
+  if (pass.quota_text.empty()) pass.quota_text.resize(pass.tenant_names.size());
+  Pass::QuotaText& cached = pass.quota_text[job.tenant];
+  const Amount& use = pass.quota.Use(job.tenant);
+  bool same = cached.verdict == static_cast<int>(verdict) && cached.use.gpus == use.gpus &&
+              cached.use.millis == use.millis && cached.use.mem == use.mem;
+  if (same && verdict != QuotaBook::Verdict::kClassNoBorrow) return cached.text;
   const TenantQuota& q = pass.quota.Quota(job.tenant);
-  std::string use = "tenant " + tenant + " uses " + Quantity(pass.quota.Use(job.tenant)) +
-                    " of its nominal " + Quantity(q.nominal);
+  std::string text = "tenant " + pass.tenant_names[job.tenant] + " uses " + Quantity(use) +
+                     " of its nominal " + Quantity(q.nominal);
   switch (verdict) {
     case QuotaBook::Verdict::kClassNoBorrow:
-      return use + "; this job would go over it and class " + pass.classes[job.cls]->name +
+      return text + "; this job would go over it and class " + pass.classes[job.cls]->name +
              " never borrows";
     case QuotaBook::Verdict::kOverBorrowLimit:
-      return use + "; this job would go past its borrowing limit of " + Quantity(q.borrowing_limit);
+      text += "; this job would go past its borrowing limit of " + Quantity(q.borrowing_limit);
+      break;
     default:
-      return use + "; this job would borrow, and other tenants lend no more right now";
+      text += "; this job would borrow, and other tenants lend no more right now";
   }
+  cached = Pass::QuotaText{static_cast<int>(verdict), use, text};
+  return text;
 }
 
 std::string PlacedReason(const Placement& placement) {

@@ -15,9 +15,9 @@ namespace baton::sched::internal {
 
 // Why the job can never run here ("" when it can): policy limits, MIG rules, pool
 // classes, its tenant's quota, or no node able to hold it.
-std::string InfeasibleReason(Pass& pass, const Job& job);
+const std::string& InfeasibleReason(Pass& pass, const Job& job);
 std::string CooldownReason(const Pass& pass, const Job& job);
-std::string QuotaReason(const Pass& pass, const Job& job, QuotaBook::Verdict verdict);
+std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict);
 std::string PlacedReason(const Placement& placement);
 std::string AwaitingReason(uint32_t victims_leaving);
 std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preemptor);

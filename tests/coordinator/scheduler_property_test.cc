@@ -249,6 +249,16 @@ TEST(SchedulerProperty, RandomClustersKeepEveryRule) {
         !diff.empty()) {
       problems.push_back("shuffled input, other decisions: " + diff);
     }
+    // Pending jobs in submission order take the bucket-sort path of the queue order.
+    World in_order = w;
+    std::sort(in_order.view.pending.begin(), in_order.view.pending.end(),
+              [](const PendingJob& a, const PendingJob& b) {
+                return std::tie(a.submitted, a.id) < std::tie(b.submitted, b.id);
+              });
+    if (std::string diff = testing::DiffDecisions(d, Plan(in_order.view, w.policy, kNow));
+        !diff.empty()) {
+      problems.push_back("input in submission order, other decisions: " + diff);
+    }
     // The next pass, with the decisions applied, keeps the rules as well.
     World next = w;
     Apply(next.view, d);
