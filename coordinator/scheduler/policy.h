@@ -82,4 +82,12 @@ int64_t CooldownMs(const PriorityClass& cls, uint32_t evictions);
 // InvalidArgument naming the limit a request breaks, or OK.
 absl::Status CheckJobLimits(const JobLimits& limits, const JobRequest& request);
 
+// Whether a job could ever run under the policy, whatever the cluster: the per-job
+// limits; a known class, allowed in its pool; MIG slices one rank each and never for mpi
+// training; its tenant's quota (nominal plus borrowing limit, or nominal alone for
+// classes that never borrow). InvalidArgument naming the first rule it breaks. Admission
+// calls it at submit; Plan reports such jobs kInfeasible with the same text.
+absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
+                          const std::string& priority_class, const JobRequest& request);
+
 }  // namespace baton::sched

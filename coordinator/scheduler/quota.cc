@@ -57,10 +57,4 @@ QuotaBook::Verdict QuotaBook::Check(uint32_t t, const Amount& ask, bool class_bo
   return borrowed_after <= lendable_after ? Verdict::kBorrow : Verdict::kNoLendable;
 }
 
-bool QuotaBook::EverFits(uint32_t t, const Amount& ask, bool class_borrows) const {
-  const TenantQuota& q = quota_[t];
-  if (!q.has_quota || ask <= q.nominal) return true;
-  return class_borrows && ask <= q.nominal + q.borrowing_limit;
-}
-
 }  // namespace baton::sched::internal

@@ -61,8 +61,6 @@ class QuotaBook {
   QuotaBook(std::vector<TenantQuota> tenants, const Amount& capacity);
 
   Verdict Check(uint32_t tenant, const Amount& ask, bool class_borrows) const;
-  // Could the ask ever fit (an idle cluster)? False: the job is infeasible.
-  bool EverFits(uint32_t tenant, const Amount& ask, bool class_borrows) const;
   void Add(uint32_t tenant, const Amount& a);
   bool Borrowing(uint32_t tenant) const;
   Amount Borrowed(uint32_t tenant) const;  // use beyond nominal

@@ -32,48 +32,20 @@ std::string Quantity(const Amount& a) {
          " CPUs, " + one(a.mem, FormatBytes(a.mem));
 }
 
-std::string ShapeProblem(Pass& pass, const Job& job) {
-  const Shape& s = pass.shapes[job.shape];
+// Infeasibility depends only on the shape, the class and the tenant (memoized below):
+// the policy's rules, then whether enough nodes could ever hold the gang.
+std::string Uncached(Pass& pass, const Job& job) {
   const JobRequest& r = job.src->request;
-  if (absl::Status st = CheckJobLimits(pass.policy.job_limits, r); !st.ok()) {
-    return std::string(st.message());
-  }
-  if (s.profile >= 0 && s.mpi) {
-    return "MIG slices are never used for NCCL (mpi) training; ask for whole GPUs";
-  }
-  if (s.profile >= 0 && s.ranks != s.gpus) {
-    return "a MIG job runs one rank per slice: ranks_per_node (" + std::to_string(s.ranks) +
-           ") must equal gpus_per_node (" + std::to_string(s.gpus) + ")";
-  }
+  absl::Status policy =
+      CheckRequest(pass.policy, pass.tenant_names[job.tenant], pass.classes[job.cls]->name, r);
+  if (!policy.ok()) return std::string(policy.message());
+  if (pass.shape_feasible.empty()) pass.shape_feasible.assign(pass.shapes.size(), -1);
+  const Shape& s = pass.shapes[job.shape];
   int64_t& feasible = pass.shape_feasible[s.id];
   if (feasible < 0) feasible = static_cast<int64_t>(FeasibleNodes(pass, s));
-  if (feasible < s.nodes) {
-    return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
-           " such node(s)";
-  }
-  return "";
-}
-
-// Infeasibility depends only on the shape, the class and the tenant (memoized above).
-std::string Uncached(Pass& pass, const Job& job) {
-  const PriorityClass& cls = *pass.classes[job.cls];
-  const std::string& pool = pass.filters[pass.shapes[job.shape].filter].pool;
-  for (const PoolPolicy& p : pass.policy.pools) {
-    if (p.name == pool && !p.classes.empty() &&
-        std::find(p.classes.begin(), p.classes.end(), cls.name) == p.classes.end()) {
-      return "class " + cls.name + " may not run in pool " + pool;
-    }
-  }
-  if (!pass.quota.EverFits(job.tenant, Ask(pass, job), cls.preemptible)) {
-    const TenantQuota& q = pass.quota.Quota(job.tenant);
-    return "asks " + Quantity(Ask(pass, job)) + ", more than tenant " +
-           pass.tenant_names[job.tenant] + " may ever use (nominal " + Quantity(q.nominal) +
-           (cls.preemptible ? ", borrowing limit " + Quantity(q.borrowing_limit)
-                            : "; class " + cls.name + " never borrows") +
-           ")";
-  }
-  if (pass.shape_feasible.empty()) pass.shape_feasible.assign(pass.shapes.size(), -1);
-  return ShapeProblem(pass, job);
+  if (feasible >= s.nodes) return "";
+  return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
+         " such node(s)";
 }
 
 }  // namespace

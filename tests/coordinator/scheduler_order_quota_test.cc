@@ -203,6 +203,30 @@ TEST(SchedulerLimits, SpecOverAPerJobLimitIsInfeasible) {
   EXPECT_EQ(OutcomeOf(d, 2).outcome, Outcome::kPlaced);
 }
 
+TEST(SchedulerLimits, CheckRequestNamesTheRuleABadSpecBreaks) {
+  // What admission calls at submit: the same rules Plan reports as infeasible.
+  Policy p = TwoTenants(4, 4, 4, /*a_borrows=*/2);
+  p.pools = {PoolPolicy{"inference", {"inference"}}};
+  p.job_limits.max_nodes = 4;
+  auto why = [&](const std::string& tenant, const std::string& cls, testing::JobSpec spec) {
+    return std::string(CheckRequest(p, tenant, cls, testing::MakeRequest(spec)).message());
+  };
+  EXPECT_EQ(why("a", "training", {.gpus = 2}), "");
+  EXPECT_NE(why("a", "nightly", {}).find("unknown priority class"), std::string::npos);
+  EXPECT_NE(why("a", "training", {.nodes = 5}).find("over the policy's limit"), std::string::npos);
+  EXPECT_NE(why("a", "training", {.pool = "inference"}).find("may not run in pool"),
+            std::string::npos);
+  EXPECT_NE(why("a", "training", {.gpus = 2, .mig = "1g.18gb", .mpi = true}).find("mpi"),
+            std::string::npos);
+  EXPECT_NE(why("a", "training", {.gpus = 7}).find("more than tenant a may ever use"),
+            std::string::npos);
+  // Inference never borrows: its nominal alone bounds it.
+  EXPECT_NE(why("b", "inference", {.gpus = 5, .pool = "inference"}).find("never borrows"),
+            std::string::npos);
+  // A tenant without a quota is not bounded by one.
+  EXPECT_EQ(why("c", "training", {.gpus = 64}), "");
+}
+
 TEST(SchedulerCooldown, DoublesPerEvictionUpToTheCap) {
   PriorityClass c;
   c.cooldown_base_s = 30;
