@@ -25,6 +25,9 @@ struct Toleration {
   bool exists = false;
 };
 
+// True when one of the tolerations tolerates the taint.
+bool Tolerates(const Taint& taint, const std::vector<Toleration>& tolerations);
+
 struct GpuInfo {
   std::string uuid;         // "GPU-…", or "MIG-…" for a slice
   std::string model;        // "NVIDIA H200"

@@ -196,14 +196,6 @@ const std::string& NormalPool(const Pass& pass, const std::string& pool) {
 namespace baton::sched::internal {
 namespace {
 
-bool Tolerates(const Taint& taint, const std::vector<Toleration>& tolerations) {
-  return std::any_of(tolerations.begin(), tolerations.end(), [&](const Toleration& t) {
-    if (t.key != taint.key) return false;
-    if (!t.effect.empty() && t.effect != taint.effect) return false;
-    return t.exists || t.value == taint.value;
-  });
-}
-
 uint32_t FilterId(Pass& pass, absl::flat_hash_map<std::string, uint32_t>& ids,
                   const JobRequest& r) {
   std::string key = NormalPool(pass, r.pool);
