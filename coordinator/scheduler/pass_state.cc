@@ -74,37 +74,50 @@ void TakeCores(Pass& pass, uint32_t node, int32_t slot, const HeldRank& rank, ui
   }
 }
 
-Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
-  const NodeHw& hw = pass.hw[node];
-  const NodeInfo& info = pass.view.nodes[node];
-  Hold h;
-  h.node = node;
-  h.millis = held.cpu_millis;
-  h.mem = held.memory_bytes;
-  h.service = service;
+// The entries of the node that the held uuids name.
+uint64_t HeldGpus(const NodeHw& hw, const NodeInfo& info, const HeldNode& held) {
+  uint64_t mask = 0;
   uint32_t from = 0;  // held GPUs usually come in entry order: start after the last one
   for (const auto& uuid : held.gpu_uuids) {
     for (uint32_t k = 0; k < hw.gpu_count; ++k) {
       uint32_t e = (from + k) % hw.gpu_count;
       if (info.gpus[e].uuid != uuid) continue;
-      h.gpus |= uint64_t{1} << e;
+      mask |= uint64_t{1} << e;
       from = e + 1;
       break;
     }
   }
-  if (!held.ranks.empty()) {
-    uint64_t n = held.ranks.size();
-    for (const auto& r : held.ranks) {
-      int32_t slot = r.numa < 0 ? -1 : SlotOf(hw, r.numa);
-      uint64_t millis = std::max(CeilDiv(h.millis, n), service ? r.cpus.size() * 1000 : 0);
-      if (slot < 0) {
-        Spread(hw, millis, CeilDiv(h.mem, n), h);
-      } else {
-        h.numa_millis[slot] += millis;
-        h.numa_mem[slot] += CeilDiv(h.mem, n);
-      }
-      if (service) TakeCores(pass, node, slot, r, millis);
+  return mask;
+}
+
+// Each rank's share charged to its NUMA node (all of them, evenly, for a spanning rank);
+// inference ranks take their exclusive cores.
+void ChargeRanks(Pass& pass, uint32_t node, const HeldNode& held, Hold& h) {
+  const NodeHw& hw = pass.hw[node];
+  uint64_t n = held.ranks.size();
+  for (const auto& r : held.ranks) {
+    int32_t slot = r.numa < 0 ? -1 : SlotOf(hw, r.numa);
+    uint64_t millis = std::max(CeilDiv(h.millis, n), h.service ? r.cpus.size() * 1000 : 0);
+    if (slot < 0) {
+      Spread(hw, millis, CeilDiv(h.mem, n), h);
+    } else {
+      h.numa_millis[slot] += millis;
+      h.numa_mem[slot] += CeilDiv(h.mem, n);
     }
+    if (h.service) TakeCores(pass, node, slot, r, millis);
+  }
+}
+
+Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
+  const NodeHw& hw = pass.hw[node];
+  Hold h;
+  h.node = node;
+  h.millis = held.cpu_millis;
+  h.mem = held.memory_bytes;
+  h.service = service;
+  h.gpus = HeldGpus(hw, pass.view.nodes[node], held);
+  if (!held.ranks.empty()) {
+    ChargeRanks(pass, node, held, h);
     return h;
   }
   for (uint32_t k = 0; k < hw.numa_count; ++k) {

@@ -45,6 +45,7 @@ class Search {
   bool ReclaimLeft(uint32_t tenant, const Local& local) const;
   std::vector<std::pair<double, uint32_t>> Candidates();
   bool SelectOnNode(uint32_t node, std::vector<uint32_t>* victims, double* cost);
+  void Reprieve(uint32_t node, NodeFree& f, std::vector<uint32_t>& chosen);
   bool Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool* skipped);
 
   Pass& pass_;
@@ -154,20 +155,25 @@ bool Search::SelectOnNode(uint32_t node, std::vector<uint32_t>* victims, double*
     fits = FitNode(pass_, node, trial, shape_, nullptr);
   }
   if (!fits) return false;
-  for (size_t i = chosen.size(); i-- > 0;) {
-    NodeFree back = f;
-    Reapply(pass_.holds[chosen[i]], back);
-    trial = back;
-    if (FitNode(pass_, node, trial, shape_, nullptr)) {
-      f = back;
-      chosen.erase(chosen.begin() + static_cast<ptrdiff_t>(i));
-    }
-  }
+  Reprieve(node, f, chosen);
   for (uint32_t hold : chosen) {
     victims->push_back(pass_.holds[hold].gang);
     *cost += gang(hold).lost;
   }
   return true;
+}
+
+// Each chosen victim, most lost work first, stays if the member fits without evicting it.
+void Search::Reprieve(uint32_t node, NodeFree& f, std::vector<uint32_t>& chosen) {
+  for (size_t i = chosen.size(); i-- > 0;) {
+    NodeFree back = f;
+    Reapply(pass_.holds[chosen[i]], back);
+    NodeFree trial = back;
+    if (FitNode(pass_, node, trial, shape_, nullptr)) {
+      f = back;
+      chosen.erase(chosen.begin() + static_cast<ptrdiff_t>(i));
+    }
+  }
 }
 
 // Takes nodes in cost order, each with the victims it needs given those already taken.

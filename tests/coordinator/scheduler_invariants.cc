@@ -195,7 +195,9 @@ std::vector<std::string> CheckDecisions(const ClusterView& view, const Policy& p
   return Checker(view, policy, now, d).Run();
 }
 
-std::string DiffDecisions(const Decisions& a, const Decisions& b) {
+namespace {
+
+std::string DiffOutcomes(const Decisions& a, const Decisions& b) {
   if (a.outcomes.size() != b.outcomes.size()) return "outcome counts differ";
   for (size_t i = 0; i < a.outcomes.size(); ++i) {
     const JobOutcome &x = a.outcomes[i], &y = b.outcomes[i];
@@ -205,6 +207,10 @@ std::string DiffDecisions(const Decisions& a, const Decisions& b) {
              std::to_string(y.job) + ": " + x.reason + " | " + y.reason;
     }
   }
+  return "";
+}
+
+std::string DiffPlacements(const Decisions& a, const Decisions& b) {
   if (a.placements.size() != b.placements.size()) return "placement counts differ";
   for (size_t i = 0; i < a.placements.size(); ++i) {
     const Placement &x = a.placements[i], &y = b.placements[i];
@@ -222,6 +228,14 @@ std::string DiffDecisions(const Decisions& a, const Decisions& b) {
       }
     }
   }
+  return "";
+}
+
+}  // namespace
+
+std::string DiffDecisions(const Decisions& a, const Decisions& b) {
+  if (std::string diff = DiffOutcomes(a, b); !diff.empty()) return diff;
+  if (std::string diff = DiffPlacements(a, b); !diff.empty()) return diff;
   if (a.evictions.size() != b.evictions.size()) return "eviction counts differ";
   for (size_t i = 0; i < a.evictions.size(); ++i) {
     if (a.evictions[i].victim != b.evictions[i].victim ||

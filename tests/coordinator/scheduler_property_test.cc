@@ -229,6 +229,28 @@ void CheckExplain(const World& w, const Decisions& d, std::vector<std::string>& 
   }
 }
 
+// Identical input, in any order, gives identical decisions.
+void CheckDeterminism(const World& w, const Decisions& d, uint64_t seed,
+                      std::vector<std::string>& out) {
+  auto same = [&](const ClusterView& view, const char* what) {
+    std::string diff = testing::DiffDecisions(d, Plan(view, w.policy, kNow));
+    if (!diff.empty()) out.push_back(std::string(what) + ", other decisions: " + diff);
+  };
+  same(w.view, "same input");
+  ClusterView shuffled = w.view;
+  Random r(seed);
+  std::shuffle(shuffled.pending.begin(), shuffled.pending.end(), r.engine());
+  std::shuffle(shuffled.running.begin(), shuffled.running.end(), r.engine());
+  same(shuffled, "shuffled input");
+  // Pending jobs in submission order take the bucket-sort path of the queue order.
+  ClusterView in_order = w.view;
+  std::sort(in_order.pending.begin(), in_order.pending.end(),
+            [](const PendingJob& a, const PendingJob& b) {
+              return std::tie(a.submitted, a.id) < std::tie(b.submitted, b.id);
+            });
+  same(in_order, "input in submission order");
+}
+
 TEST(SchedulerProperty, RandomClustersKeepEveryRule) {
   uint64_t evictions = 0, placements = 0, reserved = 0;
   for (uint64_t seed = 1; seed <= kWorlds; ++seed) {
@@ -237,28 +259,7 @@ TEST(SchedulerProperty, RandomClustersKeepEveryRule) {
     std::vector<std::string> problems = testing::CheckDecisions(w.view, w.policy, kNow, d);
     CheckInferenceQuota(w, d, problems);
     CheckExplain(w, d, problems);
-    // Identical input, in another order, gives identical decisions.
-    World shuffled = w;
-    Random r(seed);
-    std::shuffle(shuffled.view.pending.begin(), shuffled.view.pending.end(), r.engine());
-    std::shuffle(shuffled.view.running.begin(), shuffled.view.running.end(), r.engine());
-    if (std::string diff = testing::DiffDecisions(d, Plan(w.view, w.policy, kNow)); !diff.empty()) {
-      problems.push_back("same input, other decisions: " + diff);
-    }
-    if (std::string diff = testing::DiffDecisions(d, Plan(shuffled.view, w.policy, kNow));
-        !diff.empty()) {
-      problems.push_back("shuffled input, other decisions: " + diff);
-    }
-    // Pending jobs in submission order take the bucket-sort path of the queue order.
-    World in_order = w;
-    std::sort(in_order.view.pending.begin(), in_order.view.pending.end(),
-              [](const PendingJob& a, const PendingJob& b) {
-                return std::tie(a.submitted, a.id) < std::tie(b.submitted, b.id);
-              });
-    if (std::string diff = testing::DiffDecisions(d, Plan(in_order.view, w.policy, kNow));
-        !diff.empty()) {
-      problems.push_back("input in submission order, other decisions: " + diff);
-    }
+    CheckDeterminism(w, d, seed, problems);
     // The next pass, with the decisions applied, keeps the rules as well.
     World next = w;
     Apply(next.view, d);
