@@ -1,7 +1,7 @@
 // The scheduler's input: one snapshot of the nodes, the running gangs and the pending
 // jobs, as plain structs (no protobuf). The coordinator fills one per pass (README.md in
-// this folder says from what); Plan and Explain only read it. Plain data;
-// thread-compatible.
+// this folder says from what); Plan and Explain only read it. Plain data and one pure
+// helper; thread-compatible.
 #pragma once
 
 #include <cstdint>

@@ -62,6 +62,8 @@ void Planner::Run() {
   for (uint32_t i = 0; i < pass_.jobs.size(); ++i) {
     const Job& job = pass_.jobs[i];
     Verdict v = Decide(job);
+    // Room held for a job that now waits for quota (or cannot run) goes back.
+    if (job.holds && v.outcome != Outcome::kReserved) ReleaseHeld(job.id);
     out_.outcomes.push_back(JobOutcome{job.id, v.outcome, i + 1, std::move(v.reason)});
   }
 }
@@ -211,6 +213,7 @@ void Planner::ReleaseHeld(JobId id) {
   }
   held_.erase(it);
   std::fill(place_failed_.begin(), place_failed_.end(), kNever);
+  preempt_failed_.clear();
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // strictly lower, preemptible classes (a borrowing preemptor only takes from its own
 // tenant or from borrowers), or preemptible borrowers of other tenants at the
 // preemptor's class or below when the preemptor runs within its nominal quota (reclaim).
-// Gangs inside their minimum runtime or already leaving are never victims. Among the
-// node sets that make the gang fit, the least lost work (GPUs × seconds since the last
-// committed checkpoint) wins, then the fewest victims, then the lowest node index.
+// Gangs inside their minimum runtime or already leaving are never victims. On each node,
+// victims are taken cheapest first until the gang member fits, then reprieved where they
+// can stay; across nodes the least lost work (GPUs × seconds since the last committed
+// checkpoint) wins, then the fewest victims, then the lowest node index.
 // Used by plan.cc. Not thread-safe: one pass, one thread.
 #pragma once
 

@@ -149,6 +149,25 @@ TEST(SchedulerPreemption, FreedRoomIsHeldForThePreemptorUntilItStarts) {
   EXPECT_EQ(PlacementOf(d, 3), nullptr);
 }
 
+TEST(SchedulerPreemption, HeldRoomGoesBackWhenItsJobCannotUseIt) {
+  // Labeling job 1 held node n1 from the last pass, but its tenant now runs 4 GPUs
+  // elsewhere and may not go past its nominal 8: it waits for quota, and training job 2
+  // may use n1 after all.
+  ClusterView v;
+  v.nodes = {MakeNode("n1"), MakeNode("n2")};
+  v.running = {MakeGang(10, "a", "training", v, {"n2"}, {0, 1, 2, 3}, 0)};
+  PendingJob held = MakeJob(1, "a", "labeling", {.gpus = 8});
+  held.reserved_nodes = {"n1"};
+  v.pending = {held, MakeJob(2, "b", "training", {.gpus = 8})};
+  Policy p = TestPolicy();
+  p.tenants = {testing::Tenant("a", 1, /*nominal_gpus=*/8, /*lending_gpus=*/0,
+                               /*borrowing_gpus=*/0)};
+  Decisions d = Plan(v, p, kNow);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kWaitForQuota);
+  ASSERT_NE(PlacementOf(d, 2), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 2)), std::vector<std::string>{"n1"});
+}
+
 TEST(SchedulerPreemption, SearchesPerPassAreBounded) {
   // Three labeling jobs could each evict an experiment; with a budget of two searches
   // the third waits for the next pass and says so.
