@@ -1,24 +1,34 @@
 #include "coordinator/policy.h"
 
 namespace baton {
+namespace {
+
+PriorityClass Class(const char* name, int32_t value, bool service, int64_t cooldown_s,
+                    int64_t min_runtime_s) {
+  PriorityClass c;
+  c.name = name;
+  c.value = value;
+  c.preemptible = !service;
+  c.service = service;
+  c.may_preempt = true;
+  c.cooldown_base_s = cooldown_s;
+  c.cooldown_cap_s = 3600;
+  c.min_runtime_s = min_runtime_s;
+  return c;
+}
+
+}  // namespace
 
 Policy Policy::Default() {
   Policy p;
   p.classes = {
-      {"inference-critical", 1000, /*preemptible=*/false, /*service=*/true},
-      {"inference", 900, /*preemptible=*/false, /*service=*/true},
-      {"labeling", 500, /*preemptible=*/true, /*service=*/false},
-      {"training", 300, /*preemptible=*/true, /*service=*/false},
-      {"experiment", 100, /*preemptible=*/true, /*service=*/false},
+      Class("inference-critical", 1000, /*service=*/true, /*cooldown_s=*/60, /*min_runtime_s=*/0),
+      Class("inference", 900, /*service=*/true, /*cooldown_s=*/60, /*min_runtime_s=*/0),
+      Class("labeling", 500, /*service=*/false, /*cooldown_s=*/60, /*min_runtime_s=*/300),
+      Class("training", 300, /*service=*/false, /*cooldown_s=*/120, /*min_runtime_s=*/600),
+      Class("experiment", 100, /*service=*/false, /*cooldown_s=*/60, /*min_runtime_s=*/120),
   };
   return p;
-}
-
-const PriorityClass* Policy::Find(std::string_view name) const {
-  for (const auto& c : classes) {
-    if (c.name == name) return &c;
-  }
-  return nullptr;
 }
 
 }  // namespace baton

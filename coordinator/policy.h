@@ -1,24 +1,20 @@
-// Scheduling policy as the coordinator knows it today: the priority classes and the
-// defaults a spec inherits. The scheduler capability makes it a YAML file with tenants
-// and quotas; this is its seed. Plain data; thread-compatible.
+// Scheduling policy as the coordinator knows it: the scheduler's policy (classes,
+// tenants, quotas, pools, limits, fair share; coordinator/scheduler/policy.h) plus the
+// defaults admission gives a spec. Default() is the policy without a file;
+// policy_config.h reads one. Plain data; thread-compatible.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <vector>
+
+#include "coordinator/scheduler/policy.h"
 
 namespace baton {
 
-struct PriorityClass {
-  std::string name;
-  int32_t value = 0;        // higher runs first
-  bool preemptible = true;  // may be evicted by strictly higher classes
-  bool service = false;     // inference: restart always, no max runtime, never borrows
-};
+using PriorityClass = sched::PriorityClass;
+using TenantPolicy = sched::TenantPolicy;
 
-struct Policy {
-  std::vector<PriorityClass> classes;
+struct Policy : sched::Policy {
   std::string default_class = "training";
   uint32_t default_grace_seconds = 30;  // eviction/cancel grace when the spec says 0
   uint32_t max_grace_seconds = 3600;
@@ -26,9 +22,9 @@ struct Policy {
   uint64_t default_cpu_millis_per_rank = 1000;
   uint64_t default_memory_bytes_per_rank = 1ull << 30;
 
-  // inference-critical > inference > labeling > training > experiment.
+  // inference-critical > inference > labeling > training > experiment; the inference
+  // classes are non-preemptible services. No tenants: nobody has a quota.
   static Policy Default();
-  const PriorityClass* Find(std::string_view name) const;
 };
 
 }  // namespace baton

@@ -10,17 +10,9 @@
 #include <vector>
 
 #include "common/resources.h"
+#include "coordinator/scheduler/cluster_view.h"
 
 namespace baton::sched {
-
-struct Taint {
-  std::string key, value, effect;
-};
-
-struct Toleration {
-  std::string key, value, effect;
-  bool exists = false;
-};
 
 // One node as placement sees it: what is free now and what it is.
 struct NodeView {

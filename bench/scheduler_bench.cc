@@ -1,0 +1,268 @@
+// baton-bench-scheduler: one full scheduling pass (ordering, quotas, placement, the
+// preemption search, reservations, outcome texts) on a synthetic cluster that is 50%
+// busy with mixed classes, tenants and gang sizes:
+//   small  1,000 nodes × 8 GPUs,  10,000 pending jobs
+//   large 10,000 nodes × 8 GPUs, 100,000 pending jobs
+// Reports the median pass time of each (repetitions interleaved), µs per pending job, and the
+// growth ratio large ÷ small (a pass that is n log n grows about 11.5× for 10× the input). The
+// pending jobs come in id order, which is submission order, as the coordinator keeps its queue.
+// Ends with one JSON line (keys in DESIGN.md "Benchmarks").
+//   baton-bench-scheduler [--reps=7]   (flags for other benchmarks are ignored)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "coordinator/scheduler/plan.h"
+
+namespace baton::sched {
+namespace {
+
+constexpr uint64_t kGi = 1ull << 30;
+constexpr Time kNow = 1'000'000'000'000;
+constexpr uint32_t kTenants = 8;
+
+struct Gen {
+  std::mt19937_64 rng{42};
+  uint64_t Int(uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+  }
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng); }
+};
+
+Policy BenchPolicy(uint32_t nodes) {
+  Policy p;
+  auto cls = [](const char* name, int32_t value, bool service) {
+    PriorityClass c;
+    c.name = name;
+    c.value = value;
+    c.preemptible = !service;
+    c.service = service;
+    c.min_runtime_s = service ? 0 : 600;
+    return c;
+  };
+  p.classes = {cls("inference-critical", 1000, true), cls("inference", 900, true),
+               cls("labeling", 500, false), cls("training", 300, false),
+               cls("experiment", 100, false)};
+  // Nominal quotas share 80% of the default pool's GPUs; serving lends nothing.
+  uint32_t per = nodes * 8 * 9 / 10 * 8 / 10 / kTenants;
+  for (uint32_t t = 0; t < kTenants; ++t) {
+    TenantPolicy tp;
+    tp.name = "team" + std::to_string(t);
+    tp.weight = 1 + t % 4;
+    tp.nominal = Resources{uint64_t{per} * 8000, uint64_t{per} * 64 * kGi, per};
+    tp.lending_limit = Resources{uint64_t{per} * 4000, uint64_t{per} * 32 * kGi, per / 2};
+    p.tenants.push_back(tp);
+  }
+  TenantPolicy serve;
+  serve.name = "serve";
+  serve.nominal = Resources{uint64_t{nodes} * 128'000, uint64_t{nodes} * 2048 * kGi, nodes * 8};
+  serve.lending_limit = Resources{0, 0, 0};
+  p.tenants.push_back(serve);
+  return p;
+}
+
+NodeInfo BenchNode(uint32_t i) {
+  NodeInfo n;
+  n.name = "node-" + std::to_string(i);
+  n.cpu_millis = 128'000;
+  n.memory_bytes = 2048 * kGi;
+  for (int32_t k = 0; k < 2; ++k) {
+    NumaInfo m;
+    m.id = k;
+    for (uint32_t c = 0; c < 64; ++c) m.cpus.push_back(k * 64 + c);
+    m.memory_bytes = 1024 * kGi;
+    n.numa.push_back(m);
+  }
+  for (uint32_t g = 0; g < 8; ++g) {
+    n.gpus.push_back(GpuInfo{n.name + "-gpu" + std::to_string(g), "NVIDIA H200",
+                             static_cast<int32_t>(g / 4), "", ""});
+  }
+  n.labels = {{"zone", "z" + std::to_string(i % 4)}};
+  if (i % 10 == 0) {
+    n.pool = "inference";
+    n.taints = {Taint{"dedicated", "inference", "NoSchedule"}};
+  }
+  return n;
+}
+
+HeldNode Hold(const NodeInfo& n, uint32_t first_gpu, uint32_t gpus) {
+  HeldNode h;
+  h.node = n.name;
+  for (uint32_t g = first_gpu; g < first_gpu + gpus; ++g) {
+    h.gpu_uuids.push_back(n.gpus[g].uuid);
+    h.ranks.push_back(HeldRank{n.gpus[g].numa, {}});
+  }
+  h.cpu_millis = gpus * 8000ull;
+  h.memory_bytes = gpus * 64 * kGi;
+  return h;
+}
+
+RunningGang Gang(Gen& g, JobId id, bool inference) {
+  static const char* kBatch[] = {"labeling", "training", "training", "experiment", "experiment"};
+  RunningGang r;
+  r.id = id;
+  r.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, kTenants - 1));
+  r.priority_class = inference ? "inference" : kBatch[g.Int(0, 4)];
+  r.started = kNow - static_cast<Time>(g.Int(0, 6 * 3'600'000));
+  if (g.Chance(0.7)) r.last_checkpoint = r.started + static_cast<Time>(g.Int(0, kNow - r.started));
+  return r;
+}
+
+// About half the GPUs busy: each node b ∈ [0, 8] GPUs, in gangs of 4, 2 and 1 GPUs on
+// one NUMA node each; a third of the full nodes form 2–4 node gangs.
+void FillRunning(Gen& g, ClusterView& v) {
+  JobId id = 1;
+  for (uint32_t i = 0; i < v.nodes.size(); ++i) {
+    const NodeInfo& n = v.nodes[i];
+    bool inference = !n.pool.empty();
+    uint32_t busy = static_cast<uint32_t>(g.Int(0, 8));
+    if (busy == 8 && !inference && g.Chance(0.3) && i + 1 < v.nodes.size()) {
+      RunningGang r = Gang(g, id++, false);
+      uint32_t span = static_cast<uint32_t>(g.Int(2, 4));
+      for (uint32_t k = i; k < v.nodes.size() && r.nodes.size() < span; ++k) {
+        if (v.nodes[k].pool.empty()) r.nodes.push_back(Hold(v.nodes[k], 0, 8));
+      }
+      i += span - 1;
+      v.running.push_back(std::move(r));
+      continue;
+    }
+    for (uint32_t numa = 0; numa < 2; ++numa) {
+      uint32_t left = std::min(4u, busy > numa * 4 ? busy - numa * 4 : 0), at = numa * 4;
+      while (left > 0) {
+        uint32_t size = left >= 4 && g.Chance(0.5) ? 4 : (left >= 2 && g.Chance(0.6) ? 2 : 1);
+        RunningGang r = Gang(g, id++, inference);
+        r.nodes.push_back(Hold(n, at, size));
+        v.running.push_back(std::move(r));
+        at += size;
+        left -= size;
+      }
+    }
+  }
+}
+
+PendingJob Pending(Gen& g, JobId id) {
+  static const std::vector<std::pair<uint32_t, uint32_t>> kShapes = {
+      {1, 1}, {1, 1}, {1, 1}, {1, 2}, {1, 2}, {1, 4}, {1, 4}, {1, 8}, {2, 8}, {4, 8}};
+  PendingJob j;
+  j.id = id;
+  double cls = static_cast<double>(g.Int(0, 999)) / 1000;
+  bool inference = cls < 0.05;
+  j.priority_class = inference    ? (cls < 0.01 ? "inference-critical" : "inference")
+                     : cls < 0.15 ? "labeling"
+                     : cls < 0.7  ? "training"
+                                  : "experiment";
+  j.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, kTenants - 1));
+  auto [nodes, gpus] = g.Chance(0.01) ? std::pair{16u, 8u} : kShapes[g.Int(0, kShapes.size() - 1)];
+  if (inference) nodes = 1;
+  JobRequest& r = j.request;
+  r.nodes = nodes;
+  r.gpus_per_node = gpus;
+  r.ranks_per_node = gpus;
+  r.cpu_millis_per_node = gpus * 8000ull;
+  r.memory_bytes_per_node = gpus * 64 * kGi;
+  r.mpi = nodes > 1;
+  if (inference) {
+    r.pool = "inference";
+    r.tolerations = {Toleration{"dedicated", "inference", "NoSchedule", false}};
+  }
+  if (g.Chance(0.1)) r.selector = {{"zone", "z" + std::to_string(g.Int(0, 3))}};
+  // Ids are handed out at submission, and the queue comes over in id order.
+  j.submitted = kNow - 48 * 3'600'000 + static_cast<Time>(id % 100'000'000) * 1'000;
+  if (g.Chance(0.05)) j.cooldown_until = kNow + static_cast<Time>(g.Int(1, 600'000));
+  return j;
+}
+
+ClusterView MakeCluster(uint32_t nodes, uint32_t pending) {
+  Gen g;
+  ClusterView v;
+  for (uint32_t i = 0; i < nodes; ++i) v.nodes.push_back(BenchNode(i));
+  FillRunning(g, v);
+  for (JobId id = 0; id < pending; ++id) v.pending.push_back(Pending(g, 10'000'000 + id));
+  for (uint32_t t = 0; t < kTenants; ++t) {
+    v.usage["team" + std::to_string(t)] = static_cast<double>(g.Int(0, 10'000'000));
+  }
+  return v;
+}
+
+struct Case {
+  const char* label;
+  uint32_t nodes, pending;
+  ClusterView view;
+  Policy policy;
+  std::vector<double> ms;
+  Decisions decisions;
+};
+
+Case MakeCase(const char* label, uint32_t nodes, uint32_t pending) {
+  return Case{label, nodes, pending, MakeCluster(nodes, pending), BenchPolicy(nodes), {}, {}};
+}
+
+void TimePass(Case& c) {
+  c.decisions = Decisions{};  // freeing the last pass's decisions is not part of a pass
+  auto t0 = std::chrono::steady_clock::now();
+  Decisions d = Plan(c.view, c.policy, kNow);
+  c.ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  c.decisions = std::move(d);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void Report(const Case& c) {
+  uint64_t busy = 0;
+  for (const auto& g : c.view.running) {
+    for (const auto& h : g.nodes) busy += h.gpu_uuids.size();
+  }
+  std::map<Outcome, uint64_t> outcomes;
+  for (const auto& o : c.decisions.outcomes) ++outcomes[o.outcome];
+  std::printf("%s: %u nodes x 8 GPUs (%.0f%% busy, %zu running gangs), %u pending\n", c.label,
+              c.nodes, 100.0 * static_cast<double>(busy) / (c.nodes * 8.0), c.view.running.size(),
+              c.pending);
+  std::printf("  pass %.1f ms (median of %zu): %zu placed, %zu evictions, %zu reservations\n",
+              Median(c.ms), c.ms.size(), c.decisions.placements.size(),
+              c.decisions.evictions.size(), c.decisions.reservations.size());
+  std::printf("  outcomes:");
+  for (const auto& [o, n] : outcomes) {
+    std::printf(" %s %lu,", std::string(OutcomeName(o)).c_str(), static_cast<unsigned long>(n));
+  }
+  std::printf("\n");
+}
+
+int Main(int argc, char** argv) {
+  int reps = 7;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(arg.c_str() + 7));
+  }
+  Case small = MakeCase("small", 1'000, 10'000);
+  Case large = MakeCase("large", 10'000, 100'000);
+  // Interleaved, so that whatever else runs on the machine weighs on both sizes alike.
+  for (int i = 0; i < reps; ++i) {
+    TimePass(small);
+    TimePass(large);
+  }
+  Report(small);
+  Report(large);
+  double small_ms = Median(small.ms), large_ms = Median(large.ms);
+  double growth = large_ms / small_ms;
+  std::printf("growth large/small %.2f (target <= 12.5); large pass %.1f ms (target <= 200)\n",
+              growth, large_ms);
+  std::printf(
+      "{\"pass_ms_10k_nodes_100k_jobs\": %.1f, \"us_per_job\": %.3f, \"growth_ratio\": %.2f, "
+      "\"pass_ms_1k_nodes_10k_jobs\": %.1f}\n",
+      large_ms, large_ms * 1000 / 100'000, growth, small_ms);
+  return 0;
+}
+
+}  // namespace
+}  // namespace baton::sched
+
+int main(int argc, char** argv) { return baton::sched::Main(argc, argv); }

@@ -1,0 +1,405 @@
+#include "coordinator/policy_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "common/ids.h"
+#include "common/resources.h"
+
+namespace baton {
+namespace {
+
+// Every problem found, each with where it is.
+class Problems {
+ public:
+  void Add(const std::string& where, const std::string& what) {
+    list_.push_back(where + ": " + what);
+  }
+  absl::Status ToStatus(const std::string& source) const {
+    if (list_.empty()) return absl::OkStatus();
+    std::string text = source + ": " + std::to_string(list_.size()) + " problem(s)";
+    for (const auto& p : list_) text += "\n  " + p;
+    return absl::InvalidArgumentError(text);
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+void Validate(const Policy& policy, Problems& problems);  // the checks, below
+
+// Typed reads of YAML values; each bad value is a problem, and the field keeps its value.
+class Reader {
+ public:
+  explicit Reader(Problems& problems) : problems_(problems) {}
+
+  bool Map(const YAML::Node& n, const std::string& where,
+           std::initializer_list<const char*> known) {
+    if (!n.IsMap()) {
+      problems_.Add(where, "expected a map");
+      return false;
+    }
+    for (const auto& kv : n) {
+      std::string key = kv.first.Scalar();
+      if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
+          known.end()) {
+        problems_.Add(where, "unknown key '" + key + "'");
+      }
+    }
+    return true;
+  }
+
+  template <typename T>
+  void Scalar(const YAML::Node& n, const std::string& where, T* out) {
+    if (!n) return;
+    try {
+      if (!n.IsScalar()) throw YAML::Exception(n.Mark(), "expected a single value");
+      *out = n.as<T>();
+    } catch (const YAML::Exception&) {
+      problems_.Add(where, "'" + Text(n) + "' is not a valid " + TypeName<T>());
+    }
+  }
+
+  template <typename T>
+  void Parsed(const YAML::Node& n, const std::string& where, T* out,
+              absl::StatusOr<uint64_t> (*parse)(std::string_view)) {
+    if (!n) return;
+    absl::StatusOr<uint64_t> v = n.IsScalar() ? parse(n.Scalar()) : absl::InvalidArgumentError("");
+    if (!v.ok()) {
+      problems_.Add(where, "'" + Text(n) + "' is not a valid quantity");
+      return;
+    }
+    *out = static_cast<T>(*v);
+  }
+
+  // {gpus: 8, cpus: "64", memory: 512Gi}; fields left out keep `out`'s.
+  void Amount(const YAML::Node& n, const std::string& where, Resources* out) {
+    if (!n || !Map(n, where, {"gpus", "cpus", "memory"})) return;
+    Scalar(n["gpus"], where + ".gpus", &out->gpus);
+    Parsed(n["cpus"], where + ".cpus", &out->cpu_millis, ParseCpuMillis);
+    Parsed(n["memory"], where + ".memory", &out->memory_bytes, ParseBytes);
+  }
+
+  Problems& problems() { return problems_; }
+
+ private:
+  static std::string Text(const YAML::Node& n) {
+    if (n.IsScalar()) return n.Scalar();
+    std::ostringstream out;
+    out << n;
+    return out.str();
+  }
+  template <typename T>
+  static const char* TypeName() {
+    if constexpr (std::is_same_v<T, bool>) return "true/false";
+    if constexpr (std::is_floating_point_v<T>) return "number";
+    if constexpr (std::is_integral_v<T>) return "whole number";
+    return "string";
+  }
+
+  Problems& problems_;
+};
+
+void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
+  if (!n ||
+      !r.Map(n, "defaults",
+             {"class", "grace", "max_grace", "max_restarts", "cpu_per_rank", "memory_per_rank"})) {
+    return;
+  }
+  r.Scalar(n["class"], "defaults.class", &p.default_class);
+  r.Parsed(n["grace"], "defaults.grace", &p.default_grace_seconds, ParseDurationSeconds);
+  r.Parsed(n["max_grace"], "defaults.max_grace", &p.max_grace_seconds, ParseDurationSeconds);
+  r.Scalar(n["max_restarts"], "defaults.max_restarts", &p.default_max_restarts);
+  r.Parsed(n["cpu_per_rank"], "defaults.cpu_per_rank", &p.default_cpu_millis_per_rank,
+           ParseCpuMillis);
+  r.Parsed(n["memory_per_rank"], "defaults.memory_per_rank", &p.default_memory_bytes_per_rank,
+           ParseBytes);
+}
+
+PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& where) {
+  PriorityClass c;
+  if (!r.Map(n, where,
+             {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
+              "min_runtime"})) {
+    return c;
+  }
+  r.Scalar(n["name"], where + ".name", &c.name);
+  r.Scalar(n["value"], where + ".value", &c.value);
+  r.Scalar(n["service"], where + ".service", &c.service);
+  c.preemptible = !c.service;
+  c.min_runtime_s = c.service ? 0 : c.min_runtime_s;
+  r.Scalar(n["preemptible"], where + ".preemptible", &c.preemptible);
+  r.Scalar(n["may_preempt"], where + ".may_preempt", &c.may_preempt);
+  r.Parsed(n["cooldown"], where + ".cooldown", &c.cooldown_base_s, ParseDurationSeconds);
+  r.Parsed(n["cooldown_cap"], where + ".cooldown_cap", &c.cooldown_cap_s, ParseDurationSeconds);
+  r.Parsed(n["min_runtime"], where + ".min_runtime", &c.min_runtime_s, ParseDurationSeconds);
+  if (!n["name"]) r.problems().Add(where, "a class needs a name");
+  if (!n["value"]) r.problems().Add(where, "a class needs a value");
+  return c;
+}
+
+// "30%" of the nominal quota in every dimension (an unlimited one stays unlimited).
+std::optional<Resources> PercentOf(Reader& r, const YAML::Node& n, const std::string& where,
+                                   const std::optional<Resources>& nominal) {
+  std::string text = n.Scalar();
+  char* end = nullptr;
+  double pct = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || std::string(end) != "%" || pct < 0 || pct > 100) {
+    r.problems().Add(where, "'" + text + "' is not a percentage from 0% to 100%");
+    return std::nullopt;
+  }
+  if (!nominal) {
+    r.problems().Add(where, "a percentage needs a nominal quota");
+    return std::nullopt;
+  }
+  auto part = [pct](uint64_t v, uint64_t unlimited) {
+    return v == unlimited ? v
+                          : static_cast<uint64_t>(std::floor(static_cast<double>(v) * pct / 100));
+  };
+  return Resources{part(nominal->cpu_millis, sched::kUnlimited.cpu_millis),
+                   part(nominal->memory_bytes, sched::kUnlimited.memory_bytes),
+                   static_cast<uint32_t>(part(nominal->gpus, sched::kUnlimited.gpus))};
+}
+
+TenantPolicy ParseTenant(Reader& r, const YAML::Node& n, const std::string& where, bool named) {
+  TenantPolicy t;
+  if (!r.Map(n, where, {"name", "weight", "nominal", "borrowing_limit", "lending_limit"})) {
+    return t;
+  }
+  if (named) r.Scalar(n["name"], where + ".name", &t.name);
+  if (named && !n["name"]) r.problems().Add(where, "a tenant needs a name");
+  if (!named && n["name"]) r.problems().Add(where + ".name", "the default tenant has no name");
+  r.Scalar(n["weight"], where + ".weight", &t.weight);
+  if (n["nominal"]) {
+    t.nominal = sched::kUnlimited;
+    r.Amount(n["nominal"], where + ".nominal", &*t.nominal);
+  }
+  r.Amount(n["borrowing_limit"], where + ".borrowing_limit", &t.borrowing_limit);
+  const YAML::Node lend = n["lending_limit"];
+  if (lend && lend.IsScalar()) {
+    if (auto l = PercentOf(r, lend, where + ".lending_limit", t.nominal)) t.lending_limit = *l;
+  } else {
+    r.Amount(lend, where + ".lending_limit", &t.lending_limit);
+  }
+  return t;
+}
+
+sched::PoolPolicy ParsePool(Reader& r, const YAML::Node& n, const std::string& where) {
+  sched::PoolPolicy p;
+  if (!r.Map(n, where, {"name", "classes"})) return p;
+  r.Scalar(n["name"], where + ".name", &p.name);
+  if (const YAML::Node classes = n["classes"]; classes && !classes.IsSequence()) {
+    r.problems().Add(where + ".classes", "expected a list of class names");
+  } else if (classes) {
+    for (size_t i = 0; i < classes.size(); ++i) {
+      std::string c;
+      r.Scalar(classes[i], where + ".classes[" + std::to_string(i) + "]", &c);
+      p.classes.push_back(c);
+    }
+  }
+  return p;
+}
+
+void ParseLimits(Reader& r, const YAML::Node& n, sched::JobLimits& l) {
+  const std::string w = "job_limits";
+  if (!n || !r.Map(n, w,
+                   {"max_nodes", "max_gpus_per_node", "max_gpus_per_job", "max_cpus_per_node",
+                    "max_memory_per_node", "min_cpus_per_rank", "min_memory_per_rank"})) {
+    return;
+  }
+  r.Scalar(n["max_nodes"], w + ".max_nodes", &l.max_nodes);
+  r.Scalar(n["max_gpus_per_node"], w + ".max_gpus_per_node", &l.max_gpus_per_node);
+  r.Scalar(n["max_gpus_per_job"], w + ".max_gpus_per_job", &l.max_gpus_per_job);
+  r.Parsed(n["max_cpus_per_node"], w + ".max_cpus_per_node", &l.max_cpu_millis_per_node,
+           ParseCpuMillis);
+  r.Parsed(n["max_memory_per_node"], w + ".max_memory_per_node", &l.max_memory_bytes_per_node,
+           ParseBytes);
+  r.Parsed(n["min_cpus_per_rank"], w + ".min_cpus_per_rank", &l.min_cpu_millis_per_rank,
+           ParseCpuMillis);
+  r.Parsed(n["min_memory_per_rank"], w + ".min_memory_per_rank", &l.min_memory_bytes_per_rank,
+           ParseBytes);
+}
+
+template <typename T, typename F>
+void ParseList(Reader& r, const YAML::Node& n, const std::string& where, std::vector<T>& out,
+               F parse) {
+  if (!n) return;
+  if (!n.IsSequence()) {
+    r.problems().Add(where, "expected a list");
+    return;
+  }
+  out.clear();
+  for (size_t i = 0; i < n.size(); ++i) {
+    out.push_back(parse(n[i], where + "[" + std::to_string(i) + "]"));
+  }
+}
+
+void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
+  if (!root || root.IsNull()) return;
+  if (!r.Map(root, "policy",
+             {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
+              "default_pool", "pools", "job_limits"})) {
+    return;
+  }
+  ParseDefaults(r, root["defaults"], p);
+  if (const YAML::Node fs = root["fair_share"]; fs && r.Map(fs, "fair_share", {"half_life"})) {
+    r.Parsed(fs["half_life"], "fair_share.half_life", &p.fair_share_half_life_s,
+             ParseDurationSeconds);
+  }
+  if (const YAML::Node pre = root["preemption"];
+      pre && r.Map(pre, "preemption", {"searches_per_pass"})) {
+    r.Scalar(pre["searches_per_pass"], "preemption.searches_per_pass",
+             &p.preemption_searches_per_pass);
+  }
+  ParseList(r, root["classes"], "classes", p.classes,
+            [&](const YAML::Node& n, const std::string& w) { return ParseClass(r, n, w); });
+  ParseList(r, root["tenants"], "tenants", p.tenants,
+            [&](const YAML::Node& n, const std::string& w) {
+              return ParseTenant(r, n, w, /*named=*/true);
+            });
+  if (root["default_tenant"]) {
+    p.default_tenant = ParseTenant(r, root["default_tenant"], "default_tenant", /*named=*/false);
+  }
+  r.Scalar(root["default_pool"], "default_pool", &p.default_pool);
+  ParseList(r, root["pools"], "pools", p.pools,
+            [&](const YAML::Node& n, const std::string& w) { return ParsePool(r, n, w); });
+  ParseLimits(r, root["job_limits"], p.job_limits);
+}
+
+}  // namespace
+
+absl::StatusOr<Policy> ParsePolicy(const std::string& yaml) {
+  Problems problems;
+  Reader reader(problems);
+  Policy p = Policy::Default();
+  try {
+    ParseRoot(reader, YAML::Load(yaml), p);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError("policy: malformed YAML at line " +
+                                      std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  Validate(p, problems);  // the values that did parse are checked too: every problem named
+  if (absl::Status s = problems.ToStatus("policy"); !s.ok()) return s;
+  return p;
+}
+
+absl::StatusOr<Policy> LoadPolicyFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("policy file " + path + " cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<Policy> p = ParsePolicy(text.str());
+  if (!p.ok()) return absl::InvalidArgumentError(path + ": " + std::string(p.status().message()));
+  return p;
+}
+
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+void CheckClasses(const Policy& p, Problems& out) {
+  if (p.classes.empty()) out.Add("classes", "at least one class is needed");
+  std::set<std::string> names;
+  std::set<int32_t> values;
+  for (size_t i = 0; i < p.classes.size(); ++i) {
+    const PriorityClass& c = p.classes[i];
+    std::string w = "classes[" + std::to_string(i) + "] (" + c.name + ")";
+    if (!IsValidName(c.name)) out.Add(w, "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    if (!names.insert(c.name).second) out.Add(w, "a second class of that name");
+    if (!values.insert(c.value).second) {
+      out.Add(w, "value " + std::to_string(c.value) + " is taken: classes are strictly ordered");
+    }
+    if (c.service && c.preemptible) out.Add(w, "a service (inference) class is never preemptible");
+    if (c.cooldown_base_s <= 0) out.Add(w, "cooldown must be positive");
+    if (c.cooldown_cap_s < c.cooldown_base_s) out.Add(w, "cooldown_cap is below cooldown");
+    if (c.min_runtime_s < 0) out.Add(w, "min_runtime is negative");
+  }
+  if (!p.Find(p.default_class)) {
+    out.Add("defaults.class", "'" + p.default_class + "' is not a class");
+  }
+}
+
+void CheckTenant(const TenantPolicy& t, const std::string& w, Problems& out) {
+  if (!(t.weight > 0) || !std::isfinite(t.weight)) out.Add(w, "weight must be above 0");
+  if (!t.nominal) return;
+  const Resources& n = *t.nominal;
+  const Resources& l = t.lending_limit;
+  auto over = [](uint64_t lend, uint64_t nominal, uint64_t unlimited) {
+    return lend != unlimited && nominal != unlimited && lend > nominal;
+  };
+  if (over(l.gpus, n.gpus, sched::kUnlimited.gpus) ||
+      over(l.cpu_millis, n.cpu_millis, sched::kUnlimited.cpu_millis) ||
+      over(l.memory_bytes, n.memory_bytes, sched::kUnlimited.memory_bytes)) {
+    out.Add(w, "lending_limit is above the nominal quota it lends from");
+  }
+}
+
+void CheckTenants(const Policy& p, Problems& out) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < p.tenants.size(); ++i) {
+    const TenantPolicy& t = p.tenants[i];
+    std::string w = "tenants[" + std::to_string(i) + "] (" + t.name + ")";
+    if (!IsValidName(t.name)) out.Add(w, "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    if (!names.insert(t.name).second) out.Add(w, "a second tenant of that name");
+    CheckTenant(t, w, out);
+  }
+  CheckTenant(p.default_tenant, "default_tenant", out);
+}
+
+void CheckPools(const Policy& p, Problems& out) {
+  if (!IsValidName(p.default_pool)) out.Add("default_pool", "'" + p.default_pool + "' is invalid");
+  std::set<std::string> names;
+  for (size_t i = 0; i < p.pools.size(); ++i) {
+    const sched::PoolPolicy& pool = p.pools[i];
+    std::string w = "pools[" + std::to_string(i) + "] (" + pool.name + ")";
+    if (!IsValidName(pool.name)) out.Add(w, "name must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    if (!names.insert(pool.name).second) out.Add(w, "a second pool of that name");
+    for (const std::string& c : pool.classes) {
+      if (!p.Find(c)) out.Add(w, "'" + c + "' is not a class");
+    }
+  }
+}
+
+void CheckLimits(const Policy& p, Problems& out) {
+  const sched::JobLimits& l = p.job_limits;
+  if (l.max_gpus_per_job && l.max_gpus_per_node > l.max_gpus_per_job) {
+    out.Add("job_limits", "max_gpus_per_node is above max_gpus_per_job");
+  }
+  if (l.max_cpu_millis_per_node && l.min_cpu_millis_per_rank > l.max_cpu_millis_per_node) {
+    out.Add("job_limits", "min_cpus_per_rank is above max_cpus_per_node");
+  }
+  if (l.max_memory_bytes_per_node && l.min_memory_bytes_per_rank > l.max_memory_bytes_per_node) {
+    out.Add("job_limits", "min_memory_per_rank is above max_memory_per_node");
+  }
+  if (p.default_grace_seconds > p.max_grace_seconds) {
+    out.Add("defaults.grace", "above defaults.max_grace");
+  }
+  if (p.fair_share_half_life_s <= 0) out.Add("fair_share.half_life", "must be positive");
+  if (p.preemption_searches_per_pass == 0) {
+    out.Add("preemption.searches_per_pass", "must be at least 1");
+  }
+}
+
+void Validate(const Policy& policy, Problems& problems) {
+  CheckClasses(policy, problems);
+  CheckTenants(policy, problems);
+  CheckPools(policy, problems);
+  CheckLimits(policy, problems);
+}
+
+}  // namespace
+
+absl::Status ValidatePolicy(const Policy& policy) {
+  Problems problems;
+  Validate(policy, problems);
+  return problems.ToStatus("policy");
+}
+
+}  // namespace baton

@@ -1,0 +1,122 @@
+// The scheduler's input: one snapshot of the nodes, the running gangs and the pending
+// jobs, as plain structs (no protobuf). The coordinator fills one per pass (README.md in
+// this folder says from what); Plan and Explain only read it. Plain data and one pure
+// helper; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace baton::sched {
+
+using Time = int64_t;  // unix milliseconds, always passed in by the caller
+using JobId = uint64_t;
+
+// A node taint is tolerated when key and effect match and, unless `exists` is set, the
+// value matches too (an empty toleration effect tolerates every effect).
+struct Taint {
+  std::string key, value, effect;
+};
+
+struct Toleration {
+  std::string key, value, effect;
+  bool exists = false;
+};
+
+// True when one of the tolerations tolerates the taint.
+bool Tolerates(const Taint& taint, const std::vector<Toleration>& tolerations);
+
+struct GpuInfo {
+  std::string uuid;         // "GPU-…", or "MIG-…" for a slice
+  std::string model;        // "NVIDIA H200"
+  int32_t numa = -1;        // NUMA node id; -1 when unknown
+  std::string mig_profile;  // slices: "1g.18gb"; "" for a whole GPU
+  std::string parent_uuid;  // slices: the physical GPU; a whole GPU that is some slice's
+                            // parent is never handed out whole
+};
+
+struct NumaInfo {
+  int32_t id = 0;
+  std::vector<uint32_t> cpus;  // logical CPU ids
+  uint64_t memory_bytes = 0;
+};
+
+struct NodeInfo {
+  std::string name;
+  bool schedulable = true;  // false: connected no more; counted for feasibility only
+  uint64_t cpu_millis = 0;  // capacity
+  uint64_t memory_bytes = 0;
+  std::vector<NumaInfo> numa;  // empty (or GPUs without a known NUMA node): one domain
+  std::vector<GpuInfo> gpus;   // whole GPUs and MIG slices; only the first 64 are used
+  std::string pool;            // "" is the policy's default pool
+  std::map<std::string, std::string> labels;
+  std::vector<Taint> taints;
+};
+
+// What a job asks for: `nodes` nodes, each giving the per-node amounts (JobSpec fields).
+struct JobRequest {
+  uint32_t nodes = 1;
+  uint32_t ranks_per_node = 1;
+  uint32_t gpus_per_node = 0;  // whole GPUs, or MIG slices when mig_profile is set
+  uint64_t cpu_millis_per_node = 0;
+  uint64_t memory_bytes_per_node = 0;
+  std::string mig_profile;  // "" for whole GPUs
+  std::string gpu_model;    // "" for any; else a substring of the GPU model
+  bool mpi = false;         // launch mode mpi: NCCL training, never on MIG slices
+  std::string pool;         // "" is the policy's default pool
+  std::map<std::string, std::string> selector;  // node labels that must match
+  std::vector<Toleration> tolerations;
+};
+
+// One rank's NUMA binding as it was placed (from the Decisions that placed the gang).
+struct HeldRank {
+  int32_t numa = -1;           // -1: spans NUMA nodes
+  std::vector<uint32_t> cpus;  // exclusive cores (inference ranks); empty otherwise
+};
+
+// What a running gang holds on one node.
+struct HeldNode {
+  std::string node;
+  std::vector<std::string> gpu_uuids;
+  uint64_t cpu_millis = 0;
+  uint64_t memory_bytes = 0;
+  std::vector<HeldRank> ranks;  // optional; without it NUMA use is taken from the GPUs
+};
+
+// A gang that holds resources: placed, running, or told to leave and not yet gone.
+struct RunningGang {
+  JobId id = 0;
+  std::string tenant;
+  std::string priority_class;
+  std::vector<HeldNode> nodes;
+  Time started = 0;          // attempt start; the minimum runtime counts from here
+  Time last_checkpoint = 0;  // when the last committed checkpoint was reported; 0: none
+  uint32_t evictions = 0;    // evictions of this job so far (cooldown doubling)
+  bool evicting = false;     // told to checkpoint and exit; still holds what it holds
+  JobId evicting_for = 0;    // the preemptor whose room this eviction makes (0: none)
+};
+
+struct PendingJob {
+  JobId id = 0;
+  std::string tenant;
+  std::string priority_class;
+  JobRequest request;
+  Time submitted = 0;
+  Time cooldown_until = 0;  // evicted jobs (and failure backoffs) wait until then
+  uint32_t evictions = 0;
+  // The nodes of this job's preemption reservation in the previous pass's Decisions;
+  // passed back until the job starts so that the victims' room stays its own.
+  std::vector<std::string> reserved_nodes;
+};
+
+struct ClusterView {
+  std::vector<NodeInfo> nodes;
+  std::vector<RunningGang> running;
+  std::vector<PendingJob> pending;
+  // Decayed GPU-seconds per tenant as of the pass (UsageLedger::Snapshot); missing: 0.
+  std::map<std::string, double> usage;
+};
+
+}  // namespace baton::sched

@@ -1,0 +1,81 @@
+// The scheduler's output: placements, evictions, reservations and one outcome per
+// pending job, all in queue order. Produced by Plan (plan.h); the coordinator acts on
+// them and reports back through the next ClusterView (README.md). Plain data;
+// thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/scheduler/cluster_view.h"
+
+namespace baton::sched {
+
+enum class Outcome {
+  kPlaced,           // start it now on `Placement`
+  kWaitForCapacity,  // fits its quota, but no room (and no victims it may evict)
+  kWaitForQuota,     // its tenant's quota (or borrowing) does not allow it now
+  kInCooldown,       // evicted or backing off until `cooldown_until`
+  kReserved,         // room is held for it: victims are leaving, or it heads the line
+  kInfeasible,       // can never run on this cluster under this policy
+};
+std::string_view OutcomeName(Outcome o);
+
+struct RankBinding {
+  int32_t numa = -1;           // NUMA node id of its GPUs, cores and memory; -1: spans
+  std::vector<uint32_t> gpus;  // indices into NodeInfo::gpus
+  std::vector<uint32_t> cpus;  // exclusive cores (inference ranks only)
+};
+
+struct NodePlacement {
+  uint32_t node = 0;           // index into ClusterView::nodes; entry i is node rank i
+  std::vector<uint32_t> gpus;  // indices into NodeInfo::gpus, ascending
+  uint64_t cpu_millis = 0;
+  uint64_t memory_bytes = 0;
+  std::vector<RankBinding> ranks;  // one per local rank
+};
+
+struct Placement {
+  JobId job = 0;
+  std::vector<NodePlacement> nodes;
+};
+
+enum class EvictionReason { kHigherClass, kQuotaReclaimed };
+std::string_view EvictionReasonText(EvictionReason r);
+
+struct Eviction {
+  JobId victim = 0;
+  JobId preemptor = 0;  // the job whose room it makes
+  EvictionReason reason = EvictionReason::kHigherClass;
+  double lost_gpu_seconds = 0;  // GPUs × seconds since its last committed checkpoint
+  int64_t cooldown_ms = 0;      // wait after it exits, this eviction counted
+  std::string message;          // for the victim's event: "preempted by job 7 (inference)"
+};
+
+struct Reservation {
+  enum class Kind { kHeadOfLine, kPreemption };
+  JobId job = 0;
+  Kind kind = Kind::kHeadOfLine;
+  std::vector<uint32_t> nodes;  // indices into ClusterView::nodes, held for `job` alone
+};
+
+struct JobOutcome {
+  JobId job = 0;
+  Outcome outcome = Outcome::kWaitForCapacity;
+  uint32_t position = 0;  // 1-based place in the queue this pass
+  std::string reason;     // human: why it waits, or where it goes
+};
+
+struct Decisions {
+  std::vector<Placement> placements;
+  std::vector<Eviction> evictions;
+  std::vector<Reservation> reservations;
+  std::vector<JobOutcome> outcomes;  // one per pending job, in queue order
+};
+
+// What a placed gang holds, in the form RunningGang takes it back next pass.
+std::vector<HeldNode> ToHeld(const ClusterView& view, const Placement& placement);
+
+}  // namespace baton::sched

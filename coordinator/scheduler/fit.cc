@@ -1,0 +1,232 @@
+#include "coordinator/scheduler/fit.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace baton::sched::internal {
+namespace {
+
+uint64_t Lowest(uint64_t mask, uint32_t n) {
+  uint64_t out = 0;
+  for (uint32_t i = 0; i < n && mask; ++i) {
+    uint64_t bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= mask - 1;
+  }
+  return out;
+}
+
+uint32_t Count(uint64_t mask) { return static_cast<uint32_t>(std::popcount(mask)); }
+
+void TakeGpus(NodeFree& f, uint64_t take, bool service) {
+  f.gpus &= ~take;
+  (service ? f.service_held : f.training_held) |= take;
+}
+
+// The slot a rank group goes to: room for it, away from inference (training), fewest
+// free GPUs (best fit), lowest slot.
+int32_t PickSlot(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask) {
+  int32_t best = -1;
+  uint32_t best_avail = 0;
+  bool best_shared = true;
+  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+    const NumaFree& n = f.numa[k];
+    uint32_t avail = Count(mask & hw.numa_gpus[k]);
+    if (avail < s.group_gpus || n.millis < s.group_millis || n.mem < s.group_mem ||
+        n.cores < s.group_cores) {
+      continue;
+    }
+    bool shared = !s.service && n.service_ranks > 0;
+    if (best < 0 || shared < best_shared || (shared == best_shared && avail < best_avail)) {
+      best = static_cast<int32_t>(k);
+      best_avail = avail;
+      best_shared = shared;
+    }
+  }
+  return best;
+}
+
+bool FitAligned(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, NodeChoice* c) {
+  for (uint32_t g = 0; g < s.groups; ++g) {
+    int32_t k = PickSlot(hw, f, s, mask);
+    if (k < 0) return false;
+    uint64_t take = Lowest(mask & hw.numa_gpus[k], s.group_gpus);
+    mask &= ~take;
+    TakeGpus(f, take, s.service);
+    NumaFree& n = f.numa[k];
+    n.millis -= s.group_millis;
+    n.mem -= s.group_mem;
+    n.cores -= s.group_cores;
+    n.service_ranks += s.service ? 1 : 0;
+    if (c) c->groups.emplace_back(static_cast<uint8_t>(k), take);
+  }
+  return true;
+}
+
+// Ranks spread over the NUMA nodes: only where the hardware cannot align them.
+bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, NodeChoice* c) {
+  uint32_t cores = s.group_cores * s.groups;
+  uint32_t free_cores = 0;
+  for (uint32_t k = 0; k < hw.numa_count; ++k) free_cores += f.numa[k].cores;
+  if (free_cores < cores) return false;
+  uint64_t take = Lowest(mask, s.gpus);
+  TakeGpus(f, take, s.service);
+  // Evenly over the NUMA nodes, as a held spanning rank is charged (pass_state.cc).
+  uint32_t slots = hw.numa_count;
+  for (uint32_t k = 0; k < slots; ++k) {
+    NumaFree& n = f.numa[k];
+    uint64_t m = s.cpu / slots + (k == 0 ? s.cpu % slots : 0);
+    uint64_t b = s.mem / slots + (k == 0 ? s.mem % slots : 0);
+    uint32_t x = std::min(cores, n.cores);
+    n.millis -= std::min(m, n.millis);
+    n.mem -= std::min(b, n.mem);
+    n.cores -= x;
+    cores -= x;
+  }
+  if (c) c->groups.emplace_back(kSpan, take);
+  return true;
+}
+
+// Memoized per (hardware class, shape): bit 0 the empty node aligns every rank group,
+// bit 1 the empty node holds the shape at all.
+int8_t HwVerdict(Pass& pass, uint32_t node, const Shape& s) {
+  const NodeHw& hw = pass.hw[node];
+  uint64_t key = (uint64_t{hw.hw} << 32) | s.id;
+  auto [it, added] = pass.alignable.try_emplace(key, 0);
+  if (!added) return it->second;
+  const NodeFree& cap = pass.hw_capacity[hw.hw];
+  uint64_t mask = KindMask(pass, pass.hw_rep[hw.hw], cap, s);
+  int8_t v = 0;
+  if (cap.millis >= s.cpu && cap.mem >= s.mem && Count(mask) >= s.gpus) {
+    NodeFree a = cap, b = cap;
+    if (FitAligned(hw, a, s, mask, nullptr))
+      v = 3;
+    else if (FitSpread(hw, b, s, mask, nullptr))
+      v = 2;
+  }
+  it->second = v;
+  return v;
+}
+
+// Exclusive cores for an inference rank group: the lowest free cores of its slot.
+std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_t n) {
+  const NodeHw& hw = pass.hw[node];
+  const auto& numa = pass.view.nodes[node].numa;
+  std::vector<uint8_t>& taken = pass.cores_taken[node];
+  uint32_t total = hw.numa_cpu_offset[hw.numa_count];
+  if (taken.empty()) taken.assign(total, 0);
+  uint32_t begin = slot == kSpan ? 0 : hw.numa_cpu_offset[slot];
+  uint32_t end = slot == kSpan ? total : hw.numa_cpu_offset[slot + 1];
+  std::vector<uint32_t> out;
+  for (uint32_t at = begin; at < end && out.size() < n; ++at) {
+    if (taken[at]) continue;
+    taken[at] = 1;
+    uint32_t pos = at;
+    for (const auto& m : numa) {
+      if (pos < m.cpus.size()) {
+        out.push_back(m.cpus[pos]);
+        break;
+      }
+      pos -= static_cast<uint32_t>(m.cpus.size());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<uint32_t> Entries(uint64_t mask) {
+  std::vector<uint32_t> out;
+  for (; mask; mask &= mask - 1) out.push_back(static_cast<uint32_t>(std::countr_zero(mask)));
+  return out;
+}
+
+}  // namespace
+
+uint64_t KindMask(const Pass& pass, uint32_t node, const NodeFree& f, const Shape& s) {
+  const NodeHw& hw = pass.hw[node];
+  uint64_t m = hw.whole;
+  if (s.profile >= 0) {
+    m = 0;
+    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+      if (pass.entry_profile[hw.gpu_base + e] == s.profile + 1) m |= uint64_t{1} << e;
+    }
+  }
+  if (s.model >= 0) {
+    const std::vector<bool>& match = pass.model_match[s.model];
+    for (uint64_t rest = m; rest; rest &= rest - 1) {
+      uint32_t e = static_cast<uint32_t>(std::countr_zero(rest));
+      if (!match[pass.entry_model[hw.gpu_base + e]]) m &= ~(uint64_t{1} << e);
+    }
+  }
+  if (hw.has_mig) {
+    uint64_t other = s.service ? f.training_held : f.service_held;
+    for (; other; other &= other - 1) {
+      m &= ~pass.entry_phys[hw.gpu_base + std::countr_zero(other)];
+    }
+  }
+  return m & f.gpus;
+}
+
+bool FitNode(Pass& pass, uint32_t node, NodeFree& f, const Shape& s, NodeChoice* c) {
+  if (f.millis < s.cpu || f.mem < s.mem) return false;
+  uint64_t mask = KindMask(pass, node, f, s);
+  if (Count(mask) < s.gpus) return false;
+  const NodeHw& hw = pass.hw[node];
+  NodeFree trial = f;
+  bool ok = FitAligned(hw, trial, s, mask, c);
+  if (!ok && !(HwVerdict(pass, node, s) & 1)) {
+    if (c) c->groups.clear();
+    trial = f;
+    ok = FitSpread(hw, trial, s, mask, c);
+  }
+  if (!ok) return false;
+  f = trial;
+  f.millis -= s.cpu;
+  f.mem -= s.mem;
+  return true;
+}
+
+bool HwFits(Pass& pass, uint32_t node, const Shape& s) { return HwVerdict(pass, node, s) & 2; }
+
+// One rank group shared by every rank (a spanning or uneven gang member): GPUs split
+// evenly when they divide, exclusive cores always split, so no two ranks share a core.
+static std::vector<RankBinding> SplitGroup(const RankBinding& group, uint32_t ranks) {
+  std::vector<RankBinding> out(ranks, group);
+  bool even = !group.gpus.empty() && group.gpus.size() % ranks == 0;
+  size_t per = group.gpus.size() / ranks;
+  for (uint32_t r = 0; r < ranks; ++r) {
+    if (even) {
+      out[r].gpus.assign(group.gpus.begin() + r * per, group.gpus.begin() + (r + 1) * per);
+    }
+    size_t n = group.cpus.size();
+    out[r].cpus.assign(group.cpus.begin() + r * n / ranks,
+                       group.cpus.begin() + (r + 1) * n / ranks);
+  }
+  return out;
+}
+
+NodePlacement CommitNode(Pass& pass, uint32_t node, const Shape& s) {
+  NodeChoice c;
+  FitNode(pass, node, pass.free[node], s, &c);
+  const NodeHw& hw = pass.hw[node];
+  NodePlacement p;
+  p.node = node;
+  p.cpu_millis = s.cpu;
+  p.memory_bytes = s.mem;
+  uint64_t all = 0;
+  for (const auto& [slot, mask] : c.groups) {
+    RankBinding b;
+    b.numa = slot == kSpan || !hw.numa_aware ? -1 : hw.numa_id[slot];
+    b.gpus = Entries(mask);
+    if (s.service) {
+      b.cpus = PickCores(pass, node, slot, s.group_cores * (slot == kSpan ? s.groups : 1));
+    }
+    all |= mask;
+    p.ranks.push_back(std::move(b));
+  }
+  p.gpus = Entries(all);
+  if (p.ranks.size() != s.ranks) p.ranks = SplitGroup(p.ranks.front(), s.ranks);
+  return p;
+}
+
+}  // namespace baton::sched::internal

@@ -1,0 +1,180 @@
+// BuildPass, nodes part: groups, hardware classes, GPU entries and NUMA domains.
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "coordinator/scheduler/pass_state.h"
+
+namespace baton::sched::internal {
+namespace {
+
+uint32_t Intern(absl::flat_hash_map<std::string, uint32_t>& ids, std::string key, size_t next) {
+  return ids.try_emplace(std::move(key), static_cast<uint32_t>(next)).first->second;
+}
+
+uint16_t InternName(std::vector<std::string>& names, const std::string& name) {
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it != names.end()) return static_cast<uint16_t>(it - names.begin());
+  names.push_back(name);
+  return static_cast<uint16_t>(names.size() - 1);
+}
+
+std::string GroupKey(const std::string& pool, const NodeInfo& n) {
+  std::string key = pool;
+  key += '\0';
+  for (const auto& [k, v] : n.labels) key += k + '=' + v + '\0';
+  key += '\1';
+  for (const auto& t : n.taints) key += t.key + '=' + t.value + ':' + t.effect + '\0';
+  return key;
+}
+
+// Entries that share a physical GPU (MIG slices and their parent); a whole GPU that is
+// some slice's parent never goes out whole.
+void BuildPhysical(Pass& pass, const NodeInfo& n, NodeHw& hw) {
+  auto phys = [&](uint32_t e) -> const std::string& {
+    return n.gpus[e].mig_profile.empty() ? n.gpus[e].uuid : n.gpus[e].parent_uuid;
+  };
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    uint64_t mask = 0;
+    for (uint32_t o = 0; o < hw.gpu_count; ++o) {
+      if (phys(o) == phys(e)) mask |= uint64_t{1} << o;
+    }
+    pass.entry_phys[hw.gpu_base + e] = mask;
+    if (!n.gpus[e].mig_profile.empty()) hw.whole &= ~(mask & hw.whole);
+  }
+}
+
+// GPU entries: profile, model and physical-GPU masks; whole GPUs that may go out whole.
+void BuildEntries(Pass& pass, const NodeInfo& n, NodeHw& hw) {
+  hw.gpu_base = static_cast<uint32_t>(pass.entry_profile.size());
+  hw.gpu_count = static_cast<uint32_t>(std::min<size_t>(n.gpus.size(), kMaxGpus));
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    const GpuInfo& g = n.gpus[e];
+    bool slice = !g.mig_profile.empty();
+    hw.has_mig |= slice;
+    pass.entry_profile.push_back(slice ? InternName(pass.profiles, g.mig_profile) + 1 : 0);
+    pass.entry_model.push_back(InternName(pass.models, g.model));
+    pass.entry_phys.push_back(uint64_t{1} << e);
+    if (!slice) hw.whole |= uint64_t{1} << e;
+  }
+  if (hw.has_mig) BuildPhysical(pass, n, hw);
+}
+
+// NUMA slots: the node's NUMA nodes when every GPU names one of them, else one domain.
+void BuildNuma(const NodeInfo& n, NodeHw& hw, NodeFree& cap) {
+  uint64_t all = hw.gpu_count == 64 ? ~uint64_t{0} : (uint64_t{1} << hw.gpu_count) - 1;
+  bool aware = !n.numa.empty() && n.numa.size() <= kMaxNuma;
+  for (uint32_t e = 0; aware && e < hw.gpu_count; ++e) {
+    aware = std::any_of(n.numa.begin(), n.numa.end(),
+                        [&](const NumaInfo& m) { return m.id == n.gpus[e].numa; });
+  }
+  hw.numa_aware = aware;
+  uint32_t offset = 0;
+  if (!aware) {
+    for (const auto& m : n.numa) offset += static_cast<uint32_t>(m.cpus.size());
+    hw.numa_count = 1;
+    hw.numa_id[0] = -1;
+    hw.numa_gpus[0] = all;
+    hw.numa_cpu_offset[1] = offset;
+    uint32_t cores = offset ? offset : static_cast<uint32_t>(n.cpu_millis / 1000);
+    cap.numa[0] = NumaFree{n.cpu_millis, n.memory_bytes, cores, 0};
+    return;
+  }
+  hw.numa_count = static_cast<uint32_t>(n.numa.size());
+  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+    const NumaInfo& m = n.numa[k];
+    hw.numa_id[k] = m.id;
+    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+      if (n.gpus[e].numa == m.id) hw.numa_gpus[k] |= uint64_t{1} << e;
+    }
+    auto cores = static_cast<uint32_t>(m.cpus.size());
+    cap.numa[k] = NumaFree{uint64_t{cores} * 1000, m.memory_bytes, cores, 0};
+    offset += cores;
+    hw.numa_cpu_offset[k + 1] = offset;
+  }
+}
+
+std::string HwKey(const Pass& pass, const NodeHw& hw, const NodeFree& cap) {
+  std::string key;
+  auto put = [&key](uint64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(hw.numa_aware);
+  put(hw.numa_count);
+  put(hw.whole);
+  put(cap.millis);
+  put(cap.mem);
+  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+    put(hw.numa_gpus[k]);
+    put(cap.numa[k].millis);
+    put(cap.numa[k].mem);
+    put(cap.numa[k].cores);
+  }
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    put(pass.entry_profile[hw.gpu_base + e]);
+    put(pass.entry_model[hw.gpu_base + e]);
+    put(pass.entry_phys[hw.gpu_base + e]);
+  }
+  return key;
+}
+
+}  // namespace
+
+Amount BuildNodes(Pass& pass) {
+  const auto& nodes = pass.view.nodes;
+  absl::flat_hash_map<std::string, uint32_t> group_ids, hw_ids;
+  pass.hw.resize(nodes.size());
+  pass.free.resize(nodes.size());
+  pass.reserved.assign(nodes.size(), NodeReservation{});
+  pass.cores_taken.resize(nodes.size());
+  Amount capacity;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const NodeInfo& n = nodes[i];
+    NodeHw& hw = pass.hw[i];
+    NodeFree cap;
+    hw.schedulable = n.schedulable;
+    BuildEntries(pass, n, hw);
+    BuildNuma(n, hw, cap);
+    cap.millis = n.cpu_millis;
+    cap.mem = n.memory_bytes;
+    cap.gpus = hw.gpu_count == 64 ? ~uint64_t{0} : (uint64_t{1} << hw.gpu_count) - 1;
+    std::string pool = NormalPool(pass, n.pool);
+    hw.group = Intern(group_ids, GroupKey(pool, n), pass.groups.size());
+    if (hw.group == pass.groups.size()) pass.groups.push_back(Group{pool, i, {}});
+    pass.groups[hw.group].nodes.push_back(i);
+    hw.hw = Intern(hw_ids, HwKey(pass, hw, cap), pass.hw_rep.size());
+    if (hw.hw == pass.hw_rep.size()) {
+      pass.hw_rep.push_back(i);
+      pass.hw_capacity.push_back(cap);
+    }
+    pass.free[i] = cap;
+    if (!n.schedulable) continue;
+    uint64_t slices = 0;
+    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+      if (pass.entry_profile[hw.gpu_base + e]) slices |= uint64_t{1} << e;
+    }
+    capacity += Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices)), n.cpu_millis,
+                       n.memory_bytes};
+  }
+  IndexProfilesAndClasses(pass);
+  return capacity;
+}
+
+void IndexProfilesAndClasses(Pass& pass) {
+  size_t hws = pass.hw_rep.size();
+  pass.hw_group_count.assign(pass.groups.size() * hws, 0);
+  pass.profile_nodes.assign(pass.profiles.size(), {});
+  for (uint32_t i = 0; i < pass.hw.size(); ++i) {
+    const NodeHw& hw = pass.hw[i];
+    ++pass.hw_group_count[hw.group * hws + hw.hw];
+    if (!hw.schedulable || !hw.has_mig) continue;
+    std::vector<bool> seen(pass.profiles.size(), false);
+    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+      uint16_t p = pass.entry_profile[hw.gpu_base + e];
+      if (p && !seen[p - 1]) {
+        seen[p - 1] = true;
+        pass.profile_nodes[p - 1].push_back(i);
+      }
+    }
+  }
+}
+
+}  // namespace baton::sched::internal

@@ -1,0 +1,216 @@
+// Internal to the scheduler: the working state of one Plan pass, built from a
+// ClusterView by BuildPass — interned classes, tenants, node groups, hardware classes and
+// request shapes; each node's free GPUs, cores and memory (per NUMA node); the running
+// gangs' holds; the quota book and node reservations. Used by fit, placement,
+// preemption and plan. Not thread-safe: one pass, one thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "coordinator/scheduler/cluster_view.h"
+#include "coordinator/scheduler/policy.h"
+#include "coordinator/scheduler/quota.h"
+
+namespace baton::sched::internal {
+
+constexpr uint32_t kMaxGpus = 64;
+constexpr uint32_t kMaxNuma = 8;
+constexpr uint32_t kNone = 0xffffffffu;
+
+struct NumaFree {
+  uint64_t millis = 0, mem = 0;
+  uint32_t cores = 0;          // cores no inference rank holds exclusively
+  uint32_t service_ranks = 0;  // inference ranks bound here
+};
+
+// The mutable part of a node: small and flat, copied freely for trial fits.
+struct NodeFree {
+  uint64_t gpus = 0;           // free entries of NodeInfo::gpus (bit i: entry i)
+  uint64_t service_held = 0;   // entries inference holds
+  uint64_t training_held = 0;  // entries everything else holds
+  uint64_t millis = 0, mem = 0;
+  NumaFree numa[kMaxNuma];
+};
+
+// What a node is, fixed for the pass.
+struct NodeHw {
+  uint32_t group = 0;     // eligibility group: pool, labels, taints
+  uint32_t hw = 0;        // hardware class: nodes that fit exactly the same requests
+  uint32_t gpu_base = 0;  // this node's entries in Pass::entry_*
+  uint32_t gpu_count = 0;
+  uint32_t numa_count = 1;
+  bool numa_aware = false;  // false: one domain, ranks get numa -1
+  bool has_mig = false;
+  bool schedulable = true;
+  uint64_t whole = 0;  // entries that may be handed out whole
+  uint64_t numa_gpus[kMaxNuma] = {};
+  int32_t numa_id[kMaxNuma] = {};
+  uint32_t numa_cpu_offset[kMaxNuma + 1] = {};  // slot k's cores in the concatenated list
+};
+
+struct Group {
+  std::string pool;
+  uint32_t first_node = 0;  // a member: labels and taints are read from it
+  std::vector<uint32_t> nodes;
+};
+
+struct Filter {
+  std::string pool;
+  const JobRequest* request = nullptr;  // selector and tolerations (first job seen)
+  std::vector<int8_t> eligible;         // per group: -1 unknown, 0, 1
+  bool listed = false;                  // `groups` computed
+  std::vector<uint32_t> groups;         // the eligible groups, ascending
+};
+
+// A request reduced to what placement needs; jobs with equal shapes place alike.
+struct Shape {
+  uint32_t id = 0;  // index in Pass::shapes
+  uint32_t filter = 0;
+  uint32_t nodes = 1, ranks = 1, gpus = 0;
+  uint64_t cpu = 0, mem = 0;
+  int32_t profile = -1;  // MIG profile id; -1: whole GPUs
+  int32_t model = -1;    // GPU model filter id; -1: any
+  bool service = false;  // inference class
+  bool mpi = false;
+  // Rank groups placed on one NUMA node each: every rank, or one group of all ranks
+  // when GPUs do not split evenly over them.
+  uint32_t groups = 1, group_gpus = 0, group_cores = 0;
+  uint64_t group_millis = 0, group_mem = 0;
+  Amount ask;  // the whole gang: per-node amounts × nodes
+};
+
+struct Hold {
+  uint32_t node = 0;
+  uint32_t gang = 0;
+  uint64_t gpus = 0;
+  uint64_t millis = 0, mem = 0;
+  bool service = false;
+  uint64_t numa_millis[kMaxNuma] = {};
+  uint64_t numa_mem[kMaxNuma] = {};
+};
+
+struct Gang {
+  const RunningGang* src = nullptr;
+  uint32_t cls = kNone;  // kNone: unknown class, never a victim
+  uint32_t tenant = 0;
+  uint32_t hold_begin = 0, hold_end = 0;  // in Pass::holds
+  Amount amount;
+  double age_s = 0;         // seconds since the last committed checkpoint (or the start)
+  double lost = 0;          // GPUs × age_s: the work an eviction now throws away
+  bool protected_ = false;  // inside its class's minimum runtime
+  bool evicting = false;
+};
+
+// A pending job with what the pass reads of it most, kept compact: the queue walk visits
+// jobs in queue order, not memory order.
+struct Job {
+  const PendingJob* src = nullptr;
+  JobId id = 0;
+  Time submitted = 0;
+  Time cooldown_until = 0;
+  bool has_reserved_nodes = false;  // src->reserved_nodes is not empty
+  bool awaits_victims = false;      // some leaving gang makes room for it
+  bool holds = false;               // room is held for it from before this pass (plan.cc)
+  bool borrower = false;            // its tenant would go over nominal (order.cc)
+  uint32_t cls = kNone;
+  uint32_t tenant = 0;
+  uint32_t shape = 0;
+};
+
+struct NodeReservation {
+  int32_t class_value = 0;  // jobs of this class or lower may not use the node
+  JobId job = 0;            // kNoJob when free
+};
+constexpr JobId kNoJob = 0;
+
+struct Pass {
+  Pass(const ClusterView& v, const Policy& p, Time t) : view(v), policy(p), now(t) {}
+
+  const ClusterView& view;
+  const Policy& policy;
+  Time now;
+
+  std::vector<const PriorityClass*> classes;
+  absl::flat_hash_map<std::string, uint32_t> class_ids;
+  std::vector<std::string> tenant_names;
+  std::vector<double> tenant_key;  // decayed usage / weight
+  absl::flat_hash_map<std::string, uint32_t> tenant_ids;
+  QuotaBook quota;
+
+  std::vector<NodeHw> hw;
+  std::vector<NodeFree> free;
+  std::vector<NodeReservation> reserved;
+  std::vector<std::vector<uint8_t>> cores_taken;  // per node; empty: none taken
+  std::vector<uint16_t> entry_profile;            // 0: whole GPU; else profile id + 1
+  std::vector<uint16_t> entry_model;
+  std::vector<uint64_t> entry_phys;  // entries sharing the entry's physical GPU
+  std::vector<std::string> profiles, models;
+  std::vector<std::vector<uint32_t>> profile_nodes;  // schedulable nodes with the profile
+  std::vector<Group> groups;
+  std::vector<uint32_t> hw_rep;          // a node of each hardware class
+  std::vector<NodeFree> hw_capacity;     // each hardware class empty
+  std::vector<uint32_t> hw_group_count;  // nodes per (group, hw): index g * hws + h
+  std::vector<std::string> model_filters;
+  std::vector<std::vector<bool>> model_match;  // [filter][node model]
+  std::vector<Filter> filters;
+  std::vector<Shape> shapes;
+  absl::flat_hash_map<uint64_t, int8_t> alignable;  // (hw, shape) -> 0/1
+
+  std::vector<Gang> gangs;
+  std::vector<Hold> holds;
+  std::vector<uint32_t> node_hold_begin;  // node i's holds: node_holds[begin[i], begin[i+1])
+  std::vector<uint32_t> node_holds;       // indices into holds, by node
+  std::vector<Job> jobs;               // view.pending, same order; plan.cc puts them in queue order
+  absl::flat_hash_set<JobId> awaited;  // preemptors that leaving gangs make room for
+  std::vector<Amount> leaving;         // per tenant: what its evicting gangs still hold
+  // Per group: the lowest class value of a gang that could be evicted at the start of the
+  // pass (preemptible, not protected, not leaving), of any tenant and of tenants with a
+  // quota (possible borrowers). INT64_MAX: none.
+  std::vector<int64_t> group_min_victim, group_min_quota_victim;
+  std::vector<int64_t> shape_feasible;  // per shape: nodes that could hold it; -1 unknown
+  std::vector<std::string> shape_wait;  // per shape: the waiting-for-capacity text
+  struct QuotaText {
+    int verdict = -1;
+    Amount use;
+    std::string text;
+  };
+  std::vector<QuotaText> quota_text;  // per tenant: the last waiting-for-quota text
+  // Per (shape, class, tenant): why such a job can never run, "" when it can.
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> infeasible;
+};
+
+inline const Amount& Ask(const Pass& pass, const Job& job) { return pass.shapes[job.shape].ask; }
+
+// Builds nodes, gangs (with their holds applied), quotas and jobs.
+void BuildPass(Pass& pass);
+// The node part of BuildPass (node_build.cc); returns the schedulable capacity.
+Amount BuildNodes(Pass& pass);
+void IndexProfilesAndClasses(Pass& pass);
+
+// Node facts shared by the modules.
+const std::string& NormalPool(const Pass& pass, const std::string& pool);
+bool Eligible(Pass& pass, uint32_t filter, uint32_t group);
+const std::vector<uint32_t>& EligibleGroups(Pass& pass, uint32_t filter);
+// False when a node reserved for another job at `class_value` or above blocks a job.
+inline bool Usable(const Pass& pass, uint32_t node, int32_t class_value, JobId job) {
+  const NodeReservation& r = pass.reserved[node];
+  return r.job == kNoJob || r.job == job || class_value > r.class_value;
+}
+
+// Indices into pass.holds of the holds on a node.
+inline std::span<const uint32_t> HoldsOn(const Pass& pass, uint32_t node) {
+  uint32_t begin = pass.node_hold_begin[node];
+  return {pass.node_holds.data() + begin, pass.node_hold_begin[node + 1] - begin};
+}
+
+// Applies or releases a gang's hold on a node's free state.
+void Release(const Hold& hold, NodeFree& free);
+void Reapply(const Hold& hold, NodeFree& free);
+
+}  // namespace baton::sched::internal

@@ -1,0 +1,50 @@
+// Internal to the scheduler: gang placement over the whole cluster. A NodeIndex buckets
+// schedulable nodes by eligibility group and free whole-GPU count, so a gang's best fit
+// (fewest free GPUs that suffice) is found without scanning the cluster; FindNodes
+// returns all of a gang's nodes or none. Also the static feasibility count and the nodes
+// a blocked head-of-line job reserves. Used by plan.cc and preemption.cc.
+// Not thread-safe: one pass, one thread.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "coordinator/scheduler/decisions.h"
+#include "coordinator/scheduler/pass_state.h"
+
+namespace baton::sched::internal {
+
+class NodeIndex {
+ public:
+  explicit NodeIndex(const Pass& pass);
+  // Moves the node to the bucket of its current free whole-GPU count.
+  void Update(const Pass& pass, uint32_t node);
+  const std::set<uint32_t>& Bucket(uint32_t group, uint32_t free_gpus) const {
+    return buckets_[group][free_gpus];
+  }
+  uint32_t max_gpus() const { return max_gpus_; }
+
+ private:
+  static uint32_t FreeWhole(const Pass& pass, uint32_t node);
+  std::vector<std::vector<std::set<uint32_t>>> buckets_;  // [group][free whole GPUs]
+  std::vector<uint8_t> count_;                            // each node's bucket
+  uint32_t max_gpus_ = 0;
+};
+
+// `s.nodes` distinct nodes the gang fits now, best fit first, or empty: all or nothing.
+// Nodes reserved for others at `class_value` or above are skipped.
+std::vector<uint32_t> FindNodes(Pass& pass, const NodeIndex& index, const Shape& s,
+                                int32_t class_value, JobId job);
+// Places the gang on `nodes` (from FindNodes) and keeps the index current.
+std::vector<NodePlacement> CommitGang(Pass& pass, NodeIndex& index, const Shape& s,
+                                      const std::vector<uint32_t>& nodes);
+// Nodes in the cluster (schedulable or not) whose hardware and labels could hold one
+// gang member.
+uint64_t FeasibleNodes(Pass& pass, const Shape& s);
+// The nodes a blocked job waits on: eligible, usable, able to hold it when empty, most
+// free GPUs first; empty when fewer than `s.nodes` qualify.
+std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const Shape& s,
+                                      int32_t class_value, JobId job);
+
+}  // namespace baton::sched::internal

@@ -1,0 +1,93 @@
+// Scheduling policy as plain data: priority classes, tenants (weights and quotas),
+// pools, per-job limits and the fair-share half-life. Filled by
+// coordinator/policy_config.cc (YAML) or baton::Policy::Default(); read by Plan and by
+// the coordinator's admission. Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/resources.h"
+#include "coordinator/scheduler/cluster_view.h"
+
+namespace baton::sched {
+
+// A quantity with no limit (borrowing and lending limits).
+constexpr Resources kUnlimited{std::numeric_limits<uint64_t>::max(),
+                               std::numeric_limits<uint64_t>::max(),
+                               std::numeric_limits<uint32_t>::max()};
+
+struct PriorityClass {
+  std::string name;
+  int32_t value = 0;              // higher runs first; distinct across classes
+  bool preemptible = true;        // may be evicted; only preemptible classes borrow quota
+  bool service = false;           // inference: restarts always, no max runtime, never shares a
+                                  // physical GPU with training
+  bool may_preempt = true;        // may evict strictly lower classes
+  int64_t cooldown_base_s = 60;   // wait after the first eviction, doubling per eviction
+  int64_t cooldown_cap_s = 3600;  // the doubling stops here
+  int64_t min_runtime_s = 300;    // no eviction this soon after the attempt started
+};
+
+struct TenantPolicy {
+  std::string name;
+  double weight = 1;                       // fair share: usage is divided by it
+  std::optional<Resources> nominal;        // guaranteed; nullopt: no quota at all
+  Resources borrowing_limit = kUnlimited;  // most it may use beyond nominal
+  Resources lending_limit = kUnlimited;    // most of its idle nominal others may use
+};
+
+struct PoolPolicy {
+  std::string name;
+  std::vector<std::string> classes;  // classes allowed in the pool; empty: every class
+};
+
+// Per-job limits; 0 means no limit. Admission rejects specs outside them, and Plan
+// marks such jobs infeasible.
+struct JobLimits {
+  uint32_t max_nodes = 0;
+  uint32_t max_gpus_per_node = 0;
+  uint32_t max_gpus_per_job = 0;
+  uint64_t max_cpu_millis_per_node = 0;
+  uint64_t max_memory_bytes_per_node = 0;
+  uint64_t min_cpu_millis_per_rank = 0;
+  uint64_t min_memory_bytes_per_rank = 0;
+};
+
+struct Policy {
+  std::vector<PriorityClass> classes;
+  std::vector<TenantPolicy> tenants;  // unlisted tenants get `default_tenant`
+  TenantPolicy default_tenant;        // weight 1, no quota
+  std::vector<PoolPolicy> pools;      // unlisted pools take every class
+  std::string default_pool = "default";
+  JobLimits job_limits;
+  int64_t fair_share_half_life_s = 24 * 3600;
+  // Preemption searches per pass; later preemptors wait for the next pass (every
+  // eviction takes a checkpoint anyway, so there is no hurry to plan hundreds at once).
+  uint32_t preemption_searches_per_pass = 16;
+
+  const PriorityClass* Find(std::string_view name) const;
+  const TenantPolicy& Tenant(std::string_view name) const;
+};
+
+// How long an evicted job waits after its `evictions`-th eviction: base, doubling,
+// capped. 0 evictions: no cooldown.
+int64_t CooldownMs(const PriorityClass& cls, uint32_t evictions);
+
+// InvalidArgument naming the limit a request breaks, or OK.
+absl::Status CheckJobLimits(const JobLimits& limits, const JobRequest& request);
+
+// Whether a job could ever run under the policy, whatever the cluster: the per-job
+// limits; a known class, allowed in its pool; MIG slices one rank each and never for mpi
+// training; its tenant's quota (nominal plus borrowing limit, or nominal alone for
+// classes that never borrow). InvalidArgument naming the first rule it breaks. Admission
+// calls it at submit; Plan reports such jobs kInfeasible with the same text.
+absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
+                          const std::string& priority_class, const JobRequest& request);
+
+}  // namespace baton::sched

@@ -1,0 +1,141 @@
+#include "coordinator/scheduler/reasons.h"
+
+#include <algorithm>
+
+#include "common/resources.h"
+#include "coordinator/scheduler/placement.h"
+
+namespace baton::sched::internal {
+namespace {
+
+constexpr char kDeferred[] = "; preemption deferred: this pass spent its search budget";
+
+std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
+  std::string out = std::to_string(s.nodes) + " node(s) with ";
+  if (s.gpus) {
+    out += std::to_string(s.gpus) +
+           (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");
+    if (!r.gpu_model.empty()) out += " (" + r.gpu_model + ")";
+    out += ", ";
+  }
+  out += FormatCpuMillis(s.cpu) + " CPUs and " + FormatBytes(s.mem) + " memory in pool " +
+         NormalPool(pass, r.pool);
+  if (!r.selector.empty()) out += " (with a node selector)";
+  return out;
+}
+
+std::string GpuCount(uint64_t gpus) { return std::to_string(gpus) + " GPU(s)"; }
+
+std::string Quantity(const Amount& a) {
+  auto one = [](uint64_t v, const std::string& s) { return v >= kInf ? "unlimited" : s; };
+  return one(a.gpus, GpuCount(a.gpus)) + ", " + one(a.millis, FormatCpuMillis(a.millis)) +
+         " CPUs, " + one(a.mem, FormatBytes(a.mem));
+}
+
+// Infeasibility depends only on the shape, the class and the tenant (memoized below):
+// the policy's rules, then whether enough nodes could ever hold the gang.
+std::string Uncached(Pass& pass, const Job& job) {
+  const JobRequest& r = job.src->request;
+  absl::Status policy =
+      CheckRequest(pass.policy, pass.tenant_names[job.tenant], pass.classes[job.cls]->name, r);
+  if (!policy.ok()) return std::string(policy.message());
+  if (pass.shape_feasible.empty()) pass.shape_feasible.assign(pass.shapes.size(), -1);
+  const Shape& s = pass.shapes[job.shape];
+  int64_t& feasible = pass.shape_feasible[s.id];
+  if (feasible < 0) feasible = static_cast<int64_t>(FeasibleNodes(pass, s));
+  if (feasible >= s.nodes) return "";
+  return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
+         " such node(s)";
+}
+
+}  // namespace
+
+const std::string& InfeasibleReason(Pass& pass, const Job& job) {
+  auto [it, added] = pass.infeasible.try_emplace({job.shape, job.cls, job.tenant});
+  if (added) it->second = Uncached(pass, job);
+  return it->second;
+}
+
+std::string CooldownReason(const Pass& pass, const Job& job) {
+  return "cooling down after " + std::to_string(job.src->evictions) +
+         " eviction(s): " + FormatDurationMs(job.src->cooldown_until - pass.now) + " left";
+}
+
+// The text names the tenant's use, which changes only when it gets room: one text per
+// tenant and verdict until then.
+std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
+  if (pass.quota_text.empty()) pass.quota_text.resize(pass.tenant_names.size());
+  Pass::QuotaText& cached = pass.quota_text[job.tenant];
+  const Amount& use = pass.quota.Use(job.tenant);
+  bool same = cached.verdict == static_cast<int>(verdict) && cached.use.gpus == use.gpus &&
+              cached.use.millis == use.millis && cached.use.mem == use.mem;
+  if (same && verdict != QuotaBook::Verdict::kClassNoBorrow) return cached.text;
+  const TenantQuota& q = pass.quota.Quota(job.tenant);
+  std::string text = "tenant " + pass.tenant_names[job.tenant] + " uses " + Quantity(use) +
+                     " of its nominal " + Quantity(q.nominal);
+  switch (verdict) {
+    case QuotaBook::Verdict::kClassNoBorrow:
+      return text + "; this job would go over it and class " + pass.classes[job.cls]->name +
+             " never borrows";
+    case QuotaBook::Verdict::kOverBorrowLimit:
+      text += "; this job would go past its borrowing limit of " + Quantity(q.borrowing_limit);
+      break;
+    default:
+      text += "; this job would borrow, and other tenants lend no more right now";
+  }
+  cached = Pass::QuotaText{static_cast<int>(verdict), use, text};
+  return text;
+}
+
+std::string PlacedReason(const Placement& placement) {
+  return "placed on " + std::to_string(placement.nodes.size()) + " node(s)";
+}
+
+std::string AwaitingReason(uint32_t victims_leaving) {
+  return "waiting for " + std::to_string(victims_leaving) +
+         " evicted job(s) to exit; their room is held for it";
+}
+
+std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preemptor) {
+  std::string ids;
+  for (const Eviction& e : evictions) {
+    if (e.preemptor == preemptor) ids += (ids.empty() ? "" : ", ") + std::to_string(e.victim);
+  }
+  return "evicting job(s) " + ids + " to make room; the room is held for it";
+}
+
+std::string HeadOfLineReason(const Pass& pass, const Job& job, const Reservation& r,
+                             bool preemption_deferred) {
+  return "first in line for " + std::to_string(r.nodes.size()) + " node(s) in pool " +
+         NormalPool(pass, job.src->request.pool) +
+         ": they are held so smaller jobs cannot delay it" + (preemption_deferred ? kDeferred : "");
+}
+
+std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred) {
+  if (pass.shape_wait.empty()) pass.shape_wait.resize(pass.shapes.size());
+  std::string& text = pass.shape_wait[job.shape];
+  if (text.empty()) {
+    text = "waiting for capacity: " + Describe(pass, pass.shapes[job.shape], job.src->request) +
+           " free";
+  }
+  return preemption_deferred ? text + kDeferred : text;
+}
+
+Eviction MakeEviction(const Pass& pass, const Gang& victim, const Job& preemptor,
+                      EvictionReason reason) {
+  Eviction e;
+  e.victim = victim.src->id;
+  e.preemptor = preemptor.src->id;
+  e.reason = reason;
+  e.lost_gpu_seconds = victim.lost;
+  e.cooldown_ms = CooldownMs(*pass.classes[victim.cls], victim.src->evictions + 1);
+  const std::string& cls = pass.classes[preemptor.cls]->name;
+  const std::string& tenant = pass.tenant_names[preemptor.tenant];
+  e.message =
+      reason == EvictionReason::kHigherClass
+          ? "preempted by job " + std::to_string(e.preemptor) + " (class " + cls + ")"
+          : "quota reclaimed by tenant " + tenant + " for job " + std::to_string(e.preemptor);
+  return e;
+}
+
+}  // namespace baton::sched::internal

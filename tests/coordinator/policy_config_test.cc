@@ -1,0 +1,119 @@
+// The policy file: the example parses to what it says, an empty file is the default
+// policy (today's five classes), and a bad file is refused whole with every problem named.
+#include "coordinator/policy_config.h"
+
+#include "gtest/gtest.h"
+
+namespace baton {
+namespace {
+
+std::string Why(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(PolicyConfig, DefaultsAreTodaysClasses) {
+  Policy p = Policy::Default();
+  ASSERT_EQ(p.classes.size(), 5u);
+  const char* names[] = {"inference-critical", "inference", "labeling", "training", "experiment"};
+  int32_t values[] = {1000, 900, 500, 300, 100};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(p.classes[i].name, names[i]);
+    EXPECT_EQ(p.classes[i].value, values[i]);
+    EXPECT_EQ(p.classes[i].service, i < 2);
+    EXPECT_EQ(p.classes[i].preemptible, i >= 2);
+  }
+  EXPECT_EQ(p.default_class, "training");
+  EXPECT_TRUE(p.tenants.empty());
+  EXPECT_TRUE(ValidatePolicy(p).ok());
+}
+
+TEST(PolicyConfig, EmptyFileIsTheDefaultPolicy) {
+  absl::StatusOr<Policy> p = ParsePolicy("");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->classes.size(), 5u);
+  EXPECT_EQ(p->Find("training")->min_runtime_s, Policy::Default().Find("training")->min_runtime_s);
+}
+
+TEST(PolicyConfig, ExampleFileParsesToWhatItSays) {
+  absl::StatusOr<Policy> p = LoadPolicyFile(BATON_SOURCE_DIR "/scripts/policy.example.yaml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->tenants.size(), 3u);
+  const TenantPolicy& vision = p->Tenant("vision");
+  EXPECT_EQ(vision.weight, 2);
+  ASSERT_TRUE(vision.nominal.has_value());
+  EXPECT_EQ(vision.nominal->gpus, 64u);
+  EXPECT_EQ(vision.nominal->cpu_millis, 512'000u);
+  EXPECT_EQ(vision.nominal->memory_bytes, 4ull << 40);
+  EXPECT_EQ(vision.borrowing_limit.gpus, 32u);
+  EXPECT_EQ(vision.borrowing_limit.cpu_millis, sched::kUnlimited.cpu_millis);
+  EXPECT_EQ(vision.lending_limit.gpus, 19u);  // 30% of 64, rounded down
+  EXPECT_EQ(p->Tenant("serving").lending_limit.gpus, 0u);
+  EXPECT_FALSE(p->Tenant("someone-else").nominal.has_value());
+  EXPECT_EQ(p->Find("training")->min_runtime_s, 600);
+  EXPECT_EQ(p->Find("training")->cooldown_base_s, 120);
+  EXPECT_FALSE(p->Find("experiment")->may_preempt);
+  EXPECT_FALSE(p->Find("inference")->preemptible);
+  EXPECT_EQ(p->fair_share_half_life_s, 24 * 3600);
+  EXPECT_EQ(p->job_limits.max_gpus_per_job, 256u);
+  EXPECT_EQ(p->job_limits.min_cpu_millis_per_rank, 500u);
+  ASSERT_EQ(p->pools.size(), 1u);
+  EXPECT_EQ(p->pools[0].classes.size(), 2u);
+}
+
+TEST(PolicyConfig, RefusesTheWholeFileNamingEveryProblem) {
+  absl::StatusOr<Policy> p = ParsePolicy(R"(
+defaults: {class: nightly}
+classes:
+  - {name: high, value: 10, service: true, preemptible: true}
+  - {name: low, value: 10, cooldown: soon}
+  - {name: low, value: 5, colour: blue}
+tenants:
+  - {name: a, weight: 0, nominal: {gpus: 4}, lending_limit: {gpus: 8}}
+  - {weight: 1, lending_limit: 30%}
+pools:
+  - {name: inference, classes: [inference]}
+job_limits: {max_gpus_per_node: 16, max_gpus_per_job: 8}
+)");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  std::string why = Why(p.status());
+  for (const char* problem :
+       {"'soon' is not a valid quantity", "unknown key 'colour'", "a tenant needs a name",
+        "a percentage needs a nominal quota", "value 10 is taken", "'nightly' is not a class",
+        "weight must be above 0", "'inference' is not a class"}) {
+    EXPECT_NE(why.find(problem), std::string::npos) << problem << " missing from:\n" << why;
+  }
+}
+
+TEST(PolicyConfig, RefusesAWellFormedButInconsistentPolicy) {
+  absl::StatusOr<Policy> p = ParsePolicy(R"(
+defaults: {class: nightly}
+classes:
+  - {name: high, value: 10, service: true, preemptible: true}
+  - {name: low, value: 10}
+  - {name: low, value: 5}
+tenants:
+  - {name: a, weight: 0, nominal: {gpus: 4}, lending_limit: {gpus: 8}}
+pools:
+  - {name: inference, classes: [inference]}
+job_limits: {max_gpus_per_node: 16, max_gpus_per_job: 8}
+)");
+  ASSERT_FALSE(p.ok());
+  std::string why = Why(p.status());
+  for (const char* problem :
+       {"value 10 is taken", "a second class of that name", "never preemptible",
+        "'nightly' is not a class", "weight must be above 0", "lending_limit is above",
+        "'inference' is not a class", "max_gpus_per_node is above max_gpus_per_job"}) {
+    EXPECT_NE(why.find(problem), std::string::npos) << problem << " missing from:\n" << why;
+  }
+  EXPECT_NE(why.find("8 problem(s)"), std::string::npos) << why;
+}
+
+TEST(PolicyConfig, MalformedYamlSaysWhere) {
+  absl::StatusOr<Policy> p = ParsePolicy("classes:\n  - {name: a\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(Why(p.status()).find("line"), std::string::npos) << Why(p.status());
+  EXPECT_EQ(LoadPolicyFile("/nonexistent/policy.yaml").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace baton

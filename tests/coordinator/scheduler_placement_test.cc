@@ -1,0 +1,244 @@
+// Scheduler placement rules, one test each: pools, taints and selectors; whole gangs;
+// NUMA alignment; MIG slices; training apart from inference; exclusive cores for
+// inference; best fit; the head-of-line reservation and backfill around it.
+#include <set>
+
+#include "coordinator/scheduler/plan.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator/scheduler_fixtures.h"
+
+namespace baton::sched {
+namespace {
+
+using testing::MakeGang;
+using testing::MakeJob;
+using testing::MakeMigNode;
+using testing::MakeNode;
+using testing::NodesOf;
+using testing::NodeSpec;
+using testing::OutcomeOf;
+using testing::PlacementOf;
+using testing::TestPolicy;
+
+constexpr Time kNow = 10'000'000;
+
+TEST(SchedulerPlacement, PoolsTaintsAndSelectorsFilterNodes) {
+  // The inference pool is tainted; the default pool has zones a and b.
+  ClusterView v;
+  Taint dedicated{"dedicated", "inference", "NoSchedule"};
+  v.nodes = {MakeNode("inf-1", NodeSpec{.pool = "inference", .taints = {dedicated}}),
+             MakeNode("gen-a", NodeSpec{.labels = {{"zone", "a"}}}),
+             MakeNode("gen-b", NodeSpec{.labels = {{"zone", "b"}}})};
+  Toleration tolerate{"dedicated", "inference", "NoSchedule", false};
+  v.pending = {
+      // A selector picks zone b.
+      MakeJob(1, "a", "training", {.selector = {{"zone", "b"}}}),
+      // The inference pool without the toleration: no node can ever take it.
+      MakeJob(2, "a", "inference", {.pool = "inference"}),
+      // With it: the tainted node.
+      MakeJob(3, "a", "inference", {.pool = "inference", .tolerations = {tolerate}}),
+  };
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 1)), std::vector<std::string>{"gen-b"});
+  EXPECT_EQ(OutcomeOf(d, 2).outcome, Outcome::kInfeasible);
+  EXPECT_NE(OutcomeOf(d, 2).reason.find("0 such node"), std::string::npos);
+  ASSERT_NE(PlacementOf(d, 3), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 3)), std::vector<std::string>{"inf-1"});
+}
+
+TEST(SchedulerPlacement, GangIsAllOrNothing) {
+  // Two nodes, one half busy. A 2-node × 8-GPU experiment gang cannot start on one node
+  // and a half: nothing is placed. A 3-node gang can never run on two nodes.
+  ClusterView v;
+  v.nodes = {MakeNode("n1"), MakeNode("n2")};
+  v.running = {MakeGang(10, "a", "training", v, {"n2"}, {0, 1, 2, 3}, 0)};
+  v.pending = {MakeJob(1, "a", "experiment", {.nodes = 2, .gpus = 8}),
+               MakeJob(2, "a", "experiment", {.nodes = 3, .gpus = 1})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  EXPECT_NE(OutcomeOf(d, 1).outcome, Outcome::kPlaced);
+  EXPECT_EQ(OutcomeOf(d, 2).outcome, Outcome::kInfeasible);
+  EXPECT_TRUE(d.placements.empty());
+}
+
+TEST(SchedulerPlacement, EachRankOnOneNumaNode) {
+  // 2 ranks × 4 GPUs on a node with 4 GPUs per NUMA node: each rank gets one NUMA node's
+  // four GPUs, and they differ.
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 8, .ranks = 2})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->nodes[0].ranks.size(), 2u);
+  std::set<int32_t> numa;
+  for (const RankBinding& r : p->nodes[0].ranks) {
+    ASSERT_EQ(r.gpus.size(), 4u);
+    for (uint32_t g : r.gpus) EXPECT_EQ(v.nodes[0].gpus[g].numa, r.numa);
+    numa.insert(r.numa);
+  }
+  EXPECT_EQ(numa, (std::set<int32_t>{0, 1}));
+}
+
+TEST(SchedulerPlacement, RankWaitsForAlignedRoomRatherThanSpanNumaNodes) {
+  // n1 has 2 free GPUs on each NUMA node; n2 has 4 free on NUMA node 1. A 1-rank 4-GPU job
+  // could span n1's NUMA nodes, but the hardware aligns it, so it goes to n2.
+  ClusterView v;
+  v.nodes = {MakeNode("n1"), MakeNode("n2")};
+  v.running = {MakeGang(10, "a", "training", v, {"n1"}, {0, 1, 4, 5}, 0),
+               MakeGang(11, "a", "training", v, {"n2"}, {0, 1, 2, 3}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 4, .ranks = 1})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(NodesOf(v, *p), std::vector<std::string>{"n2"});
+  EXPECT_EQ(p->nodes[0].ranks[0].numa, 1);
+}
+
+TEST(SchedulerPlacement, RankSpansNumaNodesOnlyWhenTheHardwareCannotAlignIt) {
+  // One rank with 8 GPUs on a node of 2 × 4: no NUMA node could ever hold it, so it spans.
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 8, .ranks = 1})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->nodes[0].ranks[0].numa, -1);
+  EXPECT_EQ(p->nodes[0].gpus.size(), 8u);
+}
+
+TEST(SchedulerPlacement, MigSlicesOnlyForJobsAskingThemOneRankPerSlice) {
+  // A node of MIG slices and a node of whole GPUs. The whole-GPU job never gets slices;
+  // the MIG job gets three slices, one per rank; MIG for mpi training is refused, as is a
+  // MIG job with fewer ranks than slices.
+  ClusterView v;
+  v.nodes = {MakeMigNode("mig", /*physical=*/2, /*slices=*/4),
+             MakeNode("whole", NodeSpec{.gpus = 1, .numa = 1})};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 1}),
+               MakeJob(2, "a", "training", {.gpus = 3, .mig = "1g.18gb"}),
+               MakeJob(3, "a", "training", {.gpus = 2, .mig = "1g.18gb", .mpi = true}),
+               MakeJob(4, "a", "training", {.gpus = 2, .ranks = 1, .mig = "1g.18gb"})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 1)), std::vector<std::string>{"whole"});
+  const Placement* mig = PlacementOf(d, 2);
+  ASSERT_NE(mig, nullptr);
+  ASSERT_EQ(mig->nodes[0].ranks.size(), 3u);
+  for (const RankBinding& r : mig->nodes[0].ranks) {
+    ASSERT_EQ(r.gpus.size(), 1u);
+    EXPECT_EQ(v.nodes[0].gpus[r.gpus[0]].mig_profile, "1g.18gb");
+  }
+  EXPECT_EQ(OutcomeOf(d, 3).outcome, Outcome::kInfeasible);
+  EXPECT_NE(OutcomeOf(d, 3).reason.find("mpi"), std::string::npos);
+  EXPECT_EQ(OutcomeOf(d, 4).outcome, Outcome::kInfeasible);
+}
+
+TEST(SchedulerPlacement, TrainingNeverSharesAPhysicalGpuWithInference) {
+  // Two physical GPUs cut into two slices each; inference holds a slice of GPU 0. A
+  // 2-slice training job gets both slices of GPU 1; a 3-slice one waits, since the free
+  // slice of GPU 0 shares a physical GPU with inference.
+  ClusterView v;
+  v.nodes = {MakeMigNode("mig", /*physical=*/2, /*slices=*/2)};
+  v.running = {MakeGang(10, "s", "inference", v, {"mig"}, {0}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 2, .mig = "1g.18gb"})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  for (uint32_t g : p->nodes[0].gpus) EXPECT_EQ(v.nodes[0].gpus[g].parent_uuid, "mig-p1");
+
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 3, .mig = "1g.18gb"})};
+  d = Plan(v, TestPolicy(), kNow);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+}
+
+TEST(SchedulerPlacement, TrainingAvoidsTheNumaNodeInferenceUses) {
+  // Inference holds GPU 0 on NUMA node 0. Best fit alone would put a 1-GPU training job
+  // on NUMA node 0 (3 free GPUs there against 4); it goes to NUMA node 1 instead.
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.running = {MakeGang(10, "s", "inference", v, {"n1"}, {0}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 1})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->nodes[0].ranks[0].numa, 1);
+}
+
+TEST(SchedulerPlacement, InferenceRanksGetExclusiveCoresOfTheirNumaNode) {
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.pending = {MakeJob(1, "s", "inference", {.gpus = 1}),
+               MakeJob(2, "s", "inference", {.gpus = 1})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  std::set<uint32_t> cores;
+  for (JobId id : {1, 2}) {
+    const Placement* p = PlacementOf(d, id);
+    ASSERT_NE(p, nullptr);
+    const RankBinding& r = p->nodes[0].ranks[0];
+    ASSERT_EQ(r.cpus.size(), 4u);  // 4 CPUs per GPU in the fixtures
+    for (uint32_t c : r.cpus) {
+      EXPECT_TRUE(cores.insert(c).second) << "core " << c << " given twice";
+      const auto& numa_cpus = v.nodes[0].numa[r.numa].cpus;
+      EXPECT_NE(std::find(numa_cpus.begin(), numa_cpus.end(), c), numa_cpus.end());
+    }
+  }
+}
+
+TEST(SchedulerPlacement, BestFitTakesTheTightestNode) {
+  // Free GPUs: n8 eight, n3 three, n2 two. A 2-GPU job goes to n2, keeping bigger holes.
+  ClusterView v;
+  v.nodes = {MakeNode("n8"), MakeNode("n3"), MakeNode("n2")};
+  v.running = {MakeGang(10, "a", "training", v, {"n3"}, {0, 1, 2, 4, 5}, 0),
+               MakeGang(11, "a", "training", v, {"n2"}, {0, 1, 2, 4, 5, 6}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 2})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 1)), std::vector<std::string>{"n2"});
+}
+
+TEST(SchedulerPlacement, HeadOfLineReservationWithBackfillAroundIt) {
+  // A has 6 free GPUs, B 4. The 8-GPU head job (nothing it may evict) reserves A, the
+  // node closest to fitting it. A 4-GPU job behind it backfills B; a 5-GPU job, which only
+  // A could take, waits so that it cannot delay the head.
+  ClusterView v;
+  v.nodes = {MakeNode("A"), MakeNode("B")};
+  v.running = {MakeGang(10, "a", "training", v, {"A"}, {0, 4}, 0),
+               MakeGang(11, "a", "training", v, {"B"}, {0, 1, 4, 5}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 8, .submitted = 0}),
+               MakeJob(2, "a", "training", {.gpus = 4, .submitted = 1}),
+               MakeJob(3, "a", "training", {.gpus = 5, .submitted = 2})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kReserved);
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].kind, Reservation::Kind::kHeadOfLine);
+  EXPECT_EQ(d.reservations[0].nodes, std::vector<uint32_t>{0});
+  ASSERT_NE(PlacementOf(d, 2), nullptr);
+  EXPECT_EQ(NodesOf(v, *PlacementOf(d, 2)), std::vector<std::string>{"B"});
+  EXPECT_EQ(PlacementOf(d, 3), nullptr);
+  EXPECT_EQ(OutcomeOf(d, 3).outcome, Outcome::kWaitForCapacity);
+}
+
+TEST(SchedulerPlacement, OnlyAStrictlyHigherClassMayUseAReservedNode) {
+  // Node A is held for training job 1: its preemption reservation from the last pass,
+  // whose victims have left. Training job 3 of another tenant is first in line (older),
+  // but a reservation binds every job of its class and below: job 3 may not take A, and
+  // job 1 starts there. A labeling job, strictly higher, may take it.
+  ClusterView v;
+  v.nodes = {MakeNode("A", NodeSpec{.gpus = 1, .numa = 1})};
+  PendingJob held = MakeJob(1, "a", "training", {.gpus = 1, .submitted = 5});
+  held.reserved_nodes = {"A"};
+  v.pending = {held, MakeJob(3, "b", "training", {.gpus = 1, .submitted = 0})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  EXPECT_EQ(d.outcomes[0].job, 3u);  // first in line: older
+  EXPECT_EQ(PlacementOf(d, 3), nullptr);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kPlaced);
+
+  v.pending.push_back(MakeJob(2, "b", "labeling", {.gpus = 1}));
+  d = Plan(v, TestPolicy(), kNow);
+  EXPECT_EQ(OutcomeOf(d, 2).outcome, Outcome::kPlaced);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+}
+
+}  // namespace
+}  // namespace baton::sched
