@@ -128,6 +128,28 @@ TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
   }
 }
 
+TEST_F(MultiNode, MpiRanksOnEveryNodeSitInTheirAttemptsCgroups) {
+  CommandResult r = cluster_->Baton(
+      {"submit", "--wait", "--mode", "mpi", "--nodes", "2", "--ranks-per-node", "2", "--cpus", "1",
+       "--restart", "never", "--", "sh", "-c",
+       "echo cgroup $(grep -E '^[0-9]+:(cpu,cpuacct|cpu|cpuacct,cpu):' /proc/self/cgroup)"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t id = ClusterClient::SubmittedId(r.out);
+  std::string log = cluster_->Baton({"logs", std::to_string(id)}).out;
+  if (log.find("/baton/") == std::string::npos) {
+    GTEST_SKIP() << "the agents run without cgroup isolation here: " << log;
+  }
+  std::string attempt = "/job-" + std::to_string(id) + "-a1";
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string node = rank < 2 ? "n1" : "n2";
+    std::regex line("\\[rank " + std::to_string(rank) + "\\] cgroup .*/baton/" + node + "/.*job-" +
+                    std::to_string(id) + "-a1");
+    EXPECT_TRUE(std::regex_search(log, line))
+        << "rank " << rank << " is not in " << node << "'s cgroup for" << attempt << ":\n"
+        << log;
+  }
+}
+
 TEST_F(MultiNode, EvictionBetweenSavesResumesAtTheCommittedStep) {
   std::string dir = cluster_->state_dir() + "/ckpt-evict";
   std::vector<std::string> flags = {"--steps", "60", "--save-every", "10"};
