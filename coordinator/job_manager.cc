@@ -35,7 +35,11 @@ absl::Status NotFound(uint64_t id) {
 }  // namespace
 
 JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options)
-    : store_(store), clock_(clock), options_(std::move(options)), committer_(store) {}
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      committer_(store),
+      ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
 
 JobManager::~JobManager() { Stop(); }
 
@@ -51,6 +55,7 @@ absl::Status JobManager::Recover() {
     e.job = std::move(job);
     v1::JobState s = e.job.state();
     if (s == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
+    if (s == v1::JOB_STATE_COOLDOWN) cooldown_.insert(id);
     bool live =
         s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
     if (live && e.job.attempts_size() > 0) {
@@ -62,6 +67,16 @@ absl::Status JobManager::Recover() {
         a.outcome = Outcome::kCancelled;
         a.kill_signal = SIGTERM;
         a.kill_grace = e.job.spec().grace_seconds();
+      } else if (s == v1::JOB_STATE_PREEMPTING) {
+        // An eviction in progress: the agents get the Preempt again when they return,
+        // with a fresh grace period (the old deadline died with us).
+        const v1::Attempt& last = *e.job.attempts().rbegin();
+        a.outcome = Outcome::kEvicted;
+        a.outcome_reason = "evicted for job " + std::to_string(last.evicted_for());
+        a.evicting_for = last.evicted_for();
+        a.kill_signal = SIGUSR1;
+        a.kill_grace = e.job.spec().grace_seconds();
+        a.preempt_deadline_ms = clock_->NowMs() + int64_t{a.kill_grace} * 1000;
       }
       e.live = std::move(a);
       active_.insert(id);
@@ -142,7 +157,9 @@ void JobManager::ScheduleLoop() {
     }
     if (dirty) {
       SchedulePass();
-      next_pass = now + options_.min_pass_interval_ms;
+      // Passes take at most about a third of a core, however long the queue grows.
+      next_pass =
+          clock_->MonotonicMs() + std::max(options_.min_pass_interval_ms, 2 * last_pass_ms_.load());
     }
     lock.lock();
   }

@@ -6,6 +6,7 @@
 // Called by the gRPC services and the scheduler thread. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -24,7 +25,9 @@
 #include "coordinator/agent_link.h"
 #include "coordinator/committer.h"
 #include "coordinator/policy.h"
-#include "coordinator/scheduler/first_fit.h"
+#include "coordinator/scheduler/cluster_view.h"
+#include "coordinator/scheduler/decisions.h"
+#include "coordinator/scheduler/fair_share.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
 #include "proto/rpc_util.h"
@@ -72,6 +75,8 @@ class JobManager {
   std::vector<v1::Job> List(const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
               std::function<void(absl::StatusOr<v1::JobState>)> done);
+  // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
+  absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
   // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
   absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
@@ -98,7 +103,7 @@ class JobManager {
 
  private:
   enum class Phase { kLaunching, kRunning, kExited };
-  enum class Outcome { kNone, kFailed, kCancelled, kNodeLost, kMaxRuntime };
+  enum class Outcome { kNone, kFailed, kCancelled, kNodeLost, kMaxRuntime, kEvicted };
   struct LiveAttempt {
     std::map<std::string, Phase> nodes;  // node name -> phase
     Outcome outcome = Outcome::kNone;
@@ -107,6 +112,8 @@ class JobManager {
     int32_t term_signal = 0;
     int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
     uint32_t kill_grace = 0;
+    int64_t preempt_deadline_ms = 0;  // evictions: when the agents kill what is left
+    uint64_t evicting_for = 0;        // evictions: the preemptor
   };
   struct JobEntry {
     v1::Job job;
@@ -137,9 +144,12 @@ class JobManager {
   ClusterShape ShapeLocked() const;
   // Inference for the policy's service classes: the agent isolates it as such.
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
-  std::vector<sched::NodeView> NodeViewsLocked() const;
-  void PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
-                   std::vector<sched::NodeView>& views, Txn& txn);
+  // The scheduler's input: nodes (not lost), gangs holding resources, the queue.
+  sched::ClusterView BuildViewLocked() const;
+  void PlaceLocked(JobEntry& e, const sched::Placement& p, const sched::ClusterView& view,
+                   Txn& txn);
+  void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn);
+  v1::CoordinatorCommand PreemptCommandLocked(const JobEntry& e) const;
   v1::CoordinatorCommand LaunchCommandLocked(const JobEntry& e, uint32_t node_rank) const;
   void OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
                        Txn& txn);
@@ -162,7 +172,12 @@ class JobManager {
   using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
   QueueKey QueueKeyOf(const v1::Job& job) const;
   std::set<QueueKey> pending_;
-  std::set<uint64_t> active_;  // jobs with a live attempt
+  std::set<uint64_t> active_;    // jobs with a live attempt
+  std::set<uint64_t> cooldown_;  // jobs in COOLDOWN
+  // Preemption reservations of the last pass, given back to the next (sched README).
+  std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
+  sched::UsageLedger ledger_;             // decayed GPU-seconds per tenant (fair share)
+  std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
   std::map<std::string, NodeEntry> nodes_;
   uint64_t next_job_id_ = 1;
 

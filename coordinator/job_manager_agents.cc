@@ -159,13 +159,20 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
   }
   LiveAttempt& live = *e->live;
   v1::Attempt* a = e->job.mutable_attempts(e->job.attempts_size() - 1);
-  if (r.checkpoint_step() > a->checkpoint_step()) a->set_checkpoint_step(r.checkpoint_step());
+  if (r.checkpoint_step() > a->checkpoint_step()) {
+    // When it was committed, as far as we know: least-lost-work eviction counts from here.
+    a->set_checkpoint_step(r.checkpoint_step());
+    a->set_checkpoint_time_ms(clock_->NowMs());
+    txn.touched.insert(e->job.id());
+  }
   if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
   Phase& phase = live.nodes[node];
   if (running) {
     if (phase == Phase::kExited) return;
     phase = Phase::kRunning;
-    if (live.kill_signal) {
+    if (live.outcome == Outcome::kEvicted) {
+      txn.commands.emplace_back(node, PreemptCommandLocked(*e));
+    } else if (live.kill_signal) {
       txn.commands.emplace_back(node, KillCommand(r.job_id(), r.attempt(), live.kill_signal,
                                                   live.kill_grace, live.outcome_reason));
     }
@@ -273,6 +280,15 @@ void JobManager::Tick() {
     e.live->outcome = Outcome::kMaxRuntime;
     e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
     OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
+  }
+  for (uint64_t id : std::set<uint64_t>(cooldown_)) {
+    JobEntry& e = jobs_.at(id);
+    if (e.job.state() != v1::JOB_STATE_COOLDOWN) {
+      cooldown_.erase(id);
+    } else if (e.job.cooldown_until_ms() <= now) {
+      cooldown_.erase(id);
+      Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
+    }
   }
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));

@@ -1,6 +1,7 @@
-// JobManager: the scheduling pass (first-fit placement of pending gangs in priority
-// order), attempt endings and their consequences (retry, requeue, terminal states), and
-// the node view shared by placement, admission and `baton nodes`.
+// JobManager: the scheduling pass — the cluster view handed to the pure scheduler
+// (coordinator/scheduler), and its decisions carried out: placements become attempts and
+// launches, evictions become PREEMPTING and Preempt commands — plus explain, and the node
+// view shared by admission and `baton nodes`.
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -8,31 +9,13 @@
 
 #include "common/resources.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/sched_adapter.h"
+#include "coordinator/scheduler/explain.h"
+#include "coordinator/scheduler/plan.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
 namespace {
-
-sched::GangRequest ToRequest(const v1::JobSpec& spec) {
-  sched::GangRequest req;
-  req.nodes = spec.nodes();
-  req.per_node =
-      Resources{spec.cpu_millis_per_node(), spec.memory_bytes_per_node(), spec.gpus_per_node()};
-  req.pool = spec.pool();
-  req.selector.insert(spec.node_selector().begin(), spec.node_selector().end());
-  for (const auto& t : spec.tolerations()) {
-    req.tolerations.push_back({t.key(), t.value(), t.effect(), t.exists()});
-  }
-  return req;
-}
-
-std::string WaitReason(const v1::JobSpec& s) {
-  return "waiting for room: " + std::to_string(s.nodes()) + " node(s) with " +
-         std::to_string(s.gpus_per_node()) + " GPU(s), " +
-         FormatCpuMillis(s.cpu_millis_per_node()) + " CPUs and " +
-         FormatBytes(s.memory_bytes_per_node()) + " free" +
-         (s.pool().empty() ? "" : " in pool " + s.pool());
-}
 
 // 128 random bits, hex: what `baton-agent exec` must present to run in an attempt.
 std::string NewSecret() {
@@ -70,83 +53,80 @@ ClusterShape JobManager::ShapeLocked() const {
   return shape;
 }
 
-std::vector<sched::NodeView> JobManager::NodeViewsLocked() const {
-  std::vector<sched::NodeView> views;
-  std::map<std::string, size_t> index;
+sched::ClusterView JobManager::BuildViewLocked() const {
+  sched::ClusterView view;
   for (const auto& [name, n] : nodes_) {
-    sched::NodeView v;
-    const v1::Inventory& inv = n.node.inventory();
-    v.name = name;
-    v.schedulable = n.node.state() == v1::NODE_STATE_READY;
-    v.free = Resources{uint64_t{inv.cpus()} * 1000, inv.memory_bytes(),
-                       static_cast<uint32_t>(inv.gpus_size())};
-    for (const auto& g : inv.gpus()) v.free_gpu_ids.push_back(g.uuid());
-    v.pool = n.node.pool();
-    v.labels.insert(n.node.labels().begin(), n.node.labels().end());
-    for (const auto& t : n.node.taints()) v.taints.push_back({t.key(), t.value(), t.effect()});
-    index[name] = views.size();
-    views.push_back(std::move(v));
+    if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
   }
-  // Subtract what live attempts hold until each of their nodes confirmed the exit.
   for (uint64_t id : active_) {
     const JobEntry& e = jobs_.at(id);
-    for (const auto& p : e.job.attempts().rbegin()->placement()) {
+    const v1::Attempt& a = *e.job.attempts().rbegin();
+    sched::RunningGang g;
+    g.id = id;
+    g.tenant = e.job.spec().tenant();
+    g.priority_class = e.job.spec().priority_class();
+    for (const auto& p : a.placement()) {
       auto phase = e.live->nodes.find(p.node());
-      auto vi = index.find(p.node());
-      if (vi == index.end() || phase == e.live->nodes.end() || phase->second == Phase::kExited) {
-        continue;
-      }
-      sched::NodeView& v = views[vi->second];
-      v.free -=
-          Resources{p.cpu_millis(), p.memory_bytes(), static_cast<uint32_t>(p.gpu_ids_size())};
-      for (const auto& gid : p.gpu_ids()) {
-        v.free_gpu_ids.erase(std::remove(v.free_gpu_ids.begin(), v.free_gpu_ids.end(), gid),
-                             v.free_gpu_ids.end());
+      if (phase != e.live->nodes.end() && phase->second != Phase::kExited) {
+        g.nodes.push_back(HeldOf(p));
       }
     }
+    g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
+    g.last_checkpoint = a.checkpoint_time_ms();
+    g.evictions = e.job.evictions();
+    g.evicting = e.live->outcome == Outcome::kEvicted || e.live->kill_signal != 0;
+    g.evicting_for = e.live->evicting_for;
+    view.running.push_back(std::move(g));
   }
-  return views;
+  for (const auto& key : pending_) {  // already in queue order: the scheduler's fast path
+    const JobEntry& e = jobs_.at(std::get<2>(key));
+    sched::PendingJob pj;
+    pj.id = e.job.id();
+    pj.tenant = e.job.spec().tenant();
+    pj.priority_class = e.job.spec().priority_class();
+    pj.request = RequestOf(e.job.spec());
+    pj.submitted = e.job.submitted_ms();
+    pj.cooldown_until = e.job.cooldown_until_ms();
+    pj.evictions = e.job.evictions();
+    auto r = reserved_nodes_.find(pj.id);
+    if (r != reserved_nodes_.end()) pj.reserved_nodes = r->second;
+    view.pending.push_back(std::move(pj));
+  }
+  return view;
 }
 
 void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return;
+  bool any_ready = false;
+  for (const auto& [name, n] : nodes_) any_ready |= n.node.state() == v1::NODE_STATE_READY;
+  if (!any_ready) return;  // nothing can be placed or evicted
+  int64_t started = clock_->MonotonicMs();
   int64_t now = clock_->NowMs();
-  std::vector<sched::NodeView> views = NodeViewsLocked();
-  // The most any single node has free: jobs asking more per node are skipped in O(1).
-  Resources most;
-  for (const auto& v : views) {
-    if (!v.schedulable) continue;
-    most.cpu_millis = std::max(most.cpu_millis, v.free.cpu_millis);
-    most.memory_bytes = std::max(most.memory_bytes, v.free.memory_bytes);
-    most.gpus = std::max(most.gpus, v.free.gpus);
-  }
-  std::vector<JobEntry*> queue;  // pending_ is already in serving order
-  for (const auto& key : pending_) {
-    JobEntry& e = jobs_.at(std::get<2>(key));
-    if (e.job.cooldown_until_ms() <= now) queue.push_back(&e);
-  }
+  sched::ClusterView view = BuildViewLocked();
+  ledger_.Advance(now, sched::RunningGpusByTenant(view));
+  view.usage = ledger_.Snapshot();
+  sched::Decisions d = sched::Plan(view, options_.policy, now);
   Txn txn;
-  for (JobEntry* e : queue) {
-    const v1::JobSpec& spec = e->job.spec();
-    Resources ask{spec.cpu_millis_per_node(), spec.memory_bytes_per_node(), spec.gpus_per_node()};
-    auto grants = ask.Fits(most) ? sched::FirstFit(ToRequest(spec), views) : std::nullopt;
-    if (grants) {
-      PlaceLocked(*e, *grants, views, txn);
-      continue;
-    }
-    // First fit lets smaller jobs behind it start (no reservation yet). Why this one
-    // waits is derived state, kept in memory for queue/status only.
-    if (!e->says_waiting) {
-      e->job.set_message(WaitReason(spec));
-      e->says_waiting = true;
-    }
+  for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
+  for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
+  reserved_nodes_.clear();
+  for (const auto& r : d.reservations) {
+    if (r.kind != sched::Reservation::Kind::kPreemption) continue;
+    for (uint32_t i : r.nodes) reserved_nodes_[r.job].push_back(view.nodes[i].name);
   }
-  if (!txn.touched.empty()) CommitLocked(std::move(txn));
+  for (const auto& o : d.outcomes) {
+    if (o.outcome == sched::Outcome::kPlaced) continue;
+    // Why a job waits is derived state: kept in memory for queue/status, not stored.
+    JobEntry& e = jobs_.at(o.job);
+    if (e.job.state() == v1::JOB_STATE_PENDING) e.job.set_message(o.reason);
+  }
+  if (!txn.touched.empty() || !txn.commands.empty()) CommitLocked(std::move(txn));
+  last_pass_ms_ = clock_->MonotonicMs() - started;
 }
 
-void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
-                             std::vector<sched::NodeView>& views, Txn& txn) {
+void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
+                             const sched::ClusterView& view, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
   v1::Attempt* a = e.job.add_attempts();
   uint32_t number = e.job.attempts_size();
@@ -157,33 +137,97 @@ void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& g
   a->set_exec_secret(NewSecret());
   LiveAttempt live;
   std::string where;
-  for (size_t i = 0; i < grants.size(); ++i) {
-    sched::NodeView& v = views[grants[i].node_index];
+  for (size_t i = 0; i < placement.nodes.size(); ++i) {
+    const sched::NodePlacement& np = placement.nodes[i];
+    const sched::NodeInfo& node = view.nodes[np.node];
     v1::NodeAssignment* p = a->add_placement();
-    p->set_node(v.name);
+    p->set_node(node.name);
     p->set_node_rank(i);
-    for (const auto& gid : grants[i].gpu_ids) p->add_gpu_ids(gid);
-    p->set_cpu_millis(spec.cpu_millis_per_node());
-    p->set_memory_bytes(spec.memory_bytes_per_node());
+    for (uint32_t g : np.gpus) p->add_gpu_ids(node.gpus[g].uuid);
+    p->set_cpu_millis(np.cpu_millis);
+    p->set_memory_bytes(np.memory_bytes);
     p->set_first_rank(i * spec.ranks_per_node());
-    std::string addr = nodes_.at(v.name).node.address();
+    std::string addr = nodes_.at(node.name).node.address();
     p->set_address(addr.substr(0, addr.rfind(':')));
-    v.free -=
-        Resources{spec.cpu_millis_per_node(), spec.memory_bytes_per_node(), spec.gpus_per_node()};
-    for (const auto& gid : grants[i].gpu_ids) {
-      v.free_gpu_ids.erase(std::find(v.free_gpu_ids.begin(), v.free_gpu_ids.end(), gid));
+    for (const auto& r : np.ranks) {
+      v1::RankBinding* b = p->add_ranks();
+      b->set_numa(r.numa);
+      for (uint32_t c : r.cpus) b->add_cpus(c);
     }
-    live.nodes[v.name] = Phase::kLaunching;
-    where += (where.empty() ? "" : ",") + v.name;
+    live.nodes[node.name] = Phase::kLaunching;
+    where += (where.empty() ? "" : ",") + node.name;
   }
   e.live = std::move(live);
   active_.insert(e.job.id());
+  reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);
   Transition(e, v1::JOB_STATE_SCHEDULED,
              "attempt " + std::to_string(number) + " placed on " + where, "scheduler", txn);
   for (const auto& p : a->placement()) {
     txn.commands.emplace_back(p.node(), LaunchCommandLocked(e, p.node_rank()));
   }
+}
+
+void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn) {
+  if (!e.live || e.live->outcome != Outcome::kNone) return;  // already leaving
+  LiveAttempt& live = *e.live;
+  live.outcome = Outcome::kEvicted;
+  live.outcome_reason = ev.message;
+  live.evicting_for = ev.preemptor;
+  live.kill_signal = SIGUSR1;
+  live.kill_grace = e.job.spec().grace_seconds();
+  live.preempt_deadline_ms = clock_->NowMs() + int64_t{e.job.spec().grace_seconds()} * 1000;
+  v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
+  a->set_evicted_for(ev.preemptor);
+  a->set_lost_gpu_seconds(ev.lost_gpu_seconds);
+  Transition(e, v1::JOB_STATE_PREEMPTING,
+             ev.message + "; checkpoint and exit within " +
+                 std::to_string(e.job.spec().grace_seconds()) + " s",
+             "scheduler", txn);
+  for (const auto& [node, phase] : live.nodes) {
+    if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
+  }
+}
+
+v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const {
+  v1::CoordinatorCommand cmd;
+  v1::Preempt* p = cmd.mutable_preempt();
+  p->set_job_id(e.job.id());
+  p->set_attempt(e.job.attempts_size());
+  p->set_deadline_ms(e.live->preempt_deadline_ms);
+  p->set_reason(e.live->outcome_reason);
+  return cmd;
+}
+
+absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError("job " + std::to_string(job_id) + " not found");
+  }
+  v1::ExplainResponse out;
+  const v1::Job& job = it->second.job;
+  if (job.state() != v1::JOB_STATE_PENDING) {
+    out.set_outcome(IsTerminal(job.state()) ? "finished" : StateName(job.state()));
+    out.set_reason(job.message());
+    out.set_text("job " + std::to_string(job_id) + " is " + StateName(job.state()) +
+                 (job.message().empty() ? "" : ": " + job.message()) + "\n");
+    return out;
+  }
+  sched::ClusterView view = BuildViewLocked();
+  sched::UsageLedger ledger = ledger_;
+  int64_t now = clock_->NowMs();
+  ledger.Advance(now, sched::RunningGpusByTenant(view));
+  view.usage = ledger.Snapshot();
+  sched::Explanation ex = sched::Explain(view, options_.policy, now, job_id);
+  std::string outcome(sched::OutcomeName(ex.outcome));
+  out.set_outcome(outcome);
+  out.set_reason(ex.reason);
+  out.set_position(ex.position);
+  out.set_queue_length(ex.queue_length);
+  for (const auto& ev : ex.evictions) out.add_would_evict(ev.victim);
+  out.set_text(ex.Text(view));
+  return out;
 }
 
 v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
@@ -229,6 +273,25 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     Transition(e, v1::JOB_STATE_PENDING, why, actor, txn);
   };
   switch (live.outcome) {
+    case Outcome::kEvicted: {
+      // Evictions are counted apart from failures; the cooldown doubles with each one.
+      e.job.set_evictions(e.job.evictions() + 1);
+      const PriorityClass* cls = options_.policy.Find(spec.priority_class());
+      int64_t wait = cls ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
+      e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
+      bool clean = live.term_signal == 0 && live.exit_code == 0;
+      std::string resume = a->checkpoint_step() >= 0
+                               ? "resumes from step " + std::to_string(a->checkpoint_step())
+                               : "no checkpoint: restarts from the beginning";
+      a->set_end_reason(std::string(clean ? "evicted: checkpointed and exited"
+                                          : "evicted: killed after its grace period") +
+                        "; " + resume);
+      Transition(e, v1::JOB_STATE_COOLDOWN,
+                 a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
+      if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);
+      if (e.job.state() == v1::JOB_STATE_COOLDOWN) cooldown_.insert(e.job.id());
+      break;
+    }
     case Outcome::kCancelled:
       a->set_end_reason("cancelled");
       Transition(e, v1::JOB_STATE_CANCELLED, e.job.cancel_reason(), e.job.cancel_requested_by(),

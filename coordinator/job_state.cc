@@ -18,7 +18,7 @@ bool CanTransition(v1::JobState from, v1::JobState to) {
     case v1::JOB_STATE_SCHEDULED:
       // Straight to an end when a rank finishes or fails before its gang reports running.
       return any_of({v1::JOB_STATE_RUNNING, v1::JOB_STATE_PENDING, v1::JOB_STATE_SUCCEEDED,
-                     v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED});
+                     v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED, v1::JOB_STATE_PREEMPTING});
     case v1::JOB_STATE_RUNNING:
       return any_of({v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED,
                      v1::JOB_STATE_PREEMPTING, v1::JOB_STATE_PENDING});

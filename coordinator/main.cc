@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/policy_config.h"
 #include "coordinator/service.h"
 #include "coordinator/store.h"
 
@@ -21,6 +22,7 @@ struct Flags {
   std::string data_dir;
   std::string ready_file;
   std::string log_level;
+  std::string policy_file;
   baton::JobManagerOptions jm;
 };
 
@@ -35,6 +37,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "heartbeat-ms", "agent heartbeat interval", cxxopts::value<int64_t>()->default_value("1000"))(
       "lease-ms", "agent lease: a node silent this long stops its jobs",
       cxxopts::value<int64_t>()->default_value("10000"))(
+      "policy",
+      "scheduling policy YAML (classes, tenants, quotas, pools; see "
+      "scripts/policy.example.yaml); default: the built-in classes",
+      cxxopts::value<std::string>()->default_value(""))(
       "lost-margin-ms", "a node is declared lost after lease + this margin",
       cxxopts::value<int64_t>()->default_value("5000"))(
       "log-level", "trace, debug, info, warn, error",
@@ -55,6 +61,7 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.jm.heartbeat_interval_ms = r["heartbeat-ms"].as<int64_t>();
     f.jm.lease_ms = r["lease-ms"].as<int64_t>();
     f.jm.lost_margin_ms = r["lost-margin-ms"].as<int64_t>();
+    f.policy_file = r["policy"].as<std::string>();
     if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
         f.jm.lost_margin_ms < 0) {
       throw cxxopts::exceptions::exception(
@@ -77,6 +84,16 @@ int main(int argc, char** argv) {
   if (auto s = baton::CheckListenAddress("--listen", flags->listen); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
     return 2;
+  }
+  if (!flags->policy_file.empty()) {
+    auto policy = baton::LoadPolicyFile(flags->policy_file);
+    if (!policy.ok()) {
+      spdlog::error("--policy {}: {}", flags->policy_file, std::string(policy.status().message()));
+      return 2;
+    }
+    flags->jm.policy = std::move(*policy);
+    spdlog::info("policy from {}: {} classes, {} tenants", flags->policy_file,
+                 flags->jm.policy.classes.size(), flags->jm.policy.tenants.size());
   }
   std::error_code ec;
   std::filesystem::create_directories(flags->data_dir, ec);

@@ -91,6 +91,17 @@ grpc::ServerUnaryReactor* CoordinatorService::ListNodes(grpc::CallbackServerCont
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::Explain(grpc::CallbackServerContext* ctx,
+                                                      const v1::ExplainRequest* req,
+                                                      v1::ExplainResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!CallerOrFinish(ctx, reactor)) return reactor;
+  auto out = jobs_->Explain(req->job_id());
+  if (out.ok()) *resp = std::move(*out);
+  reactor->Finish(ToGrpc(out.status()));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::Ping(grpc::CallbackServerContext* ctx,
                                                    const v1::PingRequest*, v1::PingResponse* resp) {
   auto* reactor = ctx->DefaultReactor();

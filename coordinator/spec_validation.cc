@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "common/resources.h"
+#include "coordinator/sched_adapter.h"
 
 namespace baton {
 namespace {
@@ -174,6 +175,10 @@ absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
   if (absl::Status s = CheckCommand(spec); !s.ok()) return s;
   if (absl::Status s = CheckShape(policy, spec); !s.ok()) return s;
   if (absl::Status s = CheckPolicy(caller, policy, spec); !s.ok()) return s;
+  // The scheduler's own rules (per-job limits, pools, MIG, quotas it could never reach).
+  absl::Status rules =
+      sched::CheckRequest(policy, spec->tenant(), spec->priority_class(), RequestOf(*spec));
+  if (!rules.ok()) return absl::InvalidArgumentError("spec: " + std::string(rules.message()));
   return CheckFits(shape, *spec);
 }
 

@@ -13,6 +13,7 @@ using Args = std::vector<std::string>;
 int RunSubmit(const Args& args);
 int RunQueue(const Args& args);
 int RunStatus(const Args& args);
+int RunExplain(const Args& args);
 int RunNodes(const Args& args);
 int RunLogs(const Args& args);
 int RunCancel(const Args& args);

@@ -14,6 +14,7 @@ constexpr char kUsageText[] =
     "  submit [flags] -- CMD...   submit a job (or -f job.yaml); --wait follows it\n"
     "  queue                      running and pending jobs (--all: finished too)\n"
     "  status JOB...              state, placement, attempts and events of jobs\n"
+    "  explain JOB                why a job waits, whom it would evict\n"
     "  logs JOB [-f]              a job's output\n"
     "  cancel JOB...              cancel jobs\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
       {"submit", baton::cli::RunSubmit}, {"queue", baton::cli::RunQueue},
       {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
       {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
-      {"signal", baton::cli::RunSignal},
+      {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

@@ -1,6 +1,5 @@
 // Spec admission, the state machine and first-fit placement: the pure pieces.
 #include "coordinator/job_state.h"
-#include "coordinator/scheduler/first_fit.h"
 #include "coordinator/spec_validation.h"
 #include "gtest/gtest.h"
 
@@ -119,52 +118,6 @@ TEST(StateMachine, AllowsTheDocumentedTransitionsOnly) {
       EXPECT_FALSE(CanTransition(end, static_cast<S>(to))) << "terminal states are final";
     }
   }
-}
-
-sched::NodeView Node(const std::string& name, uint32_t gpus, uint64_t cpus = 8000) {
-  sched::NodeView n;
-  n.name = name;
-  n.free = Resources{cpus, 64ull << 30, gpus};
-  for (uint32_t i = 0; i < gpus; ++i) n.free_gpu_ids.push_back(name + "-g" + std::to_string(i));
-  return n;
-}
-
-TEST(FirstFit, PlacesTheWholeGangOrNothing) {
-  std::vector<sched::NodeView> nodes = {Node("a", 2), Node("b", 4), Node("c", 4)};
-  sched::GangRequest req;
-  req.nodes = 2;
-  req.per_node = Resources{1000, 1 << 30, 4};
-  auto grants = sched::FirstFit(req, nodes);
-  ASSERT_TRUE(grants.has_value());
-  EXPECT_EQ((*grants)[0].node_index, 1u);
-  EXPECT_EQ((*grants)[1].node_index, 2u);
-  EXPECT_EQ((*grants)[0].gpu_ids, (std::vector<std::string>{"b-g0", "b-g1", "b-g2", "b-g3"}));
-  req.nodes = 3;
-  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value());
-}
-
-TEST(FirstFit, HonoursPoolsSelectorsAndTaints) {
-  auto tainted = Node("inf", 4);
-  tainted.taints.push_back({"dedicated", "inference", "NoSchedule"});
-  auto labelled = Node("h200", 4);
-  labelled.labels["gpu"] = "h200";
-  std::vector<sched::NodeView> nodes = {tainted, labelled};
-  sched::GangRequest req;
-  req.per_node = Resources{1000, 1 << 30, 1};
-  req.selector["gpu"] = "h200";
-  auto g = sched::FirstFit(req, nodes);
-  ASSERT_TRUE(g.has_value());
-  EXPECT_EQ((*g)[0].node_index, 1u);
-  req.selector.clear();
-  req.selector["gpu"] = "a100";
-  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value());
-  req.selector.clear();
-  nodes = {tainted};
-  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value()) << "taint not tolerated";
-  req.tolerations.push_back({"dedicated", "inference", "NoSchedule", false});
-  EXPECT_TRUE(sched::FirstFit(req, nodes).has_value());
-  nodes[0].pool = "inference";
-  EXPECT_FALSE(sched::FirstFit(req, nodes).has_value()) << "other pool";
 }
 
 }  // namespace

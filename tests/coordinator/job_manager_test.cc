@@ -342,6 +342,128 @@ TEST(JobManager, LogsAreOnlyForTheJobsTenantAndStartedJobs) {
   EXPECT_EQ(target->attempt, 1u);
 }
 
+// Classes that may be evicted at once and wait 10 s, doubling, after each eviction.
+JobManagerOptions QuickEvictions() {
+  JobManagerOptions opts;
+  for (auto& c : opts.policy.classes) {
+    c.min_runtime_s = 0;
+    c.cooldown_base_s = 10;
+  }
+  return opts;
+}
+
+v1::JobSpec Inference(uint32_t gpus) {
+  v1::JobSpec s = Spec(1, gpus, {"serve"});
+  s.set_priority_class("inference");
+  s.set_restart_policy(v1::RESTART_POLICY_UNSPECIFIED);
+  return s;
+}
+
+std::vector<v1::Preempt> Preempts(const std::vector<v1::CoordinatorCommand>& cmds) {
+  std::vector<v1::Preempt> out;
+  for (const auto& c : cmds) {
+    if (c.has_preempt()) out.push_back(c.preempt());
+  }
+  return out;
+}
+
+TEST(JobManager, AHigherClassEvictsTrainingWhichCoolsDownAndResumes) {
+  Harness h(QuickEvictions());
+  h.Connect("n1", /*gpus=*/2);
+  v1::JobSpec training = Spec(1, 2);
+  training.set_grace_seconds(20);
+  auto train = h.Submit(training);
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  v1::AttemptReport progress = Report(*train, 1, Phase::PHASE_RUNNING);
+  progress.set_checkpoint_step(40);
+  h.Report("n1", progress);
+  h.Commands("n1");
+
+  auto serve = h.Submit(Inference(2));
+  h.Schedule();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_PREEMPTING);
+  EXPECT_EQ(h.State(*serve), v1::JOB_STATE_PENDING) << "waits for the victim to leave";
+  auto preempts = Preempts(h.Commands("n1"));
+  ASSERT_EQ(preempts.size(), 1u);
+  EXPECT_EQ(preempts[0].job_id(), *train);
+  EXPECT_EQ(preempts[0].deadline_ms(), h.clock().NowMs() + 20'000) << "now + its grace";
+  EXPECT_EQ(h.Get(*train).attempts(0).evicted_for(), *serve);
+
+  v1::AttemptReport done = Report(*train, 1, Phase::PHASE_EXITED);
+  done.set_checkpoint_step(42);
+  done.set_killed(true);
+  h.Report("n1", done);
+  v1::Job job = h.Get(*train);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_COOLDOWN);
+  EXPECT_EQ(job.evictions(), 1u);
+  EXPECT_EQ(job.failures(), 0u) << "evictions are not failures";
+  EXPECT_NE(job.attempts(0).end_reason().find("step 42"), std::string::npos)
+      << job.attempts(0).end_reason();
+  EXPECT_EQ(job.cooldown_until_ms(), h.clock().NowMs() + 10'000);
+
+  h.Schedule();
+  EXPECT_EQ(h.State(*serve), v1::JOB_STATE_SCHEDULED) << "the room went to the preemptor";
+  h.clock().AdvanceMs(9'000);
+  h.jm().AgentHeartbeat("n1");
+  h.Tick();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_COOLDOWN);
+  h.clock().AdvanceMs(1'001);
+  h.jm().AgentHeartbeat("n1");
+  h.Tick();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_PENDING) << "cooldown over";
+  h.Report("n1", Report(*serve, 1, Phase::PHASE_RUNNING));
+  h.Schedule();
+  EXPECT_EQ(h.Get(*train).attempts_size(), 1) << "the service holds the GPUs";
+  ASSERT_TRUE(h.Cancel(*serve).ok());
+  h.Report("n1", Report(*serve, 1, Phase::PHASE_EXITED, 143));
+  h.Schedule();
+  job = h.Get(*train);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SCHEDULED) << "training resumes as attempt 2";
+  EXPECT_EQ(job.attempts_size(), 2);
+}
+
+TEST(JobManager, ExplainNamesTheVictimsTheNextPassEvicts) {
+  Harness h(QuickEvictions());
+  h.Connect("n1", 1);
+  auto train = h.Submit(Spec(1, 1));
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  auto serve = h.Submit(Inference(1));
+  auto ex = h.jm().Explain(*serve);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  ASSERT_EQ(ex->would_evict_size(), 1);
+  EXPECT_EQ(ex->would_evict(0), *train);
+  EXPECT_FALSE(ex->text().empty());
+  h.Schedule();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_PREEMPTING) << "the pass agrees with explain";
+  auto running = h.jm().Explain(*train);
+  EXPECT_EQ(running->outcome(), "preempting");
+  EXPECT_EQ(h.jm().Explain(424242).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(JobManager, AnEvictionInProgressSurvivesACoordinatorRestart) {
+  Harness h(QuickEvictions());
+  h.Connect("n1", 1);
+  auto train = h.Submit(Spec(1, 1));
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  ASSERT_TRUE(h.Submit(Inference(1)).ok());
+  h.Schedule();
+  ASSERT_EQ(h.State(*train), v1::JOB_STATE_PREEMPTING);
+  h.Restart();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_PREEMPTING);
+  v1::Register reg = Registration("n1", 1);
+  *reg.add_attempts() = Report(*train, 1, Phase::PHASE_RUNNING);
+  auto link = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(h.jm().AgentRegister(reg, link).ok());
+  h.jm().Flush();
+  ASSERT_EQ(Preempts(link->Take()).size(), 1u) << "the agent is told again";
+  h.jm().AgentReport("n1", Report(*train, 1, Phase::PHASE_EXITED));
+  h.jm().Flush();
+  EXPECT_EQ(h.State(*train), v1::JOB_STATE_COOLDOWN);
+}
+
 TEST(JobManager, SignalsReachEveryNodeOfARunningGang) {
   Harness h;
   h.Connect("n1");

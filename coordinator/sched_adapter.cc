@@ -1,0 +1,52 @@
+#include "coordinator/sched_adapter.h"
+
+namespace baton {
+
+sched::JobRequest RequestOf(const v1::JobSpec& spec) {
+  sched::JobRequest r;
+  r.nodes = spec.nodes();
+  r.ranks_per_node = spec.ranks_per_node();
+  r.gpus_per_node = spec.gpus_per_node();
+  r.cpu_millis_per_node = spec.cpu_millis_per_node();
+  r.memory_bytes_per_node = spec.memory_bytes_per_node();
+  r.mig_profile = spec.mig_profile();
+  r.gpu_model = spec.gpu_model();
+  r.mpi = spec.launch_mode() == v1::LAUNCH_MODE_MPI;
+  r.pool = spec.pool();
+  r.selector.insert(spec.node_selector().begin(), spec.node_selector().end());
+  for (const auto& t : spec.tolerations()) {
+    r.tolerations.push_back({t.key(), t.value(), t.effect(), t.exists()});
+  }
+  return r;
+}
+
+sched::NodeInfo NodeInfoOf(const v1::Node& node) {
+  const v1::Inventory& inv = node.inventory();
+  sched::NodeInfo n;
+  n.name = node.name();
+  n.schedulable = node.state() == v1::NODE_STATE_READY;
+  n.cpu_millis = uint64_t{inv.cpus()} * 1000;
+  n.memory_bytes = inv.memory_bytes();
+  for (const auto& numa : inv.numa_nodes()) {
+    n.numa.push_back({numa.id(), {numa.cpus().begin(), numa.cpus().end()}, numa.memory_bytes()});
+  }
+  for (const auto& g : inv.gpus()) {
+    n.gpus.push_back({g.uuid(), g.model(), g.numa_node(), g.mig_profile(), g.parent_uuid()});
+  }
+  n.pool = node.pool();
+  n.labels.insert(node.labels().begin(), node.labels().end());
+  for (const auto& t : node.taints()) n.taints.push_back({t.key(), t.value(), t.effect()});
+  return n;
+}
+
+sched::HeldNode HeldOf(const v1::NodeAssignment& p) {
+  sched::HeldNode h;
+  h.node = p.node();
+  h.gpu_uuids.assign(p.gpu_ids().begin(), p.gpu_ids().end());
+  h.cpu_millis = p.cpu_millis();
+  h.memory_bytes = p.memory_bytes();
+  for (const auto& r : p.ranks()) h.ranks.push_back({r.numa(), {r.cpus().begin(), r.cpus().end()}});
+  return h;
+}
+
+}  // namespace baton

@@ -1,0 +1,17 @@
+// Translation between the wire model (baton.proto) and the scheduler's plain structs
+// (coordinator/scheduler/), so that the scheduler core never sees protobuf. Used by the
+// JobManager's pass and by admission. Pure functions; thread-safe.
+#pragma once
+
+#include "coordinator/scheduler/cluster_view.h"
+#include "proto/baton.pb.h"
+
+namespace baton {
+
+sched::JobRequest RequestOf(const v1::JobSpec& spec);
+// A registered node as the scheduler sees it (capacity, NUMA, GPUs, pool, taints).
+sched::NodeInfo NodeInfoOf(const v1::Node& node);
+// What a gang holds on one node of its placement.
+sched::HeldNode HeldOf(const v1::NodeAssignment& p);
+
+}  // namespace baton
