@@ -1,76 +1,132 @@
 #!/usr/bin/env bash
-# The main demo: a local cluster (a coordinator and two agents on loopback, each with two
-# fake GPUs, all state in one temp dir), a 2-node training job submitted and followed to
-# its end, a job waiting for room, queue and status, a cancel, and a clean shutdown.
-#   scripts/demo.sh              build if needed, run, clean up
-#   BATON_DEMO_KEEP=1 scripts/demo.sh   keep the data dir for a look afterwards
+# The main demo: eviction and resume on a local two-node cluster (network namespaces on
+# a bridge when run as root, else a loopback cluster), narrated.
+#   1. Team vision's train_mlp fills the cluster: 2 nodes x 2 ranks x 2 GPUs, mpi mode.
+#   2. Team serving's inference job arrives and needs GPUs: training checkpoints at the
+#      step it is on, exits, and yields; inference starts.
+#   3. Traffic drops, inference is scaled down; training waits its cooldown, resumes at the
+#      committed step, and finishes with the weights of an uninterrupted run.
+#   4. A timeline of every state change.
+# BATON_DEMO_KEEP=1 keeps the data dir; BUILD_DIR (default build/) holds the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$(pwd)
 
 scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja >/dev/null
-cmake --build "$BUILD_DIR" --target baton baton-agent baton-coordinator -j "$(nproc)"
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target baton baton-agent baton-coordinator \
+  baton-exec train_mlp
 BIN=$(cd "$BUILD_DIR/bin" && pwd)
-REPO=$(pwd)
-
 DEMO=$(mktemp -d /tmp/baton-demo.XXXXXX)
-PIDS=()
+T0=$(date +%s%N)
+
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
+say() { printf '\n\033[1m[%6ss] %s\033[0m\n' "$(secs "$T0" "$(date +%s%N)")" "$*"; }
+show() { printf '$ %s\n' "$*" >&2; "$@"; }
+state() { "$BIN/baton" status "$1" --json | sed -n 's/.*"state":"JOB_STATE_\([A-Z]*\)".*/\1/p'; }
+wait_state() {  # job, state, timeout seconds
+  for _ in $(seq $(($3 * 10))); do [ "$(state "$1")" = "$2" ] && return 0; sleep 0.1; done
+  echo "demo: job $1 did not reach $2 (it is $(state "$1"))" >&2; exit 1
+}
+
+# Classes evict at once and cool down 10 s in this demo (defaults: minutes).
+cat >"$DEMO/policy.yaml" <<'YAML'
+classes:
+  - {name: inference-critical, value: 1000, service: true}
+  - {name: inference, value: 900, service: true}
+  - {name: training, value: 300, cooldown: 10s, cooldown_cap: 1m, min_runtime: 0s}
+  - {name: experiment, value: 100, cooldown: 10s, min_runtime: 0s}
+YAML
+
+CLEANUP=()
 cleanup() {
   set +e
-  echo
-  echo "== shutting down (agents, then the coordinator)"
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  say "shutting down"
+  for c in "${CLEANUP[@]}"; do eval "$c"; done
   if [ -n "${BATON_DEMO_KEEP:-}" ]; then echo "data and logs kept in $DEMO"; else rm -rf "$DEMO"; fi
 }
 trap cleanup EXIT
 
-step() { printf '\n== %s\n' "$*"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
-
-step "starting the coordinator (gRPC on loopback, RocksDB in $DEMO/coordinator)"
-"$BIN/baton-coordinator" --listen 127.0.0.1:0 --data-dir "$DEMO/coordinator" \
-  --ready-file "$DEMO/coordinator.addr" >"$DEMO/coordinator.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do [ -s "$DEMO/coordinator.addr" ] && break; sleep 0.1; done
-export BATON_COORDINATOR=$(cat "$DEMO/coordinator.addr")
+if [ "$(id -u)" = 0 ] && ip netns add baton-demo-probe 2>/dev/null; then
+  ip netns del baton-demo-probe
+  say "starting a 2-node cluster: network namespaces on a bridge, the coordinator outside"
+  export BATON_NETNS_NAME=bdemo BATON_NETNS_SUBNET=10.76.0 BATON_BIN="$BIN"
+  export BATON_COORDINATOR_ARGS="--policy $DEMO/policy.yaml"
+  CLEANUP+=("scripts/netns-cluster.sh down >/dev/null 2>&1")
+  scripts/netns-cluster.sh down >/dev/null 2>&1 || true
+  eval "$(scripts/netns-cluster.sh up 2 2 | grep '^export')"
+  NODES=2
+else
+  say "not root: a single-node loopback cluster instead of namespaces"
+  "$BIN/baton-coordinator" --listen 127.0.0.1:0 --data-dir "$DEMO/coordinator" \
+    --ready-file "$DEMO/coordinator.addr" --policy "$DEMO/policy.yaml" \
+    >"$DEMO/coordinator.log" 2>&1 &
+  CLEANUP+=("kill $!; wait $! 2>/dev/null")
+  for _ in $(seq 100); do [ -s "$DEMO/coordinator.addr" ] && break; sleep 0.1; done
+  export BATON_COORDINATOR=$(cat "$DEMO/coordinator.addr")
+  "$BIN/baton-agent" --name node1 --coordinator "$BATON_COORDINATOR" --data-dir "$DEMO/node1" \
+    --fake-gpus 4 --isolation none >"$DEMO/node1.log" 2>&1 &
+  CLEANUP=("kill $!; wait $! 2>/dev/null" "${CLEANUP[@]}")
+  sleep 1
+  NODES=1
+fi
 export BATON_USER=alice BATON_TENANT=vision
-echo "coordinator at $BATON_COORDINATOR"
-
-step "starting two node agents with two fake GPUs each"
-for n in 1 2; do
-  "$BIN/baton-agent" --name "node$n" --coordinator "$BATON_COORDINATOR" \
-    --data-dir "$DEMO/node$n" --fake-gpus 2 --fake-gpu-model H200 >"$DEMO/node$n.log" 2>&1 &
-  PIDS+=($!)
-done
-for _ in $(seq 100); do
-  [ "$("$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY)" = 2 ] && break
-  sleep 0.1
-done
 show "$BIN/baton" nodes
 
-step "alice submits a 2-node x 2-rank training job and follows it (progress on stderr)"
-show "$BIN/baton" submit --name demo-train --nodes 2 --ranks-per-node 2 --gpus 2 --cpus 1 \
-  --mem 512Mi --wait -- "$REPO/examples/demo_train.sh" 8
+STEPS=150
+FLAGS=(--steps $STEPS --save-every 25)
+say "the weights an uninterrupted run ends with (mpirun on this machine, 4 ranks)"
+mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo \
+  -np 4 "$BIN/train_mlp" "${FLAGS[@]}" --checkpoint-dir "$DEMO/reference" >"$DEMO/reference.log" 2>&1
+REFERENCE=$(sed -n 's/.*final weights hash //p' "$DEMO/reference.log")
+echo "reference hash: $REFERENCE"
 
-step "its output, one line per rank and step"
-show "$BIN/baton" logs 1
-show "$BIN/baton" logs 1 --node node2
+say "1. alice (team vision) submits train_mlp: $NODES node(s) x $((4 / NODES)) ranks, all GPUs, mpi mode"
+show "$BIN/baton" submit -q --name mlp --class training --mode mpi --nodes "$NODES" \
+  --ranks-per-node $((4 / NODES)) --gpus $((4 / NODES)) --cpus 1 --grace 20s \
+  --checkpoint-dir "$DEMO/ckpt" -- "$BIN/train_mlp" "${FLAGS[@]}" --step-ms 60 >"$DEMO/train.id"
+TRAIN=$(cat "$DEMO/train.id")
+wait_state "$TRAIN" RUNNING 30
+sleep 3
+show "$BIN/baton" queue
+{ "$BIN/baton" logs "$TRAIN" | grep 'step' | tail -n 2; } || true
 
-step "a long job takes every GPU; the next one waits for room"
-show "$BIN/baton" submit --name long --nodes 2 --gpus 2 -- sleep 600
-show "$BIN/baton" submit --name waits --gpus 1 --class experiment -- true
-sleep 1
+say "2. bob (team serving) submits an inference service that needs 2 GPUs"
+T_SUBMIT=$(date +%s%N)
+BATON_USER=bob BATON_TENANT=serving "$BIN/baton" submit -q --name serve --class inference \
+  --gpus 2 --cpus 1 -- sh -c 'echo serving; exec sleep 600' >"$DEMO/serve.id"
+SERVE=$(cat "$DEMO/serve.id")
+wait_state "$TRAIN" PREEMPTING 10
+echo "training is told to checkpoint and exit (SIGUSR1 to mpirun, forwarded to every rank)"
+wait_state "$TRAIN" COOLDOWN 30
+T_YIELD=$(date +%s%N)
+wait_state "$SERVE" RUNNING 30
+T_SERVE=$(date +%s%N)
+echo "training yielded $(secs "$T_SUBMIT" "$T_YIELD") s after the inference submit;" \
+  "inference ran $(secs "$T_SUBMIT" "$T_SERVE") s after it"
+{ "$BIN/baton" logs "$TRAIN" --attempt 1 | grep -E 'evicted|step' | tail -n 2; } || true
 show "$BIN/baton" queue
 
-step "status of the long job"
-show "$BIN/baton" status 2
+sleep 3
+show "$BIN/baton" logs "$SERVE"
 
-step "cancelling it lets the waiting job run"
-show "$BIN/baton" cancel 2 --reason "demo over"
-for _ in $(seq 100); do
-  "$BIN/baton" status 3 --json | grep -q JOB_STATE_SUCCEEDED && break
-  sleep 0.1
-done
-show "$BIN/baton" queue --all
+say "3. traffic drops: bob scales the service down; training waits out its cooldown"
+BATON_USER=bob BATON_TENANT=serving show "$BIN/baton" cancel "$SERVE" --reason "traffic peak over"
+show "$BIN/baton" explain "$TRAIN"
+wait_state "$TRAIN" RUNNING 60
+for _ in $(seq 100); do "$BIN/baton" logs "$TRAIN" | grep -q 'step' && break; sleep 0.1; done
+echo "resumed as attempt 2:"; { "$BIN/baton" logs "$TRAIN" | grep -E 'restored|step' | head -n 2; } || true
+wait_state "$TRAIN" SUCCEEDED 120
+HASH=$("$BIN/baton" logs "$TRAIN" | sed -n 's/.*final weights hash //p')
+if [ "$HASH" = "$REFERENCE" ]; then
+  echo "final weights hash $HASH = the uninterrupted run's: nothing was lost or repeated"
+else
+  echo "demo: final hash $HASH differs from the reference $REFERENCE" >&2; exit 1
+fi
+
+say "4. timeline"
+show "$BIN/baton" status "$TRAIN"
+"$BIN/baton" status "$SERVE" | sed -n '/Events:/,$p'
+echo "witness (every rank's start/end, appended under flock; attempts never overlap):"
+awk '{print "  " $0}' "$DEMO/ckpt/WITNESS"

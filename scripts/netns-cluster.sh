@@ -6,7 +6,8 @@
 #   scripts/netns-cluster.sh env           print the environment again
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
-# is the /24 used; BATON_BIN (default build/bin) holds the binaries. Two clusters with
+# is the /24 used; BATON_BIN (default build/bin) holds the binaries; BATON_COORDINATOR_ARGS
+# and BATON_AGENT_ARGS add flags (e.g. --policy FILE). Two clusters with
 # different names and subnets can run side by side. Needs root (ip netns, bridges).
 # Namespaces share the filesystem, so a checkpoint dir under /tmp is "shared storage".
 set -euo pipefail
@@ -42,7 +43,7 @@ start_cluster() {
 
   "$BIN/baton-coordinator" --listen "$COORD_ADDR:0" --data-dir "$STATE/coordinator" \
     --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
-    --lost-margin-ms 2000 >"$STATE/coordinator.log" 2>&1 &
+    --lost-margin-ms 2000 ${BATON_COORDINATOR_ARGS:-} >"$STATE/coordinator.log" 2>&1 &
   echo $! >"$STATE/coordinator.pid"
   for _ in $(seq 100); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.1; done
   [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
@@ -51,7 +52,8 @@ start_cluster() {
   for i in $(seq 1 "$n"); do
     nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
       --coordinator "$coord" --listen "$SUBNET.$((10 + i)):7071" --data-dir "$STATE/n$i" \
-      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 >"$STATE/n$i.log" 2>&1 &
+      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 ${BATON_AGENT_ARGS:-} \
+      >"$STATE/n$i.log" 2>&1 &
     echo $! >"$STATE/n$i.pid"
   done
   for _ in $(seq 200); do
