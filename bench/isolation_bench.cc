@@ -47,7 +47,9 @@ std::string Str(const json& j, const std::string& key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
-int Sh(const std::string& cmd) { return baton::testing::Run({"/bin/sh", "-c", cmd}, {}).exit_code; }
+int Sh(const std::string& cmd) {
+  return baton::testing::RunProcess({"/bin/sh", "-c", cmd}, {}).exit_code;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -115,10 +117,10 @@ class Cluster {
   }
   std::string Baton(std::vector<std::string> args) {
     args.insert(args.begin(), Bin("baton"));
-    auto r = baton::testing::Run(args, {{"BATON_COORDINATOR", address_},
-                                        {"BATON_USER", "bench"},
-                                        {"BATON_TENANT", "bench"},
-                                        {"BATON_ROLE", "researcher"}});
+    auto r = baton::testing::RunProcess(args, {{"BATON_COORDINATOR", address_},
+                                               {"BATON_USER", "bench"},
+                                               {"BATON_TENANT", "bench"},
+                                               {"BATON_ROLE", "researcher"}});
     return r.exit_code == 0 ? r.out : "";
   }
   // Submits a one-node job; returns its id (0 on failure).

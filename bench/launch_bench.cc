@@ -19,7 +19,7 @@ namespace {
 
 using baton::testing::CommandResult;
 using baton::testing::ReadFile;
-using baton::testing::Run;
+using baton::testing::RunProcess;
 
 const std::string kName = "bl";
 const std::string kSubnet = "10.79.0";
@@ -64,17 +64,17 @@ double BatonMs(const std::string& coordinator, int nodes, int rep) {
   std::string file = State() + "/baton-" + std::to_string(nodes) + "-" + std::to_string(rep);
   std::map<std::string, std::string> env = {
       {"BATON_COORDINATOR", coordinator}, {"BATON_USER", "bench"}, {"BATON_TENANT", "bench"}};
-  CommandResult r = Run({BinDir() + "/baton", "submit", "--wait", "-q", "--mode", "mpi", "--nodes",
-                         std::to_string(nodes), "--cpus", "1", "--restart", "never", "--", "sh",
-                         "-c", ProbeCommand(file)},
-                        env);
+  CommandResult r = RunProcess({BinDir() + "/baton", "submit", "--wait", "-q", "--mode", "mpi",
+                                "--nodes", std::to_string(nodes), "--cpus", "1", "--restart",
+                                "never", "--", "sh", "-c", ProbeCommand(file)},
+                               env);
   if (r.exit_code != 0) {
     std::fprintf(stderr, "baton launch on %d node(s) failed (%d): %s\n", nodes, r.exit_code,
                  r.err.c_str());
     return -1;
   }
   std::string id = r.out.substr(0, r.out.find('\n'));
-  CommandResult st = Run({BinDir() + "/baton", "status", id, "--json"}, env);
+  CommandResult st = RunProcess({BinDir() + "/baton", "status", id, "--json"}, env);
   size_t pos = st.out.find("\"scheduledMs\":\"");
   if (pos == std::string::npos) return -1;
   int64_t decided_ms = std::stoll(st.out.substr(pos + 15));
@@ -93,37 +93,37 @@ double PlainMs(int nodes, int rep) {
   }();
   std::filesystem::create_directories(State() + "/plain-tmp/n1");
   int64_t t0 = NowNs();
-  CommandResult r = Run({"env",
-                         "TMPDIR=" + State() + "/plain-tmp/n1",
-                         "nsenter",
-                         "--net=/var/run/netns/" + kName + "-n1",
-                         "mpirun",
-                         "--allow-run-as-root",
-                         "-np",
-                         std::to_string(nodes),
-                         "--hostfile",
-                         hostfile,
-                         "--map-by",
-                         "ppr:1:node",
-                         "--mca",
-                         "plm_rsh_agent",
-                         State() + "/nsexec.sh",
-                         "--mca",
-                         "plm_rsh_no_tree_spawn",
-                         "1",
-                         "--mca",
-                         "btl",
-                         "self,tcp",
-                         "--mca",
-                         "btl_tcp_if_include",
-                         kSubnet + ".0/24",
-                         "--mca",
-                         "oob_tcp_if_include",
-                         kSubnet + ".0/24",
-                         "sh",
-                         "-c",
-                         ProbeCommand(file)},
-                        {});
+  CommandResult r = RunProcess({"env",
+                                "TMPDIR=" + State() + "/plain-tmp/n1",
+                                "nsenter",
+                                "--net=/var/run/netns/" + kName + "-n1",
+                                "mpirun",
+                                "--allow-run-as-root",
+                                "-np",
+                                std::to_string(nodes),
+                                "--hostfile",
+                                hostfile,
+                                "--map-by",
+                                "ppr:1:node",
+                                "--mca",
+                                "plm_rsh_agent",
+                                State() + "/nsexec.sh",
+                                "--mca",
+                                "plm_rsh_no_tree_spawn",
+                                "1",
+                                "--mca",
+                                "btl",
+                                "self,tcp",
+                                "--mca",
+                                "btl_tcp_if_include",
+                                kSubnet + ".0/24",
+                                "--mca",
+                                "oob_tcp_if_include",
+                                kSubnet + ".0/24",
+                                "sh",
+                                "-c",
+                                ProbeCommand(file)},
+                               {});
   int64_t last = LastRankStart(file, nodes);
   if (r.exit_code != 0 || last < 0) {
     std::fprintf(stderr, "plain mpirun on %d node(s) failed (%d): %s\n", nodes, r.exit_code,
@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string script = SourceDir() + "/scripts/netns-cluster.sh";
-  Run({script, "down"}, ScriptEnv());
-  CommandResult up = Run({script, "up", "4", "0"}, ScriptEnv(), std::chrono::seconds(120));
+  RunProcess({script, "down"}, ScriptEnv());
+  CommandResult up = RunProcess({script, "up", "4", "0"}, ScriptEnv(), std::chrono::seconds(120));
   if (up.exit_code != 0) {
     std::fprintf(stderr, "netns-cluster.sh up failed: %s\n", up.err.c_str());
     return 1;
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     if (std::count(baton.begin(), baton.end(), -1.0) ||
         std::count(plain.begin(), plain.end(), -1.0)) {
       std::fprintf(stderr, "%d nodes: some launches failed\n", nodes);
-      Run({script, "down"}, ScriptEnv());
+      RunProcess({script, "down"}, ScriptEnv());
       return 1;
     }
     double b = Median(baton), p = Median(plain);
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
                   json.size() > 1 ? "," : "", nodes, b - p, nodes, b / p);
     json += buf;
   }
-  Run({script, "down"}, ScriptEnv());
+  RunProcess({script, "down"}, ScriptEnv());
   std::printf("%s}\n", json.c_str());
   return 0;
 }

@@ -189,6 +189,11 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
   if (phase == Phase::kExited) return;
   bool failed =
       r.exit_code() != 0 || r.term_signal() != 0 || r.phase() == v1::AttemptReport::PHASE_REJECTED;
+  if (failed && live.outcome != Outcome::kNone && live.exit_code == 0 && live.term_signal == 0) {
+    // Stopping already (eviction, cancel): keep how it ended, for the attempt's record.
+    live.exit_code = r.exit_code();
+    live.term_signal = r.term_signal();
+  }
   if (failed && live.outcome == Outcome::kNone) {
     live.outcome = Outcome::kFailed;
     live.exit_code = r.exit_code();

@@ -279,13 +279,16 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       const PriorityClass* cls = options_.policy.Find(spec.priority_class());
       int64_t wait = cls ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
       e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
-      bool clean = live.term_signal == 0 && live.exit_code == 0;
+      std::string how =
+          live.term_signal == 0 && live.exit_code == 0 ? "checkpointed and exited"
+          : live.term_signal == SIGKILL || live.exit_code == 128 + SIGKILL
+              ? "killed after its grace period"
+              : "exited with code " +
+                    std::to_string(live.term_signal ? 128 + live.term_signal : live.exit_code);
       std::string resume = a->checkpoint_step() >= 0
                                ? "resumes from step " + std::to_string(a->checkpoint_step())
                                : "no checkpoint: restarts from the beginning";
-      a->set_end_reason(std::string(clean ? "evicted: checkpointed and exited"
-                                          : "evicted: killed after its grace period") +
-                        "; " + resume);
+      a->set_end_reason("evicted: " + how + "; " + resume);
       Transition(e, v1::JOB_STATE_COOLDOWN,
                  a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
       if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);

@@ -123,8 +123,8 @@ TEST_F(EndToEnd, ResearchersCannotTouchOtherTenantsJobs) {
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
-  CommandResult r = testing::Run({Bin("baton"), "queue", "--timeout", "3s"},
-                                 {{"BATON_COORDINATOR", "127.0.0.1:1"}});
+  CommandResult r = testing::RunProcess({Bin("baton"), "queue", "--timeout", "3s"},
+                                        {{"BATON_COORDINATOR", "127.0.0.1:1"}});
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("unavailable"), std::string::npos) << r.err;
 }

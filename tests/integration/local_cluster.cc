@@ -68,7 +68,7 @@ CommandResult ClusterClient::Baton(std::vector<std::string> args,
   env.emplace("BATON_USER", "alice");
   env.emplace("BATON_TENANT", "vision");
   env.emplace("BATON_ROLE", "researcher");
-  return Run(args, env);
+  return RunProcess(args, env);
 }
 
 std::string ClusterClient::StateOf(uint64_t job) {
@@ -105,19 +105,21 @@ uint64_t ClusterClient::SubmittedId(const std::string& out) {
                                                                                  : std::stoull(num);
 }
 
-NetnsCluster::NetnsCluster(int nodes, int gpus) {
+NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
+                           std::string name_suffix)
+    : coordinator_args_(std::move(coordinator_args)) {
   if (geteuid() != 0) {
     why_ = "needs root to create network namespaces";
     return;
   }
-  int tag = getpid() % 200 + 20;
-  name_ = "bt" + std::to_string(getpid() % 100000);
+  int tag = (getpid() + static_cast<int>(name_suffix.size()) * 37) % 200 + 20;
+  name_ = "bt" + std::to_string(getpid() % 10000) + name_suffix;
   subnet_ = "10.78." + std::to_string(tag);
   state_ = "/tmp/" + name_ + "-netns";
-  Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
-  CommandResult up = Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "up",
-                          std::to_string(nodes), std::to_string(gpus)},
-                         ScriptEnv(), std::chrono::seconds(60));
+  RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
+  CommandResult up = RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "up",
+                                 std::to_string(nodes), std::to_string(gpus)},
+                                ScriptEnv(), std::chrono::seconds(60));
   if (up.exit_code != 0) {
     why_ = "netns-cluster.sh up failed: " + up.err;
     return;
@@ -129,7 +131,7 @@ NetnsCluster::NetnsCluster(int nodes, int gpus) {
 
 NetnsCluster::~NetnsCluster() {
   if (!name_.empty()) {
-    Run({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
+    RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
   }
 }
 
@@ -138,8 +140,10 @@ std::string NetnsCluster::NodeAddress(int i) const {
 }
 
 std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
-  return {
-      {"BATON_NETNS_NAME", name_}, {"BATON_NETNS_SUBNET", subnet_}, {"BATON_BIN", BATON_BIN_DIR}};
+  return {{"BATON_NETNS_NAME", name_},
+          {"BATON_NETNS_SUBNET", subnet_},
+          {"BATON_BIN", BATON_BIN_DIR},
+          {"BATON_COORDINATOR_ARGS", coordinator_args_}};
 }
 
 }  // namespace baton::testing

@@ -57,7 +57,8 @@ class LocalCluster : public ClusterClient {
 class NetnsCluster : public ClusterClient {
  public:
   // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root).
-  NetnsCluster(int nodes, int gpus);
+  NetnsCluster(int nodes, int gpus, std::string coordinator_args = "",
+               std::string name_suffix = "");
   ~NetnsCluster() override;
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
@@ -68,7 +69,7 @@ class NetnsCluster : public ClusterClient {
  private:
   std::map<std::string, std::string> ScriptEnv() const;
   bool ok_ = false;
-  std::string why_, name_, subnet_, state_;
+  std::string why_, name_, subnet_, state_, coordinator_args_;
 };
 
 std::string Bin(const std::string& name);

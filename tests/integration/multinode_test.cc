@@ -59,7 +59,7 @@ std::string ReferenceHash(const std::vector<std::string>& flags) {
                                    "--checkpoint-dir",
                                    dir.path()};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  CommandResult r = Run(argv, {}, std::chrono::seconds(120));
+  CommandResult r = RunProcess(argv, {}, std::chrono::seconds(120));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return FinalHash(r.out);
 }
@@ -271,11 +271,11 @@ TEST_F(MultiNode, ExecRefusesAWrongSecretAndAnEndedAttempt) {
   ASSERT_TRUE(cluster_->WaitForState(id, "JOB_STATE_RUNNING"));
   std::string host = cluster_->NodeAddress(1);
   auto exec = [&](const std::string& secret) {
-    return testing::Run({Bin("baton-agent"), "exec", host, "true"},
-                        {{"BATON_JOB_ID", std::to_string(id)},
-                         {"BATON_ATTEMPT", "1"},
-                         {"BATON_EXEC_SECRET", secret},
-                         {"BATON_EXEC_HOSTS", host + "=" + host + ":7071"}});
+    return testing::RunProcess({Bin("baton-agent"), "exec", host, "true"},
+                               {{"BATON_JOB_ID", std::to_string(id)},
+                                {"BATON_ATTEMPT", "1"},
+                                {"BATON_EXEC_SECRET", secret},
+                                {"BATON_EXEC_HOSTS", host + "=" + host + ":7071"}});
   };
   CommandResult wrong = exec("not-the-secret");
   EXPECT_EQ(wrong.exit_code, 255);
@@ -291,10 +291,10 @@ TEST(NcclBootstrap, EveryRankGetsRankZerosUniqueIdWithoutAGpu) {
   if (access(Bin("nccl_bootstrap").c_str(), X_OK) != 0) {
     GTEST_SKIP() << "built without NCCL (no CUDA toolkit found)";
   }
-  CommandResult r =
-      testing::Run({"mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp",
-                    "--mca", "btl_tcp_if_include", "lo", "-np", "2", Bin("nccl_bootstrap")},
-                   {}, std::chrono::seconds(60));
+  CommandResult r = testing::RunProcess(
+      {"mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,tcp", "--mca",
+       "btl_tcp_if_include", "lo", "-np", "2", Bin("nccl_bootstrap")},
+      {}, std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch a, b;
   std::string out = r.out;

@@ -94,9 +94,9 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-CommandResult Run(const std::vector<std::string>& argv,
-                  const std::map<std::string, std::string>& env,
-                  std::chrono::milliseconds timeout) {
+CommandResult RunProcess(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env,
+                         std::chrono::milliseconds timeout) {
   char tmpl[] = "/tmp/baton-run.XXXXXX";
   std::string dir = mkdtemp(tmpl);
   CommandResult r;

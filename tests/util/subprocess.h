@@ -41,9 +41,9 @@ struct CommandResult {
 };
 
 // Runs to completion (killed after `timeout`), capturing output.
-CommandResult Run(const std::vector<std::string>& argv,
-                  const std::map<std::string, std::string>& env,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
+CommandResult RunProcess(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 std::string ReadFile(const std::string& path);
 // Polls `pred` every 20 ms until it holds or the deadline passes.
