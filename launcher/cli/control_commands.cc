@@ -54,86 +54,53 @@ int RunCancel(const Args& args) {
   cxxopts::Options opts("baton cancel",
                         "Cancel jobs: pending ones at once, running ones by SIGTERM, then "
                         "SIGKILL after their grace period.");
-  opts.add_options()("job", "job ids", cxxopts::value<std::vector<std::string>>())(
-      "reason", "why (recorded in the job's events)",
-      cxxopts::value<std::string>()->default_value(""));
-  opts.parse_positional({"job"});
-  opts.positional_help("JOB...");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto ids = JobIds(*r, "cancel", &code);
-  if (!ids) return code;
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  int worst = kOk;
-  for (uint64_t id : *ids) {
-    v1::CancelRequest req;
-    req.set_job_id(id);
-    req.set_reason((*r)["reason"].as<std::string>());
-    v1::CancelResponse resp;
-    auto ctx = client.Context();
-    grpc::Status s = client.stub()->Cancel(ctx.get(), req, &resp);
-    if (!s.ok()) {
-      worst = ReportError("cancel " + std::to_string(id), s, conn->coordinator);
-      continue;
-    }
-    if (r->count("json")) {
-      std::cout << "{\"jobId\":\"" << id << "\",\"state\":\"" << v1::JobState_Name(resp.state())
-                << "\"}\n";
-    } else if (resp.state() == v1::JOB_STATE_CANCELLED) {
-      std::cout << "Job " << id << " cancelled\n";
-    } else {
-      std::cout << "Job " << id << " is stopping (" << StateName(resp.state()) << ")\n";
-    }
-  }
-  return worst;
+  opts.add_options()("reason", "why (recorded in the job's events)",
+                     cxxopts::value<std::string>()->default_value(""));
+  return ForEachJob(
+      opts, args, "cancel", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+        v1::CancelRequest req;
+        req.set_job_id(id);
+        req.set_reason(r["reason"].as<std::string>());
+        v1::CancelResponse resp;
+        auto ctx = client.Context();
+        grpc::Status s = client.stub()->Cancel(ctx.get(), req, &resp);
+        if (!s.ok()) return s;
+        if (r.count("json")) {
+          std::cout << "{\"jobId\":\"" << id << "\",\"state\":\"" << v1::JobState_Name(resp.state())
+                    << "\"}\n";
+        } else if (resp.state() == v1::JOB_STATE_CANCELLED) {
+          std::cout << "Job " << id << " cancelled\n";
+        } else {
+          std::cout << "Job " << id << " is stopping (" << StateName(resp.state()) << ")\n";
+        }
+        return s;
+      });
 }
 
 int RunSignal(const Args& args) {
   cxxopts::Options opts("baton signal",
                         "Send a signal to a running job's ranks (mpirun in mpi mode). USR1 "
                         "asks a job using libbaton_checkpoint to save and exit.");
-  // clang-format off
-  opts.add_options()
-      ("job", "job ids", cxxopts::value<std::vector<std::string>>())
-      ("s,signal", "USR1 or USR2", cxxopts::value<std::string>()->default_value("USR1"));
-  // clang-format on
-  opts.parse_positional({"job"});
-  opts.positional_help("JOB...");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto ids = JobIds(*r, "signal", &code);
-  if (!ids) return code;
-  std::string name = (*r)["signal"].as<std::string>();
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  int sig = name == "USR1" ? SIGUSR1 : name == "USR2" ? SIGUSR2 : 0;
-  if (sig == 0) {
-    std::cerr << "baton signal: --signal " << name << ": only USR1 or USR2 (use cancel to stop)\n";
-    return kUsage;
-  }
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  int worst = kOk;
-  for (uint64_t id : *ids) {
-    v1::SignalRequest req;
-    req.set_job_id(id);
-    req.set_signal(sig);
-    v1::SignalResponse resp;
-    auto ctx = client.Context();
-    grpc::Status s = client.stub()->Signal(ctx.get(), req, &resp);
-    if (!s.ok()) {
-      worst = ReportError("signal " + std::to_string(id), s, conn->coordinator);
-      continue;
-    }
-    if (!r->count("json")) std::cout << "Sent SIG" << name << " to job " << id << "\n";
-  }
-  return worst;
+  opts.add_options()("s,signal", "USR1 or USR2",
+                     cxxopts::value<std::string>()->default_value("USR1"));
+  return ForEachJob(
+      opts, args, "signal", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+        std::string name = r["signal"].as<std::string>();
+        if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+        int sig = name == "USR1" ? SIGUSR1 : name == "USR2" ? SIGUSR2 : 0;
+        if (sig == 0) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "--signal " + name + ": only USR1 or USR2 (use cancel to stop)");
+        }
+        v1::SignalRequest req;
+        req.set_job_id(id);
+        req.set_signal(sig);
+        v1::SignalResponse resp;
+        auto ctx = client.Context();
+        grpc::Status s = client.stub()->Signal(ctx.get(), req, &resp);
+        if (s.ok() && !r.count("json")) std::cout << "Sent SIG" << name << " to job " << id << "\n";
+        return s;
+      });
 }
 
 }  // namespace baton::cli

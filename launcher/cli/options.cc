@@ -70,4 +70,27 @@ std::optional<std::vector<uint64_t>> JobIds(const cxxopts::ParseResult& r, const
   return ids;
 }
 
+int ForEachJob(cxxopts::Options& opts, const std::vector<std::string>& args, const char* cmd,
+               const PerJob& each) {
+  opts.add_options()("job", "job ids", cxxopts::value<std::vector<std::string>>());
+  opts.parse_positional({"job"});
+  opts.positional_help("JOB...");
+  AddCommonFlags(opts);
+  int code = kOk;
+  auto r = Parse(opts, args, &code);
+  if (!r) return code;
+  auto ids = JobIds(*r, cmd, &code);
+  if (!ids) return code;
+  auto conn = Connection(*r, &code);
+  if (!conn) return code;
+  Client client(*conn);
+  int worst = kOk;
+  for (uint64_t id : *ids) {
+    grpc::Status s = each(client, *r, id);
+    if (!s.ok())
+      worst = ReportError(std::string(cmd) + " " + std::to_string(id), s, conn->coordinator);
+  }
+  return worst;
+}
+
 }  // namespace baton::cli

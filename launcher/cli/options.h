@@ -2,6 +2,8 @@
 // running cxxopts so that its exceptions become one-line usage errors. Single-threaded.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <cxxopts.hpp>
 #include <functional>
 #include <optional>
@@ -26,5 +28,13 @@ std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* cod
 // The positional job ids, parsed; prints the error and sets *code on a bad one.
 std::optional<std::vector<uint64_t>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
                                             int* code);
+
+// The shape of every per-job command: adds the positional JOB... argument, parses, checks
+// the ids, connects, and calls `each` for every id. A failed call is reported as
+// "baton: <cmd> <id>: <message>"; the exit code is the last failure's, else kOk.
+using PerJob =
+    std::function<grpc::Status(Client& client, const cxxopts::ParseResult& r, uint64_t id)>;
+int ForEachJob(cxxopts::Options& opts, const std::vector<std::string>& args, const char* cmd,
+               const PerJob& each);
 
 }  // namespace baton::cli

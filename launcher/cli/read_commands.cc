@@ -75,66 +75,37 @@ int RunQueue(const Args& args) {
 }
 
 int RunStatus(const Args& args) {
-  cxxopts::Options opts("baton status", "One job: state, placement, attempts, events.");
-  opts.add_options()("job", "job id", cxxopts::value<std::vector<std::string>>());
-  opts.parse_positional({"job"});
-  opts.positional_help("JOB");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto ids = JobIds(*r, "status", &code);
-  if (!ids) return code;
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  int worst = kOk;
-  for (uint64_t id : *ids) {
-    v1::GetRequest req;
-    req.set_job_id(id);
-    v1::Job job;
-    auto ctx = client.Context();
-    grpc::Status s = client.stub()->Get(ctx.get(), req, &job);
-    if (!s.ok()) {
-      worst = ReportError("status", s, conn->coordinator);
-      continue;
-    }
-    std::cout << (r->count("json") ? ToJson(job) + "\n"
-                                   : DescribeJob(job, RealClock::Get()->NowMs()));
-  }
-  return worst;
+  cxxopts::Options opts("baton status", "Jobs: state, placement, attempts, events.");
+  return ForEachJob(
+      opts, args, "status", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+        v1::GetRequest req;
+        req.set_job_id(id);
+        v1::Job job;
+        auto ctx = client.Context();
+        grpc::Status s = client.stub()->Get(ctx.get(), req, &job);
+        if (s.ok()) {
+          std::cout << (r.count("json") ? ToJson(job) + "\n"
+                                        : DescribeJob(job, RealClock::Get()->NowMs()));
+        }
+        return s;
+      });
 }
 
 int RunExplain(const Args& args) {
   cxxopts::Options opts("baton explain",
                         "Why a job is pending — the blocking constraint and its place in the "
                         "queue — and whom the next scheduling pass would evict for it.");
-  opts.add_options()("job", "job id", cxxopts::value<std::vector<std::string>>());
-  opts.parse_positional({"job"});
-  opts.positional_help("JOB");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto ids = JobIds(*r, "explain", &code);
-  if (!ids) return code;
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  int worst = kOk;
-  for (uint64_t id : *ids) {
-    v1::ExplainRequest req;
-    req.set_job_id(id);
-    v1::ExplainResponse resp;
-    auto ctx = client.Context();
-    grpc::Status s = client.stub()->Explain(ctx.get(), req, &resp);
-    if (!s.ok()) {
-      worst = ReportError("explain", s, conn->coordinator);
-      continue;
-    }
-    std::cout << (r->count("json") ? ToJson(resp) + "\n" : resp.text());
-  }
-  return worst;
+  return ForEachJob(opts, args, "explain",
+                    [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+                      v1::ExplainRequest req;
+                      req.set_job_id(id);
+                      v1::ExplainResponse resp;
+                      auto ctx = client.Context();
+                      grpc::Status s = client.stub()->Explain(ctx.get(), req, &resp);
+                      if (s.ok())
+                        std::cout << (r.count("json") ? ToJson(resp) + "\n" : resp.text());
+                      return s;
+                    });
 }
 
 int RunNodes(const Args& args) {

@@ -13,11 +13,6 @@
 namespace baton::testing {
 namespace {
 
-std::string FinalHash(const std::string& log) {
-  std::smatch m;
-  return std::regex_search(log, m, std::regex("final weights hash ([0-9a-f]+)")) ? m[1].str() : "";
-}
-
 // (attempt, start ms, end ms) per attempt, from "start|end attempt A rank R time T" lines:
 // an attempt spans its first start to its last end.
 std::map<int, std::pair<int64_t, int64_t>> AttemptSpans(const std::string& witness) {
@@ -105,25 +100,8 @@ TEST_F(Eviction, InferenceEvictsTrainingWhichResumesAtItsCheckpointWithNothingLo
   EXPECT_NE(log2.find("restored step " + saved), std::string::npos) << log2;
   EXPECT_NE(log2.find("step " + std::to_string(std::stoi(saved) + 1) + " loss"), std::string::npos);
 
-  TempDir ref;
-  std::vector<std::string> mpirun = {"mpirun",
-                                     "--allow-run-as-root",
-                                     "--oversubscribe",
-                                     "--mca",
-                                     "btl",
-                                     "self,tcp",
-                                     "--mca",
-                                     "btl_tcp_if_include",
-                                     "lo",
-                                     "-np",
-                                     "4",
-                                     Bin("train_mlp"),
-                                     "--checkpoint-dir",
-                                     ref.path()};
-  mpirun.insert(mpirun.end(), flags.begin(), flags.end());
-  CommandResult uninterrupted = RunProcess(mpirun, {}, std::chrono::seconds(120));
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
-  EXPECT_EQ(FinalHash(log2), FinalHash(uninterrupted.out)) << "nothing lost or repeated";
+  EXPECT_EQ(TrainMlpFinalHash(log2), UninterruptedTrainMlpHash(flags))
+      << "nothing lost or repeated";
 
   auto spans = AttemptSpans(ReadFile(ckpt + "/WITNESS"));
   ASSERT_EQ(spans.size(), 2u) << ReadFile(ckpt + "/WITNESS");

@@ -97,6 +97,35 @@ bool ClusterClient::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) 
       timeout);
 }
 
+std::string TrainMlpFinalHash(const std::string& log) {
+  size_t pos = log.find("final weights hash ");
+  if (pos == std::string::npos) return "";
+  pos += 19;
+  return log.substr(pos, log.find('\n', pos) - pos);
+}
+
+std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags) {
+  TempDir dir;
+  std::vector<std::string> argv = {"mpirun",
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--mca",
+                                   "btl",
+                                   "self,tcp",
+                                   "--mca",
+                                   "btl_tcp_if_include",
+                                   "lo",
+                                   "-np",
+                                   "4",
+                                   Bin("train_mlp"),
+                                   "--checkpoint-dir",
+                                   dir.path()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  CommandResult r = RunProcess(argv, {}, std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return TrainMlpFinalHash(r.out);
+}
+
 uint64_t ClusterClient::SubmittedId(const std::string& out) {
   std::string line = out.substr(0, out.find('\n'));
   size_t pos = line.find_last_of(' ');

@@ -74,4 +74,9 @@ class NetnsCluster : public ClusterClient {
 
 std::string Bin(const std::string& name);
 
+// train_mlp's "final weights hash H" in a log, "" when absent.
+std::string TrainMlpFinalHash(const std::string& log);
+// The hash an uninterrupted 4-rank train_mlp run with `flags` ends with (mpirun here).
+std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags);
+
 }  // namespace baton::testing

@@ -33,37 +33,6 @@ std::vector<int> Steps(const std::string& log) {
   return steps;
 }
 
-std::string FinalHash(const std::string& log) {
-  for (const auto& l : Lines(log)) {
-    size_t pos = l.find("final weights hash ");
-    if (pos != std::string::npos) return l.substr(pos + 19);
-  }
-  return "";
-}
-
-// An uninterrupted 4-rank run on this machine, the reference every gang must match.
-std::string ReferenceHash(const std::vector<std::string>& flags) {
-  TempDir dir;
-  std::vector<std::string> argv = {"mpirun",
-                                   "--allow-run-as-root",
-                                   "--oversubscribe",
-                                   "--mca",
-                                   "btl",
-                                   "self,tcp",
-                                   "--mca",
-                                   "btl_tcp_if_include",
-                                   "lo",
-                                   "-np",
-                                   "4",
-                                   Bin("train_mlp"),
-                                   "--checkpoint-dir",
-                                   dir.path()};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  CommandResult r = RunProcess(argv, {}, std::chrono::seconds(120));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return FinalHash(r.out);
-}
-
 // No process whose command line contains `marker` is left anywhere.
 bool NoProcessWith(const std::string& marker) {
   DIR* d = opendir("/proc");
@@ -119,7 +88,7 @@ TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
   std::vector<int> expected(30);
   std::iota(expected.begin(), expected.end(), 1);
   EXPECT_EQ(Steps(log), expected);
-  EXPECT_EQ(FinalHash(log), ReferenceHash(flags)) << log;
+  EXPECT_EQ(TrainMlpFinalHash(log), UninterruptedTrainMlpHash(flags)) << log;
   std::string witness = ReadFile(dir + "/WITNESS");
   for (int r = 0; r < 4; ++r) {
     EXPECT_NE(witness.find("end attempt 1 rank " + std::to_string(r)), std::string::npos)
@@ -205,7 +174,7 @@ TEST_F(MultiNode, EvictionBetweenSavesResumesAtTheCommittedStep) {
   std::vector<int> expected(60);
   std::iota(expected.begin(), expected.end(), 1);
   EXPECT_EQ(steps, expected) << "no loss line missing or repeated";
-  EXPECT_EQ(FinalHash(log2), ReferenceHash(flags));
+  EXPECT_EQ(TrainMlpFinalHash(log2), UninterruptedTrainMlpHash(flags));
 }
 
 TEST_F(MultiNode, DirectGangSeesConsistentRanksAndGetsSignals) {
