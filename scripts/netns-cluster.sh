@@ -10,6 +10,8 @@
 # and BATON_AGENT_ARGS add flags (e.g. --policy FILE). Two clusters with
 # different names and subnets can run side by side. Needs root (ip netns, bridges).
 # Namespaces share the filesystem, so a checkpoint dir under /tmp is "shared storage".
+# They also share the cgroup tree: each cluster's agents keep their attempts under
+# <name>/n<i>, so that clusters side by side never touch each other's jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +54,8 @@ start_cluster() {
   for i in $(seq 1 "$n"); do
     nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
       --coordinator "$coord" --listen "$SUBNET.$((10 + i)):7071" --data-dir "$STATE/n$i" \
-      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 ${BATON_AGENT_ARGS:-} \
+      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" \
+      ${BATON_AGENT_ARGS:-} \
       >"$STATE/n$i.log" 2>&1 &
     echo $! >"$STATE/n$i.pid"
   done
@@ -91,6 +94,10 @@ stop_cluster() {
     ip link del "${NAME:0:6}h$i" 2>/dev/null || true
   done
   ip link del "$BRIDGE" 2>/dev/null || true
+  # The agents' parent cgroups (empty once every attempt is gone), in every hierarchy.
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -d "$h$NAME" ] && find "$h$NAME" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
   rm -rf "$STATE"
 }
 
