@@ -29,6 +29,20 @@ std::string NewSecret() {
   return out;
 }
 
+// GPU-seconds an evicted attempt ran past its last checkpoint. A clean exit after a
+// checkpoint committed during the eviction is the contract kept (stop, save, exit): the
+// save holds all the work. Otherwise the work since the last checkpoint reported (or the
+// start) is gone.
+double LostGpuSeconds(const v1::Attempt& a, bool clean_exit) {
+  bool saved_on_eviction = a.checkpoint_step() >= 0 && a.checkpoint_time_ms() >= a.preempted_ms();
+  if (clean_exit && saved_on_eviction) return 0;
+  int64_t since = std::max(a.started_ms() ? a.started_ms() : a.scheduled_ms(),
+                           a.checkpoint_step() >= 0 ? a.checkpoint_time_ms() : int64_t{0});
+  uint32_t gpus = 0;
+  for (const auto& p : a.placement()) gpus += p.gpu_ids_size();
+  return gpus * std::max<int64_t>(0, a.ended_ms() - since) / 1000.0;
+}
+
 uint32_t MasterPort(uint64_t job_id, uint32_t attempt) {
   return 20000 + static_cast<uint32_t>((job_id * 31 + attempt) % 20000);
 }
@@ -176,10 +190,13 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn) {
   live.evicting_for = ev.preemptor;
   live.kill_signal = SIGUSR1;
   live.kill_grace = e.job.spec().grace_seconds();
-  live.preempt_deadline_ms = clock_->NowMs() + int64_t{e.job.spec().grace_seconds()} * 1000;
+  live.preempted_ms = clock_->NowMs();
+  live.preempt_deadline_ms = live.preempted_ms + int64_t{e.job.spec().grace_seconds()} * 1000;
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   a->set_evicted_for(ev.preemptor);
   a->set_lost_gpu_seconds(ev.lost_gpu_seconds);
+  a->set_preempted_ms(live.preempted_ms);
+  a->set_preempt_deadline_ms(live.preempt_deadline_ms);
   Transition(e, v1::JOB_STATE_PREEMPTING,
              ev.message + "; checkpoint and exit within " +
                  std::to_string(e.job.spec().grace_seconds()) + " s",
@@ -197,6 +214,32 @@ v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const
   p->set_deadline_ms(e.live->preempt_deadline_ms);
   p->set_reason(e.live->outcome_reason);
   return cmd;
+}
+
+void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
+  LiveAttempt& live = *e.live;
+  const int64_t grace_ms = std::max<int64_t>(1000, int64_t{e.job.spec().grace_seconds()} * 1000);
+  const int64_t cap =
+      live.preempted_ms + static_cast<int64_t>(options_.grace_cap_factor * grace_ms);
+  const int64_t wanted = std::min(cap, clock_->NowMs() + grace_ms);
+  // Moves in steps of a quarter grace (at least 250 ms): one store write and one command
+  // per node every few seconds while a checkpoint is written, not one per report.
+  if (wanted - live.preempt_deadline_ms < std::max<int64_t>(250, grace_ms / 4)) return;
+  v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
+  if (a->preempt_deadline_ms() ==
+      a->preempted_ms() + int64_t{e.job.spec().grace_seconds()} * 1000) {
+    NoteEvent(e, e.job.state(),
+              "checkpoint of step " + std::to_string(*live.saving_step) +
+                  " in progress: grace extended (at most to " +
+                  std::to_string((cap - live.preempted_ms) / 1000) + " s)",
+              "coordinator", txn);
+  }
+  live.preempt_deadline_ms = wanted;
+  a->set_preempt_deadline_ms(wanted);
+  txn.touched.insert(e.job.id());
+  for (const auto& [node, phase] : live.nodes) {
+    if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
+  }
 }
 
 absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
@@ -285,6 +328,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
               ? "killed after its grace period"
               : "exited with code " +
                     std::to_string(live.term_signal ? 128 + live.term_signal : live.exit_code);
+      a->set_lost_gpu_seconds(LostGpuSeconds(*a, live.exit_code == 0 && live.term_signal == 0));
       std::string resume = a->checkpoint_step() >= 0
                                ? "resumes from step " + std::to_string(a->checkpoint_step())
                                : "no checkpoint: restarts from the beginning";

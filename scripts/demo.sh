@@ -129,4 +129,4 @@ say "4. timeline"
 show "$BIN/baton" status "$TRAIN"
 "$BIN/baton" status "$SERVE" | sed -n '/Events:/,$p'
 echo "witness (every rank's start/end, appended under flock; attempts never overlap):"
-awk '{print "  " $0}' "$DEMO/ckpt/WITNESS"
+grep -v '^alive' "$DEMO/ckpt/WITNESS" | awk '{print "  " $0}'
