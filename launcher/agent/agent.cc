@@ -283,14 +283,17 @@ void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
   Run& run = it->second;
+  bool counts = true;
   auto daemon = run.daemons.find(e.pid);
   if (daemon != run.daemons.end()) {
     if (daemon->second) daemon->second(e.status);  // the exec stream reports the exit
     run.daemons.erase(daemon);
+    std::lock_guard<std::mutex> lock(hung_up_mu_);
+    counts = hung_up_.erase(e.pid) == 0;
   } else if (!run.ranks.erase(e.pid)) {
     return;
   }
-  if (!e.status.ok() && !run.failed) {
+  if (counts && !e.status.ok() && !run.failed) {
     run.failed = true;
     run.report.set_exit_code(e.status.exit_code);
     run.report.set_term_signal(e.status.term_signal);

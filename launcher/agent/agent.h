@@ -69,6 +69,11 @@ class Agent {
   // fds (the caller keeps them); `on_exit` runs on the agent's worker thread.
   absl::StatusOr<pid_t> StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
                                   std::function<void(ExitStatus)> on_exit);
+  // The exec client of daemon `pid` went away: SIGTERM it, as sshd does. The client is
+  // mpirun's launcher on the first node, which goes when mpirun ends, often before the
+  // daemon has finished exiting; the job's outcome is mpirun's, so this daemon's end does
+  // not fail the node.
+  void HangUpExec(pid_t pid);
 
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
@@ -157,6 +162,10 @@ class Agent {
   bool stopping_ = false;
 
   std::mutex exits_mu_;
+  // Daemons whose exec client went away (HangUpExec). Its own lock: gRPC's cancel
+  // callback must never wait for mu_, which is held across reports to the coordinator.
+  std::mutex hung_up_mu_;
+  std::set<pid_t> hung_up_;
   std::condition_variable exits_cv_;
   std::deque<Exit> exits_;
 

@@ -228,4 +228,12 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   return pid;
 }
 
+void Agent::HangUpExec(pid_t pid) {
+  {
+    std::lock_guard<std::mutex> lock(hung_up_mu_);
+    hung_up_.insert(pid);
+  }
+  kill(pid, SIGTERM);  // not yet reaped (its exec stream is still open), so still ours
+}
+
 }  // namespace baton
