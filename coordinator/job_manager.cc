@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include "coordinator/job_state.h"
+#include "coordinator/policy_config.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -39,6 +40,7 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options)
       clock_(clock),
       options_(std::move(options)),
       committer_(store),
+      policy_{options_.policy, {}},
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
 
 JobManager::~JobManager() { Stop(); }
@@ -47,6 +49,17 @@ absl::Status JobManager::Recover() {
   auto snap = store_->Load();
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
+  policy_.version.set_yaml(options_.policy_yaml.empty() ? "# the built-in default policy\n"
+                                                        : options_.policy_yaml);
+  if (snap->policy) {
+    // A policy an admin set outlives restarts; it wins over --policy.
+    auto stored = ParsePolicy(snap->policy->yaml());
+    if (!stored.ok()) return stored.status();
+    policy_ = {std::move(*stored), *snap->policy};
+    spdlog::info("policy version {} (set by {}) from the store", snap->policy->version(),
+                 snap->policy->author());
+  }
+  ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
   next_job_id_ = snap->next_job_id;
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();
@@ -124,12 +137,12 @@ void JobManager::Kick() {
 }
 
 JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
-  const PriorityClass* c = options_.policy.Find(job.spec().priority_class());
+  const PriorityClass* c = policy_.policy.Find(job.spec().priority_class());
   return {c ? -c->value : 0, job.submitted_ms(), job.id()};
 }
 
 v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
-  const PriorityClass* c = options_.policy.Find(spec.priority_class());
+  const PriorityClass* c = policy_.policy.Find(spec.priority_class());
   return c && c->service ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING;
 }
 
@@ -241,7 +254,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
 void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
   std::unique_lock<std::mutex> lock(mu_);
-  absl::Status valid = ValidateAndDefaultSpec(caller, options_.policy, ShapeLocked(), &spec);
+  absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
   if (!valid.ok()) {
     lock.unlock();
     done(valid);
@@ -285,7 +298,7 @@ std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
   auto rank = [this](const JobEntry* e) {
     v1::JobState s = e->job.state();
     int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
-    const PriorityClass* c = options_.policy.Find(e->job.spec().priority_class());
+    const PriorityClass* c = policy_.policy.Find(e->job.spec().priority_class());
     return std::make_tuple(group, c ? -c->value : 0, e->job.submitted_ms(), e->job.id());
   };
   std::sort(picked.begin(), picked.end(),
@@ -367,6 +380,43 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
   }
   RunEffects(std::move(commands), {});  // nothing to store: a signal changes no state
   return absl::OkStatus();
+}
+
+v1::PolicyVersion JobManager::GetPolicy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_.version;
+}
+
+void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
+                           std::function<void(absl::StatusOr<v1::PolicyVersion>)> done) {
+  if (caller.role != Role::kAdmin) {
+    return done(absl::PermissionDeniedError(caller.user + " is not an admin: only admins "
+                                                          "change the scheduling policy"));
+  }
+  auto parsed = ParsePolicy(req.yaml());
+  if (!parsed.ok()) return done(parsed.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::PolicyVersion v;
+  v.set_version(policy_.version.version() + 1);
+  v.set_yaml(req.yaml());
+  v.set_author(caller.user);
+  v.set_time_ms(clock_->NowMs());
+  v.set_comment(req.comment());
+  if (req.dry_run()) return done(v);
+  policy_ = {std::move(*parsed), v};
+  ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
+  // Class values may have changed: the queue's order keys with them.
+  std::vector<uint64_t> queued;
+  for (const auto& key : pending_) queued.push_back(std::get<2>(key));
+  pending_.clear();
+  for (uint64_t id : queued) pending_.insert(QueueKeyOf(jobs_.at(id).job));
+  spdlog::info("policy version {} set by {}{}", v.version(), caller.user,
+               req.comment().empty() ? "" : ": " + req.comment());
+  Txn txn;
+  txn.batch.policy = v;
+  txn.reply = [done = std::move(done), v] { done(v); };
+  CommitLocked(std::move(txn));
+  Kick();
 }
 
 absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,

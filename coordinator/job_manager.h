@@ -36,6 +36,7 @@ namespace baton {
 
 struct JobManagerOptions {
   Policy policy = Policy::Default();
+  std::string policy_yaml;  // the text `policy` came from ("" for the built-in default)
   int64_t heartbeat_interval_ms = 1000;  // agents send a heartbeat this often
   int64_t lease_ms = 10'000;             // an agent cut off this long stops its jobs
   int64_t lost_margin_ms = 5'000;        // node declared lost after lease + margin
@@ -77,6 +78,12 @@ class JobManager {
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
+  // The policy in force, as YAML with its version.
+  v1::PolicyVersion GetPolicy() const;
+  // Admins only. The YAML is checked whole (InvalidArgument naming every problem), stored
+  // as the next version with the caller as author, then applied.
+  void SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
+                 std::function<void(absl::StatusOr<v1::PolicyVersion>)> done);
   // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
   absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
@@ -165,6 +172,13 @@ class JobManager {
   Clock* const clock_;
   const JobManagerOptions options_;
   Committer committer_;
+  // The policy in force and the stored version it came from (version 0: the options').
+  // Guarded by mu_.
+  struct PolicyState {
+    Policy policy;
+    v1::PolicyVersion version;
+  };
+  PolicyState policy_;
 
   mutable std::mutex mu_;
   std::map<uint64_t, JobEntry> jobs_;

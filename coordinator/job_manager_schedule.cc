@@ -106,7 +106,7 @@ void JobManager::SchedulePass() {
   sched::ClusterView view = BuildViewLocked();
   ledger_.Advance(now, sched::RunningGpusByTenant(view));
   view.usage = ledger_.Snapshot();
-  sched::Decisions d = sched::Plan(view, options_.policy, now);
+  sched::Decisions d = sched::Plan(view, policy_.policy, now);
   Txn txn;
   for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
   for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
@@ -219,7 +219,7 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   int64_t now = clock_->NowMs();
   ledger.Advance(now, sched::RunningGpusByTenant(view));
   view.usage = ledger.Snapshot();
-  sched::Explanation ex = sched::Explain(view, options_.policy, now, job_id);
+  sched::Explanation ex = sched::Explain(view, policy_.policy, now, job_id);
   std::string outcome(sched::OutcomeName(ex.outcome));
   out.set_outcome(outcome);
   out.set_reason(ex.reason);
@@ -276,7 +276,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     case Outcome::kEvicted: {
       // Evictions are counted apart from failures; the cooldown doubles with each one.
       e.job.set_evictions(e.job.evictions() + 1);
-      const PriorityClass* cls = options_.policy.Find(spec.priority_class());
+      const PriorityClass* cls = policy_.policy.Find(spec.priority_class());
       int64_t wait = cls ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
       e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
       std::string how =

@@ -5,6 +5,7 @@
 
 #include <cxxopts.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "common/daemon.h"
@@ -92,6 +93,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     flags->jm.policy = std::move(*policy);
+    std::ifstream in(flags->policy_file);
+    flags->jm.policy_yaml.assign(std::istreambuf_iterator<char>(in), {});
     spdlog::info("policy from {}: {} classes, {} tenants", flags->policy_file,
                  flags->jm.policy.classes.size(), flags->jm.policy.tenants.size());
   }

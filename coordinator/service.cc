@@ -102,6 +102,29 @@ grpc::ServerUnaryReactor* CoordinatorService::Explain(grpc::CallbackServerContex
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::GetPolicy(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetPolicyRequest*,
+                                                        v1::PolicyVersion* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!CallerOrFinish(ctx, reactor)) return reactor;
+  *resp = jobs_->GetPolicy();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::SetPolicy(grpc::CallbackServerContext* ctx,
+                                                        const v1::SetPolicyRequest* req,
+                                                        v1::PolicyVersion* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto caller = CallerOrFinish(ctx, reactor);
+  if (!caller) return reactor;
+  jobs_->SetPolicy(*caller, *req, [reactor, resp](absl::StatusOr<v1::PolicyVersion> v) {
+    if (v.ok()) *resp = std::move(*v);
+    reactor->Finish(ToGrpc(v.status()));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::Ping(grpc::CallbackServerContext* ctx,
                                                    const v1::PingRequest*, v1::PingResponse* resp) {
   auto* reactor = ctx->DefaultReactor();

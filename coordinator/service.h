@@ -37,6 +37,12 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                       v1::ListNodesResponse* resp) override;
   grpc::ServerUnaryReactor* Explain(grpc::CallbackServerContext* ctx, const v1::ExplainRequest* req,
                                     v1::ExplainResponse* resp) override;
+  grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* ctx,
+                                      const v1::GetPolicyRequest* req,
+                                      v1::PolicyVersion* resp) override;
+  grpc::ServerUnaryReactor* SetPolicy(grpc::CallbackServerContext* ctx,
+                                      const v1::SetPolicyRequest* req,
+                                      v1::PolicyVersion* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
 

@@ -13,6 +13,7 @@ namespace {
 enum Family { kDefault = 0, kJobs, kEvents, kNodes, kMeta, kFamilies };
 constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "nodes", "meta"};
 constexpr char kNextJobIdKey[] = "next_job_id";
+constexpr char kPolicyPrefix[] = "policy/";  // + zero-padded version: every version kept
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -44,6 +45,7 @@ void StoreBatch::Append(StoreBatch&& other) {
   for (auto& e : other.events) events.push_back(std::move(e));
   for (auto& n : other.nodes) nodes.push_back(std::move(n));
   if (other.next_job_id) next_job_id = std::max(next_job_id.value_or(0), *other.next_job_id);
+  if (other.policy) policy = std::move(other.policy);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -94,6 +96,10 @@ absl::Status Store::Commit(const StoreBatch& batch) {
     wb.Put(handles_[kNodes], node.name(), node.SerializeAsString());
   }
   if (batch.next_job_id) wb.Put(handles_[kMeta], kNextJobIdKey, PaddedKey(*batch.next_job_id));
+  if (batch.policy) {
+    wb.Put(handles_[kMeta], kPolicyPrefix + PaddedKey(batch.policy->version()),
+           batch.policy->SerializeAsString());
+  }
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
   return FromRocks(db_->Write(wo, &wb), "store commit");
@@ -135,6 +141,18 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
     snap.next_job_id = *id;
   } else if (!g.IsNotFound()) {
     return FromRocks(g, "store read next_job_id");
+  }
+  // The newest policy version: the last key under the prefix.
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  std::string upper = std::string(kPolicyPrefix) + "~";
+  it->SeekForPrev(upper);
+  if (it->Valid() && it->key().starts_with(kPolicyPrefix)) {
+    v1::PolicyVersion pv;
+    if (!pv.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return absl::DataLossError("store: policy record '" + it->key().ToString() +
+                                 "' does not parse");
+    }
+    snap.policy = std::move(pv);
   }
   return snap;
 }

@@ -35,8 +35,11 @@ struct StoreBatch {
   std::vector<v1::Event> events;
   std::vector<v1::Node> nodes;
   std::optional<uint64_t> next_job_id;
+  std::optional<v1::PolicyVersion> policy;  // a new policy version, kept forever (audit)
 
-  bool empty() const { return jobs.empty() && events.empty() && nodes.empty() && !next_job_id; }
+  bool empty() const {
+    return jobs.empty() && events.empty() && nodes.empty() && !next_job_id && !policy;
+  }
   void Append(StoreBatch&& other);
 };
 
@@ -46,6 +49,7 @@ struct StoreSnapshot {
   std::vector<v1::Event> events;  // ordered by (job id, seq)
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
+  std::optional<v1::PolicyVersion> policy;  // the newest stored version
 };
 
 class Store {
