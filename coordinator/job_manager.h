@@ -2,7 +2,8 @@
 // Store. Owns the job lifecycle (submit, schedule, launch, reports, cancel, node loss,
 // restarts), agent reconciliation, and watchers. Every change is made under one mutex
 // and handed to the Committer; its effects (RPC replies, commands to agents, watch
-// notifications) run only once the change is durable.
+// notifications) run only once the change is durable. Every change is also an event in
+// the global log (event_log.h) and is told to the JobObserver (observer.h).
 // Called by the gRPC services and the scheduler thread. Thread-safe.
 #pragma once
 
@@ -23,6 +24,8 @@
 #include "common/clock.h"
 #include "coordinator/agent_link.h"
 #include "coordinator/committer.h"
+#include "coordinator/event_log.h"
+#include "coordinator/observer.h"
 #include "coordinator/policy.h"
 #include "coordinator/scheduler/first_fit.h"
 #include "coordinator/spec_validation.h"
@@ -52,7 +55,9 @@ struct LogTarget {
 
 class JobManager {
  public:
-  JobManager(Store* store, Clock* clock, JobManagerOptions options);
+  // `observer` (may be null) must outlive the JobManager.
+  JobManager(Store* store, Clock* clock, JobManagerOptions options,
+             JobObserver* observer = nullptr);
   ~JobManager();
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
@@ -82,6 +87,13 @@ class JobManager {
   // NotFound for unknown jobs. Later calls run on the committer thread.
   absl::StatusOr<uint64_t> Watch(uint64_t job_id, std::function<void(const v1::Job&)> fn);
   void Unwatch(uint64_t token);
+
+  // --- events -------------------------------------------------------------------------
+  // Audit: `actor` changed the policy; `summary` says what. `done` runs once it is durable.
+  void RecordPolicyChange(const std::string& actor, const std::string& summary,
+                          std::function<void()> done = nullptr);
+  // The global event log, for the Events RPC.
+  const EventLog& event_log() const { return event_log_; }
 
   // --- agents ---------------------------------------------------------------------------
   absl::Status AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link);
@@ -130,10 +142,17 @@ class JobManager {
   void CommitLocked(Txn txn);
   void RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
                   std::vector<v1::Job> changed);
+  // `code`: a machine-readable cause for the event ("failure" marks a retry).
   bool Transition(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
-                  Txn& txn);
+                  Txn& txn, const std::string& code = "");
   void NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
-                 Txn& txn);
+                 Txn& txn, const std::string& code = "");
+  // Numbers `ev` into the global log of `txn` and tells the observer; `job` (may be null)
+  // as it is before the event.
+  v1::Event LogLocked(v1::Event ev, const v1::Job* job, Txn& txn);
+  // The job's current attempt was evicted for `reason` ("node_lost", "preempted", …) and
+  // has ended: one EVICTION event with its lost work, counted by the metrics.
+  void EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why, Txn& txn);
   ClusterShape ShapeLocked() const;
   // Inference for the policy's service classes: the agent isolates it as such.
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
@@ -154,6 +173,8 @@ class JobManager {
   Store* const store_;
   Clock* const clock_;
   const JobManagerOptions options_;
+  JobObserver* const observer_;  // never null
+  EventLog event_log_;
   Committer committer_;
 
   mutable std::mutex mu_;

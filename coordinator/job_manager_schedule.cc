@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/resources.h"
+#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "spdlog/spdlog.h"
 
@@ -111,6 +112,7 @@ std::vector<sched::NodeView> JobManager::NodeViewsLocked() const {
 void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return;
+  PassTimer timer(observer_);
   int64_t now = clock_->NowMs();
   std::vector<sched::NodeView> views = NodeViewsLocked();
   // The most any single node has free: jobs asking more per node are skipped in O(1).
@@ -140,9 +142,10 @@ void JobManager::SchedulePass() {
     if (!e->says_waiting) {
       e->job.set_message(WaitReason(spec));
       e->says_waiting = true;
+      LogLocked(events::Scheduling(e->job, "waiting", e->job.message()), &e->job, txn);
     }
   }
-  if (!txn.touched.empty()) CommitLocked(std::move(txn));
+  if (!txn.touched.empty() || !txn.batch.empty()) CommitLocked(std::move(txn));
 }
 
 void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& grants,
@@ -179,8 +182,9 @@ void JobManager::PlaceLocked(JobEntry& e, const std::vector<sched::NodeGrant>& g
   e.live = std::move(live);
   active_.insert(e.job.id());
   e.job.set_cooldown_until_ms(0);
-  Transition(e, v1::JOB_STATE_SCHEDULED,
-             "attempt " + std::to_string(number) + " placed on " + where, "scheduler", txn);
+  std::string placed = "attempt " + std::to_string(number) + " placed on " + where;
+  LogLocked(events::Scheduling(e.job, "placed", placed), &e.job, txn);
+  Transition(e, v1::JOB_STATE_SCHEDULED, placed, "scheduler", txn);
   for (const auto& p : a->placement()) {
     txn.commands.emplace_back(p.node(), LaunchCommandLocked(e, p.node_rank()));
   }
@@ -218,7 +222,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
   int32_t code = live.term_signal ? 128 + live.term_signal : live.exit_code;
   std::string actor = "coordinator";
-  auto retry = [&](const std::string& why, bool counts_as_failure) {
+  auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
     if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
     int64_t backoff = 0;
     if (counts_as_failure) {
@@ -226,7 +230,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       backoff = std::min(options_.retry_backoff_base_ms << shift, options_.retry_backoff_max_ms);
     }
     e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
-    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn);
+    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn, code);
   };
   switch (live.outcome) {
     case Outcome::kCancelled:
@@ -236,7 +240,8 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       break;
     case Outcome::kNodeLost:
       a->set_end_reason(live.outcome_reason);
-      retry(live.outcome_reason + "; requeued from its last checkpoint", false);
+      EvictedLocked(e, "node_lost", live.outcome_reason, txn);
+      retry(live.outcome_reason + "; requeued from its last checkpoint", false, "");
       break;
     case Outcome::kMaxRuntime:
       a->set_end_reason(live.outcome_reason);
@@ -253,7 +258,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
                   (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS
                        ? ""
                        : " of " + std::to_string(spec.max_restarts())),
-              true);
+              true, "failure");
       } else {
         e.job.set_exit_code(code);
         Transition(e, v1::JOB_STATE_FAILED, live.outcome_reason, actor, txn);
@@ -263,7 +268,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     case Outcome::kNone:
       a->set_end_reason("succeeded");
       if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        retry("service exited 0; restarting (restart policy always)", true);
+        retry("service exited 0; restarting (restart policy always)", true, "service_exit");
       } else {
         e.job.set_exit_code(0);
         Transition(e, v1::JOB_STATE_SUCCEEDED, "every rank exited 0", actor, txn);
