@@ -34,6 +34,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
   httplib::Server& http = *server->http_;
   // Scrapes are rare and small: two threads, not httplib's default of one per core.
   http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // httplib's default is SO_REUSEPORT, which lets a second daemon share a busy port
+  // silently; SO_REUSEADDR alone refuses it and still rebinds right after a restart.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   MetricsServer* self = server.get();
   http.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     res.set_content(self->Scrape(), "text/plain; version=0.0.4; charset=utf-8");
@@ -60,12 +66,13 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
 }
 
 MetricsServer::~MetricsServer() {
+  if (!thread_.joinable()) return;  // never bound
   // stop() is a no-op until the accept loop runs: give a just-started thread its moment.
   for (int i = 0; i < 200 && !http_->is_running(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   http_->stop();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 std::string MetricsServer::Scrape() const { return SerializeMetrics(options_.collectables); }

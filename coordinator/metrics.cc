@@ -35,6 +35,12 @@ prometheus::Labels ClassTenant(const v1::Job& job) {
   return {{"class", job.spec().priority_class()}, {"tenant", job.spec().tenant()}};
 }
 
+prometheus::Labels EvictedLabels(const v1::Job& job) {
+  return {{"class", job.spec().priority_class()},
+          {"job_id", std::to_string(job.id())},
+          {"tenant", job.spec().tenant()}};
+}
+
 const prometheus::Histogram::BucketBoundaries kWaitBuckets = {
     0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400};
 const prometheus::Histogram::BucketBoundaries kLostBuckets = {
@@ -83,6 +89,16 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
                        .Name("baton_preemptions_total")
                        .Help("Evicted attempts by reason (node_lost, preempted, ...)")
                        .Register(*registry_)),
+      job_evictions_(BuildCounter()
+                         .Name("baton_job_evictions_total")
+                         .Help("Evictions of each job not yet finished that was evicted at least "
+                               "once (series go when the job ends)")
+                         .Register(*registry_)),
+      oldest_pending_(BuildGauge()
+                          .Name("baton_pending_oldest_seconds")
+                          .Help("How long the longest-waiting PENDING job of the class and "
+                                "tenant has waited since it last became pending")
+                          .Register(*registry_)),
       lost_work_(BuildHistogram()
                      .Name("baton_preemption_lost_work_gpu_seconds")
                      .Help("GPU-seconds each eviction lost (run since the last checkpoint)")
@@ -163,7 +179,24 @@ void CoordinatorMetrics::Count(const v1::Job& job, v1::JobState state, double de
   }
 }
 
-void CoordinatorMetrics::OnJobLoaded(const v1::Job& job) { Count(job, job.state(), +1); }
+void CoordinatorMetrics::OnJobLoaded(const v1::Job& job) {
+  Count(job, job.state(), +1);
+  if (job.evictions() > 0 && !IsTerminal(job.state())) {
+    job_evictions_.Add(EvictedLabels(job)).Increment(job.evictions());
+  }
+  // A recovered job waits since its submit or its last attempt's end.
+  int64_t since = job.attempts_size() ? job.attempts().rbegin()->ended_ms() : job.submitted_ms();
+  std::lock_guard<std::mutex> lock(mu_);
+  TrackPendingLocked(job, job.state(), since ? since : job.submitted_ms());
+}
+
+void CoordinatorMetrics::TrackPendingLocked(const v1::Job& job, v1::JobState to, int64_t since_ms) {
+  if (to == v1::JOB_STATE_PENDING) {
+    pending_since_[job.id()] = Waiting{ClassTenant(job), since_ms};
+  } else {
+    pending_since_.erase(job.id());
+  }
+}
 
 void CoordinatorMetrics::OnNodeLoaded(const v1::Node& node) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -180,6 +213,7 @@ void CoordinatorMetrics::OnEvent(const v1::Event& ev, const v1::Job* job) {
       break;
     case v1::EVENT_KIND_EVICTION:
       preemptions_.Add({{"reason", ev.code()}}).Increment();
+      if (job) job_evictions_.Add(EvictedLabels(*job)).Increment();
       if (ev.has_lost_gpu_seconds()) {
         lost_work_.Add({{"reason", ev.code()}}, kLostBuckets).Observe(ev.lost_gpu_seconds());
       }
@@ -209,6 +243,13 @@ void CoordinatorMetrics::OnTransition(const v1::Event& ev, const v1::Job& job) {
   if (IsTerminal(to)) {
     finished_.Add({{"class", cls}, {"state", StateName(to)}, {"tenant", job.spec().tenant()}})
         .Increment();
+    if (job_evictions_.Has(EvictedLabels(job))) {
+      job_evictions_.Remove(&job_evictions_.Add(EvictedLabels(job)));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TrackPendingLocked(job, to, ev.time_ms());
   }
   if (to == v1::JOB_STATE_PENDING && !ev.code().empty()) {
     retries_.Add({{"class", cls}, {"reason", ev.code()}}).Increment();
@@ -283,10 +324,27 @@ void CoordinatorMetrics::RefreshTenantsLocked() const {
   }
 }
 
+void CoordinatorMetrics::RefreshOldestLocked() const {
+  std::map<prometheus::Labels, int64_t> oldest;
+  for (const auto& [id, w] : pending_since_) {
+    auto [it, added] = oldest.emplace(w.class_tenant, w.since_ms);
+    if (!added) it->second = std::min(it->second, w.since_ms);
+  }
+  int64_t now = clock_->NowMs();
+  for (const auto& l : oldest_labels_) {
+    if (!oldest.count(l)) oldest_pending_.Add(l).Set(0);  // nobody of theirs waits now
+  }
+  for (const auto& [l, since] : oldest) {
+    oldest_pending_.Add(l).Set(static_cast<double>(std::max<int64_t>(0, now - since)) / 1000.0);
+    oldest_labels_.insert(l);
+  }
+}
+
 std::vector<prometheus::MetricFamily> CoordinatorMetrics::Collect() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     RefreshTenantsLocked();
+    RefreshOldestLocked();
   }
   return registry_->Collect();
 }

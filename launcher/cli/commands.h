@@ -17,5 +17,6 @@ int RunNodes(const Args& args);
 int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunSignal(const Args& args);
+int RunEvents(const Args& args);
 
 }  // namespace baton::cli
