@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main demo: a local cluster (a coordinator and two agents on loopback, each with two
 # fake GPUs, all state in one temp dir), a 2-node training job submitted and followed to
-# its end, a job waiting for room, queue and status, a cancel, and a clean shutdown.
+# its end, a job waiting for room, queue and status, a cancel, the event log, where the
+# Prometheus metrics are (and a few of them), and a clean shutdown.
 #   scripts/demo.sh              build if needed, run, clean up
 #   BATON_DEMO_KEEP=1 scripts/demo.sh   keep the data dir for a look afterwards
 set -euo pipefail
@@ -31,18 +32,26 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 
 step "starting the coordinator (gRPC on loopback, RocksDB in $DEMO/coordinator)"
 "$BIN/baton-coordinator" --listen 127.0.0.1:0 --data-dir "$DEMO/coordinator" \
-  --ready-file "$DEMO/coordinator.addr" >"$DEMO/coordinator.log" 2>&1 &
+  --ready-file "$DEMO/coordinator.addr" --metrics-listen 127.0.0.1:0 \
+  --metrics-ready-file "$DEMO/coordinator.metrics" >"$DEMO/coordinator.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$DEMO/coordinator.addr" ] && break; sleep 0.1; done
 export BATON_COORDINATOR=$(cat "$DEMO/coordinator.addr")
 export BATON_USER=alice BATON_TENANT=vision
 echo "coordinator at $BATON_COORDINATOR"
+echo "coordinator metrics at http://$(cat "$DEMO/coordinator.metrics")/metrics"
 
 step "starting two node agents with two fake GPUs each"
 for n in 1 2; do
   "$BIN/baton-agent" --name "node$n" --coordinator "$BATON_COORDINATOR" \
-    --data-dir "$DEMO/node$n" --fake-gpus 2 --fake-gpu-model H200 >"$DEMO/node$n.log" 2>&1 &
+    --data-dir "$DEMO/node$n" --fake-gpus 2 --fake-gpu-model H200 \
+    --metrics-listen 127.0.0.1:0 --metrics-ready-file "$DEMO/node$n.metrics" \
+    >"$DEMO/node$n.log" 2>&1 &
   PIDS+=($!)
+done
+for n in 1 2; do
+  for _ in $(seq 100); do [ -s "$DEMO/node$n.metrics" ] && break; sleep 0.1; done
+  echo "node$n metrics at http://$(cat "$DEMO/node$n.metrics")/metrics"
 done
 for _ in $(seq 100); do
   [ "$("$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY)" = 2 ] && break
@@ -74,3 +83,17 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 show "$BIN/baton" queue --all
+
+step "the event log: every transition, scheduling decision, eviction, refusal and node change"
+show "$BIN/baton" submit --gpus 64 -- true || true
+show "$BIN/baton" events --tail 12
+show "$BIN/baton" events --job 2
+
+step "Prometheus metrics (scrape config and alert rules: scripts/monitoring)"
+echo "coordinator: http://$(cat "$DEMO/coordinator.metrics")/metrics   (and /healthz)"
+for n in 1 2; do echo "node$n:       http://$(cat "$DEMO/node$n.metrics")/metrics"; done
+if command -v curl >/dev/null; then
+  curl -s "http://$(cat "$DEMO/coordinator.metrics")/metrics" |
+    grep -E '^baton_(jobs_(submitted|finished)_total|pending_jobs|agents_connected|submissions_refused_total|admission_wait_seconds_count)' || true
+  curl -s "http://$(cat "$DEMO/node1.metrics")/metrics" | grep -E '^baton_node_(free_)?gpus' || true
+fi

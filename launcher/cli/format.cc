@@ -145,7 +145,7 @@ std::string EventLine(const v1::Event& e) {
   if (transition && e.from() != e.to()) {
     what = (e.from() == v1::JOB_STATE_UNSPECIFIED ? "new" : StateName(e.from())) + " -> " +
            StateName(e.to()) + ": ";
-  } else if (!e.code().empty()) {
+  } else if (!e.code().empty() && e.reason().find(e.code()) == std::string::npos) {
     what = e.code() + ": ";
   }
   return Pad("#" + std::to_string(e.log_seq()), 7) + " " + LocalTime(e.time_ms()) + "  " +
