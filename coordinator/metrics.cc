@@ -218,8 +218,8 @@ void CoordinatorMetrics::OnEvent(const v1::Event& ev, const v1::Job* job) {
         lost_work_.Add({{"reason", ev.code()}}, kLostBuckets).Observe(ev.lost_gpu_seconds());
       }
       break;
-    case v1::EVENT_KIND_QUOTA_REFUSAL:
-      refused_.Add({{"reason", ev.code()}}).Increment();
+    case v1::EVENT_KIND_QUOTA_REFUSAL:  // refused at submit (a job held by quota has an id)
+      if (ev.job_id() == 0) refused_.Add({{"reason", ev.code()}}).Increment();
       break;
     case v1::EVENT_KIND_NODE: {
       std::lock_guard<std::mutex> lock(mu_);
