@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "coordinator/events.h"
 #include "coordinator/job_state.h"
 #include "coordinator/policy_config.h"
 #include "spdlog/spdlog.h"
@@ -33,13 +34,24 @@ absl::Status NotFound(uint64_t id) {
   return absl::NotFoundError("job " + std::to_string(id) + " not found");
 }
 
+JobObserver* NoObserver() {
+  static JobObserver none;
+  return &none;
+}
+
 }  // namespace
 
-JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options)
+JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, JobObserver* observer)
     : store_(store),
       clock_(clock),
       options_(std::move(options)),
-      committer_(store),
+      observer_(observer ? observer : NoObserver()),
+      event_log_(store),
+      committer_(store,
+                 [this](const StoreBatch& written, double seconds) {
+                   event_log_.Published(written);
+                   observer_->OnStoreWrite(seconds);
+                 }),
       policy_{options_.policy, {}},
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
 
@@ -49,6 +61,7 @@ absl::Status JobManager::Recover() {
   auto snap = store_->Load();
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
+  event_log_.Recover(snap->last_log_seq);
   policy_.version.set_yaml(options_.policy_yaml.empty() ? "# the built-in default policy\n"
                                                         : options_.policy_yaml);
   if (snap->policy) {
@@ -105,7 +118,9 @@ absl::Status JobManager::Recover() {
     n.node = std::move(node);
     if (n.node.state() != v1::NODE_STATE_LOST) n.node.set_state(v1::NODE_STATE_DISCONNECTED);
     n.last_seen_mono = now;  // a fresh lease + margin to reconnect after our restart
+    observer_->OnNodeLoaded(n.node);
   }
+  for (const auto& [id, e] : jobs_) observer_->OnJobLoaded(e.job);
   spdlog::info("recovered {} jobs ({} pending, {} with live attempts), {} nodes", jobs_.size(),
                pending_.size(), active_.size(), nodes_.size());
   return absl::OkStatus();
@@ -214,8 +229,28 @@ void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCo
   }
 }
 
+v1::Event JobManager::LogLocked(v1::Event ev, const v1::Job* job, Txn& txn) {
+  if (ev.time_ms() == 0) ev.set_time_ms(clock_->NowMs());
+  if (job) {
+    ev.set_tenant(job->spec().tenant());
+    ev.set_priority_class(job->spec().priority_class());
+  }
+  ev = event_log_.Append(std::move(ev), &txn.batch);
+  observer_->OnEvent(ev, job);
+  return ev;
+}
+
+void JobManager::EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why,
+                               Txn& txn) {
+  // The work it really lost: GPU-seconds since the last checkpoint it reported (the
+  // scheduler's estimate at the decision is replaced).
+  v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
+  a->set_lost_gpu_seconds(events::LostGpuSeconds(e.job, clock_->NowMs()));
+  LogLocked(events::Eviction(e.job, reason, why, clock_->NowMs()), &e.job, txn);
+}
+
 void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason,
-                           const std::string& actor, Txn& txn) {
+                           const std::string& actor, Txn& txn, const std::string& code) {
   v1::Event ev;
   ev.set_job_id(e.job.id());
   ev.set_seq(e.events.size() + 1);
@@ -225,22 +260,25 @@ void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reas
   ev.set_reason(reason);
   ev.set_attempt(e.job.attempts_size());
   ev.set_actor(actor);
+  ev.set_kind(v1::EVENT_KIND_TRANSITION);
+  ev.set_code(code);
+  ev = LogLocked(std::move(ev), &e.job, txn);
   txn.batch.events.push_back(ev);
   e.events.push_back(std::move(ev));
   e.job.set_message(reason);
-  e.says_waiting = false;
+  e.said_wait = -1;
   txn.touched.insert(e.job.id());
 }
 
 bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& reason,
-                            const std::string& actor, Txn& txn) {
+                            const std::string& actor, Txn& txn, const std::string& code) {
   v1::JobState from = e.job.state();
   if (!CanTransition(from, to)) {
     spdlog::error("job {}: refused transition {} -> {} ({})", e.job.id(), StateName(from),
                   StateName(to), reason);
     return false;
   }
-  NoteEvent(e, to, reason, actor, txn);
+  NoteEvent(e, to, reason, actor, txn, code);
   e.job.set_state(to);
   if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
   if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
@@ -256,8 +294,10 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
   std::unique_lock<std::mutex> lock(mu_);
   absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
   if (!valid.ok()) {
-    lock.unlock();
-    done(valid);
+    Txn txn;  // the refusal is an event too; the caller hears once it is stored
+    LogLocked(events::Refusal(caller, spec, valid), nullptr, txn);
+    txn.reply = [done = std::move(done), valid] { done(valid); };
+    CommitLocked(std::move(txn));
     return;
   }
   uint64_t id = next_job_id_++;
@@ -403,6 +443,9 @@ void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req
   v.set_time_ms(clock_->NowMs());
   v.set_comment(req.comment());
   if (req.dry_run()) return done(v);
+  std::string what = "policy version " + std::to_string(v.version()) + ": " +
+                     DescribePolicyChange(policy_.policy, *parsed) +
+                     (req.comment().empty() ? "" : " (" + req.comment() + ")");
   policy_ = {std::move(*parsed), v};
   ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
   // Class values may have changed: the queue's order keys with them.
@@ -410,10 +453,10 @@ void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req
   for (const auto& key : pending_) queued.push_back(std::get<2>(key));
   pending_.clear();
   for (uint64_t id : queued) pending_.insert(QueueKeyOf(jobs_.at(id).job));
-  spdlog::info("policy version {} set by {}{}", v.version(), caller.user,
-               req.comment().empty() ? "" : ": " + req.comment());
+  spdlog::info("{} by {}", what, caller.user);
   Txn txn;
   txn.batch.policy = v;
+  LogLocked(events::PolicyChange(caller.user, what), nullptr, txn);
   txn.reply = [done = std::move(done), v] { done(v); };
   CommitLocked(std::move(txn));
   Kick();

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/resources.h"
+#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/sched_adapter.h"
 #include "coordinator/scheduler/explain.h"
@@ -102,6 +103,7 @@ void JobManager::SchedulePass() {
   for (const auto& [name, n] : nodes_) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
   int64_t started = clock_->MonotonicMs();
+  PassTimer timer(observer_);
   int64_t now = clock_->NowMs();
   sched::ClusterView view = BuildViewLocked();
   ledger_.Advance(now, sched::RunningGpusByTenant(view));
@@ -117,11 +119,23 @@ void JobManager::SchedulePass() {
   }
   for (const auto& o : d.outcomes) {
     if (o.outcome == sched::Outcome::kPlaced) continue;
-    // Why a job waits is derived state: kept in memory for queue/status, not stored.
+    // Why a job waits is derived state: kept in memory for queue/status, not stored. The
+    // event log hears when the kind of wait changes (not every pass's wording).
     JobEntry& e = jobs_.at(o.job);
-    if (e.job.state() == v1::JOB_STATE_PENDING) e.job.set_message(o.reason);
+    if (e.job.state() != v1::JOB_STATE_PENDING) continue;
+    e.job.set_message(o.reason);
+    int kind = static_cast<int>(o.outcome);
+    if (e.said_wait == kind) continue;
+    e.said_wait = kind;
+    std::string code(sched::OutcomeName(o.outcome));  // "waiting for quota" -> waiting_for_quota
+    std::replace(code.begin(), code.end(), ' ', '_');
+    v1::Event ev = events::Scheduling(e.job, code, o.reason);
+    if (o.outcome == sched::Outcome::kWaitForQuota) ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
+    LogLocked(std::move(ev), &e.job, txn);
   }
-  if (!txn.touched.empty() || !txn.commands.empty()) CommitLocked(std::move(txn));
+  if (!txn.touched.empty() || !txn.commands.empty() || !txn.batch.empty()) {
+    CommitLocked(std::move(txn));
+  }
   last_pass_ms_ = clock_->MonotonicMs() - started;
 }
 
@@ -161,8 +175,9 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   active_.insert(e.job.id());
   reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);
-  Transition(e, v1::JOB_STATE_SCHEDULED,
-             "attempt " + std::to_string(number) + " placed on " + where, "scheduler", txn);
+  std::string placed = "attempt " + std::to_string(number) + " placed on " + where;
+  LogLocked(events::Scheduling(e.job, "placed", placed), &e.job, txn);
+  Transition(e, v1::JOB_STATE_SCHEDULED, placed, "scheduler", txn);
   for (const auto& p : a->placement()) {
     txn.commands.emplace_back(p.node(), LaunchCommandLocked(e, p.node_rank()));
   }
@@ -262,7 +277,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
   int32_t code = live.term_signal ? 128 + live.term_signal : live.exit_code;
   std::string actor = "coordinator";
-  auto retry = [&](const std::string& why, bool counts_as_failure) {
+  auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
     if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
     int64_t backoff = 0;
     if (counts_as_failure) {
@@ -270,7 +285,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       backoff = std::min(options_.retry_backoff_base_ms << shift, options_.retry_backoff_max_ms);
     }
     e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
-    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn);
+    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn, code);
   };
   switch (live.outcome) {
     case Outcome::kEvicted: {
@@ -289,6 +304,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
                                ? "resumes from step " + std::to_string(a->checkpoint_step())
                                : "no checkpoint: restarts from the beginning";
       a->set_end_reason("evicted: " + how + "; " + resume);
+      EvictedLocked(e, "preempted", live.outcome_reason, txn);
       Transition(e, v1::JOB_STATE_COOLDOWN,
                  a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
       if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);
@@ -302,7 +318,8 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       break;
     case Outcome::kNodeLost:
       a->set_end_reason(live.outcome_reason);
-      retry(live.outcome_reason + "; requeued from its last checkpoint", false);
+      EvictedLocked(e, "node_lost", live.outcome_reason, txn);
+      retry(live.outcome_reason + "; requeued from its last checkpoint", false, "");
       break;
     case Outcome::kMaxRuntime:
       a->set_end_reason(live.outcome_reason);
@@ -319,7 +336,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
                   (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS
                        ? ""
                        : " of " + std::to_string(spec.max_restarts())),
-              true);
+              true, "failure");
       } else {
         e.job.set_exit_code(code);
         Transition(e, v1::JOB_STATE_FAILED, live.outcome_reason, actor, txn);
@@ -329,7 +346,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     case Outcome::kNone:
       a->set_end_reason("succeeded");
       if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        retry("service exited 0; restarting (restart policy always)", true);
+        retry("service exited 0; restarting (restart policy always)", true, "service_exit");
       } else {
         e.job.set_exit_code(0);
         Transition(e, v1::JOB_STATE_SUCCEEDED, "every rank exited 0", actor, txn);

@@ -155,6 +155,19 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   return NewLogRelay(AgentChannel(target->address), std::move(agent_req));
 }
 
+grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackServerContext* ctx,
+                                                                const v1::EventsRequest* req) {
+  auto caller = CallerFromMetadata(ctx->client_metadata());
+  if (!caller.ok()) return FinishedStream<v1::Event>(ToGrpc(caller.status()));
+  for (int k : req->kinds()) {
+    if (!v1::EventKind_IsValid(k) || k == v1::EVENT_KIND_UNSPECIFIED) {
+      return FinishedStream<v1::Event>(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "kinds: unknown event kind"));
+    }
+  }
+  return NewEventStream(&jobs_->event_log(), *req);
+}
+
 std::shared_ptr<grpc::Channel> CoordinatorService::AgentChannel(const std::string& address) {
   std::lock_guard<std::mutex> lock(channels_mu_);
   auto& ch = channels_[address];

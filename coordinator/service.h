@@ -32,6 +32,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                            const v1::WatchRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx,
                                                const v1::LogsRequest* req) override;
+  grpc::ServerWriteReactor<v1::Event>* Events(grpc::CallbackServerContext* ctx,
+                                              const v1::EventsRequest* req) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                       const v1::ListNodesRequest* req,
                                       v1::ListNodesResponse* resp) override;

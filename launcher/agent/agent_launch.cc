@@ -108,6 +108,7 @@ void Agent::Launch(const v1::Launch& l) {
   ranks << run.pgid << "\n";
   for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
+  observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
                run.ranks.size(), run.awaiting_exec ? " (awaiting mpirun's daemon)" : "", run.pgid);
   ReportLocked(run);

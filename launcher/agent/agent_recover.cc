@@ -64,6 +64,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   }
   ReadProgress(run);
   SetIsolationReportLocked(key, run);
+  observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: re-adopted {} running rank(s) from its cgroups", key.first,
                key.second, run.ranks.size());
 }

@@ -19,5 +19,6 @@ int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
+int RunEvents(const Args& args);
 
 }  // namespace baton::cli
