@@ -1,5 +1,6 @@
 #include "coordinator/committer.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <vector>
 
@@ -7,7 +8,8 @@
 
 namespace baton {
 
-Committer::Committer(Store* store) : store_(store), thread_([this] { Run(); }) {}
+Committer::Committer(Store* store, CommitListener listener)
+    : store_(store), listener_(std::move(listener)), thread_([this] { Run(); }) {}
 
 Committer::~Committer() {
   {
@@ -49,12 +51,15 @@ void Committer::Run() {
     StoreBatch merged;
     for (auto& [batch, done] : work) merged.Append(std::move(batch));
     if (!merged.empty()) {
+      auto start = std::chrono::steady_clock::now();
       absl::Status s = store_->Commit(merged);
       if (!s.ok()) {
         spdlog::critical("store commit failed, exiting to recover from durable state: {}",
                          s.ToString());
         std::abort();
       }
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (listener_) listener_(merged, took.count());
     }
     for (auto& [batch, done] : work) {
       if (done) done();

@@ -4,7 +4,8 @@
 // change (an RPC reply, a launch sent to an agent) happens before the change is durable.
 // A failed commit aborts the process: memory is ahead of disk and the only safe state is
 // the durable one, reloaded at restart (as etcd does on a WAL write failure).
-// Thread-safe.
+// An optional listener sees every durable write first (its latency for the metrics, its
+// log records for followers of the event log). Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -17,9 +18,13 @@
 
 namespace baton {
 
+// Runs on the committer thread after each durable write, before the completions; must
+// not block. `seconds`: how long the synced write took.
+using CommitListener = std::function<void(const StoreBatch& written, double seconds)>;
+
 class Committer {
  public:
-  explicit Committer(Store* store);
+  explicit Committer(Store* store, CommitListener listener = nullptr);
   ~Committer();  // drains the queue, then stops
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -35,6 +40,7 @@ class Committer {
   void Run();
 
   Store* const store_;
+  const CommitListener listener_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;

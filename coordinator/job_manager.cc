@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <csignal>
 
+#include "coordinator/events.h"
 #include "coordinator/job_state.h"
+#include "coordinator/policy_config.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -32,13 +34,25 @@ absl::Status NotFound(uint64_t id) {
   return absl::NotFoundError("job " + std::to_string(id) + " not found");
 }
 
+JobObserver* NoObserver() {
+  static JobObserver none;
+  return &none;
+}
+
 }  // namespace
 
-JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options)
+JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, JobObserver* observer)
     : store_(store),
       clock_(clock),
       options_(std::move(options)),
-      committer_(store),
+      observer_(observer ? observer : NoObserver()),
+      event_log_(store),
+      committer_(store,
+                 [this](const StoreBatch& written, double seconds) {
+                   event_log_.Published(written);
+                   observer_->OnStoreWrite(seconds);
+                 }),
+      policy_{options_.policy, {}},
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
 
 JobManager::~JobManager() { Stop(); }
@@ -47,6 +61,18 @@ absl::Status JobManager::Recover() {
   auto snap = store_->Load();
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
+  event_log_.Recover(snap->last_log_seq);
+  policy_.version.set_yaml(options_.policy_yaml.empty() ? "# the built-in default policy\n"
+                                                        : options_.policy_yaml);
+  if (snap->policy) {
+    // A policy an admin set outlives restarts; it wins over --policy.
+    auto stored = ParsePolicy(snap->policy->yaml());
+    if (!stored.ok()) return stored.status();
+    policy_ = {std::move(*stored), *snap->policy};
+    spdlog::info("policy version {} (set by {}) from the store", snap->policy->version(),
+                 snap->policy->author());
+  }
+  ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
   next_job_id_ = snap->next_job_id;
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();
@@ -96,7 +122,9 @@ absl::Status JobManager::Recover() {
     n.node = std::move(node);
     if (n.node.state() != v1::NODE_STATE_LOST) n.node.set_state(v1::NODE_STATE_DISCONNECTED);
     n.last_seen_mono = now;  // a fresh lease + margin to reconnect after our restart
+    observer_->OnNodeLoaded(n.node);
   }
+  for (const auto& [id, e] : jobs_) observer_->OnJobLoaded(e.job);
   spdlog::info("recovered {} jobs ({} pending, {} with live attempts), {} nodes", jobs_.size(),
                pending_.size(), active_.size(), nodes_.size());
   return absl::OkStatus();
@@ -128,12 +156,12 @@ void JobManager::Kick() {
 }
 
 JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
-  const PriorityClass* c = options_.policy.Find(job.spec().priority_class());
+  const PriorityClass* c = policy_.policy.Find(job.spec().priority_class());
   return {c ? -c->value : 0, job.submitted_ms(), job.id()};
 }
 
 v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
-  const PriorityClass* c = options_.policy.Find(spec.priority_class());
+  const PriorityClass* c = policy_.policy.Find(spec.priority_class());
   return c && c->service ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING;
 }
 
@@ -205,8 +233,28 @@ void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCo
   }
 }
 
+v1::Event JobManager::LogLocked(v1::Event ev, const v1::Job* job, Txn& txn) {
+  if (ev.time_ms() == 0) ev.set_time_ms(clock_->NowMs());
+  if (job) {
+    ev.set_tenant(job->spec().tenant());
+    ev.set_priority_class(job->spec().priority_class());
+  }
+  ev = event_log_.Append(std::move(ev), &txn.batch);
+  observer_->OnEvent(ev, job);
+  return ev;
+}
+
+void JobManager::EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why,
+                               Txn& txn) {
+  // The work it really lost: GPU-seconds since the last checkpoint it reported (the
+  // scheduler's estimate at the decision is replaced).
+  v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
+  a->set_lost_gpu_seconds(events::LostGpuSeconds(e.job, clock_->NowMs()));
+  LogLocked(events::Eviction(e.job, reason, why, clock_->NowMs()), &e.job, txn);
+}
+
 void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason,
-                           const std::string& actor, Txn& txn) {
+                           const std::string& actor, Txn& txn, const std::string& code) {
   v1::Event ev;
   ev.set_job_id(e.job.id());
   ev.set_seq(e.events.size() + 1);
@@ -216,22 +264,25 @@ void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reas
   ev.set_reason(reason);
   ev.set_attempt(e.job.attempts_size());
   ev.set_actor(actor);
+  ev.set_kind(v1::EVENT_KIND_TRANSITION);
+  ev.set_code(code);
+  ev = LogLocked(std::move(ev), &e.job, txn);
   txn.batch.events.push_back(ev);
   e.events.push_back(std::move(ev));
   e.job.set_message(reason);
-  e.says_waiting = false;
+  e.said_wait = -1;
   txn.touched.insert(e.job.id());
 }
 
 bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& reason,
-                            const std::string& actor, Txn& txn) {
+                            const std::string& actor, Txn& txn, const std::string& code) {
   v1::JobState from = e.job.state();
   if (!CanTransition(from, to)) {
     spdlog::error("job {}: refused transition {} -> {} ({})", e.job.id(), StateName(from),
                   StateName(to), reason);
     return false;
   }
-  NoteEvent(e, to, reason, actor, txn);
+  NoteEvent(e, to, reason, actor, txn, code);
   e.job.set_state(to);
   if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
   if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
@@ -245,10 +296,12 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
 void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
   std::unique_lock<std::mutex> lock(mu_);
-  absl::Status valid = ValidateAndDefaultSpec(caller, options_.policy, ShapeLocked(), &spec);
+  absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
   if (!valid.ok()) {
-    lock.unlock();
-    done(valid);
+    Txn txn;  // the refusal is an event too; the caller hears once it is stored
+    LogLocked(events::Refusal(caller, spec, valid), nullptr, txn);
+    txn.reply = [done = std::move(done), valid] { done(valid); };
+    CommitLocked(std::move(txn));
     return;
   }
   uint64_t id = next_job_id_++;
@@ -289,7 +342,7 @@ std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
   auto rank = [this](const JobEntry* e) {
     v1::JobState s = e->job.state();
     int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
-    const PriorityClass* c = options_.policy.Find(e->job.spec().priority_class());
+    const PriorityClass* c = policy_.policy.Find(e->job.spec().priority_class());
     return std::make_tuple(group, c ? -c->value : 0, e->job.submitted_ms(), e->job.id());
   };
   std::sort(picked.begin(), picked.end(),
@@ -371,6 +424,46 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
   }
   RunEffects(std::move(commands), {});  // nothing to store: a signal changes no state
   return absl::OkStatus();
+}
+
+v1::PolicyVersion JobManager::GetPolicy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_.version;
+}
+
+void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
+                           std::function<void(absl::StatusOr<v1::PolicyVersion>)> done) {
+  if (caller.role != Role::kAdmin) {
+    return done(absl::PermissionDeniedError(caller.user + " is not an admin: only admins "
+                                                          "change the scheduling policy"));
+  }
+  auto parsed = ParsePolicy(req.yaml());
+  if (!parsed.ok()) return done(parsed.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::PolicyVersion v;
+  v.set_version(policy_.version.version() + 1);
+  v.set_yaml(req.yaml());
+  v.set_author(caller.user);
+  v.set_time_ms(clock_->NowMs());
+  v.set_comment(req.comment());
+  if (req.dry_run()) return done(v);
+  std::string what = "policy version " + std::to_string(v.version()) + ": " +
+                     DescribePolicyChange(policy_.policy, *parsed) +
+                     (req.comment().empty() ? "" : " (" + req.comment() + ")");
+  policy_ = {std::move(*parsed), v};
+  ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
+  // Class values may have changed: the queue's order keys with them.
+  std::vector<uint64_t> queued;
+  for (const auto& key : pending_) queued.push_back(std::get<2>(key));
+  pending_.clear();
+  for (uint64_t id : queued) pending_.insert(QueueKeyOf(jobs_.at(id).job));
+  spdlog::info("{} by {}", what, caller.user);
+  Txn txn;
+  txn.batch.policy = v;
+  LogLocked(events::PolicyChange(caller.user, what), nullptr, txn);
+  txn.reply = [done = std::move(done), v] { done(v); };
+  CommitLocked(std::move(txn));
+  Kick();
 }
 
 absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,

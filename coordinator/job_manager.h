@@ -2,7 +2,8 @@
 // Store. Owns the job lifecycle (submit, schedule, launch, reports, cancel, node loss,
 // restarts), agent reconciliation, and watchers. Every change is made under one mutex
 // and handed to the Committer; its effects (RPC replies, commands to agents, watch
-// notifications) run only once the change is durable.
+// notifications) run only once the change is durable. Every change is also an event in
+// the global log (event_log.h) and is told to the JobObserver (observer.h).
 // Called by the gRPC services and the scheduler thread. Thread-safe.
 #pragma once
 
@@ -24,6 +25,8 @@
 #include "common/clock.h"
 #include "coordinator/agent_link.h"
 #include "coordinator/committer.h"
+#include "coordinator/event_log.h"
+#include "coordinator/observer.h"
 #include "coordinator/policy.h"
 #include "coordinator/scheduler/cluster_view.h"
 #include "coordinator/scheduler/decisions.h"
@@ -36,6 +39,7 @@ namespace baton {
 
 struct JobManagerOptions {
   Policy policy = Policy::Default();
+  std::string policy_yaml;  // the text `policy` came from ("" for the built-in default)
   int64_t heartbeat_interval_ms = 1000;  // agents send a heartbeat this often
   int64_t lease_ms = 10'000;             // an agent cut off this long stops its jobs
   int64_t lost_margin_ms = 5'000;        // node declared lost after lease + margin
@@ -58,7 +62,9 @@ struct LogTarget {
 
 class JobManager {
  public:
-  JobManager(Store* store, Clock* clock, JobManagerOptions options);
+  // `observer` (may be null) must outlive the JobManager.
+  JobManager(Store* store, Clock* clock, JobManagerOptions options,
+             JobObserver* observer = nullptr);
   ~JobManager();
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
@@ -80,6 +86,12 @@ class JobManager {
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
+  // The policy in force, as YAML with its version.
+  v1::PolicyVersion GetPolicy() const;
+  // Admins only. The YAML is checked whole (InvalidArgument naming every problem), stored
+  // as the next version with the caller as author, then applied.
+  void SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
+                 std::function<void(absl::StatusOr<v1::PolicyVersion>)> done);
   // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
   absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
@@ -90,6 +102,10 @@ class JobManager {
   // NotFound for unknown jobs. Later calls run on the committer thread.
   absl::StatusOr<uint64_t> Watch(uint64_t job_id, std::function<void(const v1::Job&)> fn);
   void Unwatch(uint64_t token);
+
+  // --- events -------------------------------------------------------------------------
+  // The global event log, for the Events RPC.
+  const EventLog& event_log() const { return event_log_; }
 
   // --- agents ---------------------------------------------------------------------------
   absl::Status AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link);
@@ -125,7 +141,7 @@ class JobManager {
     v1::Job job;
     std::vector<v1::Event> events;
     std::optional<LiveAttempt> live;
-    bool says_waiting = false;  // message holds the wait reason (cleared by any event)
+    int said_wait = -1;  // the sched::Outcome of the last wait logged; -1 after any event
   };
   struct NodeEntry {
     v1::Node node;
@@ -143,10 +159,17 @@ class JobManager {
   void CommitLocked(Txn txn);
   void RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
                   std::vector<v1::Job> changed);
+  // `code`: a machine-readable cause for the event ("failure" marks a retry).
   bool Transition(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
-                  Txn& txn);
+                  Txn& txn, const std::string& code = "");
   void NoteEvent(JobEntry& e, v1::JobState to, const std::string& reason, const std::string& actor,
-                 Txn& txn);
+                 Txn& txn, const std::string& code = "");
+  // Numbers `ev` into the global log of `txn` and tells the observer; `job` (may be null)
+  // as it is before the event.
+  v1::Event LogLocked(v1::Event ev, const v1::Job* job, Txn& txn);
+  // The job's current attempt was evicted for `reason` ("node_lost", "preempted", …) and
+  // has ended: one EVICTION event with its lost work, counted by the metrics.
+  void EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why, Txn& txn);
   ClusterShape ShapeLocked() const;
   // Inference for the policy's service classes: the agent isolates it as such.
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
@@ -176,7 +199,16 @@ class JobManager {
   Store* const store_;
   Clock* const clock_;
   const JobManagerOptions options_;
+  JobObserver* const observer_;  // never null
+  EventLog event_log_;
   Committer committer_;
+  // The policy in force and the stored version it came from (version 0: the options').
+  // Guarded by mu_.
+  struct PolicyState {
+    Policy policy;
+    v1::PolicyVersion version;
+  };
+  PolicyState policy_;
 
   mutable std::mutex mu_;
   std::map<uint64_t, JobEntry> jobs_;

@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include "common/ids.h"
+#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "spdlog/spdlog.h"
 
@@ -87,6 +88,10 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
                reg.attempts_size(), NodeStateName(before));
   Txn txn;
   txn.batch.nodes.push_back(n.node);
+  LogLocked(events::NodeChange(
+                n.node, before == v1::NODE_STATE_UNSPECIFIED ? "registered" : "reconnected",
+                "registered from " + reg.address() + " (was " + NodeStateName(before) + ")"),
+            nullptr, txn);
   ReconcileNodeLocked(reg.node(), reg, txn);
   CommitLocked(std::move(txn));
   Kick();
@@ -250,6 +255,10 @@ void JobManager::AgentDisconnected(const std::string& node, const AgentLink* lin
   }
   if (it->second.node.state() == v1::NODE_STATE_READY) {
     it->second.node.set_state(v1::NODE_STATE_DISCONNECTED);
+    Txn txn;
+    LogLocked(events::NodeChange(it->second.node, "disconnected", "agent stream closed"), nullptr,
+              txn);
+    CommitLocked(std::move(txn));
   }
   spdlog::warn("node {} disconnected; declared lost in {} ms unless it returns", node,
                options_.lease_ms + options_.lost_margin_ms);
@@ -260,6 +269,11 @@ void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
   spdlog::warn("node {} lost: no contact for {} ms", node,
                options_.lease_ms + options_.lost_margin_ms);
   n.node.set_state(v1::NODE_STATE_LOST);
+  LogLocked(
+      events::NodeChange(
+          n.node, "lost",
+          "no contact for " + std::to_string(options_.lease_ms + options_.lost_margin_ms) + " ms"),
+      nullptr, txn);
   n.link.reset();
   {
     std::lock_guard<std::mutex> llock(links_mu_);

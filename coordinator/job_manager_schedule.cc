@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/resources.h"
+#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/sched_adapter.h"
 #include "coordinator/scheduler/explain.h"
@@ -27,20 +28,6 @@ std::string NewSecret() {
     out += buf;
   }
   return out;
-}
-
-// GPU-seconds an evicted attempt ran past its last checkpoint. A clean exit after a
-// checkpoint committed during the eviction is the contract kept (stop, save, exit): the
-// save holds all the work. Otherwise the work since the last checkpoint reported (or the
-// start) is gone.
-double LostGpuSeconds(const v1::Attempt& a, bool clean_exit) {
-  bool saved_on_eviction = a.checkpoint_step() >= 0 && a.checkpoint_time_ms() >= a.preempted_ms();
-  if (clean_exit && saved_on_eviction) return 0;
-  int64_t since = std::max(a.started_ms() ? a.started_ms() : a.scheduled_ms(),
-                           a.checkpoint_step() >= 0 ? a.checkpoint_time_ms() : int64_t{0});
-  uint32_t gpus = 0;
-  for (const auto& p : a.placement()) gpus += p.gpu_ids_size();
-  return gpus * std::max<int64_t>(0, a.ended_ms() - since) / 1000.0;
 }
 
 uint32_t MasterPort(uint64_t job_id, uint32_t attempt) {
@@ -116,11 +103,12 @@ void JobManager::SchedulePass() {
   for (const auto& [name, n] : nodes_) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
   int64_t started = clock_->MonotonicMs();
+  PassTimer timer(observer_);
   int64_t now = clock_->NowMs();
   sched::ClusterView view = BuildViewLocked();
   ledger_.Advance(now, sched::RunningGpusByTenant(view));
   view.usage = ledger_.Snapshot();
-  sched::Decisions d = sched::Plan(view, options_.policy, now);
+  sched::Decisions d = sched::Plan(view, policy_.policy, now);
   Txn txn;
   for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
   for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
@@ -131,11 +119,23 @@ void JobManager::SchedulePass() {
   }
   for (const auto& o : d.outcomes) {
     if (o.outcome == sched::Outcome::kPlaced) continue;
-    // Why a job waits is derived state: kept in memory for queue/status, not stored.
+    // Why a job waits is derived state: kept in memory for queue/status, not stored. The
+    // event log hears when the kind of wait changes (not every pass's wording).
     JobEntry& e = jobs_.at(o.job);
-    if (e.job.state() == v1::JOB_STATE_PENDING) e.job.set_message(o.reason);
+    if (e.job.state() != v1::JOB_STATE_PENDING) continue;
+    e.job.set_message(o.reason);
+    int kind = static_cast<int>(o.outcome);
+    if (e.said_wait == kind) continue;
+    e.said_wait = kind;
+    std::string code(sched::OutcomeName(o.outcome));  // "waiting for quota" -> waiting_for_quota
+    std::replace(code.begin(), code.end(), ' ', '_');
+    v1::Event ev = events::Scheduling(e.job, code, o.reason);
+    if (o.outcome == sched::Outcome::kWaitForQuota) ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
+    LogLocked(std::move(ev), &e.job, txn);
   }
-  if (!txn.touched.empty() || !txn.commands.empty()) CommitLocked(std::move(txn));
+  if (!txn.touched.empty() || !txn.commands.empty() || !txn.batch.empty()) {
+    CommitLocked(std::move(txn));
+  }
   last_pass_ms_ = clock_->MonotonicMs() - started;
 }
 
@@ -175,8 +175,9 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   active_.insert(e.job.id());
   reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);
-  Transition(e, v1::JOB_STATE_SCHEDULED,
-             "attempt " + std::to_string(number) + " placed on " + where, "scheduler", txn);
+  std::string placed = "attempt " + std::to_string(number) + " placed on " + where;
+  LogLocked(events::Scheduling(e.job, "placed", placed), &e.job, txn);
+  Transition(e, v1::JOB_STATE_SCHEDULED, placed, "scheduler", txn);
   for (const auto& p : a->placement()) {
     txn.commands.emplace_back(p.node(), LaunchCommandLocked(e, p.node_rank()));
   }
@@ -262,7 +263,7 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   int64_t now = clock_->NowMs();
   ledger.Advance(now, sched::RunningGpusByTenant(view));
   view.usage = ledger.Snapshot();
-  sched::Explanation ex = sched::Explain(view, options_.policy, now, job_id);
+  sched::Explanation ex = sched::Explain(view, policy_.policy, now, job_id);
   std::string outcome(sched::OutcomeName(ex.outcome));
   out.set_outcome(outcome);
   out.set_reason(ex.reason);
@@ -305,7 +306,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
   int32_t code = live.term_signal ? 128 + live.term_signal : live.exit_code;
   std::string actor = "coordinator";
-  auto retry = [&](const std::string& why, bool counts_as_failure) {
+  auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
     if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
     int64_t backoff = 0;
     if (counts_as_failure) {
@@ -313,13 +314,13 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       backoff = std::min(options_.retry_backoff_base_ms << shift, options_.retry_backoff_max_ms);
     }
     e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
-    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn);
+    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn, code);
   };
   switch (live.outcome) {
     case Outcome::kEvicted: {
       // Evictions are counted apart from failures; the cooldown doubles with each one.
       e.job.set_evictions(e.job.evictions() + 1);
-      const PriorityClass* cls = options_.policy.Find(spec.priority_class());
+      const PriorityClass* cls = policy_.policy.Find(spec.priority_class());
       int64_t wait = cls ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
       e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
       std::string how =
@@ -328,11 +329,11 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
               ? "killed after its grace period"
               : "exited with code " +
                     std::to_string(live.term_signal ? 128 + live.term_signal : live.exit_code);
-      a->set_lost_gpu_seconds(LostGpuSeconds(*a, live.exit_code == 0 && live.term_signal == 0));
       std::string resume = a->checkpoint_step() >= 0
                                ? "resumes from step " + std::to_string(a->checkpoint_step())
                                : "no checkpoint: restarts from the beginning";
       a->set_end_reason("evicted: " + how + "; " + resume);
+      EvictedLocked(e, "preempted", live.outcome_reason, txn);
       Transition(e, v1::JOB_STATE_COOLDOWN,
                  a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
       if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);
@@ -346,7 +347,8 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       break;
     case Outcome::kNodeLost:
       a->set_end_reason(live.outcome_reason);
-      retry(live.outcome_reason + "; requeued from its last checkpoint", false);
+      EvictedLocked(e, "node_lost", live.outcome_reason, txn);
+      retry(live.outcome_reason + "; requeued from its last checkpoint", false, "");
       break;
     case Outcome::kMaxRuntime:
       a->set_end_reason(live.outcome_reason);
@@ -363,7 +365,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
                   (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS
                        ? ""
                        : " of " + std::to_string(spec.max_restarts())),
-              true);
+              true, "failure");
       } else {
         e.job.set_exit_code(code);
         Transition(e, v1::JOB_STATE_FAILED, live.outcome_reason, actor, txn);
@@ -373,7 +375,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     case Outcome::kNone:
       a->set_end_reason("succeeded");
       if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        retry("service exited 0; restarting (restart policy always)", true);
+        retry("service exited 0; restarting (restart policy always)", true, "service_exit");
       } else {
         e.job.set_exit_code(0);
         Transition(e, v1::JOB_STATE_SUCCEEDED, "every rank exited 0", actor, txn);

@@ -1,16 +1,20 @@
 // baton-coordinator: the cluster's job service. Owns the RocksDB store in --data-dir,
-// serves the Coordinator API to researchers and AgentControl to node agents on --listen.
+// serves the Coordinator API to researchers and AgentControl to node agents on --listen,
+// and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 
 #include <cxxopts.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "common/daemon.h"
 #include "common/logging.h"
+#include "common/metrics_server.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/metrics.h"
 #include "coordinator/policy_config.h"
 #include "coordinator/service.h"
 #include "coordinator/store.h"
@@ -21,6 +25,8 @@ struct Flags {
   std::string listen;
   std::string data_dir;
   std::string ready_file;
+  std::string metrics_listen;
+  std::string metrics_ready_file;
   std::string log_level;
   std::string policy_file;
   baton::JobManagerOptions jm;
@@ -33,6 +39,12 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "data-dir", "directory of the RocksDB store (created if missing)",
       cxxopts::value<std::string>()->default_value("/var/lib/baton/coordinator"))(
       "ready-file", "write the bound address here once serving",
+      cxxopts::value<std::string>()->default_value(""))(
+      "metrics-listen",
+      "host:port for Prometheus /metrics and /healthz (loopback or private; port 0 picks one; "
+      "empty: off)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "metrics-ready-file", "write the bound metrics address here once serving",
       cxxopts::value<std::string>()->default_value(""))(
       "heartbeat-ms", "agent heartbeat interval", cxxopts::value<int64_t>()->default_value("1000"))(
       "lease-ms", "agent lease: a node silent this long stops its jobs",
@@ -61,6 +73,8 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.listen = r["listen"].as<std::string>();
     f.data_dir = r["data-dir"].as<std::string>();
     f.ready_file = r["ready-file"].as<std::string>();
+    f.metrics_listen = r["metrics-listen"].as<std::string>();
+    f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
     f.log_level = r["log-level"].as<std::string>();
     f.jm.heartbeat_interval_ms = r["heartbeat-ms"].as<int64_t>();
     f.jm.lease_ms = r["lease-ms"].as<int64_t>();
@@ -89,9 +103,13 @@ int main(int argc, char** argv) {
   auto flags = ParseFlags(argc, argv);
   if (!flags) return 2;
   baton::InitLogging("coordinator", flags->log_level);
-  if (auto s = baton::CheckListenAddress("--listen", flags->listen); !s.ok()) {
-    spdlog::error("{}", std::string(s.message()));
-    return 2;
+  for (auto [flag, addr] : {std::pair{"--listen", flags->listen},
+                            std::pair{"--metrics-listen", flags->metrics_listen}}) {
+    if (addr.empty() && std::string(flag) != "--listen") continue;
+    if (auto s = baton::CheckListenAddress(flag, addr); !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      return 2;
+    }
   }
   if (!flags->policy_file.empty()) {
     auto policy = baton::LoadPolicyFile(flags->policy_file);
@@ -100,6 +118,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     flags->jm.policy = std::move(*policy);
+    std::ifstream in(flags->policy_file);
+    flags->jm.policy_yaml.assign(std::istreambuf_iterator<char>(in), {});
     spdlog::info("policy from {}: {} classes, {} tenants", flags->policy_file,
                  flags->jm.policy.classes.size(), flags->jm.policy.tenants.size());
   }
@@ -110,7 +130,9 @@ int main(int argc, char** argv) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
-  baton::JobManager jobs(store->get(), baton::RealClock::Get(), flags->jm);
+  auto metrics =
+      std::make_shared<baton::CoordinatorMetrics>(baton::RealClock::Get(), flags->jm.policy);
+  baton::JobManager jobs(store->get(), baton::RealClock::Get(), flags->jm, metrics.get());
   if (auto s = jobs.Recover(); !s.ok()) {
     spdlog::error("recovery failed: {}", s.ToString());
     return 1;
@@ -135,6 +157,24 @@ int main(int argc, char** argv) {
       flags->listen.substr(0, flags->listen.rfind(':')) + ":" + std::to_string(port);
   jobs.Start();
   spdlog::info("coordinator serving on {} with data in {}", bound, flags->data_dir);
+  std::unique_ptr<baton::MetricsServer> metrics_server;
+  if (!flags->metrics_listen.empty()) {
+    auto started = baton::MetricsServer::Start({flags->metrics_listen, {metrics}, nullptr});
+    if (!started.ok()) {
+      spdlog::error("{}", started.status().ToString());
+      return 1;
+    }
+    metrics_server = std::move(*started);
+    spdlog::info("metrics on http://{}/metrics", metrics_server->address());
+    if (!flags->metrics_ready_file.empty()) {
+      auto s =
+          baton::WriteFileAtomically(flags->metrics_ready_file, metrics_server->address() + "\n");
+      if (!s.ok()) {
+        spdlog::error("{}", s.ToString());
+        return 1;
+      }
+    }
+  }
   if (!flags->ready_file.empty()) {
     if (auto s = baton::WriteFileAtomically(flags->ready_file, bound + "\n"); !s.ok()) {
       spdlog::error("{}", s.ToString());
@@ -143,6 +183,7 @@ int main(int argc, char** argv) {
   }
   int sig = baton::WaitForStopSignal();
   spdlog::info("signal {}: shutting down", sig);
+  metrics_server.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   jobs.Stop();
   return 0;

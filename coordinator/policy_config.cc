@@ -402,4 +402,70 @@ absl::Status ValidatePolicy(const Policy& policy) {
   return problems.ToStatus("policy");
 }
 
+namespace {
+
+std::string Num(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+std::string QuotaText(const std::optional<Resources>& r) {
+  if (!r) return "none";
+  return std::to_string(r->gpus) + " GPUs, " + Num(r->cpu_millis / 1000.0) + " CPUs";
+}
+
+}  // namespace
+
+std::string DescribePolicyChange(const Policy& before, const Policy& after) {
+  std::vector<std::string> parts;
+  for (const auto& c : after.classes) {
+    const PriorityClass* old = before.Find(c.name);
+    if (!old) {
+      parts.push_back("class " + c.name + " added (value " + std::to_string(c.value) + ")");
+    } else if (old->value != c.value) {
+      parts.push_back("class " + c.name + ": value " + std::to_string(old->value) + " -> " +
+                      std::to_string(c.value));
+    } else if (old->preemptible != c.preemptible || old->may_preempt != c.may_preempt ||
+               old->cooldown_base_s != c.cooldown_base_s || old->min_runtime_s != c.min_runtime_s ||
+               old->cooldown_cap_s != c.cooldown_cap_s || old->service != c.service) {
+      parts.push_back("class " + c.name + ": eviction settings changed");
+    }
+  }
+  for (const auto& c : before.classes) {
+    if (!after.Find(c.name)) parts.push_back("class " + c.name + " removed");
+  }
+  auto find = [](const Policy& p, const std::string& name) -> const TenantPolicy* {
+    for (const auto& t : p.tenants) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
+  for (const auto& t : after.tenants) {
+    const TenantPolicy* old = find(before, t.name);
+    if (!old) {
+      parts.push_back("tenant " + t.name + " added (weight " + Num(t.weight) + ", quota " +
+                      QuotaText(t.nominal) + ")");
+      continue;
+    }
+    if (old->weight != t.weight) {
+      parts.push_back("tenant " + t.name + ": weight " + Num(old->weight) + " -> " + Num(t.weight));
+    }
+    if (old->nominal != t.nominal) {
+      parts.push_back("tenant " + t.name + ": quota " + QuotaText(old->nominal) + " -> " +
+                      QuotaText(t.nominal));
+    }
+    if (!(old->borrowing_limit == t.borrowing_limit) || !(old->lending_limit == t.lending_limit)) {
+      parts.push_back("tenant " + t.name + ": borrowing/lending limits changed");
+    }
+  }
+  for (const auto& t : before.tenants) {
+    if (!find(after, t.name)) parts.push_back("tenant " + t.name + " removed");
+  }
+  if (parts.empty()) return "classes and tenants unchanged";
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
 }  // namespace baton

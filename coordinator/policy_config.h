@@ -19,5 +19,8 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& yaml);
 absl::StatusOr<Policy> LoadPolicyFile(const std::string& path);
 // The checks ParsePolicy applies, for policies built in code.
 absl::Status ValidatePolicy(const Policy& policy);
+// What an admin's change did to classes and tenants, for the audit event: "class urgent
+// added; tenant vision: weight 1 -> 2", or "classes and tenants unchanged".
+std::string DescribePolicyChange(const Policy& before, const Policy& after);
 
 }  // namespace baton

@@ -102,6 +102,29 @@ grpc::ServerUnaryReactor* CoordinatorService::Explain(grpc::CallbackServerContex
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::GetPolicy(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetPolicyRequest*,
+                                                        v1::PolicyVersion* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!CallerOrFinish(ctx, reactor)) return reactor;
+  *resp = jobs_->GetPolicy();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::SetPolicy(grpc::CallbackServerContext* ctx,
+                                                        const v1::SetPolicyRequest* req,
+                                                        v1::PolicyVersion* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto caller = CallerOrFinish(ctx, reactor);
+  if (!caller) return reactor;
+  jobs_->SetPolicy(*caller, *req, [reactor, resp](absl::StatusOr<v1::PolicyVersion> v) {
+    if (v.ok()) *resp = std::move(*v);
+    reactor->Finish(ToGrpc(v.status()));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::Ping(grpc::CallbackServerContext* ctx,
                                                    const v1::PingRequest*, v1::PingResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
@@ -130,6 +153,19 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   agent_req.set_offset(req->offset());
   if (req->has_rank()) agent_req.set_rank(req->rank());
   return NewLogRelay(AgentChannel(target->address), std::move(agent_req));
+}
+
+grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackServerContext* ctx,
+                                                                const v1::EventsRequest* req) {
+  auto caller = CallerFromMetadata(ctx->client_metadata());
+  if (!caller.ok()) return FinishedStream<v1::Event>(ToGrpc(caller.status()));
+  for (int k : req->kinds()) {
+    if (!v1::EventKind_IsValid(k) || k == v1::EVENT_KIND_UNSPECIFIED) {
+      return FinishedStream<v1::Event>(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "kinds: unknown event kind"));
+    }
+  }
+  return NewEventStream(&jobs_->event_log(), *req);
 }
 
 std::shared_ptr<grpc::Channel> CoordinatorService::AgentChannel(const std::string& address) {

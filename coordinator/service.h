@@ -32,11 +32,19 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                            const v1::WatchRequest* req) override;
   grpc::ServerWriteReactor<v1::LogChunk>* Logs(grpc::CallbackServerContext* ctx,
                                                const v1::LogsRequest* req) override;
+  grpc::ServerWriteReactor<v1::Event>* Events(grpc::CallbackServerContext* ctx,
+                                              const v1::EventsRequest* req) override;
   grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* ctx,
                                       const v1::ListNodesRequest* req,
                                       v1::ListNodesResponse* resp) override;
   grpc::ServerUnaryReactor* Explain(grpc::CallbackServerContext* ctx, const v1::ExplainRequest* req,
                                     v1::ExplainResponse* resp) override;
+  grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* ctx,
+                                      const v1::GetPolicyRequest* req,
+                                      v1::PolicyVersion* resp) override;
+  grpc::ServerUnaryReactor* SetPolicy(grpc::CallbackServerContext* ctx,
+                                      const v1::SetPolicyRequest* req,
+                                      v1::PolicyVersion* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
 

@@ -10,9 +10,11 @@
 namespace baton {
 namespace {
 
-enum Family { kDefault = 0, kJobs, kEvents, kNodes, kMeta, kFamilies };
-constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "nodes", "meta"};
+enum Family { kDefault = 0, kJobs, kEvents, kNodes, kMeta, kLog, kLogJob, kFamilies };
+constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "nodes",
+                                                 "meta",    "log",  "log_job"};
 constexpr char kNextJobIdKey[] = "next_job_id";
+constexpr char kPolicyPrefix[] = "policy/";  // + zero-padded version: every version kept
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -42,8 +44,10 @@ absl::Status ParseInto(std::string_view value, std::string_view what, std::strin
 void StoreBatch::Append(StoreBatch&& other) {
   for (auto& j : other.jobs) jobs.push_back(std::move(j));
   for (auto& e : other.events) events.push_back(std::move(e));
+  for (auto& e : other.log) log.push_back(std::move(e));
   for (auto& n : other.nodes) nodes.push_back(std::move(n));
   if (other.next_job_id) next_job_id = std::max(next_job_id.value_or(0), *other.next_job_id);
+  if (other.policy) policy = std::move(other.policy);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -90,10 +94,19 @@ absl::Status Store::Commit(const StoreBatch& batch) {
   for (const auto& ev : batch.events) {
     wb.Put(handles_[kEvents], EventKey(ev.job_id(), ev.seq()), ev.SerializeAsString());
   }
+  for (const auto& ev : batch.log) {
+    buf = ev.SerializeAsString();
+    wb.Put(handles_[kLog], PaddedKey(ev.log_seq()), buf);
+    if (ev.job_id() != 0) wb.Put(handles_[kLogJob], EventKey(ev.job_id(), ev.log_seq()), buf);
+  }
   for (const auto& node : batch.nodes) {
     wb.Put(handles_[kNodes], node.name(), node.SerializeAsString());
   }
   if (batch.next_job_id) wb.Put(handles_[kMeta], kNextJobIdKey, PaddedKey(*batch.next_job_id));
+  if (batch.policy) {
+    wb.Put(handles_[kMeta], kPolicyPrefix + PaddedKey(batch.policy->version()),
+           batch.policy->SerializeAsString());
+  }
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
   return FromRocks(db_->Write(wo, &wb), "store commit");
@@ -136,7 +149,81 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
   } else if (!g.IsNotFound()) {
     return FromRocks(g, "store read next_job_id");
   }
+  // The newest policy version: the last key under the prefix.
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  std::string upper = std::string(kPolicyPrefix) + "~";
+  it->SeekForPrev(upper);
+  if (it->Valid() && it->key().starts_with(kPolicyPrefix)) {
+    v1::PolicyVersion pv;
+    if (!pv.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return absl::DataLossError("store: policy record '" + it->key().ToString() +
+                                 "' does not parse");
+    }
+    snap.policy = std::move(pv);
+  }
+  std::unique_ptr<rocksdb::Iterator> last(db_->NewIterator(rocksdb::ReadOptions(), handles_[kLog]));
+  last->SeekToLast();
+  if (last->Valid()) {
+    std::vector<v1::Event> newest;
+    s = ParseInto(std::string_view(last->value().data(), last->value().size()), "log",
+                  last->key().ToString(), &newest);
+    if (!s.ok()) return s;
+    snap.last_log_seq = newest[0].log_seq();
+  }
+  if (!last->status().ok()) return FromRocks(last->status(), "store read log");
   return snap;
+}
+
+namespace {
+
+bool Wanted(const LogQuery& q, const v1::Event& ev) {
+  return q.kinds == 0 || (q.kinds & (1u << static_cast<int>(ev.kind()))) != 0;
+}
+
+}  // namespace
+
+// Scans the log (or the job's index) forward from after_seq + 1, or backward from the end.
+absl::Status Store::ScanLog(const LogQuery& q, bool backward,
+                            const std::function<bool(const v1::Event&)>& fn) const {
+  rocksdb::ColumnFamilyHandle* cf = handles_[q.job_id ? kLogJob : kLog];
+  std::string prefix = q.job_id ? PaddedKey(q.job_id) + "/" : "";
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf));
+  if (backward) {
+    it->SeekForPrev(q.job_id ? EventKey(q.job_id, UINT64_MAX) : PaddedKey(UINT64_MAX));
+  } else {
+    it->Seek(q.job_id ? EventKey(q.job_id, q.after_seq + 1) : PaddedKey(q.after_seq + 1));
+  }
+  for (; it->Valid(); backward ? it->Prev() : it->Next()) {
+    if (!it->key().starts_with(prefix)) break;
+    v1::Event ev;
+    if (!ev.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return absl::DataLossError("store: log record '" + it->key().ToString() + "' does not parse");
+    }
+    if (Wanted(q, ev) && !fn(ev)) break;
+  }
+  return FromRocks(it->status(), "store read log");
+}
+
+absl::StatusOr<std::vector<v1::Event>> Store::ReadLog(const LogQuery& q) const {
+  std::vector<v1::Event> out;
+  absl::Status s = ScanLog(q, /*backward=*/false, [&](const v1::Event& ev) {
+    out.push_back(ev);
+    return q.limit == 0 || out.size() < q.limit;
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<uint64_t> Store::TailStart(const LogQuery& q, size_t n) const {
+  if (n == 0) return uint64_t{0};
+  size_t seen = 0;
+  uint64_t start = 0;
+  absl::Status s = ScanLog(q, /*backward=*/true, [&](const v1::Event& ev) {
+    start = ev.log_seq() - 1;
+    return ++seen < n;
+  });
+  if (!s.ok()) return s;
+  return seen < n ? 0 : start;
 }
 
 }  // namespace baton

@@ -1,11 +1,13 @@
 // Durable coordinator state in RocksDB: one column family per kind (jobs, events, nodes,
-// meta), zero-padded keys so scans come back in id order. Every Commit is one WriteBatch
+// meta, the global event log and its per-job index), zero-padded keys so scans come back
+// in id order. Every Commit is one WriteBatch
 // written with a synced WAL, so a transition and its event record land together or not at
 // all. Owned by the coordinator's committer thread; Load* run before it starts.
 // Thread-safe (RocksDB is), but one process owns the directory.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,10 +35,15 @@ struct StoreOptions {
 struct StoreBatch {
   std::vector<v1::Job> jobs;  // stored without `events` (they live in their own family)
   std::vector<v1::Event> events;
+  std::vector<v1::Event> log;  // the global log, keyed by log_seq (and indexed by job)
   std::vector<v1::Node> nodes;
   std::optional<uint64_t> next_job_id;
+  std::optional<v1::PolicyVersion> policy;  // a new policy version, kept forever (audit)
 
-  bool empty() const { return jobs.empty() && events.empty() && nodes.empty() && !next_job_id; }
+  bool empty() const {
+    return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
+           !policy;
+  }
   void Append(StoreBatch&& other);
 };
 
@@ -46,6 +53,16 @@ struct StoreSnapshot {
   std::vector<v1::Event> events;  // ordered by (job id, seq)
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
+  std::optional<v1::PolicyVersion> policy;  // the newest stored version
+  uint64_t last_log_seq = 0;                // the global log is not loaded: read it with ReadLog
+};
+
+// Which global log records ReadLog returns.
+struct LogQuery {
+  uint64_t job_id = 0;     // 0: every event
+  uint64_t after_seq = 0;  // log_seq > after_seq
+  size_t limit = 0;        // at most this many, oldest first; 0: no limit
+  uint32_t kinds = 0;      // bit (1 << EventKind) per kind wanted; 0: every kind
 };
 
 class Store {
@@ -59,16 +76,24 @@ class Store {
 
   absl::Status Commit(const StoreBatch& batch);
   absl::StatusOr<StoreSnapshot> Load() const;
+  // Global log records matching `q`, in log_seq order. Safe while commits run.
+  absl::StatusOr<std::vector<v1::Event>> ReadLog(const LogQuery& q) const;
+  // The global log's newest `n` records for `q` (its after_seq and limit ignored):
+  // the log_seq to read after so that ReadLog returns them.
+  absl::StatusOr<uint64_t> TailStart(const LogQuery& q, size_t n) const;
 
  private:
   Store() = default;
+  absl::Status ScanLog(const LogQuery& q, bool backward,
+                       const std::function<bool(const v1::Event&)>& fn) const;
   absl::Status LoadFamily(
       rocksdb::ColumnFamilyHandle* cf,
       const std::function<absl::Status(std::string_view key, std::string_view value)>& fn) const;
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, jobs, events, nodes, meta
+  // default, jobs, events, nodes, meta, log, log_job
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
 
 }  // namespace baton

@@ -1,5 +1,6 @@
 #include "coordinator/streams.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -141,6 +142,48 @@ class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
   grpc::ClientContext agent_ctx_;
 };
 
+// The event log from `after_seq` (or its tail), in batches from the store; with
+// `follow`, then each new durable record. Blocks on its own thread between records.
+class EventStream : public ThreadedWriteReactor<v1::Event> {
+ public:
+  EventStream(const EventLog* log, v1::EventsRequest req) : log_(log), req_(std::move(req)) {}
+
+ private:
+  static constexpr size_t kBatch = 512;
+
+  grpc::Status Produce() override {
+    LogQuery q;
+    q.job_id = req_.job_id();
+    for (int k : req_.kinds()) q.kinds |= 1u << k;
+    uint64_t after = req_.after_seq();
+    if (req_.tail() > 0) {
+      auto start = log_->TailStart(q, req_.tail());
+      if (!start.ok()) return ToGrpc(start.status());
+      after = std::max(after, *start);
+    }
+    q.limit = kBatch;
+    for (;;) {
+      uint64_t durable = log_->durable_seq();  // all of it is in the store by now
+      q.after_seq = after;
+      auto batch = log_->Read(q);
+      if (!batch.ok()) return ToGrpc(batch.status());
+      for (const auto& ev : *batch) {
+        if (!Write(ev)) return grpc::Status::CANCELLED;
+        after = ev.log_seq();
+      }
+      if (batch->size() == kBatch) continue;
+      after = std::max(after, durable);  // nothing else up to `durable` matches
+      if (!req_.follow()) return grpc::Status::OK;
+      while (log_->WaitPast(after, std::chrono::milliseconds(250)) <= after) {
+        if (!Pause(std::chrono::milliseconds(0))) return grpc::Status::CANCELLED;
+      }
+    }
+  }
+
+  const EventLog* const log_;
+  const v1::EventsRequest req_;
+};
+
 class AgentStream;
 
 // What the JobManager holds: outlives the reactor, goes quiet when it is done.
@@ -237,6 +280,12 @@ grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channe
   auto* relay = new LogRelay(std::move(agent), std::move(req));
   relay->Start();
   return relay;
+}
+
+grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req) {
+  auto* stream = new EventStream(log, std::move(req));
+  stream->Start();
+  return stream;
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(

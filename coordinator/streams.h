@@ -1,7 +1,7 @@
 // The coordinator's streaming reactors: Watch (job updates), the Logs relay (from the
-// agent that holds the file) and the agents' Connect stream (which is each agent's
-// AgentLink). Each reactor deletes itself in OnDone, as gRPC's callback API expects.
-// Thread-safe.
+// agent that holds the file), Events (the global event log, followed) and the agents'
+// Connect stream (which is each agent's AgentLink). Each reactor deletes itself in OnDone, as
+// gRPC's callback API expects. Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,6 +17,7 @@ namespace baton {
 grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id);
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
                                                     v1::ReadLogsRequest req);
+grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req);
 // `allowed` not OK: the stream is refused with it.
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
     JobManager* jobs, const absl::Status& allowed);

@@ -110,4 +110,22 @@ std::string NodeStateName(v1::NodeState state) {
   return EnumSuffix(v1::NodeState_Name(state), "NODE_STATE_");
 }
 
+std::string EventKindName(v1::EventKind kind) {
+  if (kind == v1::EVENT_KIND_UNSPECIFIED || !v1::EventKind_IsValid(kind)) return "transition";
+  std::string name = EnumSuffix(v1::EventKind_Name(kind), "EVENT_KIND_");
+  std::replace(name.begin(), name.end(), '-', '_');  // "quota_refusal", as in the metrics
+  return name;
+}
+
+absl::StatusOr<v1::EventKind> ParseEventKindName(std::string_view name) {
+  for (int k = v1::EventKind_MIN + 1; k <= v1::EventKind_MAX; ++k) {
+    if (v1::EventKind_IsValid(k) && EventKindName(static_cast<v1::EventKind>(k)) == name) {
+      return static_cast<v1::EventKind>(k);
+    }
+  }
+  return absl::InvalidArgumentError("unknown event kind '" + std::string(name) +
+                                    "' (transition, scheduling, eviction, quota_refusal, "
+                                    "policy, node)");
+}
+
 }  // namespace baton

@@ -50,5 +50,9 @@ bool IsTerminal(v1::JobState state);
 std::string LaunchModeName(v1::LaunchMode mode);
 std::string RestartPolicyName(v1::RestartPolicy policy);
 std::string NodeStateName(v1::NodeState state);
+// "transition", "scheduling", "eviction", "quota_refusal", "policy", "node"; stored
+// events without a kind are transitions.
+std::string EventKindName(v1::EventKind kind);
+absl::StatusOr<v1::EventKind> ParseEventKindName(std::string_view name);
 
 }  // namespace baton

@@ -7,6 +7,7 @@
 #   3. Traffic drops, inference is scaled down; training waits its cooldown, resumes at the
 #      committed step, and finishes with the weights of an uninterrupted run.
 #   4. A timeline of every state change.
+#   5. The event log of the eviction, and where the Prometheus metrics are.
 # BATON_DEMO_KEEP=1 keeps the data dir; BUILD_DIR (default build/) holds the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +53,8 @@ if [ "$(id -u)" = 0 ] && ip netns add baton-demo-probe 2>/dev/null; then
   ip netns del baton-demo-probe
   say "starting a 2-node cluster: network namespaces on a bridge, the coordinator outside"
   export BATON_NETNS_NAME=bdemo BATON_NETNS_SUBNET=10.76.0 BATON_BIN="$BIN"
-  export BATON_COORDINATOR_ARGS="--policy $DEMO/policy.yaml"
+  export BATON_COORDINATOR_ARGS="--policy $DEMO/policy.yaml --metrics-listen 10.76.0.1:0
+    --metrics-ready-file $DEMO/metrics.addr"
   CLEANUP+=("scripts/netns-cluster.sh down >/dev/null 2>&1")
   scripts/netns-cluster.sh down >/dev/null 2>&1 || true
   eval "$(scripts/netns-cluster.sh up 2 2 | grep '^export')"
@@ -61,6 +63,7 @@ else
   say "not root: a single-node loopback cluster instead of namespaces"
   "$BIN/baton-coordinator" --listen 127.0.0.1:0 --data-dir "$DEMO/coordinator" \
     --ready-file "$DEMO/coordinator.addr" --policy "$DEMO/policy.yaml" \
+    --metrics-listen 127.0.0.1:0 --metrics-ready-file "$DEMO/metrics.addr" \
     >"$DEMO/coordinator.log" 2>&1 &
   CLEANUP+=("kill $!; wait $! 2>/dev/null")
   for _ in $(seq 100); do [ -s "$DEMO/coordinator.addr" ] && break; sleep 0.1; done
@@ -109,7 +112,7 @@ echo "training yielded $(secs "$T_SUBMIT" "$T_YIELD") s after the inference subm
 show "$BIN/baton" queue
 
 sleep 3
-show "$BIN/baton" logs "$SERVE"
+BATON_USER=bob BATON_TENANT=serving show "$BIN/baton" logs "$SERVE"
 
 say "3. traffic drops: bob scales the service down; training waits out its cooldown"
 BATON_USER=bob BATON_TENANT=serving show "$BIN/baton" cancel "$SERVE" --reason "traffic peak over"
@@ -130,3 +133,12 @@ show "$BIN/baton" status "$TRAIN"
 "$BIN/baton" status "$SERVE" | sed -n '/Events:/,$p'
 echo "witness (every rank's start/end, appended under flock; attempts never overlap):"
 grep -v '^alive' "$DEMO/ckpt/WITNESS" | awk '{print "  " $0}'
+
+say "5. the event log and the metrics"
+show "$BIN/baton" events --job "$TRAIN" --kind eviction
+show "$BIN/baton" events --tail 8
+if [ -s "$DEMO/metrics.addr" ] && command -v curl >/dev/null; then
+  echo "coordinator metrics at http://$(cat "$DEMO/metrics.addr")/metrics (alerts, dashboard: scripts/monitoring)"
+  curl -s "http://$(cat "$DEMO/metrics.addr")/metrics" |
+    grep -E '^baton_(jobs_(submitted|finished)_total|evictions_total|pending_jobs|agents_connected)' || true
+fi

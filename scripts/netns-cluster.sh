@@ -12,7 +12,8 @@
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
 # is the /24 used; BATON_BIN (default build/bin) holds the binaries; BATON_COORDINATOR_ARGS
-# and BATON_AGENT_ARGS add flags (e.g. --policy FILE). Two clusters with
+# and BATON_AGENT_ARGS add flags (e.g. --policy FILE); BATON_NETNS_KEEP_LOGS=DIR makes
+# `down` copy the daemons' logs there first. Two clusters with
 # different names and subnets can run side by side. Needs root (ip netns, bridges).
 # Namespaces share the filesystem, so a checkpoint dir under /tmp is "shared storage".
 # They also share the cgroup tree: each cluster's agents keep their attempts under
@@ -136,6 +137,9 @@ stop_cluster() {
   for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
     [ -d "$h$NAME" ] && find "$h$NAME" -depth -type d -exec rmdir {} + 2>/dev/null
   done
+  if [ -n "${BATON_NETNS_KEEP_LOGS:-}" ] && [ -d "$STATE" ]; then
+    mkdir -p "$BATON_NETNS_KEEP_LOGS" && cp "$STATE"/*.log "$BATON_NETNS_KEEP_LOGS"/ 2>/dev/null || true
+  fi
   rm -rf "$STATE"
 }
 

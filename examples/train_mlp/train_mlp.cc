@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
 
   auto reducer = GradientReducer::Create(world, rank);
   if (!reducer.ok()) Die(rank, "gradient reducer", reducer.status());
+  if (rank == 0) std::printf("gradients all-reduced with %s\n", (*reducer)->name());
   int64_t per_rank = f.global_batch / world;
   std::vector<double> grad(model.params.size());
   auto last_alive = std::chrono::steady_clock::now();

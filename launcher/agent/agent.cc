@@ -26,10 +26,15 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+AttemptObserver* NoObserver() {
+  static AttemptObserver none;
+  return &none;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
-             std::unique_ptr<Isolator> isolator)
+             std::unique_ptr<Isolator> isolator, AttemptObserver* observer)
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
@@ -37,7 +42,8 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
       stub_(v1::AgentControl::NewStub(channel_)),
       isolator_(isolator
                     ? std::move(isolator)
-                    : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)) {}
+                    : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
+      observer_(observer ? observer : NoObserver()) {}
 
 Agent::~Agent() { Stop(); }
 
@@ -336,14 +342,17 @@ void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
   Run& run = it->second;
+  bool counts = true;
   auto daemon = run.daemons.find(e.pid);
   if (daemon != run.daemons.end()) {
     if (daemon->second) daemon->second(e.status);  // the exec stream reports the exit
     run.daemons.erase(daemon);
+    std::lock_guard<std::mutex> lock(hung_up_mu_);
+    counts = hung_up_.erase(e.pid) == 0;
   } else if (!run.ranks.erase(e.pid)) {
     return;
   }
-  if (!e.status.ok() && !run.failed) {
+  if (counts && !e.status.ok() && !run.failed) {
     run.failed = true;
     run.report.set_exit_code(e.status.exit_code);
     run.report.set_term_signal(e.status.term_signal);
@@ -366,7 +375,8 @@ void Agent::ProcessExitLocked(const Exit& e) {
 void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
   ReleaseLocked(key, run);                 // what is left in its cgroups dies; the cgroups go
-  ReportLimitChangesLocked();              // training widened again when inference left
+  observer_->OnAttemptEnded(key.first, key.second);
+  ReportLimitChangesLocked();  // training widened again when inference left
   run.kill_at_mono = 0;
   // The end is reported once the output is in the log, so `baton logs` after the job
   // shows all of it.
@@ -413,6 +423,7 @@ void Agent::SetIsolationReportLocked(Key key, Run& run) {
   if (stats.ok()) {
     stats->set_time_ms(clock_->NowMs());
     *iso->mutable_stats() = *stats;
+    observer_->OnAttemptStats(*iso);
   }
 }
 

@@ -6,7 +6,8 @@
 // network class, GPU env); its end kills and removes all of it. At start the agent
 // re-adopts attempts still running in their cgroups and cleans up after dead ones.
 // Every change to an attempt is reported, with its limits and throttling, and
-// re-reported at each registration until the coordinator acknowledges its end.
+// re-reported at each registration until the coordinator acknowledges its end, and told
+// to the AttemptObserver (the node's metrics) as it starts, refreshes and ends.
 // Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
 // deadlines, heartbeats, lease), the Reaper's.
 #pragma once
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
@@ -51,9 +53,10 @@ struct AgentOptions {
 
 class Agent {
  public:
-  // `isolator` null: no isolation (mode none).
+  // `isolator` null: no isolation (mode none). `observer` (may be null) must outlive
+  // the Agent.
   Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
-        std::unique_ptr<Isolator> isolator = nullptr);
+        std::unique_ptr<Isolator> isolator = nullptr, AttemptObserver* observer = nullptr);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -71,6 +74,11 @@ class Agent {
   absl::StatusOr<pid_t> StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
                                   std::vector<int> hold_fds,
                                   std::function<void(ExitStatus)> on_exit);
+  // The exec client of daemon `pid` went away: SIGTERM it, as sshd does. The client is
+  // mpirun's launcher on the first node, which goes when mpirun ends, often before the
+  // daemon has finished exiting; the job's outcome is mpirun's, so this daemon's end does
+  // not fail the node.
+  void HangUpExec(pid_t pid);
 
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
@@ -162,6 +170,7 @@ class Agent {
   std::unique_ptr<v1::AgentControl::Stub> stub_;
   Reaper reaper_;
   std::unique_ptr<Isolator> isolator_;
+  AttemptObserver* const observer_;  // never null
   LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
@@ -178,6 +187,10 @@ class Agent {
   bool stopping_ = false;
 
   std::mutex exits_mu_;
+  // Daemons whose exec client went away (HangUpExec). Its own lock: gRPC's cancel
+  // callback must never wait for mu_, which is held across reports to the coordinator.
+  std::mutex hung_up_mu_;
+  std::set<pid_t> hung_up_;
   std::condition_variable exits_cv_;
   std::deque<Exit> exits_;
 

@@ -106,6 +106,7 @@ void Agent::Launch(const v1::Launch& l) {
   }
   WriteProcessesLocked(key, run);
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
+  observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
                run.ranks.size(), run.awaiting_exec ? " (awaiting mpirun's daemon)" : "", run.pgid);
   ReportLocked(run);
@@ -266,6 +267,14 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   WriteProcessesLocked(key, run);
   spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
   return pid;
+}
+
+void Agent::HangUpExec(pid_t pid) {
+  {
+    std::lock_guard<std::mutex> lock(hung_up_mu_);
+    hung_up_.insert(pid);
+  }
+  kill(pid, SIGTERM);  // not yet reaped (its exec stream is still open), so still ours
 }
 
 }  // namespace baton

@@ -73,6 +73,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   ReattachOutput(key, l, run);
   ReadProgress(run);
   SetIsolationReportLocked(key, run);
+  observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: re-adopted {} rank(s) and {} daemon(s) from its cgroups",
                key.first, key.second, run.ranks.size(), run.daemons.size());
 }

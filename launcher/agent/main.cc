@@ -1,5 +1,6 @@
 // baton-agent: the node agent. Registers this node's inventory with the coordinator,
-// runs the attempts it is given, and serves their logs on --listen.
+// runs the attempts it is given, serves their logs on --listen and Prometheus metrics
+// (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -11,9 +12,11 @@
 #include "common/daemon.h"
 #include "common/ids.h"
 #include "common/logging.h"
+#include "common/metrics_server.h"
 #include "common/net.h"
 #include "common/resources.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/agent_metrics.h"
 #include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
@@ -28,6 +31,8 @@ struct Flags {
   baton::IsolationOptions isolation;
   std::string listen;
   std::string ready_file;
+  std::string metrics_listen;
+  std::string metrics_ready_file;
   std::string log_level;
 };
 
@@ -106,6 +111,10 @@ Flags ParseFlags(int argc, char** argv) {
       ("nvml", "NVML library to load for GPU discovery (\"\" skips it)",
        cxxopts::value<std::string>()->default_value("libnvidia-ml.so.1"))
       ("ready-file", "write the bound address here once serving",
+       cxxopts::value<std::string>()->default_value(""))
+      ("metrics-listen", "host:port for Prometheus /metrics and /healthz (loopback or private; "
+       "port 0 picks one; empty: off)", cxxopts::value<std::string>()->default_value(""))
+      ("metrics-ready-file", "write the bound metrics address here once serving",
        cxxopts::value<std::string>()->default_value(""))
       ("log-level", "trace, debug, info, warn, error",
        cxxopts::value<std::string>()->default_value("info"))
@@ -186,6 +195,8 @@ Flags ParseFlags(int argc, char** argv) {
   }
   f.listen = r["listen"].as<std::string>();
   f.ready_file = r["ready-file"].as<std::string>();
+  f.metrics_listen = r["metrics-listen"].as<std::string>();
+  f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
   f.log_level = r["log-level"].as<std::string>();
   return f;
 }
@@ -206,7 +217,9 @@ int main(int argc, char** argv) {
   }
   baton::InitLogging("agent", flags.log_level);
   for (auto [flag, addr] :
-       {std::pair{"--listen", flags.listen}, std::pair{"--coordinator", flags.agent.coordinator}}) {
+       {std::pair{"--listen", flags.listen}, std::pair{"--coordinator", flags.agent.coordinator},
+        std::pair{"--metrics-listen", flags.metrics_listen}}) {
+    if (addr.empty() && std::string(flag) == "--metrics-listen") continue;
     if (auto s = baton::CheckListenAddress(flag, addr); !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
       return 2;
@@ -236,7 +249,13 @@ int main(int argc, char** argv) {
     spdlog::error("isolation: {}", isolator.status().ToString());
     return 1;
   }
-  baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator));
+  baton::Agent* agent_ptr = nullptr;  // set below; the metrics ask it whether it is connected
+  auto metrics = std::make_shared<baton::AgentMetrics>(
+      flags.agent.node_name, *inventory,
+      [&agent_ptr] { return agent_ptr && agent_ptr->connected(); });
+  baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator),
+                     metrics.get());
+  agent_ptr = &agent;
   baton::NodeService node_service(&agent);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -254,6 +273,24 @@ int main(int argc, char** argv) {
                flags.agent.node_name, bound, inventory->cpus(),
                baton::FormatBytes(inventory->memory_bytes()), inventory->gpus_size(),
                flags.agent.coordinator);
+  std::unique_ptr<baton::MetricsServer> metrics_server;
+  if (!flags.metrics_listen.empty()) {
+    auto started = baton::MetricsServer::Start({flags.metrics_listen, {metrics}, nullptr});
+    if (!started.ok()) {
+      spdlog::error("{}", started.status().ToString());
+      return 1;
+    }
+    metrics_server = std::move(*started);
+    spdlog::info("metrics on http://{}/metrics", metrics_server->address());
+    if (!flags.metrics_ready_file.empty()) {
+      auto s =
+          baton::WriteFileAtomically(flags.metrics_ready_file, metrics_server->address() + "\n");
+      if (!s.ok()) {
+        spdlog::error("{}", s.ToString());
+        return 1;
+      }
+    }
+  }
   if (!flags.ready_file.empty()) {
     if (auto s = baton::WriteFileAtomically(flags.ready_file, bound + "\n"); !s.ok()) {
       spdlog::error("{}", s.ToString());
@@ -262,6 +299,7 @@ int main(int argc, char** argv) {
   }
   int sig = baton::WaitForStopSignal();
   spdlog::info("signal {}: stopping", sig);
+  metrics_server.reset();
   agent.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return 0;

@@ -96,7 +96,7 @@ class ExecRunner : public ThreadedWriteReactor<v1::ExecOutput> {
 
   void OnCancelled() override {
     pid_t pid = pid_.load();
-    if (pid > 0) kill(pid, SIGTERM);  // as sshd does when the client goes away
+    if (pid > 0) agent_->HangUpExec(pid);
   }
 
   grpc::Status Produce() override {
@@ -124,6 +124,7 @@ class ExecRunner : public ThreadedWriteReactor<v1::ExecOutput> {
     started.set_started(true);
     Write(started);
     Relay(out[0], err[0], box.get());
+    pid_ = 0;  // reaped (or the client left): a late cancel must not signal its pid
     close(out[0]);
     close(err[0]);
     v1::ExecOutput last;

@@ -18,5 +18,7 @@ int RunNodes(const Args& args);
 int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunSignal(const Args& args);
+int RunPolicy(const Args& args);
+int RunEvents(const Args& args);
 
 }  // namespace baton::cli

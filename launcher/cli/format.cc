@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "common/resources.h"
@@ -135,6 +136,44 @@ std::string DescribeEviction(const v1::Attempt& a, const v1::JobSpec& spec) {
       << " while checkpointing)";
   }
   return o.str();
+}
+
+namespace {
+
+// "2024-05-03 10:22:01.123", local time.
+std::string LocalTime(int64_t unix_ms) {
+  time_t secs = static_cast<time_t>(unix_ms / 1000);
+  struct tm tm {};
+  localtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03d", static_cast<int>(unix_ms % 1000));
+  return buf;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string EventLine(const v1::Event& e) {
+  std::string subject = e.job_id()            ? "job " + std::to_string(e.job_id())
+                        : !e.node().empty()   ? "node " + e.node()
+                        : !e.tenant().empty() ? "tenant " + e.tenant()
+                                              : "-";
+  std::string what;
+  bool transition = e.kind() == v1::EVENT_KIND_TRANSITION || e.kind() == v1::EVENT_KIND_UNSPECIFIED;
+  if (transition && e.from() != e.to()) {
+    what = (e.from() == v1::JOB_STATE_UNSPECIFIED ? "new" : StateName(e.from())) + " -> " +
+           StateName(e.to()) + ": ";
+  } else if (!e.code().empty() && e.reason().find(e.code()) == std::string::npos) {
+    what = e.code() + ": ";
+  }
+  return Pad("#" + std::to_string(e.log_seq()), 7) + " " + LocalTime(e.time_ms()) + "  " +
+         Pad(EventKindName(e.kind()), 13) + " " + Pad(subject, 10) + " " + what + e.reason() +
+         (e.actor().empty() ? "" : "  (" + e.actor() + ")");
 }
 
 std::string DescribeLimits(const v1::IsolationLimits& l) {

@@ -22,6 +22,9 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms);
 // An evicted attempt: for whom, the work it lost (GPU-seconds), the step it resumes from,
 // and how far its grace was extended while it checkpointed.
 std::string DescribeEviction(const v1::Attempt& attempt, const v1::JobSpec& spec);
+// One event for `baton events`: "#12  2024-05-03 10:22:01.123  scheduling  job 3  placed:
+// attempt 1 placed on n1  (scheduler)". Time in the local zone.
+std::string EventLine(const v1::Event& event);
 // "cpus 1 (exclusive) quota 1 weight 100, memory 1.2Gi, net ≤700 Mbit/s (1:100)".
 std::string DescribeLimits(const v1::IsolationLimits& limits);
 // "throttled 12/340 periods (1.2s), cpu 3.4s, peak memory 20Mi, net 1.0Mi".

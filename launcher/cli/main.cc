@@ -19,6 +19,9 @@ constexpr char kUsageText[] =
     "  cancel JOB...              cancel jobs\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
+    "  policy get | set FILE      the scheduling policy; admins replace it (versioned)\n"
+    "  events [--job J] [-f]      the event log: transitions, scheduling, evictions, refused\n"
+    "                             specs, policy and node changes\n"
     "\n"
     "environment: BATON_COORDINATOR (host:port), BATON_USER, BATON_TENANT, BATON_ROLE\n"
     "exit codes: 0 ok, 1 error, 2 bad usage or spec, 3 not found, 4 denied,\n"
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
       {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
       {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
       {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
+      {"policy", baton::cli::RunPolicy},  {"events", baton::cli::RunEvents},
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

@@ -72,8 +72,10 @@ inline v1::AttemptReport Report(uint64_t job, uint32_t attempt, v1::AttemptRepor
 
 class Harness {
  public:
-  explicit Harness(JobManagerOptions options = {}, const std::string& dir = "")
+  explicit Harness(JobManagerOptions options = {}, const std::string& dir = "",
+                   JobObserver* observer = nullptr)
       : options_(options),
+        observer_(observer),
         owned_dir_(dir.empty() ? std::make_unique<TempDir>() : nullptr),
         dir_(dir.empty() ? owned_dir_->path() : dir) {
     Open();
@@ -84,7 +86,7 @@ class Harness {
     auto store = Store::Open(dir_ + "/db", {});
     EXPECT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    jm_ = std::make_unique<JobManager>(store_.get(), &clock_, options_);
+    jm_ = std::make_unique<JobManager>(store_.get(), &clock_, options_, observer_);
     EXPECT_TRUE(jm_->Recover().ok());
   }
   void Close() {
@@ -146,6 +148,7 @@ class Harness {
 
  private:
   JobManagerOptions options_;
+  JobObserver* observer_;
   std::unique_ptr<TempDir> owned_dir_;
   std::string dir_;
   FakeClock clock_;

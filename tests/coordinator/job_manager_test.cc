@@ -533,5 +533,60 @@ TEST(JobManager, LogsOfARankComeFromTheNodeThatRanIt) {
   EXPECT_EQ(h.jm().FindLogs(Alice(), req).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// --- the policy admins set at run time ----------------------------------------------------
+
+absl::StatusOr<v1::PolicyVersion> SetPolicy(Harness& h, const Caller& who, const std::string& yaml,
+                                            bool dry_run = false) {
+  v1::SetPolicyRequest req;
+  req.set_yaml(yaml);
+  req.set_comment("more urgency");
+  req.set_dry_run(dry_run);
+  std::promise<absl::StatusOr<v1::PolicyVersion>> p;
+  h.jm().SetPolicy(who, req, [&](absl::StatusOr<v1::PolicyVersion> v) { p.set_value(v); });
+  return p.get_future().get();
+}
+
+TEST(JobManager, AdminsSetAVersionedPolicyThatOutlivesRestarts) {
+  const std::string urgent =
+      "classes:\n"
+      "  - {name: inference, value: 900, service: true}\n"
+      "  - {name: urgent, value: 950}\n"
+      "  - {name: training, value: 300}\n";
+  Harness h;
+  v1::JobSpec spec = Spec();
+  spec.set_priority_class("urgent");
+  EXPECT_EQ(h.Submit(spec).status().code(), absl::StatusCode::kInvalidArgument)
+      << "no such class yet";
+  EXPECT_EQ(h.jm().GetPolicy().version(), 0u);
+
+  EXPECT_EQ(SetPolicy(h, Alice(), urgent).status().code(), absl::StatusCode::kPermissionDenied);
+  auto bad = SetPolicy(h, Admin(), "classes:\n  - {name: urgent, value: -5}\n");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  auto dry = SetPolicy(h, Admin(), urgent, /*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  EXPECT_EQ(dry->version(), 1u);
+  EXPECT_EQ(h.jm().GetPolicy().version(), 0u) << "a dry run stores nothing";
+  EXPECT_EQ(h.Submit(spec).status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto set = SetPolicy(h, Admin(), urgent);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->version(), 1u);
+  EXPECT_EQ(set->author(), "root");
+  auto id = h.Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  h.Restart();
+  v1::PolicyVersion now = h.jm().GetPolicy();
+  EXPECT_EQ(now.version(), 1u);
+  EXPECT_EQ(now.yaml(), urgent);
+  EXPECT_EQ(now.comment(), "more urgency");
+  EXPECT_TRUE(h.Submit(spec).ok()) << "the stored policy is back after a restart";
+  auto next = SetPolicy(h, Admin(), "");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->version(), 2u) << "versions keep counting across restarts";
+  EXPECT_EQ(h.Submit(spec).status().code(), absl::StatusCode::kInvalidArgument)
+      << "an empty policy is the built-in default again";
+}
+
 }  // namespace
 }  // namespace baton::testing

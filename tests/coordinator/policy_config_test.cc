@@ -115,5 +115,22 @@ TEST(PolicyConfig, MalformedYamlSaysWhere) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
+  auto before = ParsePolicy(
+      "classes:\n  - {name: training, value: 300}\n  - {name: old, value: 100}\n"
+      "tenants:\n  - {name: vision, weight: 1, nominal: {gpus: 8, cpus: \"64\", memory: 1Ti}}\n"
+      "  - {name: gone, weight: 1}\n");
+  auto after = ParsePolicy(
+      "classes:\n  - {name: training, value: 350}\n  - {name: urgent, value: 950}\n"
+      "tenants:\n  - {name: vision, weight: 2, nominal: {gpus: 16, cpus: \"64\", memory: 1Ti}}\n");
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(DescribePolicyChange(*before, *after),
+            "class training: value 300 -> 350; class urgent added (value 950); class old removed; "
+            "tenant vision: weight 1 -> 2; tenant vision: quota 8 GPUs, 64 CPUs -> 16 GPUs, 64 "
+            "CPUs; tenant gone removed");
+  EXPECT_EQ(DescribePolicyChange(*after, *after), "classes and tenants unchanged");
+}
+
 }  // namespace
 }  // namespace baton

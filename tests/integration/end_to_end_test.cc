@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/local_cluster.h"
+#include "tests/util/temp_dir.h"
 
 namespace baton::testing {
 namespace {
@@ -120,6 +121,31 @@ TEST_F(EndToEnd, ResearchersCannotTouchOtherTenantsJobs) {
   EXPECT_EQ(cluster_.Baton({"queue"}, bob).exit_code, 0) << "the queue is visible to all";
   EXPECT_EQ(cluster_.Baton({"submit", "--tenant", "vision", "--", "true"}, bob).exit_code, 4);
   EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
+}
+
+TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
+  TempDir dir("baton-policy");
+  std::string file = dir.Sub("policy.yaml");
+  std::ofstream(file)
+      << "classes:\n  - {name: training, value: 300}\n  - {name: urgent, value: 950}\n";
+  std::ofstream(dir.Sub("bad.yaml")) << "classes:\n  - {name: urgent, value: many}\n";
+  std::map<std::string, std::string> admin = {{"BATON_USER", "ops"}, {"BATON_ROLE", "admin"}};
+
+  CommandResult get = cluster_.Baton({"policy", "get"});
+  EXPECT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_NE(get.out.find("policy version 0"), std::string::npos) << get.out;
+  EXPECT_EQ(cluster_.Baton({"policy", "set", file}).exit_code, 4) << "researchers may not";
+  CommandResult bad = cluster_.Baton({"policy", "set", dir.Sub("bad.yaml")}, admin);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("value"), std::string::npos) << "names the field: " << bad.err;
+  CommandResult set = cluster_.Baton({"policy", "set", file, "-m", "urgent work"}, admin);
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("Policy version 1"), std::string::npos) << set.out;
+  get = cluster_.Baton({"policy", "get"});
+  EXPECT_NE(get.out.find("set by ops"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("urgent work"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("{name: urgent, value: 950}"), std::string::npos) << get.out;
+  EXPECT_EQ(cluster_.Baton({"submit", "--class", "urgent", "--wait", "--", "true"}).exit_code, 0);
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {

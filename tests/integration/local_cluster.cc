@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <set>
 #include <sstream>
 
 #include "gtest/gtest.h"
@@ -88,7 +89,30 @@ std::string ClusterClient::StateOf(uint64_t job) {
 
 bool ClusterClient::WaitForState(uint64_t job, const std::string& state,
                                  std::chrono::milliseconds timeout) {
-  return WaitFor([&] { return StateOf(job) == state; }, timeout);
+  static const std::set<std::string> kFinal = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED",
+                                               "JOB_STATE_CANCELLED"};
+  std::string seen;
+  bool reached = WaitFor(
+      [&] {
+        seen = StateOf(job);
+        return seen == state || (kFinal.count(seen) > 0 && kFinal.count(state) > 0);
+      },
+      timeout);
+  return reached && seen == state;
+}
+
+std::string ClusterClient::Describe(uint64_t job) {
+  std::string id = std::to_string(job);
+  CommandResult status = Baton({"status", id});
+  CommandResult logs = Baton({"logs", id});
+  std::string tail = logs.out;
+  size_t pos = tail.size();
+  for (int lines = 0; lines <= 40 && pos != std::string::npos && pos > 0; ++lines) {
+    pos = tail.rfind('\n', pos - 1);
+  }
+  if (pos != std::string::npos && pos > 0) tail = "…\n" + tail.substr(pos + 1);
+  return "\n--- baton status " + id + "\n" + status.out + status.err + "--- baton logs " + id +
+         " (last lines)\n" + tail + logs.err;
 }
 
 bool ClusterClient::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
@@ -213,10 +237,15 @@ std::string NetnsCluster::NodeAddress(int i) const {
 }
 
 std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
-  return {{"BATON_NETNS_NAME", name_},
-          {"BATON_NETNS_SUBNET", subnet_},
-          {"BATON_BIN", BATON_BIN_DIR},
-          {"BATON_COORDINATOR_ARGS", coordinator_args_}};
+  std::map<std::string, std::string> env = {{"BATON_NETNS_NAME", name_},
+                                            {"BATON_NETNS_SUBNET", subnet_},
+                                            {"BATON_BIN", BATON_BIN_DIR},
+                                            {"BATON_COORDINATOR_ARGS", coordinator_args_}};
+  // Set BATON_NETNS_KEEP_LOGS=DIR when running a test to keep the daemons' logs.
+  if (const char* keep = getenv("BATON_NETNS_KEEP_LOGS")) {
+    env["BATON_NETNS_KEEP_LOGS"] = std::string(keep) + "/" + name_;
+  }
+  return env;
 }
 
 }  // namespace baton::testing

@@ -26,8 +26,11 @@ class ClusterClient {
   std::optional<v1::Job> GetJob(uint64_t job);
   // A job's state name from `baton status --json`, "" when it cannot be read.
   std::string StateOf(uint64_t job);
+  // True once the job is in `state`; gives up early when it ended in another final state.
   bool WaitForState(uint64_t job, const std::string& state,
                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // `baton status` and the last log lines of a job, for failure messages.
+  std::string Describe(uint64_t job);
   bool WaitForReadyNodes(int n, std::chrono::milliseconds timeout);
   // The id in "Submitted job 17" (or "17" with -q) on the first line of `out`.
   static uint64_t SubmittedId(const std::string& out);

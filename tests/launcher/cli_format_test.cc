@@ -200,3 +200,43 @@ TEST(Isolation, NodesTableListsRunningAttemptsLimits) {
 
 }  // namespace
 }  // namespace baton::cli
+
+namespace baton::cli {
+namespace {
+
+TEST(EventLine, SaysWhatHappenedToWhomAndWhoDidIt) {
+  v1::Event t;
+  t.set_log_seq(12);
+  t.set_time_ms(kNow);
+  t.set_kind(v1::EVENT_KIND_TRANSITION);
+  t.set_job_id(3);
+  t.set_from(v1::JOB_STATE_RUNNING);
+  t.set_to(v1::JOB_STATE_PENDING);
+  t.set_reason("node n1 lost; requeued from its last checkpoint");
+  t.set_actor("coordinator");
+  std::string line = EventLine(t);
+  EXPECT_EQ(line.rfind("#12 ", 0), 0u) << line;
+  EXPECT_THAT(line, HasSubstr("  transition    job 3      running -> pending: node n1 lost; "
+                              "requeued from its last checkpoint  (coordinator)"));
+
+  v1::Event node;
+  node.set_log_seq(13);
+  node.set_kind(v1::EVENT_KIND_NODE);
+  node.set_node("n1");
+  node.set_code("lost");
+  node.set_reason("no contact for 15000 ms");
+  node.set_actor("coordinator");
+  EXPECT_THAT(EventLine(node), HasSubstr("node          node n1    lost: no contact for 15000 ms"));
+
+  v1::Event policy;
+  policy.set_kind(v1::EVENT_KIND_POLICY);
+  policy.set_code("policy_changed");
+  policy.set_reason("tenant vision: weight 1 -> 2");
+  policy.set_actor("root");
+  EXPECT_THAT(EventLine(policy),
+              HasSubstr("policy        -          policy_changed: tenant vision: "
+                        "weight 1 -> 2  (root)"));
+}
+
+}  // namespace
+}  // namespace baton::cli

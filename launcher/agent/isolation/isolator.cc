@@ -200,6 +200,7 @@ absl::StatusOr<v1::IsolationStats> Isolator::Stats(uint64_t job, uint32_t attemp
     if (auto cls = net_->Stats(name); cls.ok()) {
       out.set_net_bytes(cls->bytes);
       out.set_net_overlimits(cls->overlimits);
+      out.set_net_drops(cls->dropped);
     }
   }
   return out;

@@ -57,6 +57,7 @@ std::map<uint32_t, HtbClassStats> ParseHtbClasses(const std::string& text) {
                       &bytes, &pkts, &dropped, &over) >= 2) {
         current->bytes = bytes;
         current->packets = pkts;
+        current->dropped = dropped;
         current->overlimits = over;
       }
     }

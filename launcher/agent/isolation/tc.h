@@ -21,6 +21,7 @@ struct HtbClassStats {
   uint64_t ceil_bits = 0;
   uint64_t bytes = 0;  // sent through the class
   uint64_t packets = 0;
+  uint64_t dropped = 0;     // packets dropped in the class
   uint64_t overlimits = 0;  // packets held back at the rate or ceiling
 };
 

@@ -16,7 +16,7 @@ constexpr char kClasses[] = R"(class htb 1:1 root rate 1Gbit ceil 1Gbit burst 13
  lended: 102 borrowed: 0 giants: 0
 
 class htb 1:a0 parent 1:1 prio 0 rate 70Mbit ceil 700Mbit burst 1583b cburst 1487b 
- Sent 6581589 bytes 4388 pkt (dropped 0, overlimits 101 requeues 0) 
+ Sent 6581589 bytes 4388 pkt (dropped 7, overlimits 101 requeues 0) 
  backlog 0b 0p requeues 0
 
 class htb 1:20 parent 1:1 prio 0 rate 300Mbit ceil 1Gbit burst 1537b cburst 1375b 
@@ -29,6 +29,7 @@ TEST(TcParse, ClassesWithRatesAndCounters) {
   EXPECT_EQ(classes[0xa0].bytes, 6581589u);
   EXPECT_EQ(classes[0xa0].packets, 4388u);
   EXPECT_EQ(classes[0xa0].overlimits, 101u);
+  EXPECT_EQ(classes[0xa0].dropped, 7u);
   EXPECT_EQ(classes[0xa0].rate_bits, 70'000'000u);
   EXPECT_EQ(classes[0xa0].ceil_bits, 700'000'000u);
   EXPECT_EQ(classes[0x20].bytes, 468u);

@@ -1,0 +1,35 @@
+// Builders for the events that are not job transitions (event_log.h): scheduling
+// decisions, evictions, refused specs, policy changes and node changes, each with its
+// kind, machine-readable code and human text; and the lost work of an eviction. The
+// JobManager numbers and stores what these return. Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/baton.pb.h"
+#include "proto/rpc_util.h"
+
+namespace baton::events {
+
+// A decision about a job: `code` "placed" (the transition follows), "waiting", … .
+v1::Event Scheduling(const v1::Job& job, const std::string& code, const std::string& text);
+// The job's current attempt was evicted for `reason` ("node_lost", "preempted",
+// "reclaimed", …); carries the GPU-seconds it lost (LostGpuSeconds at `now_ms`).
+v1::Event Eviction(const v1::Job& job, const std::string& reason, const std::string& why,
+                   int64_t now_ms);
+// A spec refused at submit: the caller, the class and tenant asked for, the message.
+v1::Event Refusal(const Caller& caller, const v1::JobSpec& spec, const absl::Status& why);
+// Audit: `actor` changed the policy; `summary` says what changed ("tenant vision: weight
+// 1 -> 2").
+v1::Event PolicyChange(const std::string& actor, const std::string& summary);
+// A node's state changed: `code` "registered", "reconnected", "disconnected", "lost".
+v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text);
+
+// GPU-seconds the job's current attempt ran since its last committed checkpoint (or its
+// start), up to its end or `now_ms`: what an eviction throws away. 0 before it started,
+// and 0 for an evicted attempt that exited cleanly after a checkpoint it committed during
+// the eviction (that save holds all its work).
+double LostGpuSeconds(const v1::Job& job, int64_t now_ms);
+
+}  // namespace baton::events

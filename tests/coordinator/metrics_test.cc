@@ -1,0 +1,217 @@
+// The coordinator's Prometheus metrics, fed by a real JobManager (real store, simulated
+// time): the values a scenario produces, the names and label sets held to the list in
+// tests/util/metric_names.h, and the monitoring files held to the same list.
+#include "coordinator/metrics.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "nlohmann/json.hpp"
+#include "tests/coordinator/harness.h"
+#include "tests/util/metric_names.h"
+#include "tests/util/temp_dir.h"
+
+namespace baton::testing {
+namespace {
+
+using Phase = v1::AttemptReport;
+
+class MetricsScenario : public ::testing::Test {
+ protected:
+  MetricsScenario() : metrics_(&clock_, Policy::Default()), h_(Options(), "", &metrics_) {}
+
+  static JobManagerOptions Options() {
+    JobManagerOptions o;
+    o.lease_ms = 10'000;
+    o.lost_margin_ms = 5'000;
+    return o;
+  }
+  // Both clocks move together: the JobManager's and the one the metrics read.
+  void Advance(int64_t ms) {
+    h_.clock().AdvanceMs(ms);
+    clock_.AdvanceMs(ms);
+  }
+  std::vector<prometheus::MetricFamily> Scrape() { return metrics_.Collect(); }
+
+  // Two nodes; a 2-GPU job that waits 3 s, runs, and is evicted when its node is lost; a
+  // job that fails once and is retried; one that succeeds; a refused spec.
+  void RunScenario() {
+    h_.Connect("n1", /*gpus=*/4);
+    h_.Connect("n2", /*gpus=*/4);
+    auto lost = h_.Submit(Spec(/*nodes=*/1, /*gpus=*/2));
+    v1::JobSpec flaky = Spec(/*nodes=*/1, /*gpus=*/1);
+    flaky.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+    flaky.set_max_restarts(1);
+    auto retried = h_.Submit(flaky);
+    auto ok = h_.Submit(Spec(/*nodes=*/1, /*gpus=*/0));
+    ASSERT_TRUE(lost.ok() && retried.ok() && ok.ok());
+    lost_ = *lost;
+    Advance(3'000);
+    h_.Schedule();
+    for (uint64_t id : {*lost, *retried, *ok}) {
+      v1::Job job = h_.Get(id);
+      h_.Report(job.attempts(0).placement(0).node(), Report(id, 1, Phase::PHASE_RUNNING));
+    }
+    lost_node_ = h_.Get(*lost).attempts(0).placement(0).node();
+    std::string other = lost_node_ == "n1" ? "n2" : "n1";
+    h_.Report(h_.Get(*ok).attempts(0).placement(0).node(), Report(*ok, 1, Phase::PHASE_EXITED));
+    h_.Report(h_.Get(*retried).attempts(0).placement(0).node(),
+              Report(*retried, 1, Phase::PHASE_EXITED, /*exit_code=*/1));
+    ASSERT_FALSE(h_.Submit(Spec(/*nodes=*/1, /*gpus=*/64)).ok());
+    Advance(16'000);  // the lost job ran 16 s without a checkpoint
+    h_.jm().AgentHeartbeat(other);
+    h_.Tick();
+    ASSERT_EQ(h_.State(*lost), v1::JOB_STATE_PENDING);
+  }
+
+  FakeClock clock_;
+  CoordinatorMetrics metrics_;
+  Harness h_;
+  uint64_t lost_ = 0;
+  std::string lost_node_;
+};
+
+TEST_F(MetricsScenario, CountsWhatTheScenarioDid) {
+  RunScenario();
+  auto m = Scrape();
+  const std::map<std::string, std::string> training{{"class", "training"}, {"tenant", "vision"}};
+  EXPECT_EQ(SampleValue(m, "baton_jobs_submitted_total", training), 3);
+  EXPECT_EQ(SampleValue(m, "baton_jobs_finished_total", {{"state", "succeeded"}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_job_retries_total", {{"reason", "failure"}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_pending_jobs", training), 2) << "the evicted and the retried";
+  EXPECT_EQ(SampleValue(m, "baton_running_jobs", training), 0);
+  EXPECT_EQ(SampleValue(m, "baton_admission_wait_seconds", {{"class", "training"}}), 3);
+  EXPECT_DOUBLE_EQ(HistogramSum(m, "baton_admission_wait_seconds"), 9.0) << "3 jobs, 3 s each";
+  EXPECT_EQ(SampleValue(m, "baton_preemptions_total", {{"reason", "node_lost"}}), 1);
+  EXPECT_DOUBLE_EQ(HistogramSum(m, "baton_preemption_lost_work_gpu_seconds"), 2 * 16.0);
+  EXPECT_EQ(SampleValue(m, "baton_job_evictions_total", {{"job_id", std::to_string(lost_)}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_submissions_refused_total", {{"reason", "spec.gpus_per_node"}}),
+            1);
+  EXPECT_EQ(SampleValue(m, "baton_nodes", {{"state", "lost"}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_nodes", {{"state", "ready"}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_agents_connected"), 1);
+  EXPECT_EQ(SampleValue(m, "baton_nodes_lost_total"), 1);
+  EXPECT_EQ(SampleValue(m, "baton_events_total", {{"kind", "eviction"}}), 1);
+  EXPECT_GT(SampleValue(m, "baton_store_write_duration_seconds"), 0);
+  EXPECT_GT(SampleValue(m, "baton_scheduling_pass_duration_seconds"), 0);
+  EXPECT_DOUBLE_EQ(SampleValue(m, "baton_pending_oldest_seconds", training), 16.0)
+      << "the retried job waits since its failure";
+  // Fair share, estimated from what ran: 3 GPUs for 16 s, decayed over a day's half-life.
+  double usage = SampleValue(m, "baton_tenant_decayed_usage_gpu_seconds", {{"tenant", "vision"}});
+  EXPECT_NEAR(usage, 2 * 16.0 + 1 * 0.0, 0.05);
+  EXPECT_EQ(SampleValue(m, "baton_tenant_usage_share", {{"tenant", "vision"}}), 1);
+  EXPECT_EQ(SampleValue(m, "baton_tenant_running_gpus", {{"tenant", "vision"}}), 0);
+}
+
+TEST_F(MetricsScenario, NamesAndLabelSetsAreTheListedOnes) {
+  RunScenario();
+  // What the scenario cannot reach yet (evictions to COOLDOWN arrive with preemption):
+  v1::Job cooling;
+  cooling.set_id(999);
+  cooling.set_state(v1::JOB_STATE_COOLDOWN);
+  cooling.set_evictions(1);
+  cooling.mutable_spec()->set_priority_class("training");
+  cooling.mutable_spec()->set_tenant("vision");
+  metrics_.OnJobLoaded(cooling);
+  EXPECT_EQ(CheckMetricList(Scrape(), CoordinatorMetricList(), /*all=*/true), "");
+}
+
+TEST_F(MetricsScenario, AJobsEvictionSeriesGoesWhenItEnds) {
+  RunScenario();
+  ASSERT_TRUE(h_.Cancel(lost_).ok());
+  EXPECT_EQ(SampleValue(Scrape(), "baton_job_evictions_total", {{"job_id", std::to_string(lost_)}}),
+            -1);
+  EXPECT_EQ(SampleValue(Scrape(), "baton_pending_jobs", {{"class", "training"}}), 1);
+}
+
+TEST(CoordinatorMetrics, AFreshCoordinatorCountsWhatItRecovers) {
+  TempDir dir;
+  FakeClock clock;
+  {
+    CoordinatorMetrics before(&clock, Policy::Default());
+    Harness h({}, dir.path(), &before);
+    h.Connect("n1", /*gpus=*/4);
+    ASSERT_TRUE(h.Submit(Spec(/*nodes=*/1, /*gpus=*/2)).ok());
+    ASSERT_FALSE(h.Submit(Spec(/*nodes=*/1, /*gpus=*/9)).ok());
+    ASSERT_TRUE(h.Submit(Spec(/*nodes=*/1, /*gpus=*/1)).ok());
+    h.Schedule();
+  }
+  CoordinatorMetrics after(&clock, Policy::Default());
+  Harness h({}, dir.path(), &after);
+  auto m = after.Collect();
+  EXPECT_EQ(SampleValue(m, "baton_running_jobs", {{"class", "training"}}), 2);
+  EXPECT_EQ(SampleValue(m, "baton_tenant_running_gpus", {{"tenant", "vision"}}), 3);
+  EXPECT_EQ(SampleValue(m, "baton_nodes", {{"state", "disconnected"}}), 1)
+      << "nodes come back disconnected until their agents return";
+  EXPECT_EQ(SampleValue(m, "baton_jobs_submitted_total", {{"class", "training"}}), -1)
+      << "counters start again from zero, as Prometheus expects of a restart";
+}
+
+TEST(CoordinatorMetrics, TenantSharesFromTheSchedulerReplaceTheEstimate) {
+  FakeClock clock;
+  CoordinatorMetrics metrics(&clock, Policy::Default());
+  sched::TenantShare a{.tenant = "vision",
+                       .weight = 2,
+                       .usage_gpu_seconds = 300,
+                       .usage_share = 0.75,
+                       .weight_share = 2.0 / 3,
+                       .running_gpus = 4};
+  sched::TenantShare b{.tenant = "speech",
+                       .weight = 1,
+                       .usage_gpu_seconds = 100,
+                       .usage_share = 0.25,
+                       .weight_share = 1.0 / 3,
+                       .running_gpus = 0};
+  metrics.OnTenantShares({a, b});
+  auto m = metrics.Collect();
+  EXPECT_EQ(SampleValue(m, "baton_tenant_decayed_usage_gpu_seconds", {{"tenant", "vision"}}), 300);
+  EXPECT_EQ(SampleValue(m, "baton_tenant_usage_share", {{"tenant", "speech"}}), 0.25);
+  EXPECT_DOUBLE_EQ(SampleValue(m, "baton_tenant_weight_share", {{"tenant", "vision"}}), 2.0 / 3);
+  metrics.OnTenantShares({a});
+  EXPECT_EQ(SampleValue(metrics.Collect(), "baton_tenant_usage_share", {{"tenant", "speech"}}), -1)
+      << "a tenant no longer shown loses its series";
+}
+
+// Every baton_* name the alert rules and the dashboard use is one the daemons export.
+TEST(Monitoring, RulesAndDashboardUseOnlyExportedMetrics) {
+  std::set<std::string> known;
+  for (const auto* list : {&CoordinatorMetricList(), &AgentMetricList()}) {
+    for (const auto& m : *list) known.insert(m.name);
+  }
+  std::string dir = std::string(BATON_SOURCE_DIR) + "/scripts/monitoring/";
+  int used = 0;
+  for (const char* file : {"alerts.yml", "dashboard.json"}) {
+    std::ifstream in(dir + file);
+    ASSERT_TRUE(in) << dir + file;
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string s = text.str();
+    std::regex name("baton_[a-z_]+");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), name); it != std::sregex_iterator();
+         ++it) {
+      std::string n = it->str();
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (!known.count(n) && n.ends_with(suffix)) n.resize(n.size() - std::strlen(suffix));
+      }
+      EXPECT_TRUE(known.count(n)) << file << " uses " << it->str() << ", which nothing exports";
+      ++used;
+    }
+  }
+  EXPECT_GT(used, 30);
+  std::ifstream dash(dir + "dashboard.json");
+  auto json = nlohmann::json::parse(dash, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(json.is_discarded()) << "dashboard.json is not JSON";
+  int targets = 0;
+  for (const auto& panel : json["panels"]) {
+    for (const auto& t : panel.value("targets", nlohmann::json::array())) {
+      EXPECT_FALSE(t.value("expr", "").empty()) << panel.value("title", "");
+      ++targets;
+    }
+  }
+  EXPECT_GT(targets, 20);
+}
+
+}  // namespace
+}  // namespace baton::testing
