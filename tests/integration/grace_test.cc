@@ -42,10 +42,6 @@ class Grace : public ::testing::Test {
     if (!attempt.empty()) args.insert(args.end(), {"--attempt", attempt});
     return cluster_->Baton(args).out.find(text) != std::string::npos;
   }
-  static std::string Diagnostics(uint64_t job) {
-    return cluster_->Baton({"status", std::to_string(job)}).out +
-           cluster_->Baton({"logs", std::to_string(job)}).out.substr(0, 3000);
-  }
   // Lets the evicted job resume: the preemptor goes away.
   static void CancelInference(uint64_t serve) {
     ASSERT_EQ(
@@ -63,9 +59,9 @@ TEST_F(Grace, AJobIgnoringTheSignalIsKilledAtTheDeadlineAndResumesFromItsLastChe
   std::string ckpt = dir_->Sub("ignores");
   std::vector<std::string> flags = {"--steps", "150", "--save-every", "10"};
   uint64_t train = SubmitTraining(ckpt, "3s", flags, {"--step-ms", "60", "--ignore-sigusr1"});
-  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << Diagnostics(train);
+  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << cluster_->Describe(train);
   ASSERT_TRUE(WaitFor([&] { return LogHas(train, "step 25 "); }, std::chrono::seconds(60)))
-      << Diagnostics(train);
+      << cluster_->Describe(train);
 
   uint64_t serve = SubmitInference(*cluster_);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_PREEMPTING", std::chrono::seconds(20)));
@@ -75,7 +71,7 @@ TEST_F(Grace, AJobIgnoringTheSignalIsKilledAtTheDeadlineAndResumesFromItsLastChe
         return job && job->attempts_size() > 0 && job->attempts(0).ended_ms() != 0;
       },
       std::chrono::seconds(30)))
-      << "killed by its deadline: " << Diagnostics(train);
+      << "killed by its deadline: " << cluster_->Describe(train);
   v1::Job job = *cluster_->GetJob(train);
   const v1::Attempt& a = job.attempts(0);
   EXPECT_NE(a.end_reason().find("killed after its grace period"), std::string::npos)
@@ -97,7 +93,7 @@ TEST_F(Grace, AJobIgnoringTheSignalIsKilledAtTheDeadlineAndResumesFromItsLastChe
   ASSERT_TRUE(cluster_->WaitForState(serve, "JOB_STATE_RUNNING")) << "the room went to inference";
   CancelInference(serve);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_SUCCEEDED", std::chrono::seconds(120)))
-      << Diagnostics(train);
+      << cluster_->Describe(train);
   std::string log2 = cluster_->Baton({"logs", std::to_string(train)}).out;
   EXPECT_NE(log2.find("restored step " + std::to_string(a.checkpoint_step()) + "\n"),
             std::string::npos)
@@ -114,13 +110,13 @@ TEST_F(Grace, ACheckpointOutlastingTheGraceGetsTheExtensionAndLosesNothing) {
   // takes 3.5 s, well past the 2 s grace (the cap is 6 s).
   std::vector<std::string> flags = {"--steps", "100", "--save-every", "1000"};
   uint64_t train = SubmitTraining(ckpt, "2s", flags, {"--step-ms", "50", "--slow-save-ms", "3500"});
-  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << Diagnostics(train);
+  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << cluster_->Describe(train);
   ASSERT_TRUE(WaitFor([&] { return LogHas(train, "step 12 "); }, std::chrono::seconds(60)))
-      << Diagnostics(train);
+      << cluster_->Describe(train);
 
   uint64_t serve = SubmitInference(*cluster_);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_COOLDOWN", std::chrono::seconds(30)))
-      << Diagnostics(train);
+      << cluster_->Describe(train);
   v1::Job job = *cluster_->GetJob(train);
   const v1::Attempt& a = job.attempts(0);
   EXPECT_NE(a.end_reason().find("checkpointed and exited"), std::string::npos) << a.end_reason();
@@ -141,7 +137,7 @@ TEST_F(Grace, ACheckpointOutlastingTheGraceGetsTheExtensionAndLosesNothing) {
 
   CancelInference(serve);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_SUCCEEDED", std::chrono::seconds(120)))
-      << Diagnostics(train);
+      << cluster_->Describe(train);
   std::string log2 = cluster_->Baton({"logs", std::to_string(train)}).out;
   EXPECT_NE(log2.find("restored step " + std::to_string(saved) + "\n"), std::string::npos)
       << log2.substr(0, 2000);
