@@ -171,6 +171,13 @@ uint64_t WeightsHash(const std::vector<double>& p) {  // FNV-1a over the bytes
   return h;
 }
 
+// Wall-clock unix ms (all nodes of the namespace cluster share the clock).
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Appends "<event> attempt A rank R time T" under flock: a record of when each attempt
 // ran that the launcher does not control (tests check no two attempts overlapped).
 void Witness(const std::string& dir, const char* event, int rank) {
@@ -181,11 +188,8 @@ void Witness(const std::string& dir, const char* event, int rank) {
   if (!f) return;
   flock(fileno(f), LOCK_EX);
   const char* attempt = std::getenv("BATON_ATTEMPT");
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
   std::fprintf(f, "%s attempt %s rank %d time %lld\n", event, attempt ? attempt : "0", rank,
-               static_cast<long long>(now));
+               static_cast<long long>(UnixMs()));
   std::fflush(f);
   fsync(fileno(f));
   flock(fileno(f), LOCK_UN);
@@ -296,13 +300,22 @@ int main(int argc, char** argv) {
     auto stop = (*watcher)->ShouldStop(**stop_comm);
     if (!stop.ok()) Die(rank, "should-stop", stop.status());
     if (*stop) {
+      const int64_t agreed_ms = UnixMs();
+      // When this rank heard the signal: the grace left counts from it.
+      auto left = (*watcher)->RemainingMs();
+      auto grace = (*watcher)->grace_seconds();
+      const int64_t signal_ms = left && grace ? agreed_ms - (*grace * 1000 - *left) : agreed_ms;
       if (auto s = c.Wait(); !s.ok()) Die(rank, "wait", s);
       SaveRng(model);
       if (c.last_committed_step() != model.counters.step) {
         if (auto s = c.Save(model.counters.step); !s.ok()) Die(rank, "save on eviction", s);
       }
       if (rank == 0) {
-        std::printf("evicted: saved step %lld\n", static_cast<long long>(model.counters.step));
+        // The eviction's timeline for benchmarks (unix ms): signal heard, stop agreed by
+        // every rank, checkpoint committed.
+        std::printf("evicted: saved step %lld (signal %lld agreed %lld saved %lld)\n",
+                    static_cast<long long>(model.counters.step), static_cast<long long>(signal_ms),
+                    static_cast<long long>(agreed_ms), static_cast<long long>(UnixMs()));
       }
       Witness(f.checkpoint_dir, "end", rank);
       MPI_Finalize();
