@@ -19,6 +19,7 @@ int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
+int RunShare(const Args& args);
 int RunEvents(const Args& args);
 
 }  // namespace baton::cli

@@ -148,6 +148,19 @@ TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
   EXPECT_EQ(cluster_.Baton({"submit", "--class", "urgent", "--wait", "--", "true"}).exit_code, 0);
 }
 
+TEST_F(EndToEnd, ShareShowsWhatEachTenantRuns) {
+  CommandResult sub = cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "sleep", "30"});
+  uint64_t id = SubmittedId(sub);
+  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING")) << cluster_.Describe(id);
+  CommandResult share = cluster_.Baton({"share", "--json"});
+  ASSERT_EQ(share.exit_code, 0) << share.err;
+  EXPECT_NE(share.out.find("\"tenant\":\"vision\""), std::string::npos) << share.out;
+  EXPECT_NE(share.out.find("\"runningGpus\":2"), std::string::npos) << share.out;
+  CommandResult table = cluster_.Baton({"share"});
+  EXPECT_NE(table.out.find("vision"), std::string::npos) << table.out;
+  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
+}
+
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
   CommandResult r = testing::RunProcess({Bin("baton"), "queue", "--timeout", "3s"},
                                         {{"BATON_COORDINATOR", "127.0.0.1:1"}});
