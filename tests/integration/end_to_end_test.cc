@@ -138,7 +138,7 @@ TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
   CommandResult bad = cluster_.Baton({"policy", "set", dir.Sub("bad.yaml")}, admin);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("value"), std::string::npos) << "names the field: " << bad.err;
-  CommandResult set = cluster_.Baton({"policy", "set", file, "-m", "urgent work"}, admin);
+  CommandResult set = cluster_.Baton({"admin", "policy", "set", file, "-m", "urgent work"}, admin);
   ASSERT_EQ(set.exit_code, 0) << set.err;
   EXPECT_NE(set.out.find("Policy version 1"), std::string::npos) << set.out;
   get = cluster_.Baton({"policy", "get"});
