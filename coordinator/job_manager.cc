@@ -73,6 +73,16 @@ absl::Status JobManager::Recover() {
                  snap->policy->author());
   }
   ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
+  if (snap->usage) {
+    // Usage decays through the downtime; nothing is charged for it (what ran is unknown).
+    ledger_ =
+        sched::UsageLedger(policy_.policy.fair_share_half_life_s * 1000, snap->usage->as_of_ms());
+    for (const auto& [tenant, gpu_seconds] : snap->usage->gpu_seconds()) {
+      ledger_.Set(tenant, gpu_seconds);
+    }
+    ledger_.Advance(clock_->NowMs(), {});
+  }
+  usage_saved_ms_ = clock_->NowMs();
   next_job_id_ = snap->next_job_id;
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();

@@ -40,10 +40,11 @@ namespace baton {
 struct JobManagerOptions {
   Policy policy = Policy::Default();
   std::string policy_yaml;  // the text `policy` came from ("" for the built-in default)
-  int64_t heartbeat_interval_ms = 1000;  // agents send a heartbeat this often
-  int64_t lease_ms = 10'000;             // an agent cut off this long stops its jobs
-  int64_t lost_margin_ms = 5'000;        // node declared lost after lease + margin
-  int64_t retry_backoff_base_ms = 1000;  // failure retry backoff, doubling per failure
+  int64_t heartbeat_interval_ms = 1000;     // agents send a heartbeat this often
+  int64_t lease_ms = 10'000;                // an agent cut off this long stops its jobs
+  int64_t lost_margin_ms = 5'000;           // node declared lost after lease + margin
+  int64_t usage_save_interval_ms = 60'000;  // the fair-share ledger is stored this often
+  int64_t retry_backoff_base_ms = 1000;     // failure retry backoff, doubling per failure
   int64_t retry_backoff_max_ms = 60'000;
   uint32_t failure_kill_grace_seconds = 10;  // grace for the rest of a gang after a failure
   int64_t tick_interval_ms = 250;            // leases, runtimes and backoffs checked this often
@@ -86,6 +87,8 @@ class JobManager {
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
+  // Every tenant's fair-share standing, the ledger advanced to now.
+  v1::SharesResponse Shares() const;
   // The policy in force, as YAML with its version.
   v1::PolicyVersion GetPolicy() const;
   // Admins only. The YAML is checked whole (InvalidArgument naming every problem), stored
@@ -221,6 +224,7 @@ class JobManager {
   // Preemption reservations of the last pass, given back to the next (sched README).
   std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
   sched::UsageLedger ledger_;             // decayed GPU-seconds per tenant (fair share)
+  int64_t usage_saved_ms_ = 0;            // when Tick last stored the ledger
   std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
   std::map<std::string, NodeEntry> nodes_;
   uint64_t next_job_id_ = 1;

@@ -323,6 +323,17 @@ void JobManager::Tick() {
       Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
     }
   }
+  if (now - usage_saved_ms_ >= options_.usage_save_interval_ms) {
+    // Charge what runs now and keep the ledger, so that a restart forgives nothing.
+    ledger_.Advance(now, sched::RunningGpusByTenant(BuildViewLocked()));
+    v1::FairShareUsage usage;
+    usage.set_as_of_ms(ledger_.as_of());
+    for (const auto& [tenant, gpu_seconds] : ledger_.Snapshot()) {
+      (*usage.mutable_gpu_seconds())[tenant] = gpu_seconds;
+    }
+    txn.batch.usage = std::move(usage);
+    usage_saved_ms_ = now;
+  }
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));
   }

@@ -243,6 +243,29 @@ void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
   }
 }
 
+v1::SharesResponse JobManager::Shares() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  sched::ClusterView view = BuildViewLocked();
+  sched::UsageLedger ledger = ledger_;
+  ledger.Advance(clock_->NowMs(), sched::RunningGpusByTenant(view));
+  view.usage = ledger.Snapshot();
+  v1::SharesResponse out;
+  for (const auto& s : sched::Shares(view, policy_.policy)) {
+    v1::TenantShare* t = out.add_tenants();
+    t->set_tenant(s.tenant);
+    t->set_weight(s.weight);
+    t->set_usage_gpu_seconds(s.usage_gpu_seconds);
+    t->set_usage_share(s.usage_share);
+    t->set_weight_share(s.weight_share);
+    t->set_running_gpus(s.running_gpus);
+    t->set_pending_gpus(s.pending_gpus);
+    t->set_has_quota(s.nominal.has_value());
+    if (s.nominal) t->set_quota_gpus(s.nominal->gpus);
+    t->set_half_life_seconds(static_cast<double>(policy_.policy.fair_share_half_life_s));
+  }
+  return out;
+}
+
 absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);

@@ -112,6 +112,16 @@ grpc::ServerUnaryReactor* CoordinatorService::GetPolicy(grpc::CallbackServerCont
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::Shares(grpc::CallbackServerContext* ctx,
+                                                     const v1::SharesRequest*,
+                                                     v1::SharesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!CallerOrFinish(ctx, reactor)) return reactor;
+  *resp = jobs_->Shares();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::SetPolicy(grpc::CallbackServerContext* ctx,
                                                         const v1::SetPolicyRequest* req,
                                                         v1::PolicyVersion* resp) {

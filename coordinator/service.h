@@ -42,6 +42,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* GetPolicy(grpc::CallbackServerContext* ctx,
                                       const v1::GetPolicyRequest* req,
                                       v1::PolicyVersion* resp) override;
+  grpc::ServerUnaryReactor* Shares(grpc::CallbackServerContext* ctx, const v1::SharesRequest* req,
+                                   v1::SharesResponse* resp) override;
   grpc::ServerUnaryReactor* SetPolicy(grpc::CallbackServerContext* ctx,
                                       const v1::SetPolicyRequest* req,
                                       v1::PolicyVersion* resp) override;

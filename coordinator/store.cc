@@ -14,7 +14,8 @@ enum Family { kDefault = 0, kJobs, kEvents, kNodes, kMeta, kLog, kLogJob, kFamil
 constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "nodes",
                                                  "meta",    "log",  "log_job"};
 constexpr char kNextJobIdKey[] = "next_job_id";
-constexpr char kPolicyPrefix[] = "policy/";  // + zero-padded version: every version kept
+constexpr char kPolicyPrefix[] = "policy/";
+constexpr char kUsageKey[] = "fair_share_usage";  // + zero-padded version: every version kept
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -48,6 +49,7 @@ void StoreBatch::Append(StoreBatch&& other) {
   for (auto& n : other.nodes) nodes.push_back(std::move(n));
   if (other.next_job_id) next_job_id = std::max(next_job_id.value_or(0), *other.next_job_id);
   if (other.policy) policy = std::move(other.policy);
+  if (other.usage) usage = std::move(other.usage);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -103,6 +105,7 @@ absl::Status Store::Commit(const StoreBatch& batch) {
     wb.Put(handles_[kNodes], node.name(), node.SerializeAsString());
   }
   if (batch.next_job_id) wb.Put(handles_[kMeta], kNextJobIdKey, PaddedKey(*batch.next_job_id));
+  if (batch.usage) wb.Put(handles_[kMeta], kUsageKey, batch.usage->SerializeAsString());
   if (batch.policy) {
     wb.Put(handles_[kMeta], kPolicyPrefix + PaddedKey(batch.policy->version()),
            batch.policy->SerializeAsString());
@@ -148,6 +151,17 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
     snap.next_job_id = *id;
   } else if (!g.IsNotFound()) {
     return FromRocks(g, "store read next_job_id");
+  }
+  std::string usage;
+  rocksdb::Status u = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kUsageKey, &usage);
+  if (u.ok()) {
+    v1::FairShareUsage parsed;
+    if (!parsed.ParseFromString(usage)) {
+      return absl::DataLossError("store: the fair-share ledger record does not parse");
+    }
+    snap.usage = std::move(parsed);
+  } else if (!u.IsNotFound()) {
+    return FromRocks(u, "store read fair_share_usage");
   }
   // The newest policy version: the last key under the prefix.
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));

@@ -39,10 +39,11 @@ struct StoreBatch {
   std::vector<v1::Node> nodes;
   std::optional<uint64_t> next_job_id;
   std::optional<v1::PolicyVersion> policy;  // a new policy version, kept forever (audit)
+  std::optional<v1::FairShareUsage> usage;  // replaces the stored fair-share ledger
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
-           !policy;
+           !policy && !usage;
   }
   void Append(StoreBatch&& other);
 };
@@ -54,6 +55,7 @@ struct StoreSnapshot {
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
   std::optional<v1::PolicyVersion> policy;  // the newest stored version
+  std::optional<v1::FairShareUsage> usage;  // the last saved fair-share ledger
   uint64_t last_log_seq = 0;                // the global log is not loaded: read it with ReadLog
 };
 

@@ -19,6 +19,8 @@ int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
+int RunShare(const Args& args);
+int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`
 int RunEvents(const Args& args);
 
 }  // namespace baton::cli

@@ -19,7 +19,9 @@ constexpr char kUsageText[] =
     "  cancel JOB...              cancel jobs\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
-    "  policy get | set FILE      the scheduling policy; admins replace it (versioned)\n"
+    "  share                      tenants' fair-share standing (usage vs weight, quota)\n"
+    "  policy get | set FILE      the scheduling policy; admins replace it (versioned;\n"
+    "                             also `baton admin policy ...`)\n"
     "  events [--job J] [-f]      the event log: transitions, scheduling, evictions, refused\n"
     "                             specs, policy and node changes\n"
     "\n"
@@ -36,7 +38,8 @@ int main(int argc, char** argv) {
       {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
       {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
       {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
-      {"policy", baton::cli::RunPolicy},  {"events", baton::cli::RunEvents},
+      {"policy", baton::cli::RunPolicy}, {"share", baton::cli::RunShare},
+      {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

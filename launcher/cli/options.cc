@@ -93,4 +93,17 @@ int ForEachJob(cxxopts::Options& opts, const std::vector<std::string>& args, con
   return worst;
 }
 
+int RunOneCall(cxxopts::Options& opts, const std::vector<std::string>& args, const char* cmd,
+               const OneCall& call) {
+  AddCommonFlags(opts);
+  int code = kOk;
+  auto r = Parse(opts, args, &code);
+  if (!r) return code;
+  auto conn = Connection(*r, &code);
+  if (!conn) return code;
+  Client client(*conn);
+  grpc::Status s = call(client, *r);
+  return s.ok() ? kOk : ReportError(cmd, s, conn->coordinator);
+}
+
 }  // namespace baton::cli

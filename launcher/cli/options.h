@@ -37,4 +37,11 @@ using PerJob =
 int ForEachJob(cxxopts::Options& opts, const std::vector<std::string>& args, const char* cmd,
                const PerJob& each);
 
+// The shape of a command that makes one call: adds the common flags, parses, connects and
+// runs `call`, which makes its RPC and prints. A failed call is reported as
+// "baton: <cmd>: <message>" with its exit code.
+using OneCall = std::function<grpc::Status(Client& client, const cxxopts::ParseResult& r)>;
+int RunOneCall(cxxopts::Options& opts, const std::vector<std::string>& args, const char* cmd,
+               const OneCall& call);
+
 }  // namespace baton::cli

@@ -1,4 +1,5 @@
-// baton policy get | set FILE: the scheduling policy in force, and admins replacing it.
+// baton policy get | set FILE: the scheduling policy in force, and admins replacing it;
+// baton share: every tenant's fair-share standing under it.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -25,24 +26,19 @@ int Get(const Args& args) {
   cxxopts::Options opts("baton policy get",
                         "The scheduling policy in force (classes, tenants, quotas, pools) as "
                         "YAML, headed by its version; `set` takes the same YAML back.");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  v1::PolicyVersion resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub()->GetPolicy(ctx.get(), v1::GetPolicyRequest(), &resp);
-  if (!s.ok()) return ReportError("policy get", s, conn->coordinator);
-  if (r->count("json")) {
-    std::cout << ToJson(resp) << "\n";
-  } else {
-    std::cout << VersionLine(resp) << resp.yaml();
-    if (!resp.yaml().empty() && resp.yaml().back() != '\n') std::cout << "\n";
-  }
-  return kOk;
+  return RunOneCall(opts, args, "policy get", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::PolicyVersion resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->GetPolicy(ctx.get(), v1::GetPolicyRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+    } else {
+      std::cout << VersionLine(resp) << resp.yaml();
+      if (!resp.yaml().empty() && resp.yaml().back() != '\n') std::cout << "\n";
+    }
+    return s;
+  });
 }
 
 int Set(const Args& args) {
@@ -100,6 +96,49 @@ int Set(const Args& args) {
 
 }  // namespace
 
+int RunShare(const Args& args) {
+  cxxopts::Options opts("baton share",
+                        "Every tenant's fair-share standing: decayed GPU usage against its "
+                        "weight (inside a class, the tenant furthest below its share goes "
+                        "first), what it runs and waits for, its quota.");
+  return RunOneCall(opts, args, "share", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::SharesResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->Shares(ctx.get(), v1::SharesRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      for (const auto& t : resp.tenants()) std::cout << ToJson(t) << "\n";
+      return s;
+    }
+    auto pct = [](double f) {
+      std::ostringstream out;
+      out.setf(std::ios::fixed);
+      out.precision(1);
+      out << f * 100 << "%";
+      return out.str();
+    };
+    std::vector<std::vector<std::string>> rows = {
+        {"TENANT", "WEIGHT", "USAGE", "USED", "FAIR", "RUNNING", "PENDING", "QUOTA"}};
+    for (const auto& t : resp.tenants()) {
+      std::ostringstream usage, weight;
+      usage.setf(std::ios::fixed);
+      usage.precision(1);
+      usage << t.usage_gpu_seconds() / 3600 << " GPU-h";
+      weight << t.weight();
+      rows.push_back({t.tenant(), weight.str(), usage.str(), pct(t.usage_share()),
+                      pct(t.weight_share()), std::to_string(t.running_gpus()) + " GPUs",
+                      std::to_string(t.pending_gpus()) + " GPUs",
+                      t.has_quota() ? std::to_string(t.quota_gpus()) + " GPUs" : "-"});
+    }
+    std::cout << Table(rows);
+    if (!resp.tenants().empty()) {
+      std::cout << "usage decays with a half-life of " << resp.tenants(0).half_life_seconds() / 3600
+                << " h; USED above FAIR: that tenant's jobs queue behind the others' in a class\n";
+    }
+    return s;
+  });
+}
+
 int RunPolicy(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: baton policy get [--json]\n"
@@ -110,6 +149,12 @@ int RunPolicy(const Args& args) {
   if (args[0] == "get") return Get(rest);
   if (args[0] == "set") return Set(rest);
   std::cerr << "baton policy: unknown subcommand '" << args[0] << "' (get or set)\n";
+  return kUsage;
+}
+
+int RunAdmin(const Args& args) {
+  if (!args.empty() && args[0] == "policy") return RunPolicy(Args(args.begin() + 1, args.end()));
+  std::cerr << "usage: baton admin policy get | set FILE   (the same as `baton policy`)\n";
   return kUsage;
 }
 

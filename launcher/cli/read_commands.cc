@@ -110,38 +110,34 @@ int RunExplain(const Args& args) {
 
 int RunNodes(const Args& args) {
   cxxopts::Options opts("baton nodes", "Nodes, their state and what is allocated on them.");
-  AddCommonFlags(opts);
-  int code = kOk;
-  auto r = Parse(opts, args, &code);
-  if (!r) return code;
-  auto conn = Connection(*r, &code);
-  if (!conn) return code;
-  Client client(*conn);
-  v1::ListNodesResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp);
-  if (!s.ok()) return ReportError("nodes", s, conn->coordinator);
-  if (r->count("json")) {
-    for (const auto& n : resp.nodes()) std::cout << ToJson(n) << "\n";
-    return kOk;
-  }
-  std::vector<std::vector<std::string>> rows = {
-      {"NAME", "STATE", "CPUS", "MEMORY", "GPUS", "POOL", "ISOLATION", "ADDRESS", "JOBS"}};
-  for (const auto& n : resp.nodes()) {
-    const auto& inv = n.inventory();
-    std::string jobs;
-    for (uint64_t j : n.running_jobs()) jobs += (jobs.empty() ? "" : ",") + std::to_string(j);
-    rows.push_back({n.name(), NodeStateName(n.state()),
-                    FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
-                    FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
-                    std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
-                    n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()),
-                    n.address(), jobs.empty() ? "-" : jobs});
-  }
-  std::cout << Table(rows);
-  std::string limits = LimitsTable({resp.nodes().begin(), resp.nodes().end()});
-  if (!limits.empty()) std::cout << "\n" << limits;
-  return kOk;
+  return RunOneCall(opts, args, "nodes", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::ListNodesResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      for (const auto& n : resp.nodes()) std::cout << ToJson(n) << "\n";
+      return s;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"NAME", "STATE", "CPUS", "MEMORY", "GPUS", "POOL", "ISOLATION", "ADDRESS", "JOBS"}};
+    for (const auto& n : resp.nodes()) {
+      const auto& inv = n.inventory();
+      std::string jobs;
+      for (uint64_t j : n.running_jobs()) jobs += (jobs.empty() ? "" : ",") + std::to_string(j);
+      rows.push_back(
+          {n.name(), NodeStateName(n.state()),
+           FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
+           FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
+           std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
+           n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()), n.address(),
+           jobs.empty() ? "-" : jobs});
+    }
+    std::cout << Table(rows);
+    std::string limits = LimitsTable({resp.nodes().begin(), resp.nodes().end()});
+    if (!limits.empty()) std::cout << "\n" << limits;
+    return s;
+  });
 }
 
 }  // namespace baton::cli

@@ -588,5 +588,33 @@ TEST(JobManager, AdminsSetAVersionedPolicyThatOutlivesRestarts) {
       << "an empty policy is the built-in default again";
 }
 
+TEST(JobManager, FairShareUsageOutlivesACoordinatorRestart) {
+  JobManagerOptions opts;
+  opts.usage_save_interval_ms = 30'000;
+  Harness h(opts);
+  h.Connect("n1", /*gpus=*/2);
+  auto train = h.Submit(Spec(1, 2));
+  ASSERT_TRUE(train.ok());
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  auto usage = [&] {
+    v1::SharesResponse shares = h.jm().Shares();
+    for (const auto& t : shares.tenants()) {
+      if (t.tenant() == "vision") return t.usage_gpu_seconds();
+    }
+    return -1.0;
+  };
+  h.clock().AdvanceMs(100'000);
+  h.jm().AgentHeartbeat("n1");
+  h.Tick();  // 100 s since the last save: the ledger is charged and stored
+  double before = usage();
+  EXPECT_NEAR(before, 200, 1) << "2 GPUs for 100 s (a day's half-life decays little)";
+  h.Restart();
+  EXPECT_NEAR(usage(), before, 1) << "a restart forgives nothing";
+  v1::SharesResponse shares = h.jm().Shares();
+  ASSERT_GT(shares.tenants_size(), 0);
+  EXPECT_EQ(shares.tenants(0).half_life_seconds(), 24 * 3600);
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -138,7 +138,7 @@ TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
   CommandResult bad = cluster_.Baton({"policy", "set", dir.Sub("bad.yaml")}, admin);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("value"), std::string::npos) << "names the field: " << bad.err;
-  CommandResult set = cluster_.Baton({"policy", "set", file, "-m", "urgent work"}, admin);
+  CommandResult set = cluster_.Baton({"admin", "policy", "set", file, "-m", "urgent work"}, admin);
   ASSERT_EQ(set.exit_code, 0) << set.err;
   EXPECT_NE(set.out.find("Policy version 1"), std::string::npos) << set.out;
   get = cluster_.Baton({"policy", "get"});
@@ -146,6 +146,19 @@ TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
   EXPECT_NE(get.out.find("urgent work"), std::string::npos) << get.out;
   EXPECT_NE(get.out.find("{name: urgent, value: 950}"), std::string::npos) << get.out;
   EXPECT_EQ(cluster_.Baton({"submit", "--class", "urgent", "--wait", "--", "true"}).exit_code, 0);
+}
+
+TEST_F(EndToEnd, ShareShowsWhatEachTenantRuns) {
+  CommandResult sub = cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "sleep", "30"});
+  uint64_t id = SubmittedId(sub);
+  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING")) << cluster_.Describe(id);
+  CommandResult share = cluster_.Baton({"share", "--json"});
+  ASSERT_EQ(share.exit_code, 0) << share.err;
+  EXPECT_NE(share.out.find("\"tenant\":\"vision\""), std::string::npos) << share.out;
+  EXPECT_NE(share.out.find("\"runningGpus\":2"), std::string::npos) << share.out;
+  CommandResult table = cluster_.Baton({"share"});
+  EXPECT_NE(table.out.find("vision"), std::string::npos) << table.out;
+  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
