@@ -103,6 +103,13 @@ double LostGpuSeconds(const v1::Job& job, int64_t now_ms) {
   if (job.attempts_size() == 0) return 0;
   const v1::Attempt& a = *job.attempts().rbegin();
   if (a.started_ms() == 0) return 0;
+  // An evicted attempt that exited cleanly after a checkpoint committed during the
+  // eviction kept the contract (stop, save, exit): that save holds all its work.
+  bool saved_on_eviction = a.preempted_ms() != 0 && a.checkpoint_step() >= 0 &&
+                           a.checkpoint_time_ms() >= a.preempted_ms();
+  if (a.ended_ms() != 0 && saved_on_eviction && a.exit_code() == 0 && a.term_signal() == 0) {
+    return 0;
+  }
   int64_t since = std::max(a.started_ms(), a.checkpoint_time_ms());
   int64_t until = a.ended_ms() ? a.ended_ms() : now_ms;
   size_t gpus = 0;

@@ -27,7 +27,9 @@ v1::Event PolicyChange(const std::string& actor, const std::string& summary);
 v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text);
 
 // GPU-seconds the job's current attempt ran since its last committed checkpoint (or its
-// start), up to its end or `now_ms`: what an eviction throws away. 0 before it started.
+// start), up to its end or `now_ms`: what an eviction throws away. 0 before it started,
+// and 0 for an evicted attempt that exited cleanly after a checkpoint it committed during
+// the eviction (that save holds all its work).
 double LostGpuSeconds(const v1::Job& job, int64_t now_ms);
 
 }  // namespace baton::events

@@ -104,15 +104,19 @@ absl::Status JobManager::Recover() {
         a.kill_signal = SIGTERM;
         a.kill_grace = e.job.spec().grace_seconds();
       } else if (s == v1::JOB_STATE_PREEMPTING) {
-        // An eviction in progress: the agents get the Preempt again when they return,
-        // with a fresh grace period (the old deadline died with us).
+        // An eviction in progress: the agents get the Preempt again when they return.
         const v1::Attempt& last = *e.job.attempts().rbegin();
         a.outcome = Outcome::kEvicted;
         a.outcome_reason = "evicted for job " + std::to_string(last.evicted_for());
         a.evicting_for = last.evicted_for();
         a.kill_signal = SIGUSR1;
         a.kill_grace = e.job.spec().grace_seconds();
-        a.preempt_deadline_ms = clock_->NowMs() + int64_t{a.kill_grace} * 1000;
+        // The deadline the agents hold (extensions included) stays in force; records from
+        // before it was stored get a fresh grace.
+        a.preempted_ms = last.preempted_ms() ? last.preempted_ms() : clock_->NowMs();
+        a.preempt_deadline_ms = last.preempt_deadline_ms()
+                                    ? last.preempt_deadline_ms()
+                                    : clock_->NowMs() + int64_t{a.kill_grace} * 1000;
       }
       e.live = std::move(a);
       active_.insert(id);

@@ -49,6 +49,9 @@ struct JobManagerOptions {
   uint32_t failure_kill_grace_seconds = 10;  // grace for the rest of a gang after a failure
   int64_t tick_interval_ms = 250;            // leases, runtimes and backoffs checked this often
   int64_t min_pass_interval_ms = 20;         // scheduling passes coalesce bursts of changes
+  // Grace extension: while an evicted job's checkpoint is being written its kill deadline
+  // moves to now + grace, but never past Preempt + this many graces (the hard cap).
+  double grace_cap_factor = 3.0;
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -131,8 +134,11 @@ class JobManager {
     int32_t term_signal = 0;
     int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
     uint32_t kill_grace = 0;
-    int64_t preempt_deadline_ms = 0;  // evictions: when the agents kill what is left
-    uint64_t evicting_for = 0;        // evictions: the preemptor
+    int64_t preempted_ms = 0;            // evictions: when the Preempt was first sent
+    int64_t preempt_deadline_ms = 0;     // evictions: when the agents kill what is left
+    uint64_t evicting_for = 0;           // evictions: the preemptor
+    std::optional<int64_t> saving_step;  // a checkpoint being written (progress note)
+    std::string saving_node;             // the node whose agent reported it
   };
   struct JobEntry {
     v1::Job job;
@@ -176,10 +182,16 @@ class JobManager {
                    Txn& txn);
   void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn);
   v1::CoordinatorCommand PreemptCommandLocked(const JobEntry& e) const;
+  // Evictions: pushes the kill deadline out while a checkpoint is being written, up to
+  // the cap, and tells the gang's agents (job_manager_schedule.cc).
+  void ExtendGraceLocked(JobEntry& e, Txn& txn);
   v1::CoordinatorCommand LaunchCommandLocked(const JobEntry& e, uint32_t node_rank) const;
   void OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
                        Txn& txn);
-  void ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, Txn& txn);
+  // `registering`: the report comes with a (re)registration, so the agent may have missed
+  // the stop orders for it: they are sent again (else only with its first running report).
+  void ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, bool registering,
+                         Txn& txn);
   void MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn);
   void FinishAttemptLocked(JobEntry& e, Txn& txn);
   void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);

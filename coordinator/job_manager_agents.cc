@@ -102,7 +102,7 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
   std::set<std::pair<uint64_t, uint32_t>> reported;
   for (const auto& r : reg.attempts()) {
     reported.emplace(r.job_id(), r.attempt());
-    ApplyReportLocked(node, r, txn);
+    ApplyReportLocked(node, r, /*registering=*/true, txn);
   }
   // Attempts we expect on this node that the agent did not mention.
   for (uint64_t id : std::set<uint64_t>(active_)) {
@@ -142,11 +142,12 @@ void JobManager::AgentReport(const std::string& node, const v1::AttemptReport& r
   auto it = nodes_.find(node);
   if (it != nodes_.end()) it->second.last_seen_mono = clock_->MonotonicMs();
   Txn txn;
-  ApplyReportLocked(node, report, txn);
+  ApplyReportLocked(node, report, /*registering=*/false, txn);
   CommitLocked(std::move(txn));
 }
 
-void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, Txn& txn) {
+void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptReport& r,
+                                   bool registering, Txn& txn) {
   auto it = jobs_.find(r.job_id());
   JobEntry* e = it == jobs_.end() ? nullptr : &it->second;
   bool current = e && e->live && r.attempt() == static_cast<uint32_t>(e->job.attempts_size()) &&
@@ -171,13 +172,23 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     txn.touched.insert(e->job.id());
   }
   if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
+  if (running && r.has_saving_step()) {
+    live.saving_step = r.saving_step();
+    live.saving_node = node;
+  } else if (live.saving_node == node) {
+    live.saving_step.reset();
+  }
   Phase& phase = live.nodes[node];
   if (running) {
     if (phase == Phase::kExited) return;
+    // Stop orders go once per stream: progress reports of a stopping attempt must not
+    // deliver its signal again (a second SIGTERM or SIGUSR1 can end a rank mid-save).
+    bool resend = registering || phase != Phase::kRunning;
     phase = Phase::kRunning;
     if (live.outcome == Outcome::kEvicted) {
-      txn.commands.emplace_back(node, PreemptCommandLocked(*e));
-    } else if (live.kill_signal) {
+      if (resend) txn.commands.emplace_back(node, PreemptCommandLocked(*e));
+      if (live.saving_step) ExtendGraceLocked(*e, txn);
+    } else if (live.kill_signal && resend) {
       txn.commands.emplace_back(node, KillCommand(r.job_id(), r.attempt(), live.kill_signal,
                                                   live.kill_grace, live.outcome_reason));
     }
@@ -292,6 +303,9 @@ void JobManager::Tick() {
   int64_t now = clock_->NowMs();
   for (uint64_t id : active_) {
     JobEntry& e = jobs_.at(id);
+    if (e.live && e.live->outcome == Outcome::kEvicted && e.live->saving_step) {
+      ExtendGraceLocked(e, txn);
+    }
     uint64_t max_s = e.job.spec().max_runtime_seconds();
     if (!e.live || max_s == 0 || e.live->outcome != Outcome::kNone) continue;
     const v1::Attempt& a = *e.job.attempts().rbegin();

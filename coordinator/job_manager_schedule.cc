@@ -191,10 +191,13 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn) {
   live.evicting_for = ev.preemptor;
   live.kill_signal = SIGUSR1;
   live.kill_grace = e.job.spec().grace_seconds();
-  live.preempt_deadline_ms = clock_->NowMs() + int64_t{e.job.spec().grace_seconds()} * 1000;
+  live.preempted_ms = clock_->NowMs();
+  live.preempt_deadline_ms = live.preempted_ms + int64_t{e.job.spec().grace_seconds()} * 1000;
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   a->set_evicted_for(ev.preemptor);
   a->set_lost_gpu_seconds(ev.lost_gpu_seconds);
+  a->set_preempted_ms(live.preempted_ms);
+  a->set_preempt_deadline_ms(live.preempt_deadline_ms);
   Transition(e, v1::JOB_STATE_PREEMPTING,
              ev.message + "; checkpoint and exit within " +
                  std::to_string(e.job.spec().grace_seconds()) + " s",
@@ -212,6 +215,32 @@ v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const
   p->set_deadline_ms(e.live->preempt_deadline_ms);
   p->set_reason(e.live->outcome_reason);
   return cmd;
+}
+
+void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
+  LiveAttempt& live = *e.live;
+  const int64_t grace_ms = std::max<int64_t>(1000, int64_t{e.job.spec().grace_seconds()} * 1000);
+  const int64_t cap =
+      live.preempted_ms + static_cast<int64_t>(options_.grace_cap_factor * grace_ms);
+  const int64_t wanted = std::min(cap, clock_->NowMs() + grace_ms);
+  // Moves in steps of a quarter grace (at least 250 ms): one store write and one command
+  // per node every few seconds while a checkpoint is written, not one per report.
+  if (wanted - live.preempt_deadline_ms < std::max<int64_t>(250, grace_ms / 4)) return;
+  v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
+  if (a->preempt_deadline_ms() ==
+      a->preempted_ms() + int64_t{e.job.spec().grace_seconds()} * 1000) {
+    NoteEvent(e, e.job.state(),
+              "checkpoint of step " + std::to_string(*live.saving_step) +
+                  " in progress: grace extended (at most to " +
+                  std::to_string((cap - live.preempted_ms) / 1000) + " s)",
+              "coordinator", txn);
+  }
+  live.preempt_deadline_ms = wanted;
+  a->set_preempt_deadline_ms(wanted);
+  txn.touched.insert(e.job.id());
+  for (const auto& [node, phase] : live.nodes) {
+    if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
+  }
 }
 
 v1::SharesResponse JobManager::Shares() const {

@@ -55,6 +55,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "lost-margin-ms", "a node is declared lost after lease + this margin",
       cxxopts::value<int64_t>()->default_value("5000"))(
+      "grace-cap-factor",
+      "an eviction's grace extends while its checkpoint is written, up to this many times "
+      "the job's grace after the signal (then the job is killed)",
+      cxxopts::value<double>()->default_value("3"))(
       "log-level", "trace, debug, info, warn, error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
   try {
@@ -76,10 +80,14 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.jm.lease_ms = r["lease-ms"].as<int64_t>();
     f.jm.lost_margin_ms = r["lost-margin-ms"].as<int64_t>();
     f.policy_file = r["policy"].as<std::string>();
+    f.jm.grace_cap_factor = r["grace-cap-factor"].as<double>();
     if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
         f.jm.lost_margin_ms < 0) {
       throw cxxopts::exceptions::exception(
           "--heartbeat-ms must be > 0 and --lease-ms at least twice it; --lost-margin-ms >= 0");
+    }
+    if (!(f.jm.grace_cap_factor >= 1 && f.jm.grace_cap_factor <= 100)) {
+      throw cxxopts::exceptions::exception("--grace-cap-factor must be between 1 and 100");
     }
     return f;
   } catch (const cxxopts::exceptions::exception& e) {

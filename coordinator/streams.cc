@@ -246,9 +246,14 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
         if (s.ok()) node_ = msg_.register_().node();
         return s;
       }
-      case v1::AgentMessage::kHeartbeat:
+      case v1::AgentMessage::kHeartbeat: {
         jobs_->AgentHeartbeat(node_);
+        // The agent's lease runs on what it hears from us, not on what it manages to send.
+        v1::CoordinatorCommand ack;
+        ack.mutable_heartbeat_ack()->set_time_ms(msg_.heartbeat().time_ms());
+        link_->Send(ack);
         return absl::OkStatus();
+      }
       case v1::AgentMessage::kReport:
         jobs_->AgentReport(node_, msg_.report());
         return absl::OkStatus();

@@ -132,7 +132,7 @@ say "4. timeline"
 show "$BIN/baton" status "$TRAIN"
 "$BIN/baton" status "$SERVE" | sed -n '/Events:/,$p'
 echo "witness (every rank's start/end, appended under flock; attempts never overlap):"
-awk '{print "  " $0}' "$DEMO/ckpt/WITNESS"
+grep -v '^alive' "$DEMO/ckpt/WITNESS" | awk '{print "  " $0}'
 
 say "5. the event log and the metrics"
 show "$BIN/baton" events --job "$TRAIN" --kind eviction

@@ -4,6 +4,11 @@
 #   scripts/netns-cluster.sh up N [GPUS]   start (prints the environment to use it)
 #   scripts/netns-cluster.sh down          stop everything and remove what `up` made
 #   scripts/netns-cluster.sh env           print the environment again
+#   scripts/netns-cluster.sh restart-coordinator [SIG]   SIG (default KILL) it, start it
+#                                          again on the same address and data dir
+#   scripts/netns-cluster.sh restart-agent I [SIG]       same for node I's agent (its jobs
+#                                          keep running and are re-adopted)
+#   scripts/netns-cluster.sh partition I | heal I        cut node I off the bridge / back
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
 # is the /24 used; BATON_BIN (default build/bin) holds the binaries; BATON_COORDINATOR_ARGS
@@ -43,23 +48,12 @@ start_cluster() {
       ip link set eth0 up && ip link set lo up && ip route add default via $COORD_ADDR"
   done
   touch "$STATE/up"
+  echo "$gpus" >"$STATE/gpus"
 
-  "$BIN/baton-coordinator" --listen "$COORD_ADDR:0" --data-dir "$STATE/coordinator" \
-    --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
-    --lost-margin-ms 2000 ${BATON_COORDINATOR_ARGS:-} >"$STATE/coordinator.log" 2>&1 &
-  echo $! >"$STATE/coordinator.pid"
-  for _ in $(seq 100); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.1; done
-  [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
+  start_coordinator "$COORD_ADDR:0"
   local coord
   coord=$(cat "$STATE/coordinator.addr")
-  for i in $(seq 1 "$n"); do
-    nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
-      --coordinator "$coord" --listen "$SUBNET.$((10 + i)):7071" --data-dir "$STATE/n$i" \
-      --nic eth0 --fake-gpus "$gpus" --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" \
-      ${BATON_AGENT_ARGS:-} \
-      >"$STATE/n$i.log" 2>&1 &
-    echo $! >"$STATE/n$i.pid"
-  done
+  for i in $(seq 1 "$n"); do start_agent "$i"; done
   for _ in $(seq 200); do
     ready=$(BATON_COORDINATOR=$coord "$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY || true)
     [ "$ready" = "$n" ] && break
@@ -67,6 +61,50 @@ start_cluster() {
   done
   [ "$ready" = "$n" ] || { echo "netns-cluster: only $ready of $n agents registered" >&2; exit 1; }
   print_env
+}
+
+# The coordinator on LISTEN (host:port; port 0 picks one), its address in coordinator.addr.
+start_coordinator() {
+  rm -f "$STATE/coordinator.addr"
+  "$BIN/baton-coordinator" --listen "$1" --data-dir "$STATE/coordinator" \
+    --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
+    --lost-margin-ms 2000 ${BATON_COORDINATOR_ARGS:-} >>"$STATE/coordinator.log" 2>&1 &
+  echo $! >"$STATE/coordinator.pid"
+  for _ in $(seq 200); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.05; done
+  [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
+}
+
+# Node I's agent, inside its namespace; its log is appended to (restarts keep the story).
+start_agent() {
+  local i=$1
+  nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
+    --coordinator "$(cat "$STATE/coordinator.addr")" --listen "$SUBNET.$((10 + i)):7071" \
+    --data-dir "$STATE/n$i" --nic eth0 --fake-gpus "$(cat "$STATE/gpus")" \
+    --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" ${BATON_AGENT_ARGS:-} \
+    >>"$STATE/n$i.log" 2>&1 &
+  echo $! >"$STATE/n$i.pid"
+}
+
+# Sends SIG to the process in pid file F and waits until it is gone.
+signal_and_wait() {
+  local f=$1 sig=$2 pid
+  pid=$(cat "$f")
+  kill -"$sig" "$pid" 2>/dev/null || true
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+restart_coordinator() {
+  local addr
+  addr=$(cat "$STATE/coordinator.addr")
+  signal_and_wait "$STATE/coordinator.pid" "${1:-KILL}"
+  start_coordinator "$addr"
+}
+
+restart_agent() {
+  local i=${1:?usage: netns-cluster.sh restart-agent I [SIG]}
+  signal_and_wait "$STATE/n$i.pid" "${2:-KILL}"
+  start_agent "$i"
 }
 
 print_env() {
@@ -109,5 +147,10 @@ case "${1:-}" in
   up) shift; start_cluster "${1:?usage: netns-cluster.sh up N [GPUS]}" "${2:-2}" ;;
   down) stop_cluster ;;
   env) print_env ;;
-  *) echo "usage: $0 up N [GPUS] | down | env" >&2; exit 2 ;;
+  restart-coordinator) restart_coordinator "${2:-KILL}" ;;
+  restart-agent) restart_agent "${2:-}" "${3:-KILL}" ;;
+  partition) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh partition I}" down ;;
+  heal) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh heal I}" up ;;
+  *) echo "usage: $0 up N [GPUS] | down | env | restart-coordinator [SIG] |" \
+       "restart-agent I [SIG] | partition I | heal I" >&2; exit 2 ;;
 esac

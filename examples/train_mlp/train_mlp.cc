@@ -10,6 +10,11 @@
 //
 // Output (rank 0): "restored step N" or "starting fresh", then "step N loss X" per step,
 // and at the end "final weights hash H" (the same for any run with the same flags).
+// Test knobs: --ignore-sigusr1 (a job that never honours an eviction: it is killed at the
+// deadline and resumes from its last periodic checkpoint) and --slow-save-ms N (every
+// shard fsync takes N ms more, as on a slow shared filesystem: an eviction's save then
+// outlasts a short grace). The WITNESS file gets "alive" lines about once a second too,
+// so that a rank left running where it should not be shows up in it.
 #include <mpi.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,6 +22,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -29,6 +35,7 @@
 #include "checkpoint/mpi_collective.h"
 #include "checkpoint/preemption.h"
 #include "examples/train_mlp/allreduce.h"
+#include "examples/train_mlp/slow_env.h"
 
 namespace {
 
@@ -41,8 +48,10 @@ struct Flags {
   int hidden = 32;
   double lr = 0.01;
   uint64_t seed = 7;
-  int64_t step_ms = 0;         // sleep per step, to make a run long enough to evict
-  std::string checkpoint_dir;  // "" : BATON_CHECKPOINT_DIR
+  int64_t step_ms = 0;          // sleep per step, to make a run long enough to evict
+  std::string checkpoint_dir;   // "" : BATON_CHECKPOINT_DIR
+  bool ignore_sigusr1 = false;  // never checkpoint on eviction (tests: killed at the deadline)
+  int64_t slow_save_ms = 0;     // extra ms per shard fsync (tests: saves outlast the grace)
 };
 
 constexpr int kInputs = 16;
@@ -162,6 +171,13 @@ uint64_t WeightsHash(const std::vector<double>& p) {  // FNV-1a over the bytes
   return h;
 }
 
+// Wall-clock unix ms (all nodes of the namespace cluster share the clock).
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Appends "<event> attempt A rank R time T" under flock: a record of when each attempt
 // ran that the launcher does not control (tests check no two attempts overlapped).
 void Witness(const std::string& dir, const char* event, int rank) {
@@ -172,11 +188,8 @@ void Witness(const std::string& dir, const char* event, int rank) {
   if (!f) return;
   flock(fileno(f), LOCK_EX);
   const char* attempt = std::getenv("BATON_ATTEMPT");
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
   std::fprintf(f, "%s attempt %s rank %d time %lld\n", event, attempt ? attempt : "0", rank,
-               static_cast<long long>(now));
+               static_cast<long long>(UnixMs()));
   std::fflush(f);
   fsync(fileno(f));
   flock(fileno(f), LOCK_UN);
@@ -192,6 +205,10 @@ void Witness(const std::string& dir, const char* event, int rank) {
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--ignore-sigusr1") {
+      f->ignore_sigusr1 = true;
+      continue;
+    }
     auto next = [&](auto* out) {
       if (i + 1 >= argc) return false;
       std::istringstream is(argv[++i]);
@@ -206,6 +223,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
               : a == "--seed"           ? next(&f->seed)
               : a == "--step-ms"        ? next(&f->step_ms)
               : a == "--checkpoint-dir" ? next(&f->checkpoint_dir)
+              : a == "--slow-save-ms"   ? next(&f->slow_save_ms)
                                         : false;
     if (!ok) {
       std::fprintf(stderr, "train_mlp: bad or unknown flag '%s'\n", a.c_str());
@@ -241,8 +259,11 @@ int main(int argc, char** argv) {
   if (!stop_comm.ok()) Die(rank, "collective", stop_comm.status());
   auto watcher = ckpt::PreemptionWatcher::Create();
   if (!watcher.ok()) Die(rank, "preemption watcher", watcher.status());
+  if (f.ignore_sigusr1) signal(SIGUSR1, SIG_IGN);  // after the watcher: it never hears it
+  baton::examples::SlowSyncEnv slow_env(ckpt::DefaultEnv(), f.slow_save_ms);
   ckpt::Options opts;
   opts.dir = f.checkpoint_dir;
+  if (f.slow_save_ms > 0) opts.env = &slow_env;
   auto cp = ckpt::Checkpointer::Create(opts, ckpt_comm->get());
   if (!cp.ok()) Die(rank, "checkpointer", cp.status());
   auto& c = **cp;
@@ -270,17 +291,31 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("gradients all-reduced with %s\n", (*reducer)->name());
   int64_t per_rank = f.global_batch / world;
   std::vector<double> grad(model.params.size());
+  auto last_alive = std::chrono::steady_clock::now();
   while (model.counters.step < f.steps) {
+    if (std::chrono::steady_clock::now() - last_alive >= std::chrono::seconds(1)) {
+      Witness(f.checkpoint_dir, "alive", rank);
+      last_alive = std::chrono::steady_clock::now();
+    }
     auto stop = (*watcher)->ShouldStop(**stop_comm);
     if (!stop.ok()) Die(rank, "should-stop", stop.status());
     if (*stop) {
+      const int64_t agreed_ms = UnixMs();
+      // When this rank heard the signal: the grace left counts from it.
+      auto left = (*watcher)->RemainingMs();
+      auto grace = (*watcher)->grace_seconds();
+      const int64_t signal_ms = left && grace ? agreed_ms - (*grace * 1000 - *left) : agreed_ms;
       if (auto s = c.Wait(); !s.ok()) Die(rank, "wait", s);
       SaveRng(model);
       if (c.last_committed_step() != model.counters.step) {
         if (auto s = c.Save(model.counters.step); !s.ok()) Die(rank, "save on eviction", s);
       }
       if (rank == 0) {
-        std::printf("evicted: saved step %lld\n", static_cast<long long>(model.counters.step));
+        // The eviction's timeline for benchmarks (unix ms): signal heard, stop agreed by
+        // every rank, checkpoint committed.
+        std::printf("evicted: saved step %lld (signal %lld agreed %lld saved %lld)\n",
+                    static_cast<long long>(model.counters.step), static_cast<long long>(signal_ms),
+                    static_cast<long long>(agreed_ms), static_cast<long long>(UnixMs()));
       }
       Witness(f.checkpoint_dir, "end", rank);
       MPI_Finalize();

@@ -176,9 +176,7 @@ void Agent::Session() {
 
 void Agent::SendLocked(const v1::AgentMessage& msg) {
   if (stream_ == nullptr) return;
-  if (stream_->Write(msg)) {
-    last_contact_mono_ = clock_->MonotonicMs();
-  } else if (stream_ctx_) {
+  if (!stream_->Write(msg) && stream_ctx_) {
     stream_ctx_->TryCancel();  // the reader sees the break and reconnects
   }
 }
@@ -218,7 +216,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       auto it = attempts_.find({p.job_id(), p.attempt()});
       if (it == attempts_.end() || !it->second.live()) break;
       int64_t left = std::max<int64_t>(0, p.deadline_ms() - clock_->NowMs());
-      StopRun(it->first, it->second, SIGUSR1, clock_->MonotonicMs() + left, /*ranks_only=*/true);
+      PreemptRun(it->first, it->second, clock_->MonotonicMs() + left);
       break;
     }
     case v1::CoordinatorCommand::kSignal: {
@@ -242,27 +240,68 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
 // --- attempts ---------------------------------------------------------------------------
 
 void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
+  if (signal == SIGKILL) kill_at_mono = 0;
+  if (!SignalRunLocked(key, run, signal, kill_at_mono, ranks_only)) return;
+  if (run.stop_kill_mono == 0 || kill_at_mono < run.stop_kill_mono)
+    run.stop_kill_mono = kill_at_mono;
+  ArmKillLocked(key, run);
+}
+
+bool Agent::SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
   run.stop_ordered = true;
   run.report.set_killed(true);
   if (run.awaiting_exec && run.ranks.empty() && run.daemons.empty()) {
     // A gang node whose daemon never came: nothing runs, so the attempt ends here.
     run.awaiting_exec = false;
     FinishRunLocked(key, run);
-    return;
+    return false;
   }
   run.awaiting_exec = false;
-  if (signal == SIGKILL || kill_at_mono <= clock_->MonotonicMs()) {
-    if (run.pgid) kill(-run.pgid, SIGKILL);
-    (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
-    run.kill_at_mono = 0;
-    return;
+  if (kill_at_mono <= clock_->MonotonicMs()) {
+    KillNowLocked(key, run);
+    return false;
   }
   if (ranks_only) {
     for (const auto& [pid, rank] : run.ranks) kill(pid, signal);
   } else if (run.pgid) {
     kill(-run.pgid, signal);
   }
-  if (run.kill_at_mono == 0 || kill_at_mono < run.kill_at_mono) run.kill_at_mono = kill_at_mono;
+  return true;
+}
+
+void Agent::PreemptRun(Key key, Run& run, int64_t deadline_mono) {
+  // A resent Preempt only moves the deadline (later while a checkpoint is written):
+  // SIGUSR1 again could reach a rank that has saved and put back the default action,
+  // which would kill it. The deadline is the Preempt's alone, so that it can move later.
+  deadline_mono = std::max<int64_t>(deadline_mono, 1);
+  if (!run.preempted) {
+    run.preempted = true;
+    spdlog::info("job {} attempt {}: evicted, SIGUSR1; SIGKILL in {} ms", key.first, key.second,
+                 deadline_mono - clock_->MonotonicMs());
+    if (!SignalRunLocked(key, run, SIGUSR1, deadline_mono, /*ranks_only=*/true)) return;
+  } else {
+    spdlog::info("job {} attempt {}: eviction deadline now in {} ms", key.first, key.second,
+                 deadline_mono - clock_->MonotonicMs());
+  }
+  run.preempt_kill_mono = deadline_mono;
+  ArmKillLocked(key, run);
+}
+
+void Agent::ArmKillLocked(Key key, Run& run) {
+  int64_t at = run.stop_kill_mono;
+  if (run.preempt_kill_mono != 0 && (at == 0 || run.preempt_kill_mono < at)) {
+    at = run.preempt_kill_mono;
+  }
+  if (at != 0 && at <= clock_->MonotonicMs() && run.live()) return KillNowLocked(key, run);
+  run.kill_at_mono = at;
+}
+
+void Agent::KillNowLocked(Key key, Run& run) {
+  if (run.pgid) kill(-run.pgid, SIGKILL);
+  (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
+  run.kill_at_mono = 0;
+  run.stop_kill_mono = 0;
+  run.preempt_kill_mono = 0;
 }
 
 void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
@@ -280,9 +319,23 @@ bool Agent::ReadProgress(Run& run) {
   std::string line;
   if (!in || !std::getline(in, line)) return false;
   auto progress = checkpoint::ParseProgress(line);
-  if (!progress.ok() || progress->committed_step <= run.report.checkpoint_step()) return false;
-  run.report.set_checkpoint_step(progress->committed_step);
-  return true;
+  if (!progress.ok()) return false;
+  bool changed = false;
+  if (progress->committed_step > run.report.checkpoint_step()) {
+    run.report.set_checkpoint_step(progress->committed_step);
+    changed = true;
+  }
+  int64_t saving = progress->state == "saving" ? progress->step : -1;
+  if (saving != run.saving_step) {
+    run.saving_step = saving;
+    if (saving >= 0) {
+      run.report.set_saving_step(saving);
+    } else {
+      run.report.clear_saving_step();
+    }
+    changed = true;
+  }
+  return changed;
 }
 
 void Agent::ProcessExitLocked(const Exit& e) {
@@ -418,11 +471,9 @@ void Agent::WorkerLoop() {
     for (const Exit& e : exits) ProcessExitLocked(e);
     int64_t now = clock_->MonotonicMs();
     for (auto& [key, run] : attempts_) {
-      if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.pgid) {
+      if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.live()) {
         spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
-        kill(-run.pgid, SIGKILL);
-        (void)isolator_->Kill(key.first, key.second);
-        run.kill_at_mono = 0;
+        KillNowLocked(key, run);
       }
     }
     PollAdoptedLocked();
@@ -443,13 +494,16 @@ void Agent::WorkerLoop() {
       SendLocked(hb);
       next_heartbeat_mono_ = now + heartbeat_ms_;
     }
-    if (!stream_ && !lease_expired_ && now - last_contact_mono_ > lease_ms_) {
+    if (!lease_expired_ && now - last_contact_mono_ > lease_ms_) {
       // Cut off longer than the lease: the coordinator will requeue our jobs elsewhere,
-      // so they must not keep running here.
+      // so they must not keep running here. "Cut off" is measured by what we hear (every
+      // heartbeat is acknowledged): a cut link leaves the stream looking open for a long
+      // time, and writes into it still succeed.
       lease_expired_ = true;
       StopAllLocked("lease expired: no contact with the coordinator for " +
                         std::to_string(now - last_contact_mono_) + " ms",
                     0);
+      if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
     }
     if (stopping_) {
       bool live = false;

@@ -69,8 +69,10 @@ class Agent {
 
   // Runs `req.command` (sh -c) inside the attempt as a daemon of it — Open MPI's orted,
   // started by mpirun through `baton-agent exec`. Its stdout/stderr go to the given
-  // fds (the caller keeps them); `on_exit` runs on the agent's worker thread.
+  // fds (the caller keeps them); `hold_fds` (the read ends) stay open in its keeper so
+  // that it outlives an agent restart; `on_exit` runs on the agent's worker thread.
   absl::StatusOr<pid_t> StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
+                                  std::vector<int> hold_fds,
                                   std::function<void(ExitStatus)> on_exit);
   // The exec client of daemon `pid` went away: SIGTERM it, as sshd does. The client is
   // mpirun's launcher on the first node, which goes when mpirun ends, often before the
@@ -92,9 +94,13 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    int64_t kill_at_mono = 0;               // SIGKILL the group then; 0: not scheduled
-    std::string progress_file;              // the checkpoint library's progress note (rank 0)
-    bool adopted = false;                   // found running at start: not our children
+    int64_t kill_at_mono = 0;       // SIGKILL the group then; 0: not scheduled
+    int64_t stop_kill_mono = 0;     // from Kill, lease expiry, a local failure: only sooner
+    int64_t preempt_kill_mono = 0;  // the latest Preempt's deadline (grace extensions move it)
+    bool preempted = false;         // SIGUSR1 delivered for an eviction (never twice)
+    int64_t saving_step = -1;       // a save in progress per the progress note; -1: none
+    std::string progress_file;      // the checkpoint library's progress note (rank 0)
+    bool adopted = false;           // found running at start: not our children
     std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
@@ -103,6 +109,7 @@ class Agent {
     std::string cwd;
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
+    std::map<pid_t, pid_t> keepers;  // rank or daemon pid -> its keeper
     bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
   };
   struct Exit {
@@ -116,17 +123,28 @@ class Agent {
   void Handle(const v1::CoordinatorCommand& cmd);
   void Launch(const v1::Launch& l);
   void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
+  // Marks the attempt stopping and sends `signal` (to the ranks, or the whole group); kills
+  // at once when `kill_at_mono` has passed. False when nothing is left to wait for.
+  bool SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
+  // Eviction: SIGUSR1 to the ranks once; the kill follows the latest deadline given.
+  void PreemptRun(Key key, Run& run, int64_t deadline_mono);
+  // kill_at_mono from the two deadlines; kills now when it has passed.
+  void ArmKillLocked(Key key, Run& run);
+  void KillNowLocked(Key key, Run& run);
   void WorkerLoop();
   void ProcessExitLocked(const Exit& e);
   void FinishRunLocked(Key key, Run& run);
   // Starts a child of the attempt; its exit comes back through the worker thread.
   absl::StatusOr<pid_t> SpawnLocked(Key key, Run& run, SpawnOptions& so);
+  // The attempt's processes in its job dir, for a restarted agent to re-adopt.
+  void WriteProcessesLocked(Key key, const Run& run) const;
   void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
   void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);
-  // Reads the attempt's progress note; true when its committed step moved forward.
+  // Reads the attempt's progress note; true when its committed step moved forward or a
+  // save started or ended (what the coordinator's grace extension needs to know).
   bool ReadProgress(Run& run);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
   // Isolation: the request for a launch, the end of an attempt, periodic stats.
@@ -138,6 +156,9 @@ class Agent {
   // Start-up: re-adopt what still runs in its cgroups (agent_recover.cc).
   void RecoverAttempts();
   void AdoptLocked(Key key, const std::vector<pid_t>& pids);
+  // Which of `pids` are the ranks and daemons the previous agent started, with keepers.
+  static void ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run);
+  void ReattachOutput(Key key, const v1::Launch& l, Run& run);
   void PollAdoptedLocked();
   static std::string PumpGroup(Key key);
 

@@ -104,9 +104,7 @@ void Agent::Launch(const v1::Launch& l) {
     }
     return;
   }
-  std::ofstream ranks(dir + "/ranks", std::ios::trunc);  // for re-adoption
-  ranks << run.pgid << "\n";
-  for (const auto& [pid, rank] : run.ranks) ranks << pid << " " << rank << "\n";
+  WriteProcessesLocked(key, run);
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
   observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
@@ -115,17 +113,50 @@ void Agent::Launch(const v1::Launch& l) {
   ReportLimitChangesLocked();  // training narrowed for an inference arrival
 }
 
+void Agent::WriteProcessesLocked(Key key, const Run& run) const {
+  // What a restarted agent re-adopts (agent_recover.cc): the group, then one line per
+  // process it started, "rank PID LOCAL_RANK KEEPER" or "daemon PID KEEPER".
+  std::string text = std::to_string(run.pgid) + "\n";
+  auto keeper = [&](pid_t pid) {
+    auto it = run.keepers.find(pid);
+    return std::to_string(it == run.keepers.end() ? 0 : it->second);
+  };
+  for (const auto& [pid, rank] : run.ranks) {
+    text += "rank " + std::to_string(pid) + " " + std::to_string(rank) + " " + keeper(pid) + "\n";
+  }
+  for (const auto& [pid, done] : run.daemons) {
+    text += "daemon " + std::to_string(pid) + " " + keeper(pid) + "\n";
+  }
+  if (auto s = WriteFileAtomically(JobDir(key.first, key.second) + "/ranks", text); !s.ok()) {
+    spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
+  }
+}
+
 absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
-  so.process_group = run.pgid;
   so.cgroup_procs = run.cgroup_procs;
-  auto pid = reaper_.SpawnAndWatch(so, [this, key](pid_t pid, ExitStatus st) {
+  // A keeper records each process's end, so that a restarted agent learns it too.
+  so.exit_dir = JobDir(key.first, key.second);
+  auto on_exit = [this, key](pid_t pid, ExitStatus st) {
     {
       std::lock_guard<std::mutex> lock(exits_mu_);
       exits_.push_back(Exit{key, pid, st});
     }
     exits_cv_.notify_all();
-  });
+  };
+  pid_t keeper = 0;
+  absl::StatusOr<pid_t> pid;
+  for (int tries = 0;; ++tries) {
+    // Every process of the attempt's group may have ended already (a quick rank, done
+    // while the next one starts): joining it then fails, and this one starts a new group.
+    if (run.pgid != 0 && kill(-run.pgid, 0) != 0 && errno == ESRCH) run.pgid = 0;
+    so.process_group = run.pgid;
+    pid = reaper_.SpawnAndWatch(so, on_exit, &keeper);
+    if (pid.ok() || so.process_group == 0 || tries > 0 || !absl::IsPermissionDenied(pid.status())) {
+      break;
+    }
+  }
   if (pid.ok() && run.pgid == 0) run.pgid = *pid;
+  if (pid.ok() && keeper) run.keepers[*pid] = keeper;
   return pid;
 }
 
@@ -141,12 +172,15 @@ void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const 
     so.cwd = cwd;
     so.log_path = LogPath(l.job_id(), l.attempt());
     uint32_t rank = l.placement(l.node_rank()).first_rank() + r;
+    int reader = -1;
     auto out = pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kPrefix,
-                          "[rank " + std::to_string(rank) + "] ");
+                          "[rank " + std::to_string(rank) + "] ", &reader);
     if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
     so.output_fd = *out;
+    so.keep_open_fds = {reader};
     auto pid = SpawnLocked(key, run, so);
     close(so.output_fd);  // the child holds its copy; EOF comes when it and its heirs exit
+    close(reader);        // its keeper holds one
     if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
     run.ranks[*pid] = r;
   }
@@ -189,16 +223,20 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   so.env = std::move(*env);
   so.cwd = cwd;
   so.log_path = LogPath(l.job_id(), l.attempt());
-  auto out = pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kMpiTags);
+  int reader = -1;
+  auto out = pump_.Open(PumpGroup(key), so.log_path, LogPump::Mode::kMpiTags, "", &reader);
   if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
   so.output_fd = *out;
+  so.keep_open_fds = {reader};
   auto pid = SpawnLocked(key, run, so);
   close(so.output_fd);
+  close(reader);
   if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
   run.ranks[*pid] = 0;  // mpirun: the one process "checkpoint now" goes to on this node
 }
 
 absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
+                                       std::vector<int> hold_fds,
                                        std::function<void(ExitStatus)> on_exit) {
   std::lock_guard<std::mutex> lock(mu_);
   Key key{req.job_id(), req.attempt()};
@@ -221,10 +259,12 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   so.cwd = run.cwd;
   so.output_fd = out_fd;
   so.error_fd = err_fd;
+  so.keep_open_fds = std::move(hold_fds);
   auto pid = SpawnLocked(key, run, so);
   if (!pid.ok()) return pid;
   run.daemons[*pid] = std::move(on_exit);
   run.awaiting_exec = false;
+  WriteProcessesLocked(key, run);
   spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
   return pid;
 }

@@ -1,9 +1,13 @@
 // Agent start-up after a restart: attempts still running in their cgroups are adopted
 // (limits re-applied, watched until their ranks are gone, reported at registration);
 // cgroups, tc classes and nft rules of attempts that ended meanwhile are removed.
+#include <fcntl.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "launcher/agent/agent.h"
 #include "spdlog/spdlog.h"
@@ -51,40 +55,102 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   run.report.set_checkpoint_step(-1);
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
   run.progress_file = dir + "/progress.json";
-  // The ranks the previous agent started, if still there; else every process.
-  std::ifstream ranks(dir + "/ranks");
-  pid_t pgid = 0, pid = 0;
-  uint32_t rank = 0;
-  if (ranks >> pgid) run.pgid = pgid;
-  while (ranks >> pid >> rank) {
-    if (std::find(pids.begin(), pids.end(), pid) != pids.end()) run.ranks[pid] = rank;
+  run.exec_secret = l.exec_secret();
+  run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
+  ReadProcesses(dir, pids, run);
+  if (run.ranks.empty() && run.daemons.empty()) {
+    // No record of which process is which: watch them all; signal none on a node whose
+    // processes are Open MPI's daemon and its children (mpirun forwards signals).
+    bool daemons = l.spec().launch_mode() == v1::LAUNCH_MODE_MPI && l.node_rank() > 0;
+    for (pid_t p : pids) {
+      if (daemons) {
+        run.daemons[p] = nullptr;
+      } else {
+        run.ranks[p] = 0;
+      }
+    }
   }
-  if (run.ranks.empty()) {
-    for (pid_t p : pids) run.ranks[p] = 0;
-  }
+  ReattachOutput(key, l, run);
   ReadProgress(run);
   SetIsolationReportLocked(key, run);
   observer_->OnAttemptStarted(l, run.report.isolation());
-  spdlog::info("job {} attempt {}: re-adopted {} running rank(s) from its cgroups", key.first,
-               key.second, run.ranks.size());
+  spdlog::info("job {} attempt {}: re-adopted {} rank(s) and {} daemon(s) from its cgroups",
+               key.first, key.second, run.ranks.size(), run.daemons.size());
+}
+
+void Agent::ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run) {
+  auto running = [&](pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); };
+  std::ifstream ranks(dir + "/ranks");
+  std::string line;
+  if (std::getline(ranks, line)) run.pgid = static_cast<pid_t>(std::atoi(line.c_str()));
+  while (std::getline(ranks, line)) {
+    std::istringstream words(line);
+    std::string kind;
+    pid_t pid = 0, keeper = 0;
+    uint32_t rank = 0;
+    words >> kind;
+    if (kind == "rank" && (words >> pid >> rank >> keeper) && running(pid)) {
+      run.ranks[pid] = rank;
+    } else if (kind == "daemon" && (words >> pid >> keeper) && running(pid)) {
+      run.daemons[pid] = nullptr;  // its exec stream went with the previous agent
+    } else {
+      continue;
+    }
+    if (keeper > 0) run.keepers[pid] = keeper;
+  }
+}
+
+void Agent::ReattachOutput(Key key, const v1::Launch& l, Run& run) {
+  // The ranks still write into the pipes the previous agent read (their keepers hold
+  // them open): read them again, from the other end's /proc entry.
+  uint32_t first_rank = l.node_rank() < static_cast<uint32_t>(l.placement_size())
+                            ? l.placement(l.node_rank()).first_rank()
+                            : 0;
+  bool mpi = l.spec().launch_mode() == v1::LAUNCH_MODE_MPI;
+  for (const auto& [pid, rank] : run.ranks) {
+    std::string out = "/proc/" + std::to_string(pid) + "/fd/1";
+    std::error_code ec;
+    std::string target = std::filesystem::read_symlink(out, ec).string();
+    if (ec || target.rfind("pipe:", 0) != 0) continue;
+    int fd = open(out.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    auto pumped = mpi ? pump_.Adopt(PumpGroup(key), fd, LogPath(key.first, key.second),
+                                    LogPump::Mode::kMpiTags)
+                      : pump_.Adopt(PumpGroup(key), fd, LogPath(key.first, key.second),
+                                    LogPump::Mode::kPrefix,
+                                    "[rank " + std::to_string(first_rank + rank) + "] ");
+    if (!pumped.ok()) spdlog::warn("job {}: output of {}: {}", key.first, pid, pumped.ToString());
+  }
 }
 
 void Agent::PollAdoptedLocked() {
   for (auto& [key, run] : attempts_) {
-    if (!run.adopted || run.ranks.empty()) continue;
+    if (!run.adopted || !run.live()) continue;
     std::vector<pid_t> gone;
     for (const auto& [pid, rank] : run.ranks) {
       if (!Alive(pid)) gone.push_back(pid);
     }
+    for (const auto& [pid, done] : run.daemons) {
+      if (!Alive(pid)) gone.push_back(pid);
+    }
     for (pid_t pid : gone) {
-      // Not our child: its exit status went to init.
-      if (run.report.message().empty()) {
-        run.report.set_message("exit status unknown: the agent restarted while the attempt ran");
-      }
+      // Not our child: its keeper wrote down how it ended.
+      std::optional<ExitStatus> recorded = ReadExitFile(JobDir(key.first, key.second), pid);
+      auto keeper = run.keepers.find(pid);
+      if (!recorded && keeper != run.keepers.end() && Alive(keeper->second)) continue;  // soon
       ExitStatus st;
-      st.exit_code = run.stop_ordered ? 0 : 255;
-      st.term_signal = run.stop_ordered ? SIGKILL : 0;
+      if (recorded) {
+        st = *recorded;
+      } else {
+        if (run.report.message().empty()) {
+          run.report.set_message("exit status unknown: the agent restarted while the attempt ran");
+        }
+        st.exit_code = run.stop_ordered ? 0 : 255;
+        st.term_signal = run.stop_ordered ? SIGKILL : 0;
+      }
       ProcessExitLocked(Exit{key, pid, st});
+      if (attempts_.find(key) == attempts_.end() || !run.live()) break;
     }
   }
 }

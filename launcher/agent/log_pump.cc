@@ -53,23 +53,43 @@ LogPump::~LogPump() {
 }
 
 absl::StatusOr<int> LogPump::Open(const std::string& group, const std::string& log_path, Mode mode,
-                                  const std::string& prefix) {
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (log_fd < 0) return ErrnoToStatus(errno, "open log " + log_path);
+                                  const std::string& prefix, int* reader_copy) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe for " + log_path);
+  if (reader_copy) {
+    *reader_copy = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+    if (*reader_copy < 0) {
+      int err = errno;
+      close(fds[0]);
+      close(fds[1]);
+      return ErrnoToStatus(err, "dup of the pipe for " + log_path);
+    }
+  }
+  absl::Status added = Adopt(group, fds[0], log_path, mode, prefix);
+  if (!added.ok()) {
+    close(fds[1]);
+    if (reader_copy) close(*reader_copy);
+    return added;
+  }
+  return fds[1];
+}
+
+absl::Status LogPump::Adopt(const std::string& group, int read_fd, const std::string& log_path,
+                            Mode mode, const std::string& prefix) {
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (log_fd < 0) {
     int err = errno;
-    close(log_fd);
-    return ErrnoToStatus(err, "pipe for " + log_path);
+    close(read_fd);
+    return ErrnoToStatus(err, "open log " + log_path);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  streams_[fds[0]] = Stream{group, log_fd, mode, prefix, ""};
+  streams_[read_fd] = Stream{group, log_fd, mode, prefix, ""};
   ++open_count_[group];
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.fd = fds[0];
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fds[0], &ev);
-  return fds[1];
+  ev.data.fd = read_fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, read_fd, &ev);
+  return absl::OkStatus();
 }
 
 bool LogPump::Drain(const std::string& group, std::chrono::milliseconds timeout) {
@@ -136,7 +156,7 @@ void LogPump::Run() {
         continue;
       }
       ssize_t got = read(fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       std::lock_guard<std::mutex> lock(mu_);
       Stream& s = streams_.at(fd);
       Emit(s, buf, got > 0 ? static_cast<size_t>(got) : 0, got <= 0);

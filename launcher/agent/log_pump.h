@@ -28,9 +28,14 @@ class LogPump {
   // Opens a pipe whose lines go to `log_path` (appended): prefixed with `prefix` in
   // kPrefix mode, or with the rank of their mpirun tag in kMpiTags mode. Returns the
   // write end; the caller hands it to the child and closes its own copy. `group` names
-  // the streams of one attempt for Drain.
+  // the streams of one attempt for Drain. `reader_copy`: also a duplicate of the read end
+  // (close-on-exec, the caller's), for a keeper to hold while the agent restarts.
   absl::StatusOr<int> Open(const std::string& group, const std::string& log_path, Mode mode,
-                           const std::string& prefix = "");
+                           const std::string& prefix = "", int* reader_copy = nullptr);
+  // Pumps an existing read end (taken over, closed at end of file) the same way: a
+  // restarted agent picks up the pipes of the processes it re-adopts.
+  absl::Status Adopt(const std::string& group, int read_fd, const std::string& log_path, Mode mode,
+                     const std::string& prefix = "");
   // Waits until every stream of `group` reached end of file (all writers gone) and was
   // written out, or the timeout passed. True when drained.
   bool Drain(const std::string& group, std::chrono::milliseconds timeout);

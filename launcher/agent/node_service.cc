@@ -108,7 +108,7 @@ class ExecRunner : public ThreadedWriteReactor<v1::ExecOutput> {
       return grpc::Status(grpc::StatusCode::INTERNAL, "pipe");
     }
     auto box = std::make_shared<ExitBox>();
-    auto pid = agent_->StartExec(req_, out[1], err[1], [box](ExitStatus st) {
+    auto pid = agent_->StartExec(req_, out[1], err[1], {out[0], err[0]}, [box](ExitStatus st) {
       std::lock_guard<std::mutex> lock(box->mu);
       box->status = st;
     });
@@ -120,6 +120,9 @@ class ExecRunner : public ThreadedWriteReactor<v1::ExecOutput> {
       return ToGrpc(pid.status());
     }
     pid_ = *pid;
+    v1::ExecOutput started;
+    started.set_started(true);
+    Write(started);
     Relay(out[0], err[0], box.get());
     pid_ = 0;  // reaped (or the client left): a late cancel must not signal its pid
     close(out[0]);

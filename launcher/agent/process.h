@@ -1,8 +1,11 @@
 // Starting and reaping job processes. Spawn forks, puts the child in the given process
 // group, points stdout/stderr at the attempt's log, changes directory and execs — with
 // only async-signal-safe calls between fork and exec — and reports exec failures
-// (ENOENT, EACCES…) synchronously through a close-on-exec pipe. The Reaper owns waitpid
-// for the whole agent: it is the only place children are reaped.
+// (ENOENT, EACCES…) synchronously through a close-on-exec pipe. With an exit_dir, a
+// keeper process sits between the agent and the child: it waits for the child, records
+// how it ended in a file and ends the same way, so that an agent restarted meanwhile still
+// learns each process's exit status, and it holds the child's output pipes open. The
+// Reaper owns waitpid for the whole agent: it is the only place children are reaped.
 // Spawn is thread-safe; one Reaper per process.
 #pragma once
 
@@ -11,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +22,12 @@
 #include "absl/status/statusor.h"
 
 namespace baton {
+
+struct ExitStatus {
+  int exit_code = 0;    // valid when term_signal == 0
+  int term_signal = 0;  // the signal that ended it, if any
+  bool ok() const { return exit_code == 0 && term_signal == 0; }
+};
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in the child's PATH
@@ -30,17 +40,26 @@ struct SpawnOptions {
   // Files the child writes its own pid into before exec (cgroup.procs of each
   // hierarchy), so it and all its descendants start inside the job's cgroups.
   std::vector<std::string> cgroup_procs;
+  // Set: start the child under a keeper (in the child's cgroups, not in its process
+  // group, deaf to every signal but SIGKILL) that writes "<exit_dir>/exit.<pid>"
+  // ("<exit code> <signal>\n", see ReadExitFile) when the child ends and then exits the
+  // same way. The keeper closes every descriptor it does not need.
+  std::string exit_dir;
+  // Keeper only: descriptors it holds open while the child lives — the read ends of the
+  // child's output pipes, so that its writes never fail (EPIPE, SIGPIPE) while the agent
+  // that reads them restarts. The child does not inherit them. The caller keeps its own.
+  std::vector<int> keep_open_fds;
 };
 
-// NotFound / PermissionDenied / FailedPrecondition naming the program when exec fails;
-// the failed child's pid (already exiting with 127) then goes to `failed_child`.
-absl::StatusOr<pid_t> Spawn(const SpawnOptions& options, pid_t* failed_child = nullptr);
+// What a keeper recorded for `pid` in `exit_dir`; nullopt while there is no record.
+std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);
 
-struct ExitStatus {
-  int exit_code = 0;    // valid when term_signal == 0
-  int term_signal = 0;  // the signal that ended it, if any
-  bool ok() const { return exit_code == 0 && term_signal == 0; }
-};
+// Returns the child's pid (the process signals go to). NotFound / PermissionDenied /
+// FailedPrecondition naming the program when exec fails; the failed child's pid (already
+// exiting with 127) then goes to `failed_child`. With a keeper, `failed_child` and
+// `keeper` get the keeper's pid: the agent's own child, the one to wait for.
+absl::StatusOr<pid_t> Spawn(const SpawnOptions& options, pid_t* failed_child = nullptr,
+                            pid_t* keeper = nullptr);
 
 // Waits for the children it spawned, each through a pidfd on one epoll set, and calls
 // the callback registered for it (on the reaper's thread). Only this reaper reaps the
@@ -55,7 +74,9 @@ class Reaper {
   Reaper& operator=(const Reaper&) = delete;
 
   // Spawns and registers `on_exit`; a child that exec could not start is reaped here.
-  absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit);
+  // With a keeper, its end is the child's (same status) and `on_exit` gets the child's pid.
+  absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit,
+                                      pid_t* keeper = nullptr);
 
  private:
   struct Child {

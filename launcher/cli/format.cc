@@ -96,6 +96,7 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       }
       if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
       o << "\n";
+      if (a.evicted_for() != 0) o << "        " << DescribeEviction(a, job.spec()) << "\n";
       for (const auto& iso : a.isolation()) {
         if (iso.limits().cgroup().empty() && iso.limits().gpu_sharing().empty()) continue;
         o << "        " << iso.node() << ": " << DescribeLimits(iso.limits()) << "\n";
@@ -111,6 +112,28 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
         << (e.from() == v1::JOB_STATE_UNSPECIFIED ? "new" : StateName(e.from())) << " -> "
         << StateName(e.to()) << "  " << e.reason() << "  (" << e.actor() << ")\n";
     }
+  }
+  return o.str();
+}
+
+std::string DescribeEviction(const v1::Attempt& a, const v1::JobSpec& spec) {
+  std::ostringstream o;
+  o << "evicted for job " << a.evicted_for() << ": ";
+  if (a.ended_ms() == 0) {
+    o << "checkpointing; killed if still running "
+      << FormatDurationMs(std::max<int64_t>(0, a.preempt_deadline_ms() - a.preempted_ms()))
+      << " after the signal";
+  } else {
+    char lost[32];
+    std::snprintf(lost, sizeof lost, "%.1f", a.lost_gpu_seconds());
+    o << "lost " << lost << " GPU-seconds; resumes from "
+      << (a.checkpoint_step() >= 0 ? "step " + std::to_string(a.checkpoint_step())
+                                   : std::string("the beginning"));
+  }
+  int64_t base = a.preempted_ms() + int64_t{spec.grace_seconds()} * 1000;
+  if (a.preempted_ms() != 0 && a.preempt_deadline_ms() > base) {
+    o << " (grace extended by " << FormatDurationMs(a.preempt_deadline_ms() - base)
+      << " while checkpointing)";
   }
   return o.str();
 }

@@ -19,6 +19,9 @@ std::string ToJson(const google::protobuf::Message& msg);
 std::string Ago(int64_t unix_ms, int64_t now_ms);
 // Human text of one job for `baton status`.
 std::string DescribeJob(const v1::Job& job, int64_t now_ms);
+// An evicted attempt: for whom, the work it lost (GPU-seconds), the step it resumes from,
+// and how far its grace was extended while it checkpointed.
+std::string DescribeEviction(const v1::Attempt& attempt, const v1::JobSpec& spec);
 // One event for `baton events`: "#12  2024-05-03 10:22:01.123  scheduling  job 3  placed:
 // attempt 1 placed on n1  (scheduler)". Time in the local zone.
 std::string EventLine(const v1::Event& event);

@@ -1,6 +1,8 @@
 #include "tests/integration/local_cluster.h"
 
+#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <set>
@@ -72,12 +74,17 @@ CommandResult ClusterClient::Baton(std::vector<std::string> args,
   return RunProcess(args, env);
 }
 
-std::string ClusterClient::StateOf(uint64_t job) {
+std::optional<v1::Job> ClusterClient::GetJob(uint64_t job) {
   CommandResult r = Baton({"status", std::to_string(job), "--json"});
-  if (r.exit_code != 0) return "";
+  if (r.exit_code != 0) return std::nullopt;
   v1::Job parsed;
-  if (!google::protobuf::util::JsonStringToMessage(r.out, &parsed).ok()) return "";
-  return v1::JobState_Name(parsed.state());
+  if (!google::protobuf::util::JsonStringToMessage(r.out, &parsed).ok()) return std::nullopt;
+  return parsed;
+}
+
+std::string ClusterClient::StateOf(uint64_t job) {
+  std::optional<v1::Job> parsed = GetJob(job);
+  return parsed ? v1::JobState_Name(parsed->state()) : "";
 }
 
 bool ClusterClient::WaitForState(uint64_t job, const std::string& state,
@@ -165,8 +172,27 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
     why_ = "needs root to create network namespaces";
     return;
   }
-  int tag = (getpid() + static_cast<int>(name_suffix.size()) * 37) % 200 + 20;
-  name_ = "bt" + std::to_string(getpid() % 10000) + name_suffix;
+  // A subnet (and names) no other cluster on this machine uses: tag T is ours while we
+  // hold the lock on /tmp/baton-netns-T.lock (released when this process ends, however).
+  int salt = 0;
+  for (char c : name_suffix) salt = (salt * 31 + static_cast<unsigned char>(c)) % 1000;
+  int tag = -1;
+  for (int i = 0; i < 200 && tag < 0; ++i) {
+    int t = (getpid() + salt * 37 + i) % 200 + 20;
+    int fd = open(("/tmp/baton-netns-" + std::to_string(t) + ".lock").c_str(),
+                  O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      tag = t;
+      lock_fd_ = fd;
+    } else if (fd >= 0) {
+      close(fd);
+    }
+  }
+  if (tag < 0) {
+    why_ = "no free namespace cluster subnet (all 200 locks taken)";
+    return;
+  }
+  name_ = "bt" + std::to_string(tag) + name_suffix;
   subnet_ = "10.78." + std::to_string(tag);
   state_ = "/tmp/" + name_ + "-netns";
   RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
@@ -186,7 +212,25 @@ NetnsCluster::~NetnsCluster() {
   if (!name_.empty()) {
     RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
   }
+  if (lock_fd_ >= 0) close(lock_fd_);
 }
+
+bool NetnsCluster::Script(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult r = RunProcess(argv, ScriptEnv(), std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << "netns-cluster.sh " << args[0] << ": " << r.err;
+  return r.exit_code == 0;
+}
+
+bool NetnsCluster::RestartCoordinator(const std::string& signal) {
+  return Script({"restart-coordinator", signal});
+}
+bool NetnsCluster::RestartAgent(int i, const std::string& signal) {
+  return Script({"restart-agent", std::to_string(i), signal});
+}
+bool NetnsCluster::Partition(int i) { return Script({"partition", std::to_string(i)}); }
+bool NetnsCluster::Heal(int i) { return Script({"heal", std::to_string(i)}); }
 
 std::string NetnsCluster::NodeAddress(int i) const {
   return subnet_ + "." + std::to_string(10 + i);

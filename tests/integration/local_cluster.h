@@ -4,9 +4,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "proto/baton.pb.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -19,6 +21,9 @@ class ClusterClient {
   const std::string& coordinator() const { return address_; }
   // Runs `baton ARGS…` as alice of tenant vision (override with env).
   CommandResult Baton(std::vector<std::string> args, std::map<std::string, std::string> env = {});
+  // A job's record from `baton status --json`; nullopt when it cannot be read (the
+  // coordinator is down, say).
+  std::optional<v1::Job> GetJob(uint64_t job);
   // A job's state name from `baton status --json`, "" when it cannot be read.
   std::string StateOf(uint64_t job);
   // True once the job is in `state`; gives up early when it ended in another final state.
@@ -68,11 +73,20 @@ class NetnsCluster : public ClusterClient {
   const std::string& state_dir() const { return state_; }
   // The address of node i (1-based) on the cluster network.
   std::string NodeAddress(int i) const;
+  // scripts/netns-cluster.sh's verbs: `signal` the coordinator (or node i's agent), wait
+  // until it is gone and start it again (same address, same data); cut node i off the
+  // cluster network and put it back. True when the script succeeded.
+  bool RestartCoordinator(const std::string& signal = "KILL");
+  bool RestartAgent(int i, const std::string& signal = "KILL");
+  bool Partition(int i);
+  bool Heal(int i);
 
  private:
   std::map<std::string, std::string> ScriptEnv() const;
+  bool Script(const std::vector<std::string>& args);
   bool ok_ = false;
   std::string why_, name_, subnet_, state_, coordinator_args_;
+  int lock_fd_ = -1;
 };
 
 std::string Bin(const std::string& name);

@@ -398,16 +398,16 @@ TEST_F(AgentTest, MpiGangNodeRunsItsDaemonThroughExecWithTheSecret) {
   ASSERT_TRUE(coordinator_->Push(SecondNodeOfMpiGang(12)));
   ASSERT_TRUE(WaitReport(12, v1::AttemptReport::PHASE_RUNNING)) << "ready for the daemon";
   EXPECT_TRUE(agent_->IsLive(12, 1));
-  auto wrong = agent_->StartExec(ExecOf(12, "guess", "true"), 1, 2, [](ExitStatus) {});
+  auto wrong = agent_->StartExec(ExecOf(12, "guess", "true"), 1, 2, {}, [](ExitStatus) {});
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kPermissionDenied);
-  auto unknown = agent_->StartExec(ExecOf(99999, "s3cret", "true"), 1, 2, [](ExitStatus) {});
+  auto unknown = agent_->StartExec(ExecOf(99999, "s3cret", "true"), 1, 2, {}, [](ExitStatus) {});
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition);
 
   int out[2];
   ASSERT_EQ(pipe(out), 0);
   std::atomic<int> code{-1};
   auto pid = agent_->StartExec(ExecOf(12, "s3cret", "echo daemon $BATON_NODE_RANK; exit 3"), out[1],
-                               out[1], [&](ExitStatus st) { code = st.exit_code; });
+                               out[1], {}, [&](ExitStatus st) { code = st.exit_code; });
   close(out[1]);
   ASSERT_TRUE(pid.ok()) << pid.status();
   char buf[64] = {};
@@ -418,7 +418,7 @@ TEST_F(AgentTest, MpiGangNodeRunsItsDaemonThroughExecWithTheSecret) {
   ASSERT_TRUE(end);
   EXPECT_EQ(code.load(), 3) << "the exec stream learns the exit status";
   EXPECT_EQ(end->exit_code(), 3);
-  auto late = agent_->StartExec(ExecOf(12, "s3cret", "true"), 1, 2, [](ExitStatus) {});
+  auto late = agent_->StartExec(ExecOf(12, "s3cret", "true"), 1, 2, {}, [](ExitStatus) {});
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition) << "attempt ended";
 }
 
@@ -430,7 +430,7 @@ TEST_F(AgentTest, MpiGangNodeWithoutItsDaemonEndsWhenStopped) {
   ASSERT_TRUE(end) << "nothing runs, so the stop ends the attempt at once";
   EXPECT_TRUE(end->killed());
   EXPECT_EQ(
-      agent_->StartExec(ExecOf(17, "s3cret", "true"), 1, 2, [](ExitStatus) {}).status().code(),
+      agent_->StartExec(ExecOf(17, "s3cret", "true"), 1, 2, {}, [](ExitStatus) {}).status().code(),
       absl::StatusCode::kFailedPrecondition);
 }
 

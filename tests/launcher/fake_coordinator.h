@@ -128,6 +128,10 @@ class FakeCoordinator {
         stream->Write(reply);
         stream_ = stream;  // commands go out only after Registered
         ctx_ = ctx;
+      } else if (msg.has_heartbeat() && stream_ == stream) {
+        v1::CoordinatorCommand ack;  // as the real one: the agent's lease runs on these
+        ack.mutable_heartbeat_ack()->set_time_ms(msg.heartbeat().time_ms());
+        stream->Write(ack);
       }
       cv_.notify_all();
     }

@@ -5,6 +5,8 @@
 // kill -9 of a job, or kill -9 of the agent and a restart.
 #include <signal.h>
 
+#include <sstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/agent/agent.h"
@@ -293,7 +295,8 @@ TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheD
   std::string procs = testing::V1Mounts()["cpu"] + "/" + parent + "/job-11-a1/cgroup.procs";
   std::string pid = ReadFile(procs);
   ASSERT_FALSE(pid.empty()) << "the job outlives the agent";
-  kill(std::stoi(pid), SIGKILL);
+  std::istringstream pids(pid);  // the rank and its keeper
+  for (int p = 0; pids >> p;) kill(p, SIGKILL);
   ASSERT_TRUE(PollUntil([&] { return ReadFile(procs).empty(); }));
   EXPECT_NE(Leftovers(parent, "job-11-a1", nic.name(), table, ClassOf(coordinator, 11)), "")
       << "nothing cleaned it yet";
