@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "bench/isolation_workloads.h"
@@ -153,7 +154,16 @@ class Cluster {
   }
   // The job's output as one JSON document (iperf3 -J), or its last line.
   json Output(uint64_t job) {
-    std::string log = ReadFile(dir_ + "/agent/jobs/" + std::to_string(job) + "/1/output.log");
+    // The agent prefixes every line with its rank ("[rank 0] "): take the text back out.
+    std::string raw = ReadFile(dir_ + "/agent/jobs/" + std::to_string(job) + "/1/output.log");
+    std::string log;
+    std::istringstream lines(raw);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("[rank ", 0) == 0 && line.find("] ") != std::string::npos) {
+        line = line.substr(line.find("] ") + 2);
+      }
+      log += line + "\n";
+    }
     json whole = json::parse(log, nullptr, false);
     if (!whole.is_discarded()) return whole;
     size_t end = log.find_last_not_of('\n');
@@ -339,25 +349,35 @@ int main(int argc, char** argv) {
   double capped_mbps = net.iperf.is_object() && net.iperf.contains("end")
                            ? Num(net.iperf["end"]["sum_received"], "bits_per_second", 0) / 1e6
                            : 0;
+  // A figure that could not be measured is null (and the run fails), never a made-up 1.0.
+  bool complete = true;
+  auto ratio = [&](double a, double b) -> json {
+    if (a > 0 && b > 0) return a / b;
+    complete = false;
+    return nullptr;
+  };
+  auto doc = [](const json& j) { return j.is_discarded() ? json() : j; };
   json out = {
-      {"p99_with_baton_vs_floor", with_baton / floor},
-      {"p99_with_baton_vs_alone", with_baton / alone},
-      {"p99_unconfined_vs_alone", Best(cpu.unconfined) / alone},
-      {"training_cpu_vs_quota", Median(cpu.training_ratio)},
-      {"net_p99_vs_idle", Num(net.loaded, "p99_us", 0) / Num(net.idle, "p99_us", 1)},
-      {"capped_flow_vs_cap", net.cap_mbps > 0 ? capped_mbps / net.cap_mbps : 0},
-      {"probe_alone", cpu.last_alone},
-      {"probe_with_baton", cpu.last_baton},
-      {"probe_floor", cpu.last_floor},
-      {"probe_unconfined", cpu.last_unconfined},
+      {"p99_with_baton_vs_floor", ratio(with_baton, floor)},
+      {"p99_with_baton_vs_alone", ratio(with_baton, alone)},
+      {"p99_unconfined_vs_alone", ratio(Best(cpu.unconfined), alone)},
+      {"training_cpu_vs_quota", ratio(Median(cpu.training_ratio), 1)},
+      {"net_p99_vs_idle",
+       ratio(Num(doc(net.loaded), "p99_us", -1), Num(doc(net.idle), "p99_us", -1))},
+      {"capped_flow_vs_cap", ratio(capped_mbps, net.cap_mbps)},
+      {"probe_alone", doc(cpu.last_alone)},
+      {"probe_with_baton", doc(cpu.last_baton)},
+      {"probe_floor", doc(cpu.last_floor)},
+      {"probe_unconfined", doc(cpu.last_unconfined)},
       {"p99_us_rounds", {{"alone", cpu.alone}, {"baton", cpu.baton}, {"floor", cpu.floor}}},
-      {"p99_with_baton_vs_floor_median", Median(cpu.baton) / Median(cpu.floor)},
+      {"p99_with_baton_vs_floor_median", ratio(Median(cpu.baton), Median(cpu.floor))},
       {"training_cpu_vs_quota_rounds", cpu.training_ratio},
-      {"rtt_idle", net.idle},
-      {"rtt_loaded", net.loaded},
+      {"rtt_idle", doc(net.idle)},
+      {"rtt_loaded", doc(net.loaded)},
       {"capped_mbps", capped_mbps},
       {"cap_mbps", net.cap_mbps},
   };
   std::printf("%s\n", out.dump().c_str());
-  return 0;
+  if (!complete) std::fprintf(stderr, "baton-bench-isolation: some figures were not measured\n");
+  return complete ? 0 : 1;
 }
