@@ -178,6 +178,9 @@ class JobManager {
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
   // The scheduler's input: nodes (not lost), gangs holding resources, the queue.
   sched::ClusterView BuildViewLocked() const;
+  // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
+  // charged up to `now` for what runs.
+  sched::ClusterView ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const;
   void PlaceLocked(JobEntry& e, const sched::Placement& p, const sched::ClusterView& view,
                    Txn& txn);
   void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn);

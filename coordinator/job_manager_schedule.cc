@@ -96,6 +96,13 @@ sched::ClusterView JobManager::BuildViewLocked() const {
   return view;
 }
 
+sched::ClusterView JobManager::ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const {
+  sched::ClusterView view = BuildViewLocked();
+  ledger.Advance(now, sched::RunningGpusByTenant(view));
+  view.usage = ledger.Snapshot();
+  return view;
+}
+
 void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return;
@@ -105,9 +112,7 @@ void JobManager::SchedulePass() {
   int64_t started = clock_->MonotonicMs();
   PassTimer timer(observer_);
   int64_t now = clock_->NowMs();
-  sched::ClusterView view = BuildViewLocked();
-  ledger_.Advance(now, sched::RunningGpusByTenant(view));
-  view.usage = ledger_.Snapshot();
+  sched::ClusterView view = ViewWithUsageLocked(now, ledger_);
   sched::Decisions d = sched::Plan(view, policy_.policy, now);
   Txn txn;
   for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
@@ -245,10 +250,8 @@ void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
 
 v1::SharesResponse JobManager::Shares() const {
   std::lock_guard<std::mutex> lock(mu_);
-  sched::ClusterView view = BuildViewLocked();
-  sched::UsageLedger ledger = ledger_;
-  ledger.Advance(clock_->NowMs(), sched::RunningGpusByTenant(view));
-  view.usage = ledger.Snapshot();
+  sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
+  sched::ClusterView view = ViewWithUsageLocked(clock_->NowMs(), ledger);
   v1::SharesResponse out;
   for (const auto& s : sched::Shares(view, policy_.policy)) {
     v1::TenantShare* t = out.add_tenants();
@@ -281,11 +284,9 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
                  (job.message().empty() ? "" : ": " + job.message()) + "\n");
     return out;
   }
-  sched::ClusterView view = BuildViewLocked();
-  sched::UsageLedger ledger = ledger_;
+  sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
   int64_t now = clock_->NowMs();
-  ledger.Advance(now, sched::RunningGpusByTenant(view));
-  view.usage = ledger.Snapshot();
+  sched::ClusterView view = ViewWithUsageLocked(now, ledger);
   sched::Explanation ex = sched::Explain(view, policy_.policy, now, job_id);
   std::string outcome(sched::OutcomeName(ex.outcome));
   out.set_outcome(outcome);

@@ -61,11 +61,12 @@ class MultiNode : public ::testing::Test {
 };
 NetnsCluster* MultiNode::cluster_ = nullptr;
 
-TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
-  std::string dir = cluster_->state_dir() + "/ckpt-full";
-  std::vector<std::string> flags = {"--steps", "30", "--save-every", "10"};
+// `baton submit <how>` of a 2-node x 2-rank mpi train_mlp (1 CPU per rank, no restarts)
+// checkpointing to `dir`, with train_mlp's `flags`.
+std::vector<std::string> MpiTrainMlp(const std::string& how, const std::string& dir,
+                                     const std::vector<std::string>& flags) {
   std::vector<std::string> args = {"submit",
-                                   "--wait",
+                                   how,
                                    "--mode",
                                    "mpi",
                                    "--nodes",
@@ -81,6 +82,13 @@ TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
                                    "--",
                                    Bin("train_mlp")};
   args.insert(args.end(), flags.begin(), flags.end());
+  return args;
+}
+
+TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
+  std::string dir = cluster_->state_dir() + "/ckpt-full";
+  std::vector<std::string> flags = {"--steps", "30", "--save-every", "10"};
+  std::vector<std::string> args = MpiTrainMlp("--wait", dir, flags);
   CommandResult r = cluster_->Baton(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   uint64_t id = ClusterClient::SubmittedId(r.out);
@@ -125,23 +133,7 @@ TEST_F(MultiNode, EvictionBetweenSavesResumesAtTheCommittedStep) {
   std::string dir = cluster_->state_dir() + "/ckpt-evict";
   std::vector<std::string> flags = {"--steps", "60", "--save-every", "10"};
   auto submit = [&](bool slow) {
-    std::vector<std::string> args = {"submit",
-                                     "-q",
-                                     "--mode",
-                                     "mpi",
-                                     "--nodes",
-                                     "2",
-                                     "--ranks-per-node",
-                                     "2",
-                                     "--cpus",
-                                     "1",
-                                     "--restart",
-                                     "never",
-                                     "--checkpoint-dir",
-                                     dir,
-                                     "--",
-                                     Bin("train_mlp")};
-    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<std::string> args = MpiTrainMlp("-q", dir, flags);
     if (slow) args.insert(args.end(), {"--step-ms", "100"});
     return ClusterClient::SubmittedId(cluster_->Baton(args).out);
   };

@@ -4,14 +4,13 @@
 // hog under a 0.2-CPU quota, a refused spec, a node lost under a running job); the test
 // then finds, through Prometheus's HTTP API, the series with the values the scenario
 // produced, and the eviction through `baton events --follow`.
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <optional>
-
-#include <httplib.h>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -59,8 +58,8 @@ class PrometheusScrape : public ::testing::Test {
     StartCoordinator();
     // Node a runs the CPU hog under its own quota (isolation v1 when the machine has it);
     // node b, in pool "lossy", is the one that will be lost.
-    StartAgent("a", {"--isolation", isolation_missing_.empty() ? "auto" : "none",
-                     "--cgroup-parent", guard_->top() + "/a", "--training-burst=false"});
+    StartAgent("a", {"--isolation", isolation_missing_.empty() ? "auto" : "none", "--cgroup-parent",
+                     guard_->top() + "/a", "--training-burst=false"});
     StartAgent("b", {"--isolation", "none", "--pool", "lossy"});
     ASSERT_TRUE(cluster_.WaitForReadyNodes(2, std::chrono::seconds(20))) << dir_.path();
     StartPrometheus();
@@ -96,16 +95,30 @@ class PrometheusScrape : public ::testing::Test {
   void StartAgent(const std::string& n, std::vector<std::string> extra) {
     std::string d = dir_.path();
     nodes_[n] = "obs" + tag_ + n;
-    std::vector<std::string> argv = {Bin("baton-agent"), "--name", nodes_[n], "--coordinator",
-                                     cluster_.coordinator(), "--data-dir", d + "/" + n,
-                                     "--fake-gpus", "2", "--nvml", "", "--stats-interval-ms",
-                                     "200", "--metrics-listen", "127.0.0.1:0",
-                                     "--metrics-ready-file", d + "/" + n + ".metrics",
-                                     "--ready-file", d + "/" + n + ".addr"};
+    std::vector<std::string> argv = {Bin("baton-agent"),
+                                     "--name",
+                                     nodes_[n],
+                                     "--coordinator",
+                                     cluster_.coordinator(),
+                                     "--data-dir",
+                                     d + "/" + n,
+                                     "--fake-gpus",
+                                     "2",
+                                     "--nvml",
+                                     "",
+                                     "--stats-interval-ms",
+                                     "200",
+                                     "--metrics-listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-ready-file",
+                                     d + "/" + n + ".metrics",
+                                     "--ready-file",
+                                     d + "/" + n + ".addr"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    agents_[n] = std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, d + "/" + n);
-    ASSERT_TRUE(WaitFor([&] { return !ReadFile(d + "/" + n + ".addr").empty(); },
-                        std::chrono::seconds(20)))
+    agents_[n] =
+        std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, d + "/" + n);
+    ASSERT_TRUE(
+        WaitFor([&] { return !ReadFile(d + "/" + n + ".addr").empty(); }, std::chrono::seconds(20)))
         << ReadFile(d + "/" + n + ".err");
     targets_[n] = FirstLine(d + "/" + n + ".metrics");
   }
@@ -119,8 +132,8 @@ class PrometheusScrape : public ::testing::Test {
         << "scrape_configs:\n"
         << "  - job_name: baton-coordinator\n    static_configs: [{targets: ['"
         << targets_["coordinator"] << "']}]\n"
-        << "  - job_name: baton-agent\n    static_configs: [{targets: ['" << targets_["a"]
-        << "', '" << targets_["b"] << "']}]\n";
+        << "  - job_name: baton-agent\n    static_configs: [{targets: ['" << targets_["a"] << "', '"
+        << targets_["b"] << "']}]\n";
     prometheus_ = std::make_unique<Subprocess>(
         std::vector<std::string>{BATON_PROMETHEUS, "--config.file=" + d + "/prometheus.yml",
                                  "--storage.tsdb.path=" + d + "/tsdb",
@@ -187,7 +200,8 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
 
   CommandResult done = cluster_.Baton({"submit", "--wait", "--", "true"});
   ASSERT_EQ(done.exit_code, 0) << done.err;
-  uint64_t hog = SubmitQuiet({"--cpus", "0.2", "--gpus", "1", "--", "sh", "-c", "while :; do :; done"});
+  uint64_t hog =
+      SubmitQuiet({"--cpus", "0.2", "--gpus", "1", "--", "sh", "-c", "while :; do :; done"});
   uint64_t lost = SubmitQuiet({"--pool", "lossy", "--gpus", "2", "--", "sleep", "120"});
   EXPECT_EQ(cluster_.Baton({"submit", "--gpus", "64", "--", "true"}).exit_code, 2);
   ASSERT_TRUE(cluster_.WaitForState(hog, "JOB_STATE_RUNNING"));
@@ -206,10 +220,13 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
   EXPECT_TRUE(Eventually("sum(baton_jobs_submitted_total)", Is(3)));
   EXPECT_TRUE(Eventually("sum(baton_submissions_refused_total)", Is(1)));
   EXPECT_TRUE(Eventually("baton_preemptions_total{reason=\"node_lost\"}", Is(1)));
-  EXPECT_TRUE(Eventually("baton_preemption_lost_work_gpu_seconds_count{reason=\"node_lost\"}", Is(1)));
-  EXPECT_TRUE(Eventually("baton_preemption_lost_work_gpu_seconds_sum", [](double v) { return v > 0; }))
-      << "2 GPUs for as long as the lost job ran";
-  EXPECT_TRUE(Eventually("baton_job_evictions_total{job_id=\"" + std::to_string(lost) + "\"}", Is(1)));
+  EXPECT_TRUE(
+      Eventually("baton_preemption_lost_work_gpu_seconds_count{reason=\"node_lost\"}", Is(1)));
+  EXPECT_TRUE(Eventually("baton_preemption_lost_work_gpu_seconds_sum", [](double v) {
+    return v > 0;
+  })) << "2 GPUs for as long as the lost job ran";
+  EXPECT_TRUE(
+      Eventually("baton_job_evictions_total{job_id=\"" + std::to_string(lost) + "\"}", Is(1)));
   EXPECT_TRUE(Eventually("baton_nodes{state=\"lost\"}", Is(1)));
   EXPECT_TRUE(Eventually("baton_agents_connected", Is(1)));
   EXPECT_TRUE(Eventually("sum(baton_pending_jobs)", Is(1)));
@@ -221,9 +238,9 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
   EXPECT_TRUE(Eventually("baton_node_free_gpus{" + a + "}", Is(1)));
   EXPECT_TRUE(Eventually("baton_build_info{component=\"agent\"}", Is(1)));
   if (isolation_missing_.empty()) {
-    EXPECT_TRUE(Eventually("baton_job_cpu_throttled_periods_total{" + j + "}",
-                           [](double v) { return v > 0; }))
-        << "a busy loop under a 0.2-CPU quota is throttled";
+    EXPECT_TRUE(Eventually("baton_job_cpu_throttled_periods_total{" + j + "}", [](double v) {
+      return v > 0;
+    })) << "a busy loop under a 0.2-CPU quota is throttled";
     EXPECT_TRUE(Eventually("baton_job_cpu_quota_cores{" + j + "}", Is(0.2)));
   } else {
     std::cout << "[ SKIPPED  ] throttling assertions: " << isolation_missing_ << "\n";
@@ -244,9 +261,9 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
   EXPECT_EQ(loaded, 9);
 
   // The eviction reached a follower of the event log, and reads back by job.
-  EXPECT_TRUE(WaitFor([&] { return ReadFile(dir_.path() + "/follow.out").find("node_lost") !=
-                                   std::string::npos; },
-                      std::chrono::seconds(10)))
+  EXPECT_TRUE(WaitFor(
+      [&] { return ReadFile(dir_.path() + "/follow.out").find("node_lost") != std::string::npos; },
+      std::chrono::seconds(10)))
       << ReadFile(dir_.path() + "/follow.out") << ReadFile(dir_.path() + "/follow.err");
   follow.Signal(SIGTERM);
   CommandResult events = cluster_.Baton({"events", "--job", std::to_string(lost)});

@@ -22,17 +22,22 @@ typedef struct nvmlDevice_st {
   unsigned long long memory;
   const char* bus_id;
   unsigned numa;
-  int mig;                           /* MIG mode on */
-  struct nvmlDevice_st* slices[3];   /* MIG slots; NULL: empty */
+  int mig;                         /* MIG mode on */
+  struct nvmlDevice_st* slices[3]; /* MIG slots; NULL: empty */
 } Device;
 
-static Device slice_a = {"MIG-fake-1-slice-a", "NVIDIA H200 MIG 1g.18gb", 18ull << 30, "", 1, 0,
-                         {0, 0, 0}};
-static Device slice_b = {"MIG-fake-1-slice-b", "NVIDIA H200 MIG 3g.71gb", 71ull << 30, "", 1, 0,
-                         {0, 0, 0}};
+static Device slice_a = {
+    "MIG-fake-1-slice-a", "NVIDIA H200 MIG 1g.18gb", 18ull << 30, "", 1, 0, {0, 0, 0}};
+static Device slice_b = {
+    "MIG-fake-1-slice-b", "NVIDIA H200 MIG 3g.71gb", 71ull << 30, "", 1, 0, {0, 0, 0}};
 static Device gpus[2] = {
     {"GPU-fake-0000", "NVIDIA H200", 141ull << 30, "00000000:1B:00.0", 0, 0, {0, 0, 0}},
-    {"GPU-fake-0001", "NVIDIA H200", 141ull << 30, "00000000:9A:00.0", 1, 1,
+    {"GPU-fake-0001",
+     "NVIDIA H200",
+     141ull << 30,
+     "00000000:9A:00.0",
+     1,
+     1,
      {&slice_a, 0, &slice_b}},
 };
 static int initialized = 0;
@@ -49,11 +54,16 @@ nvmlReturn_t nvmlShutdown(void) {
 }
 const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case kSuccess: return "Success";
-    case kUninitialized: return "Uninitialized";
-    case kNotFound: return "Not Found";
-    case 9: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case kSuccess:
+      return "Success";
+    case kUninitialized:
+      return "Uninitialized";
+    case kNotFound:
+      return "Not Found";
+    case 9:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
