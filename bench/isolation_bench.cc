@@ -18,11 +18,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "bench/isolation_workloads.h"
+#include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 
 namespace {
@@ -70,19 +72,30 @@ double Best(const std::vector<double>& v) {
 // A coordinator and one agent with isolation on, a NIC toward namespace `peer_ns`.
 class Cluster {
  public:
-  Cluster(const std::string& dir, const std::string& nic) : dir_(dir) {
+  Cluster(const std::string& dir, const std::string& nic) : dir_(dir), security_(dir) {
     fs::create_directories(dir);
+    if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
+    std::ofstream(dir + "/policy.yaml") << baton::testing::BenchPolicy();
     std::string ready = dir + "/coordinator.addr";
-    procs_.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{Bin("baton-coordinator"), "--listen", "127.0.0.1:0", "--data-dir",
-                                 dir + "/coordinator", "--ready-file", ready, "--log-level",
-                                 "warn"},
-        std::map<std::string, std::string>{}, dir + "/coordinator"));
+    std::vector<std::string> coordinator = {
+        Bin("baton-coordinator"), "--listen", "127.0.0.1:0", "--data-dir", dir + "/coordinator",
+        "--ready-file",           ready,      "--log-level", "warn",       "--policy",
+        dir + "/policy.yaml"};
+    for (auto& f : security_.CoordinatorFlags()) coordinator.push_back(f);
+    procs_.push_back(std::make_unique<Subprocess>(coordinator, std::map<std::string, std::string>{},
+                                                  dir + "/coordinator"));
     baton::testing::WaitFor([&] { return !ReadFile(ready).empty(); }, std::chrono::seconds(20));
     address_ = ReadFile(ready).substr(0, ReadFile(ready).find('\n'));
     node_ = "bench" + std::to_string(getpid());
+    std::vector<std::string> tls = security_.AgentFlags(node_, {"IP:127.0.0.1"});
     procs_.push_back(std::make_unique<Subprocess>(
         std::vector<std::string>{Bin("baton-agent"),
+                                 tls[0],
+                                 tls[1],
+                                 tls[2],
+                                 tls[3],
+                                 tls[4],
+                                 tls[5],
                                  "--name",
                                  node_,
                                  "--coordinator",
@@ -118,10 +131,9 @@ class Cluster {
   }
   std::string Baton(std::vector<std::string> args) {
     args.insert(args.begin(), Bin("baton"));
-    auto r = baton::testing::RunProcess(args, {{"BATON_COORDINATOR", address_},
-                                               {"BATON_USER", "bench"},
-                                               {"BATON_TENANT", "bench"},
-                                               {"BATON_ROLE", "researcher"}});
+    auto env = security_.ClientEnv();  // as root: the admin, member of tenant bench
+    env["BATON_COORDINATOR"] = address_;
+    auto r = baton::testing::RunProcess(args, env);
     return r.exit_code == 0 ? r.out : "";
   }
   // Submits a one-node job; returns its id (0 on failure).
@@ -174,7 +186,9 @@ class Cluster {
   }
 
  private:
-  std::string dir_, address_, node_;
+  std::string dir_;
+  baton::testing::TestSecurity security_;
+  std::string address_, node_;
   std::vector<std::unique_ptr<Subprocess>> procs_;
 };
 

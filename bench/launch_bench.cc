@@ -62,8 +62,12 @@ double Median(std::vector<double> v) {
 // baton: submit and wait; decision = the attempt's scheduled_ms.
 double BatonMs(const std::string& coordinator, int nodes, int rep) {
   std::string file = State() + "/baton-" + std::to_string(nodes) + "-" + std::to_string(rep);
+  // As root, the built-in policy's admin and a member of tenant default; TLS and MUNGE
+  // as netns-cluster.sh set them up.
   std::map<std::string, std::string> env = {
-      {"BATON_COORDINATOR", coordinator}, {"BATON_USER", "bench"}, {"BATON_TENANT", "bench"}};
+      {"BATON_COORDINATOR", coordinator},
+      {"BATON_CA", State() + "/tls/ca.crt"},
+      {"BATON_MUNGE_SOCKET", State() + "/munge/munge.socket"}};
   CommandResult r = RunProcess({BinDir() + "/baton", "submit", "--wait", "-q", "--mode", "mpi",
                                 "--nodes", std::to_string(nodes), "--cpus", "1", "--restart",
                                 "never", "--", "sh", "-c", ProbeCommand(file)},

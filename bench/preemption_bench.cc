@@ -72,7 +72,7 @@ bool RunRound(NetnsCluster& c, const TempDir& dir, int index, Round* r) {
   uint64_t serve = ClusterClient::SubmittedId(
       c.Baton({"submit", "-q", "--class", "inference", "--gpus", "2", "--cpus", "1", "--", "sh",
                "-c", "date +%s%3N > " + probe + "; exec sleep 600"},
-              {{"BATON_USER", "bob"}, {"BATON_TENANT", "serving"}})
+              baton::testing::kBob)
           .out);
   if (!WaitFor([&] { return !ReadFile(probe).empty(); }, std::chrono::seconds(60))) {
     return fail("inference never started", serve);
@@ -95,7 +95,7 @@ bool RunRound(NetnsCluster& c, const TempDir& dir, int index, Round* r) {
   r->saved = std::stoll(m[3]);
 
   // Room again: the victim resumes; the steps it ran twice are the work lost.
-  c.Baton({"cancel", std::to_string(serve)}, {{"BATON_ROLE", "admin"}});
+  c.Baton({"cancel", std::to_string(serve)}, baton::testing::kRoot);
   std::smatch restored;
   std::string log2;
   if (!WaitFor(
@@ -107,7 +107,7 @@ bool RunRound(NetnsCluster& c, const TempDir& dir, int index, Round* r) {
     return fail("the victim did not resume", train);
   }
   r->lost_steps = std::max<int64_t>(0, LastStep(log1) - std::stoll(restored[1]));
-  c.Baton({"cancel", std::to_string(train)}, {{"BATON_ROLE", "admin"}});
+  c.Baton({"cancel", std::to_string(train)}, baton::testing::kRoot);
   return c.WaitForState(train, "JOB_STATE_CANCELLED") || fail("cancel did not end it", train);
 }
 

@@ -1,7 +1,11 @@
 // baton-bench-submit: how much a researcher's `baton submit` costs and how fast the
-// coordinator admits and runs jobs, each against a peer measured in the same run:
+// coordinator admits and runs jobs, each against a peer measured in the same run. Every
+// call is authenticated as in production: TLS under a CA of the run's own, the CLI and
+// its floor with a fresh MUNGE credential from a private munged, the API phases with a
+// service token ("auth" in the JSON says so):
 //   1. `baton submit` processes vs `baton-rpc-floor` processes (one empty RPC, linked the
-//      same way), interleaved: p50/p99 and p50 ÷ floor p50;
+//      same way, paying the same TLS handshake and MUNGE credential), interleaved:
+//      p50/p99 and p50 ÷ floor p50;
 //   2. durable submits through the API from 16 client threads: submits/s;
 //   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s.
 // Ends with one JSON line (keys in DESIGN.md, Benchmarks).
@@ -14,10 +18,13 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
-#include "proto/baton.grpc.pb.h"
+#include "proto/api.grpc.pb.h"
 #include "proto/rpc_util.h"
+#include "proto/tls.h"
+#include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 
 namespace {
@@ -45,49 +52,102 @@ double TimeProcess(const std::vector<std::string>& argv,
   return code == 0 ? ms : -1;
 }
 
+// A coordinator (and agents) secured as in production, under `dir`: TLS, a private
+// munged, BenchPolicy() (root is the admin and the member of tenant bench).
 class Daemons {
  public:
-  explicit Daemons(const std::string& dir) : dir_(dir) { std::filesystem::create_directories(dir); }
+  explicit Daemons(const std::string& dir) : dir_(dir), security_(dir) {
+    if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
+    std::ofstream(dir_ + "/policy.yaml") << baton::testing::BenchPolicy();
+  }
   ~Daemons() {
     for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
     for (auto& p : procs_) p->Wait(std::chrono::seconds(10));
   }
   std::string StartCoordinator() {
     std::string ready = dir_ + "/coordinator.addr";
-    procs_.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{BinDir() + "/baton-coordinator", "--listen", "127.0.0.1:0",
-                                 "--data-dir", dir_ + "/coordinator", "--ready-file", ready,
-                                 "--log-level", "warn"},
-        std::map<std::string, std::string>{}, dir_ + "/coordinator"));
+    std::vector<std::string> argv = {BinDir() + "/baton-coordinator",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--data-dir",
+                                     dir_ + "/coordinator",
+                                     "--ready-file",
+                                     ready,
+                                     "--log-level",
+                                     "warn",
+                                     "--policy",
+                                     dir_ + "/policy.yaml"};
+    for (auto& f : security_.CoordinatorFlags()) argv.push_back(f);
+    procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                                  dir_ + "/coordinator"));
     baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
                             std::chrono::seconds(20));
     std::string addr = baton::testing::ReadFile(ready);
-    return addr.substr(0, addr.find('\n'));
+    target_ = addr.substr(0, addr.find('\n'));
+    return target_;
   }
   void StartAgent(const std::string& coordinator, const std::string& name) {
-    procs_.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{BinDir() + "/baton-agent", "--name", name, "--coordinator",
-                                 coordinator, "--data-dir", dir_ + "/" + name, "--log-level",
-                                 "warn"},
-        std::map<std::string, std::string>{}, dir_ + "/" + name));
+    std::vector<std::string> argv = {BinDir() + "/baton-agent", "--name",      name,
+                                     "--coordinator",           coordinator,   "--data-dir",
+                                     dir_ + "/" + name,         "--log-level", "warn"};
+    for (auto& f : security_.AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
+    procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                                  dir_ + "/" + name));
+  }
+  // What the CLI and the floor need: the coordinator, the CA, munged's socket.
+  std::map<std::string, std::string> ClientEnv() const {
+    auto env = security_.ClientEnv();
+    env["BATON_COORDINATOR"] = target_;
+    return env;
+  }
+  // A service token for root in tenant bench, made with the CLI (root is the admin).
+  std::string Token() const {
+    auto r = baton::testing::RunProcess({BinDir() + "/baton", "admin", "token", "create", "--user",
+                                         "root", "--tenant", "bench", "--ttl", "1d"},
+                                        ClientEnv());
+    if (r.exit_code != 0) std::fprintf(stderr, "token create: %s\n", r.err.c_str());
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  // TLS to the coordinator, verified against the run's CA.
+  std::shared_ptr<grpc::ChannelCredentials> Tls() const {
+    baton::TlsOptions o;
+    o.ca_file = security_.ca();
+    auto tls = baton::LoadTls(o, /*need_cert=*/false);
+    auto creds = tls.ok() ? baton::ChannelCredentials(*tls, target_) : tls.status();
+    if (!creds.ok()) std::fprintf(stderr, "tls: %s\n", creds.status().ToString().c_str());
+    return creds.ok() ? *creds : nullptr;
   }
 
  private:
   std::string dir_;
+  baton::testing::TestSecurity security_;
+  std::string target_;
   std::vector<std::unique_ptr<Subprocess>> procs_;
 };
 
-std::unique_ptr<v1::Coordinator::Stub> Stub(const std::string& target) {
-  return v1::Coordinator::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+// A stub authenticating every call with `token` (a service token) over TLS.
+struct Api {
+  std::unique_ptr<v1::Coordinator::Stub> stub;
+  std::string token;
+  void Prepare(grpc::ClientContext* ctx) const {
+    ctx->AddMetadata(baton::kAuthorizationKey, "Bearer " + token);
+  }
+};
+
+Api Stub(const Daemons& d, const std::string& target, const std::string& token) {
+  grpc::ChannelArguments args;
+  // One connection per stub: several stubs spread the load over several HTTP/2 streams.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return Api{v1::Coordinator::NewStub(grpc::CreateCustomChannel(target, d.Tls(), args)), token};
 }
 
-grpc::Status Call(v1::Coordinator::Stub* stub, const v1::JobSpec& spec, uint64_t* id) {
+grpc::Status Call(const Api& api, const v1::JobSpec& spec, uint64_t* id) {
   grpc::ClientContext ctx;
-  baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+  api.Prepare(&ctx);
   v1::SubmitRequest req;
   *req.mutable_spec() = spec;
   v1::SubmitResponse resp;
-  grpc::Status s = stub->Submit(&ctx, req, &resp);
+  grpc::Status s = api.stub->Submit(&ctx, req, &resp);
   *id = resp.job_id();
   return s;
 }
@@ -102,9 +162,10 @@ v1::JobSpec TrivialSpec() {
 }
 
 // Submits from `threads` threads for `seconds`; returns completed submits per second.
-double ApiSubmits(const std::string& target, int threads, double seconds) {
-  std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
-  for (int i = 0; i < 4; ++i) stubs.push_back(Stub(target));
+double ApiSubmits(const Daemons& d, const std::string& target, int threads, double seconds) {
+  std::string token = d.Token();
+  std::vector<Api> stubs;
+  for (int i = 0; i < 4; ++i) stubs.push_back(Stub(d, target, token));
   std::atomic<uint64_t> done{0}, failed{0};
   auto start = Clock::now();
   auto end =
@@ -115,7 +176,7 @@ double ApiSubmits(const std::string& target, int threads, double seconds) {
       v1::JobSpec spec = TrivialSpec();
       uint64_t id;
       while (Clock::now() < end) {
-        (Call(stubs[t % stubs.size()].get(), spec, &id).ok() ? done : failed)++;
+        (Call(stubs[t % stubs.size()], spec, &id).ok() ? done : failed)++;
       }
     });
   }
@@ -124,13 +185,13 @@ double ApiSubmits(const std::string& target, int threads, double seconds) {
   return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-size_t CountSucceeded(v1::Coordinator::Stub* stub) {
+size_t CountSucceeded(const Api& api) {
   grpc::ClientContext ctx;
-  baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+  api.Prepare(&ctx);
   v1::ListRequest req;
   req.add_states(v1::JOB_STATE_SUCCEEDED);
   v1::ListResponse resp;
-  return stub->List(&ctx, req, &resp).ok() ? resp.jobs_size() : 0;
+  return api.stub->List(&ctx, req, &resp).ok() ? resp.jobs_size() : 0;
 }
 
 // p50 of write(4 KiB) + fdatasync on the data dir's filesystem: what one durable,
@@ -178,8 +239,7 @@ int main(int argc, char** argv) {
   {
     Daemons d(dir + "/cli");
     std::string target = d.StartCoordinator();
-    std::map<std::string, std::string> env = {
-        {"BATON_COORDINATOR", target}, {"BATON_USER", "bench"}, {"BATON_TENANT", "bench"}};
+    std::map<std::string, std::string> env = d.ClientEnv();
     int n = r["cli-submits"].as<int>();
     for (int i = 0; i < n; ++i) {
       floor_ms.push_back(TimeProcess({BinDir() + "/baton-rpc-floor", target}, env));
@@ -208,8 +268,8 @@ int main(int argc, char** argv) {
   double api_rate = 0;
   {
     Daemons d(dir + "/api");
-    api_rate =
-        ApiSubmits(d.StartCoordinator(), r["api-threads"].as<int>(), r["api-seconds"].as<double>());
+    std::string target = d.StartCoordinator();
+    api_rate = ApiSubmits(d, target, r["api-threads"].as<int>(), r["api-seconds"].as<double>());
   }
   // With every client waiting on the same group commit, 16 threads can at best complete
   // 16 submits per fdatasync.
@@ -224,13 +284,13 @@ int main(int argc, char** argv) {
     std::string target = d.StartCoordinator();
     int agents = r["agents"].as<int>(), jobs = r["e2e-jobs"].as<int>();
     for (int i = 0; i < agents; ++i) d.StartAgent(target, "n" + std::to_string(i));
-    auto stub = Stub(target);
+    Api stub = Stub(d, target, d.Token());
     baton::testing::WaitFor(
         [&] {
           grpc::ClientContext ctx;
-          baton::AttachCaller({"bench", "bench", baton::Role::kResearcher}, &ctx);
+          stub.Prepare(&ctx);
           v1::ListNodesResponse resp;
-          if (!stub->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) return false;
+          if (!stub.stub->ListNodes(&ctx, v1::ListNodesRequest(), &resp).ok()) return false;
           return resp.nodes_size() == agents;
         },
         std::chrono::seconds(30));
@@ -240,13 +300,13 @@ int main(int argc, char** argv) {
     for (int t = 0; t < 8; ++t) {
       pool.emplace_back([&] {
         uint64_t id;
-        while (next++ < jobs) Call(stub.get(), TrivialSpec(), &id);
+        while (next++ < jobs) Call(stub, TrivialSpec(), &id);
       });
     }
     for (auto& th : pool) th.join();
-    bool ok = baton::testing::WaitFor(
-        [&] { return CountSucceeded(stub.get()) >= static_cast<size_t>(jobs); },
-        std::chrono::seconds(300));
+    bool ok =
+        baton::testing::WaitFor([&] { return CountSucceeded(stub) >= static_cast<size_t>(jobs); },
+                                std::chrono::seconds(300));
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
     if (!ok) std::fprintf(stderr, "end to end: not every job succeeded\n");
     e2e_rate = ok ? jobs / secs : 0;
@@ -255,7 +315,8 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(dir);
   std::printf(
-      "{\"cli_submit_p50_vs_empty_rpc\":%.3f,\"cli_submits_per_s\":%.1f,\"api_submits_per_s\":%.1f,"
+      "{\"auth\":\"munge+tls\",\"api_auth\":\"token+tls\",\"cli_submit_p50_vs_empty_rpc\":%.3f,"
+      "\"cli_submits_per_s\":%.1f,\"api_submits_per_s\":%.1f,"
       "\"e2e_jobs_per_s\":%.1f,\"cli_submit_p50_ms\":%.3f,\"cli_submit_p99_ms\":%.3f,"
       "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
       "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f}\n",

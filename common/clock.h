@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/time/time.h"
+
 namespace baton {
 
 class Clock {
@@ -14,6 +16,10 @@ class Clock {
   virtual int64_t NowMs() const = 0;
   // Monotonic milliseconds (deadlines, leases); unrelated to NowMs's origin.
   virtual int64_t MonotonicMs() const = 0;
+  // Typed: the wall clock as an absl::Time, and the monotonic one as a time since an
+  // arbitrary origin (compare two of them; never print it as a date).
+  absl::Time Now() const { return absl::FromUnixMillis(NowMs()); }
+  absl::Time Monotonic() const { return absl::FromUnixMillis(MonotonicMs()); }
 };
 
 class RealClock final : public Clock {
@@ -31,6 +37,7 @@ class FakeClock final : public Clock {
   int64_t MonotonicMs() const override { return now_ms_.load(); }
   void AdvanceMs(int64_t ms) { now_ms_.fetch_add(ms); }
   void SetMs(int64_t ms) { now_ms_.store(ms); }
+  void Advance(absl::Duration d) { AdvanceMs(absl::ToInt64Milliseconds(d)); }
 
  private:
   std::atomic<int64_t> now_ms_;

@@ -27,6 +27,16 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(std::string_view addre
   return std::make_pair(std::string(host), port);
 }
 
+bool IsLoopback(std::string_view host) {
+  if (host == "localhost") return true;
+  std::string h(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  static const in6_addr loop = IN6ADDR_LOOPBACK_INIT;
+  return inet_pton(AF_INET6, h.c_str(), &v6) == 1 && std::memcmp(&v6, &loop, sizeof v6) == 0;
+}
+
 bool IsLoopbackOrPrivate(std::string_view host) {
   if (host == "localhost") return true;
   std::string h(host);
@@ -53,8 +63,8 @@ absl::Status CheckListenAddress(std::string_view flag, std::string_view address)
   if (!IsLoopbackOrPrivate(hp->first)) {
     return absl::InvalidArgumentError(
         std::string(flag) + ": '" + std::string(address) +
-        "' is not a loopback or private address; baton has no TLS yet, so it listens only "
-        "on loopback or a private network");
+        "' is not a loopback or private address; this endpoint has no authentication "
+        "(metrics), so it listens only on loopback or a private network");
   }
   return absl::OkStatus();
 }

@@ -3,7 +3,7 @@
 // Implementations are thread-safe.
 #pragma once
 
-#include "proto/baton.pb.h"
+#include "proto/agent.pb.h"
 
 namespace baton {
 

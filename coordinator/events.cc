@@ -69,11 +69,9 @@ v1::Event Refusal(const Caller& caller, const v1::JobSpec& spec, const absl::Sta
   ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
   ev.set_code(RefusalCode(why));
   ev.set_actor(caller.user);
-  ev.set_tenant(caller.tenant);
+  ev.set_tenant(Clip(spec.tenant()));
   ev.set_priority_class(Clip(spec.priority_class()));
-  std::string asked = spec.tenant().empty() || spec.tenant() == caller.tenant
-                          ? ""
-                          : " for tenant '" + spec.tenant() + "'";
+  std::string asked = spec.tenant().empty() ? "" : " for tenant '" + spec.tenant() + "'";
   ev.set_reason(
       Clip("submit by " + caller.user + asked + " refused: " + std::string(why.message())));
   return ev;
@@ -83,6 +81,16 @@ v1::Event PolicyChange(const std::string& actor, const std::string& summary) {
   v1::Event ev;
   ev.set_kind(v1::EVENT_KIND_POLICY);
   ev.set_code("policy_changed");
+  ev.set_actor(actor);
+  ev.set_reason(Clip(summary));
+  return ev;
+}
+
+v1::Event AccessChange(const std::string& actor, const std::string& code,
+                       const std::string& summary) {
+  v1::Event ev;
+  ev.set_kind(v1::EVENT_KIND_POLICY);
+  ev.set_code(code);
   ev.set_actor(actor);
   ev.set_reason(Clip(summary));
   return ev;

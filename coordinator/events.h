@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "proto/baton.pb.h"
-#include "proto/rpc_util.h"
+#include "coordinator/access.h"
+#include "proto/api.pb.h"
 
 namespace baton::events {
 
@@ -23,6 +23,10 @@ v1::Event Refusal(const Caller& caller, const v1::JobSpec& spec, const absl::Sta
 // Audit: `actor` changed the policy; `summary` says what changed ("tenant vision: weight
 // 1 -> 2").
 v1::Event PolicyChange(const std::string& actor, const std::string& summary);
+// Audit of another admin action on who may do what: `code` "token_created",
+// "token_revoked".
+v1::Event AccessChange(const std::string& actor, const std::string& code,
+                       const std::string& summary);
 // A node's state changed: `code` "registered", "reconnected", "disconnected", "lost".
 v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text);
 

@@ -13,23 +13,6 @@
 namespace baton {
 namespace {
 
-bool MayActOn(const Caller& caller, const v1::Job& job) {
-  return caller.role == Role::kAdmin || job.spec().tenant() == caller.tenant;
-}
-
-absl::Status Denied(const Caller& caller, const v1::Job& job, std::string_view what) {
-  return absl::PermissionDeniedError(caller.user + " (tenant " + caller.tenant + ") may not " +
-                                     std::string(what) + " job " + std::to_string(job.id()) +
-                                     " of tenant " + job.spec().tenant());
-}
-
-// What callers other than the agents may see: no attempt's exec secret.
-v1::Job Redacted(const v1::Job& job) {
-  v1::Job out = job;
-  for (auto& a : *out.mutable_attempts()) a.clear_exec_secret();
-  return out;
-}
-
 absl::Status NotFound(uint64_t id) {
   return absl::NotFoundError("job " + std::to_string(id) + " not found");
 }
@@ -53,6 +36,7 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, Jo
                    observer_->OnStoreWrite(seconds);
                  }),
       policy_{options_.policy, {}},
+      policy_snapshot_(std::make_shared<const Policy>(options_.policy)),
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
 
 JobManager::~JobManager() { Stop(); }
@@ -69,6 +53,7 @@ absl::Status JobManager::Recover() {
     auto stored = ParsePolicy(snap->policy->yaml());
     if (!stored.ok()) return stored.status();
     policy_ = {std::move(*stored), *snap->policy};
+    SetSnapshot(policy_.policy);
     spdlog::info("policy version {} (set by {}) from the store", snap->policy->version(),
                  snap->policy->author());
   }
@@ -120,6 +105,12 @@ absl::Status JobManager::Recover() {
       }
       e.live = std::move(a);
       active_.insert(id);
+    }
+  }
+  for (auto& secret : snap->secrets) {
+    auto it = jobs_.find(secret.job_id());
+    if (it != jobs_.end() && static_cast<int>(secret.attempt()) == it->second.job.attempts_size()) {
+      it->second.exec_secret = std::move(*secret.mutable_secret());
     }
   }
   for (auto& ev : snap->events) {
@@ -215,7 +206,7 @@ void JobManager::CommitLocked(Txn txn) {
     v1::Job& job = jobs_.at(id).job;
     job.set_version(job.version() + 1);
     txn.batch.jobs.push_back(job);
-    changed.push_back(Redacted(job));
+    changed.push_back(job);
   }
   committer_.Enqueue(std::move(txn.batch),
                      [this, commands = std::move(txn.commands), changed = std::move(changed),
@@ -329,16 +320,16 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
   Kick();
 }
 
-absl::StatusOr<v1::Job> JobManager::Get(uint64_t job_id) const {
+absl::StatusOr<v1::Job> JobManager::Get(const Caller& caller, uint64_t job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
-  v1::Job job = Redacted(it->second.job);
+  v1::Job job = access::ForViewer(policy_.policy.access, caller, it->second.job);
   for (const auto& ev : it->second.events) *job.add_events() = ev;
   return job;
 }
 
-std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
+std::vector<v1::Job> JobManager::List(const Caller& caller, const v1::ListRequest& req) const {
   std::set<int> states(req.states().begin(), req.states().end());
   std::vector<const JobEntry*> picked;
   std::lock_guard<std::mutex> lock(mu_);
@@ -360,7 +351,9 @@ std::vector<v1::Job> JobManager::List(const v1::ListRequest& req) const {
   if (req.limit() > 0 && picked.size() > req.limit()) picked.resize(req.limit());
   std::vector<v1::Job> out;
   out.reserve(picked.size());
-  for (const JobEntry* e : picked) out.push_back(Redacted(e->job));
+  for (const JobEntry* e : picked) {
+    out.push_back(access::ForViewer(policy_.policy.access, caller, e->job));
+  }
   return out;
 }
 
@@ -374,8 +367,9 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   }
   JobEntry& e = it->second;
   absl::StatusOr<v1::JobState> result = e.job.state();
-  if (!MayActOn(caller, e.job)) {
-    result = Denied(caller, e.job, "cancel");
+  if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "cancel");
+      !may.ok()) {
+    result = may;
   } else if (e.job.state() == v1::JOB_STATE_CANCELLED || !e.job.cancel_requested_by().empty()) {
     // Idempotent: already cancelled, or already stopping for a cancel.
   } else if (IsTerminal(e.job.state())) {
@@ -418,7 +412,10 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return NotFound(job_id);
     const JobEntry& e = it->second;
-    if (!MayActOn(caller, e.job)) return Denied(caller, e.job, "signal");
+    if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "signal");
+        !may.ok()) {
+      return may;
+    }
     if (!e.live || e.job.state() != v1::JOB_STATE_RUNNING) {
       return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
                                            StateName(e.job.state()) + ", not running");
@@ -436,6 +433,17 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
   return absl::OkStatus();
 }
 
+std::shared_ptr<const Policy> JobManager::policy() const {
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  return policy_snapshot_;
+}
+
+void JobManager::SetSnapshot(const Policy& policy) {
+  auto snapshot = std::make_shared<const Policy>(policy);
+  std::lock_guard<std::mutex> lock(snapshot_mu_);
+  policy_snapshot_ = std::move(snapshot);
+}
+
 v1::PolicyVersion JobManager::GetPolicy() const {
   std::lock_guard<std::mutex> lock(mu_);
   return policy_.version;
@@ -443,13 +451,16 @@ v1::PolicyVersion JobManager::GetPolicy() const {
 
 void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
                            std::function<void(absl::StatusOr<v1::PolicyVersion>)> done) {
-  if (caller.role != Role::kAdmin) {
-    return done(absl::PermissionDeniedError(caller.user + " is not an admin: only admins "
-                                                          "change the scheduling policy"));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (absl::Status s = access::CheckAdmin(policy_.policy.access, caller, "change the policy");
+      !s.ok()) {
+    lock.unlock();
+    return done(s);
   }
+  lock.unlock();
   auto parsed = ParsePolicy(req.yaml());
   if (!parsed.ok()) return done(parsed.status());
-  std::lock_guard<std::mutex> lock(mu_);
+  lock.lock();
   v1::PolicyVersion v;
   v.set_version(policy_.version.version() + 1);
   v.set_yaml(req.yaml());
@@ -461,6 +472,7 @@ void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req
                      DescribePolicyChange(policy_.policy, *parsed) +
                      (req.comment().empty() ? "" : " (" + req.comment() + ")");
   policy_ = {std::move(*parsed), v};
+  SetSnapshot(policy_.policy);
   ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
   // Class values may have changed: the queue's order keys with them.
   std::vector<uint64_t> queued;
@@ -482,7 +494,11 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
   auto it = jobs_.find(req.job_id());
   if (it == jobs_.end()) return NotFound(req.job_id());
   const v1::Job& job = it->second.job;
-  if (!MayActOn(caller, job)) return Denied(caller, job, "read the logs of");
+  if (absl::Status may =
+          access::CheckMayActOn(policy_.policy.access, caller, job, "read the logs of");
+      !may.ok()) {
+    return may;
+  }
   if (job.attempts_size() == 0) {
     return absl::FailedPreconditionError("job " + std::to_string(job.id()) +
                                          " has not started yet; it has no logs");
@@ -524,13 +540,22 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
   return LogTarget{where->node(), n->second.node.address(), attempt};
 }
 
+void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<void()> done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Txn txn;
+  txn.batch = std::move(batch);
+  LogLocked(std::move(audit), nullptr, txn);
+  txn.reply = std::move(done);
+  CommitLocked(std::move(txn));
+}
+
 absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
                                            std::function<void(const v1::Job&)> fn) {
   std::lock_guard<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFound(job_id);
   std::lock_guard<std::mutex> wlock(watch_mu_);
-  fn(Redacted(it->second.job));
+  fn(it->second.job);
   uint64_t token = next_watch_++;
   watchers_.emplace(job_id, std::make_pair(token, std::move(fn)));
   return token;

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "coordinator/access.h"
 #include "coordinator/agent_link.h"
 #include "coordinator/committer.h"
 #include "coordinator/event_log.h"
@@ -33,6 +34,7 @@
 #include "coordinator/scheduler/fair_share.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
+#include "proto/agent.pb.h"
 #include "proto/rpc_util.h"
 
 namespace baton {
@@ -79,10 +81,13 @@ class JobManager {
   void Stop();
 
   // --- researchers' API ---------------------------------------------------------------
+  // Every call's `caller` was proven by the service (authn.h); what it may do is checked
+  // here (access.h) against the policy in force, under the same lock as the change.
   void Submit(const Caller& caller, v1::JobSpec spec,
               std::function<void(absl::StatusOr<uint64_t>)> done);
-  absl::StatusOr<v1::Job> Get(uint64_t job_id) const;
-  std::vector<v1::Job> List(const v1::ListRequest& req) const;
+  // One job, or every matching one, as `caller` may see them (access::ForViewer).
+  absl::StatusOr<v1::Job> Get(const Caller& caller, uint64_t job_id) const;
+  std::vector<v1::Job> List(const Caller& caller, const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
@@ -91,6 +96,9 @@ class JobManager {
   v1::SharesResponse Shares() const;
   // The policy in force, as YAML with its version.
   v1::PolicyVersion GetPolicy() const;
+  // The policy in force, for checks made outside the lock (the services' authorization);
+  // replaced, never changed, by SetPolicy.
+  std::shared_ptr<const Policy> policy() const;
   // Admins only. The YAML is checked whole (InvalidArgument naming every problem), stored
   // as the next version with the caller as author, then applied.
   void SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
@@ -99,6 +107,10 @@ class JobManager {
   absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
   absl::StatusOr<LogTarget> FindLogs(const Caller& caller, const v1::LogsRequest& req) const;
+
+  // Stores `batch` (an admin's change outside jobs: a service token) with an audit event
+  // in the global log (events::AccessChange); `done` runs once it is durable.
+  void CommitAudited(StoreBatch batch, v1::Event audit, std::function<void()> done);
 
   // Calls `fn` with the job as it is now, then after every durable change until Unwatch
   // (versions may repeat or, right after the first call, be older: compare `version`).
@@ -144,7 +156,8 @@ class JobManager {
     v1::Job job;
     std::vector<v1::Event> events;
     std::optional<LiveAttempt> live;
-    int said_wait = -1;  // the sched::Outcome of the last wait logged; -1 after any event
+    std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
+    int said_wait = -1;       // the sched::Outcome of the last wait logged; -1 after any event
   };
   struct NodeEntry {
     v1::Node node;
@@ -160,6 +173,7 @@ class JobManager {
   };
 
   void CommitLocked(Txn txn);
+  void SetSnapshot(const Policy& policy);
   void RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
                   std::vector<v1::Job> changed);
   // `code`: a machine-readable cause for the event ("failure" marks a retry).
@@ -215,6 +229,8 @@ class JobManager {
     v1::PolicyVersion version;
   };
   PolicyState policy_;
+  mutable std::mutex snapshot_mu_;
+  std::shared_ptr<const Policy> policy_snapshot_;  // policy_.policy, for policy()
 
   mutable std::mutex mu_;
   std::map<uint64_t, JobEntry> jobs_;

@@ -153,7 +153,12 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   a->set_scheduled_ms(clock_->NowMs());
   a->set_checkpoint_step(-1);
   a->set_master_port(MasterPort(e.job.id(), number));
-  a->set_exec_secret(NewSecret());
+  e.exec_secret = NewSecret();
+  v1::StoredExecSecret secret;
+  secret.set_job_id(e.job.id());
+  secret.set_attempt(number);
+  secret.set_secret(e.exec_secret);
+  txn.batch.secrets.push_back(std::move(secret));
   LiveAttempt live;
   std::string where;
   for (size_t i = 0; i < placement.nodes.size(); ++i) {
@@ -310,7 +315,7 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   l->set_node_rank(node_rank);
   l->set_master_port(a.master_port());
   l->set_user(e.job.user());
-  l->set_exec_secret(a.exec_secret());
+  l->set_exec_secret(e.exec_secret);
   l->set_kind(WorkloadKindLocked(e.job.spec()));
   for (const auto& p : a.placement()) {
     auto n = nodes_.find(p.node());

@@ -3,7 +3,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 

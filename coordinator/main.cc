@@ -1,6 +1,7 @@
 // baton-coordinator: the cluster's job service. Owns the RocksDB store in --data-dir,
-// serves the Coordinator API to researchers and AgentControl to node agents on --listen,
-// and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
+// serves the Coordinator API to researchers and AgentControl to node agents on --listen
+// (TLS under the cluster CA; callers proven by MUNGE or service tokens, agents by their
+// certificates), and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 
@@ -18,6 +19,7 @@
 #include "coordinator/policy_config.h"
 #include "coordinator/service.h"
 #include "coordinator/store.h"
+#include "proto/tls.h"
 
 namespace {
 
@@ -29,6 +31,8 @@ struct Flags {
   std::string metrics_ready_file;
   std::string log_level;
   std::string policy_file;
+  baton::TlsOptions tls;
+  baton::AuthnOptions authn;
   baton::JobManagerOptions jm;
 };
 
@@ -59,6 +63,16 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "an eviction's grace extends while its checkpoint is written, up to this many times "
       "the job's grace after the signal (then the job is killed)",
       cxxopts::value<double>()->default_value("3"))(
+      "tls-ca", "the cluster CA bundle (PEM): agents' certificates must chain to it",
+      cxxopts::value<std::string>()->default_value("/etc/baton/tls/ca.crt"))(
+      "tls-cert", "this coordinator's certificate (PEM, O=baton-coordinator)",
+      cxxopts::value<std::string>()->default_value("/etc/baton/tls/coordinator.crt"))(
+      "tls-key", "its private key (PEM)",
+      cxxopts::value<std::string>()->default_value("/etc/baton/tls/coordinator.key"))(
+      "insecure",
+      "plaintext, no certificates: development only, refused unless --listen is loopback")(
+      "munge-socket", "this host's munged socket (decodes the CLI's credentials)",
+      cxxopts::value<std::string>()->default_value(baton::kDefaultMungeSocket))(
       "log-level", "trace, debug, info, warn, error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
   try {
@@ -81,6 +95,11 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.jm.lost_margin_ms = r["lost-margin-ms"].as<int64_t>();
     f.policy_file = r["policy"].as<std::string>();
     f.jm.grace_cap_factor = r["grace-cap-factor"].as<double>();
+    f.tls.ca_file = r["tls-ca"].as<std::string>();
+    f.tls.cert_file = r["tls-cert"].as<std::string>();
+    f.tls.key_file = r["tls-key"].as<std::string>();
+    f.tls.insecure = r.count("insecure") > 0;
+    f.authn.munge_socket = r["munge-socket"].as<std::string>();
     if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
         f.jm.lost_margin_ms < 0) {
       throw cxxopts::exceptions::exception(
@@ -103,13 +122,31 @@ int main(int argc, char** argv) {
   auto flags = ParseFlags(argc, argv);
   if (!flags) return 2;
   baton::InitLogging("coordinator", flags->log_level);
-  for (auto [flag, addr] : {std::pair{"--listen", flags->listen},
-                            std::pair{"--metrics-listen", flags->metrics_listen}}) {
-    if (addr.empty() && std::string(flag) != "--listen") continue;
-    if (auto s = baton::CheckListenAddress(flag, addr); !s.ok()) {
+  if (auto hp = baton::SplitHostPort(flags->listen); !hp.ok()) {
+    spdlog::error("--listen: {}", std::string(hp.status().message()));
+    return 2;
+  }
+  if (!flags->metrics_listen.empty()) {
+    if (auto s = baton::CheckListenAddress("--metrics-listen", flags->metrics_listen); !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
       return 2;
     }
+  }
+  auto tls = baton::LoadTls(flags->tls, /*need_cert=*/true);
+  if (!tls.ok()) {
+    spdlog::error("{}", std::string(tls.status().message()));
+    return 2;
+  }
+  auto server_creds = baton::ServerCredentials(*tls, flags->listen);
+  if (!server_creds.ok()) {
+    spdlog::error("{}", std::string(server_creds.status().message()));
+    return 2;
+  }
+  if (tls->insecure) {
+    spdlog::warn(
+        "*** --insecure: PLAINTEXT on {}, agents NOT authenticated (any local process "
+        "may register as any node). Development only. ***",
+        flags->listen);
   }
   if (!flags->policy_file.empty()) {
     auto policy = baton::LoadPolicyFile(flags->policy_file);
@@ -137,12 +174,21 @@ int main(int argc, char** argv) {
     spdlog::error("recovery failed: {}", s.ToString());
     return 1;
   }
-  baton::CoordinatorService api(&jobs);
-  baton::AgentControlService agents(&jobs);
+  baton::TokenRegistry tokens(baton::RealClock::Get());
+  auto stored_tokens = store->get()->LoadTokens();
+  if (!stored_tokens.ok()) {
+    spdlog::error("loading service tokens: {}", stored_tokens.status().ToString());
+    return 1;
+  }
+  tokens.Load(*stored_tokens);
+  baton::UserDirectory users(baton::RealClock::Get());
+  baton::Authenticator authn(flags->authn, &tokens, &users);
+  baton::CoordinatorService api({&jobs, &authn, &tokens, &users, *tls});
+  baton::AgentControlService agents(&jobs, tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags->listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags->listen, *server_creds, &port);
   builder.RegisterService(&api);
   builder.RegisterService(&agents);
   // Agents ping every 10 s on an idle stream; allow it (see RECIPES.md, too_many_pings).

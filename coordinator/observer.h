@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coordinator/scheduler/explain.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 

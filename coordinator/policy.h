@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "coordinator/scheduler/policy.h"
 
@@ -14,6 +16,22 @@ namespace baton {
 using PriorityClass = sched::PriorityClass;
 using TenantPolicy = sched::TenantPolicy;
 
+// Who may do what; coordinator/access.h applies it. Entries name a user, "@group" (a
+// unix group, through NSS) or "*" (everyone).
+struct AccessPolicy {
+  std::vector<std::string> admins = {"root"};  // act on every job, change policy and tokens
+  // tenant -> its members (tenants[].members). When no tenant lists members, every user
+  // is a member of the tenant `default` (the built-in policy: a fresh install works).
+  std::map<std::string, std::vector<std::string>> members;
+  // class -> the tenants that may submit into it (classes[].tenants; "*": every tenant).
+  // A class not listed is open to every tenant, unless it is a service class: those are
+  // open to no tenant until listed (inference-critical from anyone is a takeover).
+  std::map<std::string, std::vector<std::string>> class_tenants;
+};
+
+// The tenant every user is in when the policy lists no members.
+inline constexpr char kBuiltinTenant[] = "default";
+
 struct Policy : sched::Policy {
   std::string default_class = "training";
   uint32_t default_grace_seconds = 30;  // eviction/cancel grace when the spec says 0
@@ -21,9 +39,11 @@ struct Policy : sched::Policy {
   uint32_t default_max_restarts = 3;  // failure retries when the policy is unspecified
   uint64_t default_cpu_millis_per_rank = 1000;
   uint64_t default_memory_bytes_per_rank = 1ull << 30;
+  AccessPolicy access;
 
   // inference-critical > inference > labeling > training > experiment; the inference
-  // classes are non-preemptible services. No tenants: nobody has a quota.
+  // classes are non-preemptible services. No tenants: nobody has a quota; root is the
+  // admin and every user a member of `default`, which may not use the service classes.
   static Policy Default();
 };
 

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -126,7 +127,7 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
   PriorityClass c;
   if (!r.Map(n, where,
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
-              "min_runtime"})) {
+              "min_runtime", "tenants"})) {
     return c;
   }
   r.Scalar(n["name"], where + ".name", &c.name);
@@ -169,7 +170,12 @@ std::optional<Resources> PercentOf(Reader& r, const YAML::Node& n, const std::st
 
 TenantPolicy ParseTenant(Reader& r, const YAML::Node& n, const std::string& where, bool named) {
   TenantPolicy t;
-  if (!r.Map(n, where, {"name", "weight", "nominal", "borrowing_limit", "lending_limit"})) {
+  if (!r.Map(n, where,
+             named
+                 ? std::initializer_list<const char*>{"name", "weight", "nominal",
+                                                      "borrowing_limit", "lending_limit", "members"}
+                 : std::initializer_list<const char*>{"name", "weight", "nominal",
+                                                      "borrowing_limit", "lending_limit"})) {
     return t;
   }
   if (named) r.Scalar(n["name"], where + ".name", &t.name);
@@ -240,11 +246,47 @@ void ParseList(Reader& r, const YAML::Node& n, const std::string& where, std::ve
   }
 }
 
+// A list of names ("alice", "@ml", "*"); nullopt when absent.
+std::optional<std::vector<std::string>> Names(Reader& r, const YAML::Node& n,
+                                              const std::string& where) {
+  if (!n) return std::nullopt;
+  std::vector<std::string> out;
+  if (!n.IsSequence()) {
+    r.problems().Add(where, "expected a list of names");
+    return out;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string name;
+    r.Scalar(n[i], where + "[" + std::to_string(i) + "]", &name);
+    out.push_back(name);
+  }
+  return out;
+}
+
+// admins, tenants[].members, classes[].tenants: who may do what.
+void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
+  if (auto admins = Names(r, root["admins"], "admins")) p.access.admins = *admins;
+  auto each = [&](const char* section, const char* key, auto&& put) {
+    const YAML::Node list = root[section];
+    if (!list || !list.IsSequence()) return;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      if (!item.IsMap() || !item["name"] || !item["name"].IsScalar()) continue;
+      std::string where = std::string(section) + "[" + std::to_string(i) + "]." + key;
+      if (auto names = Names(r, item[key], where)) put(item["name"].Scalar(), std::move(*names));
+    }
+  };
+  each("tenants", "members",
+       [&](const std::string& t, std::vector<std::string> m) { p.access.members[t] = m; });
+  each("classes", "tenants",
+       [&](const std::string& c, std::vector<std::string> t) { p.access.class_tenants[c] = t; });
+}
+
 void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   if (!root || root.IsNull()) return;
   if (!r.Map(root, "policy",
              {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
-              "default_pool", "pools", "job_limits"})) {
+              "default_pool", "pools", "job_limits", "admins"})) {
     return;
   }
   ParseDefaults(r, root["defaults"], p);
@@ -270,6 +312,7 @@ void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   ParseList(r, root["pools"], "pools", p.pools,
             [&](const YAML::Node& n, const std::string& w) { return ParsePool(r, n, w); });
   ParseLimits(r, root["job_limits"], p.job_limits);
+  ParseAccess(r, root, p);
 }
 
 }  // namespace
@@ -387,7 +430,50 @@ void CheckLimits(const Policy& p, Problems& out) {
   }
 }
 
+// A user name as NSS spells it, "@group" or "*".
+bool IsPrincipalName(const std::string& s) {
+  if (s == "*") return true;
+  std::string name = !s.empty() && s[0] == '@' ? s.substr(1) : s;
+  if (name.empty() || name.size() > 32) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckAccess(const Policy& p, Problems& out) {
+  const AccessPolicy& a = p.access;
+  if (a.admins.empty())
+    out.Add("admins", "at least one admin (else nobody could change the policy)");
+  for (const auto& name : a.admins) {
+    if (!IsPrincipalName(name)) out.Add("admins", "'" + name + "' is not a user, @group or *");
+  }
+  std::set<std::string> tenants;
+  for (const auto& t : p.tenants) tenants.insert(t.name);
+  for (const auto& [tenant, members] : a.members) {
+    for (const auto& name : members) {
+      if (!IsPrincipalName(name)) {
+        out.Add("tenants (" + tenant + ").members", "'" + name + "' is not a user, @group or *");
+      }
+    }
+  }
+  if (a.members.empty()) tenants.insert(kBuiltinTenant);
+  for (const auto& [cls, allowed] : a.class_tenants) {
+    for (const auto& t : allowed) {
+      if (t != "*" && !tenants.count(t)) {
+        out.Add(
+            "classes (" + cls + ").tenants",
+            "'" + t + "' is not a tenant of this policy" +
+                (a.members.empty() ? " (with no members listed, every user is in 'default')" : ""));
+      }
+    }
+  }
+}
+
 void Validate(const Policy& policy, Problems& problems) {
+  CheckAccess(policy, problems);
   CheckClasses(policy, problems);
   CheckTenants(policy, problems);
   CheckPools(policy, problems);
@@ -462,7 +548,19 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
   for (const auto& t : before.tenants) {
     if (!find(after, t.name)) parts.push_back("tenant " + t.name + " removed");
   }
-  if (parts.empty()) return "classes and tenants unchanged";
+  if (before.access.admins != after.access.admins) parts.push_back("admins changed");
+  for (const auto& t : after.tenants) {
+    auto was = before.access.members.find(t.name);
+    auto now = after.access.members.find(t.name);
+    bool had = was != before.access.members.end(), has = now != after.access.members.end();
+    if (had != has || (had && was->second != now->second)) {
+      parts.push_back("tenant " + t.name + ": members changed");
+    }
+  }
+  if (before.access.class_tenants != after.access.class_tenants) {
+    parts.push_back("which tenants may use which classes changed");
+  }
+  if (parts.empty()) return "classes, tenants and access unchanged";
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "coordinator/scheduler/cluster_view.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 

@@ -4,155 +4,265 @@
 #include <deque>
 #include <thread>
 
+#include "coordinator/events.h"
 #include "coordinator/streams.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
 namespace {
 
-// Finishes `reactor` with UNAUTHENTICATED and returns nullopt when the call names no
-// caller.
-std::optional<Caller> CallerOrFinish(grpc::CallbackServerContext* ctx,
-                                     grpc::ServerUnaryReactor* reactor) {
-  auto caller = CallerFromMetadata(ctx->client_metadata());
+// Runs `body` with the proven caller, or finishes the call with why it was refused.
+template <typename Body>
+grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
+                                const absl::StatusOr<Caller>& caller, Body body) {
+  auto* reactor = ctx->DefaultReactor();
   if (!caller.ok()) {
     reactor->Finish(ToGrpc(caller.status()));
-    return std::nullopt;
+  } else {
+    body(*caller, reactor);
   }
-  return *caller;
+  return reactor;
 }
 
+constexpr char kManageTokens[] = "manage service tokens";
+
 }  // namespace
+
+absl::StatusOr<Caller> CoordinatorService::Authorize(const grpc::CallbackServerContext& ctx) const {
+  absl::StatusOr<Caller> caller = deps_.authn->Authenticate(ctx);
+  if (!caller.ok()) {
+    spdlog::warn("call from {} refused: {}", ctx.peer(), caller.status().ToString());
+    return caller.status();
+  }
+  absl::Status allowed = access::CheckMayUseCluster(jobs_->policy()->access, *caller);
+  if (!allowed.ok()) {
+    spdlog::info("call from {} as {} refused: {}", ctx.peer(), caller->user,
+                 std::string(allowed.message()));
+    return allowed;
+  }
+  return caller;
+}
+
+absl::StatusOr<Caller> CoordinatorService::AuthorizeAdmin(const grpc::CallbackServerContext& ctx,
+                                                          std::string_view what) const {
+  absl::StatusOr<Caller> caller = Authorize(ctx);
+  if (!caller.ok()) return caller;
+  if (absl::Status s = access::CheckAdmin(jobs_->policy()->access, *caller, what); !s.ok()) {
+    return s;
+  }
+  return caller;
+}
 
 grpc::ServerUnaryReactor* CoordinatorService::Submit(grpc::CallbackServerContext* ctx,
                                                      const v1::SubmitRequest* req,
                                                      v1::SubmitResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto caller = CallerOrFinish(ctx, reactor);
-  if (!caller) return reactor;
-  jobs_->Submit(*caller, req->spec(), [reactor, resp](absl::StatusOr<uint64_t> id) {
-    if (id.ok()) resp->set_job_id(*id);
-    reactor->Finish(ToGrpc(id.status()));
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    jobs_->Submit(caller, req->spec(), [r, resp](absl::StatusOr<uint64_t> id) {
+      if (id.ok()) resp->set_job_id(*id);
+      r->Finish(ToGrpc(id.status()));
+    });
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Get(grpc::CallbackServerContext* ctx,
                                                   const v1::GetRequest* req, v1::Job* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  auto job = jobs_->Get(req->job_id());
-  if (job.ok()) *resp = std::move(*job);
-  reactor->Finish(ToGrpc(job.status()));
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    auto job = jobs_->Get(caller, req->job_id());
+    if (job.ok()) *resp = std::move(*job);
+    r->Finish(ToGrpc(job.status()));
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::List(grpc::CallbackServerContext* ctx,
                                                    const v1::ListRequest* req,
                                                    v1::ListResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  for (auto& job : jobs_->List(*req)) *resp->add_jobs() = std::move(job);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    for (auto& job : jobs_->List(caller, *req)) *resp->add_jobs() = std::move(job);
+    r->Finish(grpc::Status::OK);
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext* ctx,
                                                      const v1::CancelRequest* req,
                                                      v1::CancelResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto caller = CallerOrFinish(ctx, reactor);
-  if (!caller) return reactor;
-  jobs_->Cancel(*caller, req->job_id(), req->reason(),
-                [reactor, resp](absl::StatusOr<v1::JobState> state) {
-                  if (state.ok()) resp->set_state(*state);
-                  reactor->Finish(ToGrpc(state.status()));
-                });
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    jobs_->Cancel(caller, req->job_id(), req->reason(),
+                  [r, resp](absl::StatusOr<v1::JobState> state) {
+                    if (state.ok()) resp->set_state(*state);
+                    r->Finish(ToGrpc(state.status()));
+                  });
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Signal(grpc::CallbackServerContext* ctx,
                                                      const v1::SignalRequest* req,
                                                      v1::SignalResponse*) {
-  auto* reactor = ctx->DefaultReactor();
-  auto caller = CallerOrFinish(ctx, reactor);
-  if (!caller) return reactor;
-  reactor->Finish(ToGrpc(jobs_->Signal(*caller, req->job_id(), req->signal())));
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    r->Finish(ToGrpc(jobs_->Signal(caller, req->job_id(), req->signal())));
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::ListNodes(grpc::CallbackServerContext* ctx,
                                                         const v1::ListNodesRequest*,
                                                         v1::ListNodesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  for (auto& node : jobs_->ListNodes()) *resp->add_nodes() = std::move(node);
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    for (auto& node : jobs_->ListNodes()) *resp->add_nodes() = std::move(node);
+    r->Finish(grpc::Status::OK);
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Explain(grpc::CallbackServerContext* ctx,
                                                       const v1::ExplainRequest* req,
                                                       v1::ExplainResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  auto out = jobs_->Explain(req->job_id());
-  if (out.ok()) *resp = std::move(*out);
-  reactor->Finish(ToGrpc(out.status()));
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    auto out = jobs_->Explain(req->job_id());
+    if (out.ok()) *resp = std::move(*out);
+    r->Finish(ToGrpc(out.status()));
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::GetPolicy(grpc::CallbackServerContext* ctx,
                                                         const v1::GetPolicyRequest*,
                                                         v1::PolicyVersion* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  *resp = jobs_->GetPolicy();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    *resp = jobs_->GetPolicy();
+    r->Finish(grpc::Status::OK);
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Shares(grpc::CallbackServerContext* ctx,
                                                      const v1::SharesRequest*,
                                                      v1::SharesResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (!CallerOrFinish(ctx, reactor)) return reactor;
-  *resp = jobs_->Shares();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    *resp = jobs_->Shares();
+    r->Finish(grpc::Status::OK);
+  });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::SetPolicy(grpc::CallbackServerContext* ctx,
                                                         const v1::SetPolicyRequest* req,
                                                         v1::PolicyVersion* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  auto caller = CallerOrFinish(ctx, reactor);
-  if (!caller) return reactor;
-  jobs_->SetPolicy(*caller, *req, [reactor, resp](absl::StatusOr<v1::PolicyVersion> v) {
-    if (v.ok()) *resp = std::move(*v);
-    reactor->Finish(ToGrpc(v.status()));
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    jobs_->SetPolicy(caller, *req, [r, resp](absl::StatusOr<v1::PolicyVersion> v) {
+      if (v.ok()) *resp = std::move(*v);
+      r->Finish(ToGrpc(v.status()));
+    });
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Ping(grpc::CallbackServerContext* ctx,
                                                    const v1::PingRequest*, v1::PingResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  resp->set_time_ms(RealClock::Get()->NowMs());
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    resp->set_time_ms(RealClock::Get()->NowMs());
+    r->Finish(grpc::Status::OK);
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::WhoAmI(grpc::CallbackServerContext* ctx,
+                                                     const v1::WhoAmIRequest*,
+                                                     v1::WhoAmIResponse* resp) {
+  // Authenticated but not authorized: a user in no tenant may still learn why.
+  return Unary(ctx, deps_.authn->Authenticate(*ctx),
+               [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+                 auto policy = jobs_->policy();
+                 resp->set_user(caller.user);
+                 resp->set_uid(caller.uid);
+                 for (const auto& g : caller.groups) resp->add_groups(g);
+                 resp->set_method(caller.method);
+                 resp->set_token_id(caller.token_id);
+                 for (const auto& t : access::TenantsOf(policy->access, caller)) {
+                   resp->add_tenants(t);
+                 }
+                 resp->set_admin(access::IsAdmin(policy->access, caller));
+                 r->Finish(grpc::Status::OK);
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::CreateToken(grpc::CallbackServerContext* ctx,
+                                                          const v1::CreateTokenRequest* req,
+                                                          v1::CreateTokenResponse* resp) {
+  return Unary(
+      ctx, AuthorizeAdmin(*ctx, kManageTokens),
+      [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+        auto policy = jobs_->policy();
+        auto user = deps_.users->ByName(req->user());
+        if (req->user().empty() || !user.ok()) {
+          return r->Finish(grpc::Status(
+              grpc::StatusCode::INVALID_ARGUMENT,
+              "user: '" + req->user() + "' is not a user this coordinator knows (NSS)"));
+        }
+        if (!req->tenant().empty()) {
+          Caller as;
+          as.user = user->name;
+          as.uid = user->uid;
+          as.groups = user->groups;
+          if (!access::IsMember(policy->access, as, req->tenant())) {
+            return r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                          "tenant: " + user->name + " is not a member of '" +
+                                              req->tenant() + "' (policy tenants[].members)"));
+          }
+        }
+        auto minted = deps_.tokens->Mint(*req, caller.user);
+        if (!minted.ok()) return r->Finish(ToGrpc(minted.status()));
+        StoreBatch batch;
+        batch.tokens.push_back(minted->record);
+        std::string what = "service token " + minted->record.id() + " created for " + req->user() +
+                           (req->tenant().empty() ? "" : " in tenant " + req->tenant()) +
+                           ", expires " +
+                           absl::FormatTime(absl::FromUnixMillis(minted->record.expires_ms()),
+                                            absl::UTCTimeZone());
+        *resp->mutable_token() = TokenRegistry::Info(minted->record);
+        resp->set_secret(minted->token);
+        jobs_->CommitAudited(std::move(batch),
+                             events::AccessChange(caller.user, "token_created", what),
+                             [this, r, record = minted->record] {
+                               deps_.tokens->Add(record);  // usable once it is durable
+                               r->Finish(grpc::Status::OK);
+                             });
+      });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::ListTokens(grpc::CallbackServerContext* ctx,
+                                                         const v1::ListTokensRequest* req,
+                                                         v1::ListTokensResponse* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageTokens),
+               [&](const Caller&, grpc::ServerUnaryReactor* r) {
+                 for (const auto& t : deps_.tokens->List(req->all())) {
+                   *resp->add_tokens() = TokenRegistry::Info(t);
+                 }
+                 r->Finish(grpc::Status::OK);
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::RevokeToken(grpc::CallbackServerContext* ctx,
+                                                          const v1::RevokeTokenRequest* req,
+                                                          v1::TokenInfo* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageTokens),
+               [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+                 // Refused from here on, before the record is even durable.
+                 auto revoked = deps_.tokens->Revoke(req->id(), caller.user);
+                 if (!revoked.ok()) return r->Finish(ToGrpc(revoked.status()));
+                 *resp = TokenRegistry::Info(*revoked);
+                 StoreBatch batch;
+                 batch.tokens.push_back(*revoked);
+                 jobs_->CommitAudited(std::move(batch),
+                                      events::AccessChange(caller.user, "token_revoked",
+                                                           "service token " + req->id() + " of " +
+                                                               revoked->user() + " revoked"),
+                                      [r] { r->Finish(grpc::Status::OK); });
+               });
 }
 
 grpc::ServerWriteReactor<v1::Job>* CoordinatorService::Watch(grpc::CallbackServerContext* ctx,
                                                              const v1::WatchRequest* req) {
-  auto caller = CallerFromMetadata(ctx->client_metadata());
+  auto caller = Authorize(*ctx);
   if (!caller.ok()) return FinishedStream<v1::Job>(ToGrpc(caller.status()));
-  return NewWatchReactor(jobs_, req->job_id());
+  return NewWatchReactor(jobs_, *caller, req->job_id());
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackServerContext* ctx,
                                                                  const v1::LogsRequest* req) {
-  auto caller = CallerFromMetadata(ctx->client_metadata());
+  auto caller = Authorize(*ctx);
   if (!caller.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(caller.status()));
   auto target = jobs_->FindLogs(*caller, *req);
   if (!target.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(target.status()));
@@ -162,12 +272,14 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   agent_req.set_follow(req->follow());
   agent_req.set_offset(req->offset());
   if (req->has_rank()) agent_req.set_rank(req->rank());
-  return NewLogRelay(AgentChannel(target->address), std::move(agent_req));
+  auto channel = AgentChannel(target->node, target->address);
+  if (!channel.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(channel.status()));
+  return NewLogRelay(*channel, std::move(agent_req));
 }
 
 grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackServerContext* ctx,
                                                                 const v1::EventsRequest* req) {
-  auto caller = CallerFromMetadata(ctx->client_metadata());
+  auto caller = Authorize(*ctx);
   if (!caller.ok()) return FinishedStream<v1::Event>(ToGrpc(caller.status()));
   for (int k : req->kinds()) {
     if (!v1::EventKind_IsValid(k) || k == v1::EVENT_KIND_UNSPECIFIED) {
@@ -178,21 +290,35 @@ grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackSe
   return NewEventStream(&jobs_->event_log(), *req);
 }
 
-std::shared_ptr<grpc::Channel> CoordinatorService::AgentChannel(const std::string& address) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CoordinatorService::AgentChannel(
+    const std::string& node, const std::string& address) {
   std::lock_guard<std::mutex> lock(channels_mu_);
-  auto& ch = channels_[address];
-  if (!ch) ch = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto& ch = channels_[node + "@" + address];
+  if (ch) return ch;
+  grpc::ChannelArguments args;
+  VerifyServerAs(node, &args);  // the agent at that address must hold node `node`'s certificate
+  // An insecure coordinator talks plaintext to agents on loopback only.
+  auto creds = ChannelCredentials(deps_.tls, address);
+  if (!creds.ok()) return creds.status();
+  ch = grpc::CreateCustomChannel(address, *creds, args);
   return ch;
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* AgentControlService::Connect(
     grpc::CallbackServerContext* ctx) {
-  auto caller = CallerFromMetadata(ctx->client_metadata());
-  absl::Status allowed = caller.status();
-  if (caller.ok() && caller->role != Role::kAgent) {
-    allowed = absl::PermissionDeniedError("only agents may connect to AgentControl");
+  if (insecure_) return NewAgentStream(jobs_, absl::OkStatus(), "");
+  Peer peer = PeerOf(*ctx);
+  absl::Status allowed = absl::OkStatus();
+  if (peer.kind == Peer::Kind::kNone) {
+    allowed = absl::UnauthenticatedError(
+        "AgentControl needs a node certificate (O=baton-node, CN=<node>) signed by the cluster "
+        "CA: start the agent with --tls-cert/--tls-key (scripts/certs.sh node NAME)");
+  } else if (peer.kind != Peer::Kind::kNode) {
+    allowed = absl::PermissionDeniedError("certificate '" + peer.name +
+                                          "' is not a node's (O=baton-node)");
   }
-  return NewAgentStream(jobs_, allowed);
+  if (!allowed.ok()) spdlog::warn("Connect from {} refused: {}", ctx->peer(), allowed.ToString());
+  return NewAgentStream(jobs_, allowed, peer.name);
 }
 
 }  // namespace baton

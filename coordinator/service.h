@@ -1,7 +1,9 @@
 // The gRPC face of the coordinator: the researchers' Coordinator service and the agents'
-// AgentControl stream, both on the callback API. Each handler checks the caller, then
-// hands the work to the JobManager; streams (Watch, Logs, Connect) are reactors.
-// Thread-safe; owned by main() alongside the grpc::Server.
+// AgentControl stream, both on the callback API. Every Coordinator call is authenticated
+// (authn.h) and must come from an admin or a tenant member (access.h) before the
+// JobManager sees it; Connect needs a node's certificate naming the node it registers.
+// Streams (Watch, Logs, Events, Connect) are reactors. Thread-safe; owned by main()
+// alongside the grpc::Server.
 #pragma once
 
 #include <map>
@@ -9,14 +11,28 @@
 #include <mutex>
 #include <string>
 
+#include "coordinator/authn.h"
 #include "coordinator/job_manager.h"
-#include "proto/baton.grpc.pb.h"
+#include "coordinator/tokens.h"
+#include "coordinator/users.h"
+#include "proto/agent.grpc.pb.h"
+#include "proto/api.grpc.pb.h"
+#include "proto/tls.h"
 
 namespace baton {
 
+// What the services work with; everything must outlive them.
+struct ServiceDeps {
+  JobManager* jobs = nullptr;
+  const Authenticator* authn = nullptr;
+  TokenRegistry* tokens = nullptr;
+  UserDirectory* users = nullptr;
+  TlsMaterial tls;  // ours: the coordinator's certificate, for calls to agents (ReadLogs)
+};
+
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
-  explicit CoordinatorService(JobManager* jobs) : jobs_(jobs) {}
+  explicit CoordinatorService(ServiceDeps deps) : deps_(std::move(deps)), jobs_(deps_.jobs) {}
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
                                    v1::SubmitResponse* resp) override;
@@ -49,10 +65,29 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                       v1::PolicyVersion* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
+  grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* ctx, const v1::WhoAmIRequest* req,
+                                   v1::WhoAmIResponse* resp) override;
+  grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateTokenRequest* req,
+                                        v1::CreateTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* ListTokens(grpc::CallbackServerContext* ctx,
+                                       const v1::ListTokensRequest* req,
+                                       v1::ListTokensResponse* resp) override;
+  grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* ctx,
+                                        const v1::RevokeTokenRequest* req,
+                                        v1::TokenInfo* resp) override;
 
  private:
-  std::shared_ptr<grpc::Channel> AgentChannel(const std::string& address);
+  // The proven caller, allowed to use the cluster at all (admin or tenant member).
+  absl::StatusOr<Caller> Authorize(const grpc::CallbackServerContext& ctx) const;
+  // The same, and an admin (PermissionDenied naming `what` otherwise).
+  absl::StatusOr<Caller> AuthorizeAdmin(const grpc::CallbackServerContext& ctx,
+                                        std::string_view what) const;
+  // An agent's channel: TLS with our certificate, the server verified as node `node`.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> AgentChannel(const std::string& node,
+                                                              const std::string& address);
 
+  const ServiceDeps deps_;
   JobManager* const jobs_;
   std::mutex channels_mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
@@ -60,12 +95,15 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
 
 class AgentControlService final : public v1::AgentControl::CallbackService {
  public:
-  explicit AgentControlService(JobManager* jobs) : jobs_(jobs) {}
+  // `insecure`: plaintext on loopback (development), where no certificate proves a node
+  // and the name an agent registers with is taken as said.
+  AgentControlService(JobManager* jobs, bool insecure) : jobs_(jobs), insecure_(insecure) {}
   grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* Connect(
       grpc::CallbackServerContext* ctx) override;
 
  private:
   JobManager* const jobs_;
+  const bool insecure_;
 };
 
 }  // namespace baton

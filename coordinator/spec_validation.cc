@@ -102,13 +102,17 @@ absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
 }
 
 absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec* spec) {
-  if (spec->tenant().empty()) spec->set_tenant(caller.tenant);
-  if (!IsValidName(spec->tenant())) return Invalid("tenant", "'" + spec->tenant() + "' is invalid");
-  if (caller.role != Role::kAdmin && spec->tenant() != caller.tenant) {
-    return absl::PermissionDeniedError("spec.tenant: " + caller.user + " acts for tenant '" +
-                                       caller.tenant + "' and may not submit for '" +
-                                       spec->tenant() + "'");
+  if (!spec->tenant().empty() && !IsValidName(spec->tenant())) {
+    return Invalid("tenant", "'" + spec->tenant() + "' is invalid");
   }
+  absl::StatusOr<std::string> tenant = access::SubmitTenant(policy.access, caller, spec->tenant());
+  if (!tenant.ok()) {
+    if (tenant.status().code() == absl::StatusCode::kInvalidArgument) {
+      return absl::InvalidArgumentError("spec." + std::string(tenant.status().message()));
+    }
+    return tenant.status();
+  }
+  spec->set_tenant(*tenant);
   if (spec->priority_class().empty()) spec->set_priority_class(policy.default_class);
   const PriorityClass* cls = policy.Find(spec->priority_class());
   if (cls == nullptr) {
@@ -116,6 +120,9 @@ absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec
     for (const auto& c : policy.classes) known += (known.empty() ? "" : ", ") + c.name;
     return Invalid("priority_class",
                    "unknown class '" + spec->priority_class() + "' (known: " + known + ")");
+  }
+  if (absl::Status s = access::CheckClassAllowed(policy, spec->tenant(), cls->name); !s.ok()) {
+    return s;
   }
   if (spec->grace_seconds() == 0) spec->set_grace_seconds(policy.default_grace_seconds);
   if (spec->grace_seconds() > policy.max_grace_seconds) {

@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "coordinator/access.h"
 #include "coordinator/policy.h"
-#include "proto/baton.pb.h"
-#include "proto/rpc_util.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 
@@ -24,8 +24,9 @@ struct ClusterShape {
   std::vector<uint32_t> nodes_with_at_least_gpus;
 };
 
-// InvalidArgument ("spec.<field>: …") for bad input, PermissionDenied for a researcher
-// submitting for another tenant. On success `spec` holds every default filled in.
+// InvalidArgument ("spec.<field>: …") for bad input; PermissionDenied (access.h) for a
+// tenant the caller is not a member of, or a class its tenant may not use. On success
+// `spec` holds every default filled in, the tenant among them.
 absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
                                     const ClusterShape& shape, v1::JobSpec* spec);
 

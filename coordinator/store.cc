@@ -16,6 +16,8 @@ constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "n
 constexpr char kNextJobIdKey[] = "next_job_id";
 constexpr char kPolicyPrefix[] = "policy/";
 constexpr char kUsageKey[] = "fair_share_usage";  // + zero-padded version: every version kept
+constexpr char kTokenPrefix[] = "token/";         // + token id
+constexpr char kSecretPrefix[] = "secret/";       // + zero-padded job id
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -50,6 +52,8 @@ void StoreBatch::Append(StoreBatch&& other) {
   if (other.next_job_id) next_job_id = std::max(next_job_id.value_or(0), *other.next_job_id);
   if (other.policy) policy = std::move(other.policy);
   if (other.usage) usage = std::move(other.usage);
+  for (auto& t : other.tokens) tokens.push_back(std::move(t));
+  for (auto& s : other.secrets) secrets.push_back(std::move(s));
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -110,6 +114,12 @@ absl::Status Store::Commit(const StoreBatch& batch) {
     wb.Put(handles_[kMeta], kPolicyPrefix + PaddedKey(batch.policy->version()),
            batch.policy->SerializeAsString());
   }
+  for (const auto& t : batch.tokens) {
+    wb.Put(handles_[kMeta], kTokenPrefix + t.id(), t.SerializeAsString());
+  }
+  for (const auto& s : batch.secrets) {
+    wb.Put(handles_[kMeta], kSecretPrefix + PaddedKey(s.job_id()), s.SerializeAsString());
+  }
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
   return FromRocks(db_->Write(wo, &wb), "store commit");
@@ -127,10 +137,37 @@ absl::Status Store::LoadFamily(
   return FromRocks(it->status(), "store scan");
 }
 
+absl::Status Store::ScanMeta(
+    std::string_view prefix,
+    const std::function<absl::Status(std::string_view, std::string_view)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size()));
+       it->Valid() && it->key().starts_with(rocksdb::Slice(prefix.data(), prefix.size()));
+       it->Next()) {
+    auto status = fn(std::string_view(it->key().data(), it->key().size()),
+                     std::string_view(it->value().data(), it->value().size()));
+    if (!status.ok()) return status;
+  }
+  return FromRocks(it->status(), "store scan");
+}
+
+absl::StatusOr<std::vector<v1::StoredToken>> Store::LoadTokens() const {
+  std::vector<v1::StoredToken> tokens;
+  absl::Status s = ScanMeta(kTokenPrefix, [&](std::string_view k, std::string_view v) {
+    return ParseInto(v, "token", k, &tokens);
+  });
+  if (!s.ok()) return s;
+  return tokens;
+}
+
 absl::StatusOr<StoreSnapshot> Store::Load() const {
   StoreSnapshot snap;
   absl::Status s = LoadFamily(handles_[kJobs], [&](std::string_view k, std::string_view v) {
-    return ParseInto(v, "job", k, &snap.jobs);
+    absl::Status parsed = ParseInto(v, "job", k, &snap.jobs);
+    // Records of older versions held attempts' exec secrets in the job itself: a field
+    // public messages no longer know, which must never be relayed to a client.
+    if (parsed.ok()) snap.jobs.back().DiscardUnknownFields();
+    return parsed;
   });
   if (!s.ok()) return s;
   s = LoadFamily(handles_[kEvents], [&](std::string_view k, std::string_view v) {
@@ -175,6 +212,10 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
     }
     snap.policy = std::move(pv);
   }
+  s = ScanMeta(kSecretPrefix, [&](std::string_view k, std::string_view v) {
+    return ParseInto(v, "exec secret", k, &snap.secrets);
+  });
+  if (!s.ok()) return s;
   std::unique_ptr<rocksdb::Iterator> last(db_->NewIterator(rocksdb::ReadOptions(), handles_[kLog]));
   last->SeekToLast();
   if (last->Valid()) {

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
+#include "proto/store.pb.h"
 
 namespace rocksdb {
 class DB;
@@ -38,12 +39,14 @@ struct StoreBatch {
   std::vector<v1::Event> log;  // the global log, keyed by log_seq (and indexed by job)
   std::vector<v1::Node> nodes;
   std::optional<uint64_t> next_job_id;
-  std::optional<v1::PolicyVersion> policy;  // a new policy version, kept forever (audit)
-  std::optional<v1::FairShareUsage> usage;  // replaces the stored fair-share ledger
+  std::optional<v1::PolicyVersion> policy;    // a new policy version, kept forever (audit)
+  std::optional<v1::FairShareUsage> usage;    // replaces the stored fair-share ledger
+  std::vector<v1::StoredToken> tokens;        // service tokens, created or revoked (by id)
+  std::vector<v1::StoredExecSecret> secrets;  // a job's current attempt's exec secret
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
-           !policy && !usage;
+           !policy && !usage && tokens.empty() && secrets.empty();
   }
   void Append(StoreBatch&& other);
 };
@@ -54,9 +57,10 @@ struct StoreSnapshot {
   std::vector<v1::Event> events;  // ordered by (job id, seq)
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
-  std::optional<v1::PolicyVersion> policy;  // the newest stored version
-  std::optional<v1::FairShareUsage> usage;  // the last saved fair-share ledger
-  uint64_t last_log_seq = 0;                // the global log is not loaded: read it with ReadLog
+  std::optional<v1::PolicyVersion> policy;    // the newest stored version
+  std::optional<v1::FairShareUsage> usage;    // the last saved fair-share ledger
+  uint64_t last_log_seq = 0;                  // the global log is not loaded: read it with ReadLog
+  std::vector<v1::StoredExecSecret> secrets;  // one per job that has been launched
 };
 
 // Which global log records ReadLog returns.
@@ -78,6 +82,8 @@ class Store {
 
   absl::Status Commit(const StoreBatch& batch);
   absl::StatusOr<StoreSnapshot> Load() const;
+  // Every service token record (revoked and expired ones too).
+  absl::StatusOr<std::vector<v1::StoredToken>> LoadTokens() const;
   // Global log records matching `q`, in log_seq order. Safe while commits run.
   absl::StatusOr<std::vector<v1::Event>> ReadLog(const LogQuery& q) const;
   // The global log's newest `n` records for `q` (its after_seq and limit ignored):
@@ -88,6 +94,9 @@ class Store {
   Store() = default;
   absl::Status ScanLog(const LogQuery& q, bool backward,
                        const std::function<bool(const v1::Event&)>& fn) const;
+  absl::Status ScanMeta(
+      std::string_view prefix,
+      const std::function<absl::Status(std::string_view key, std::string_view value)>& fn) const;
   absl::Status LoadFamily(
       rocksdb::ColumnFamilyHandle* cf,
       const std::function<absl::Status(std::string_view key, std::string_view value)>& fn) const;

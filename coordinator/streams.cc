@@ -81,7 +81,8 @@ class WriteQueue {
 
 class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
  public:
-  WatchReactor(JobManager* jobs, uint64_t job_id) : jobs_(jobs), writes_(this) {
+  WatchReactor(JobManager* jobs, Caller caller, uint64_t job_id)
+      : jobs_(jobs), caller_(std::move(caller)), writes_(this) {
     auto token = jobs_->Watch(job_id, [this](const v1::Job& job) { Send(job); });
     if (!token.ok()) {
       writes_.FinishWith(ToGrpc(token.status()));
@@ -101,10 +102,11 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
   void Send(const v1::Job& job) {
     if (job.version() < version_) return;
     version_ = job.version();
-    writes_.Push(job, IsTerminal(job.state()));
+    writes_.Push(access::ForViewer(jobs_->policy()->access, caller_, job), IsTerminal(job.state()));
   }
 
   JobManager* const jobs_;
+  const Caller caller_;
   WriteQueue<WatchReactor, v1::Job> writes_;
   uint64_t token_ = 0;
   uint64_t version_ = 0;
@@ -121,7 +123,7 @@ class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
   void OnCancelled() override { agent_ctx_.TryCancel(); }
 
   grpc::Status Produce() override {
-    AttachCaller(Caller{"coordinator", "system", Role::kAgent}, &agent_ctx_);
+    // We prove ourselves with the coordinator's certificate (the channel's TLS).
     auto reader = stub_->ReadLogs(&agent_ctx_, req_);
     v1::LogChunk chunk;
     bool ok = true;
@@ -206,8 +208,11 @@ class StreamLink : public AgentLink {
 
 class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand> {
  public:
-  AgentStream(JobManager* jobs, const absl::Status& allowed)
-      : jobs_(jobs), writes_(this), link_(std::make_shared<StreamLink>(&writes_)) {
+  AgentStream(JobManager* jobs, const absl::Status& allowed, std::string certified_node)
+      : jobs_(jobs),
+        certified_node_(std::move(certified_node)),
+        writes_(this),
+        link_(std::make_shared<StreamLink>(&writes_)) {
     if (!allowed.ok()) {
       writes_.FinishWith(ToGrpc(allowed));
       return;
@@ -242,6 +247,12 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
     switch (msg_.msg_case()) {
       case v1::AgentMessage::kRegister: {
         if (!node_.empty()) return absl::FailedPreconditionError("Register sent twice");
+        const std::string& claimed = msg_.register_().node();
+        if (!certified_node_.empty() && claimed != certified_node_) {
+          // Checked before the JobManager hears of it: the real node keeps its link.
+          return absl::PermissionDeniedError("the certificate of node " + certified_node_ +
+                                             " may not register as node " + claimed);
+        }
         absl::Status s = jobs_->AgentRegister(msg_.register_(), link_);
         if (s.ok()) node_ = msg_.register_().node();
         return s;
@@ -263,6 +274,7 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
   }
 
   JobManager* const jobs_;
+  const std::string certified_node_;  // the name in the peer's certificate ("" : insecure)
   WriteQueue<AgentStream, v1::CoordinatorCommand> writes_;
   std::shared_ptr<StreamLink> link_;
   v1::AgentMessage msg_;
@@ -271,8 +283,9 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id) {
-  return new WatchReactor(jobs, job_id);
+grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller caller,
+                                                   uint64_t job_id) {
+  return new WatchReactor(jobs, std::move(caller), job_id);
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
@@ -289,8 +302,8 @@ grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::Eve
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
-    JobManager* jobs, const absl::Status& allowed) {
-  return new AgentStream(jobs, allowed);
+    JobManager* jobs, const absl::Status& allowed, std::string certified_node) {
+  return new AgentStream(jobs, allowed, std::move(certified_node));
 }
 
 }  // namespace baton

@@ -9,17 +9,20 @@
 #include <memory>
 
 #include "coordinator/job_manager.h"
-#include "proto/baton.grpc.pb.h"
+#include "proto/agent.grpc.pb.h"
 #include "proto/threaded_writer.h"
 
 namespace baton {
 
-grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, uint64_t job_id);
+// Job updates as `caller` may see them (access::ForViewer).
+grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller caller,
+                                                   uint64_t job_id);
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
                                                     v1::ReadLogsRequest req);
 grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req);
-// `allowed` not OK: the stream is refused with it.
+// `allowed` not OK: the stream is refused with it. `certified_node`: the node the peer's
+// certificate names; a Register for any other node is refused ("" : insecure, unchecked).
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
-    JobManager* jobs, const absl::Status& allowed);
+    JobManager* jobs, const absl::Status& allowed, std::string certified_node);
 
 }  // namespace baton

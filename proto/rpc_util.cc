@@ -13,57 +13,7 @@ std::string EnumSuffix(const std::string& full, std::string_view prefix) {
   return out;
 }
 
-std::string_view Find(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
-                      std::string_view key) {
-  auto it = md.find(grpc::string_ref(key.data(), key.size()));
-  if (it == md.end()) return {};
-  return std::string_view(it->second.data(), it->second.size());
-}
-
 }  // namespace
-
-std::string_view RoleName(Role role) {
-  switch (role) {
-    case Role::kResearcher:
-      return "researcher";
-    case Role::kAdmin:
-      return "admin";
-    case Role::kAgent:
-      return "agent";
-  }
-  return "researcher";
-}
-
-absl::StatusOr<Role> ParseRole(std::string_view name) {
-  for (Role r : {Role::kResearcher, Role::kAdmin, Role::kAgent}) {
-    if (RoleName(r) == name) return r;
-  }
-  return absl::InvalidArgumentError("unknown role '" + std::string(name) +
-                                    "': expected researcher, admin or agent");
-}
-
-void AttachCaller(const Caller& caller, grpc::ClientContext* ctx) {
-  ctx->AddMetadata(kUserKey, caller.user);
-  ctx->AddMetadata(kTenantKey, caller.tenant);
-  ctx->AddMetadata(kRoleKey, std::string(RoleName(caller.role)));
-}
-
-absl::StatusOr<Caller> CallerFromMetadata(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
-  Caller caller;
-  caller.user = std::string(Find(metadata, kUserKey));
-  caller.tenant = std::string(Find(metadata, kTenantKey));
-  std::string_view role = Find(metadata, kRoleKey);
-  if (caller.user.empty() || caller.tenant.empty() || role.empty()) {
-    return absl::UnauthenticatedError(
-        "call carries no caller: set the x-baton-user, x-baton-tenant and x-baton-role "
-        "metadata (the baton CLI sends BATON_USER, BATON_TENANT and BATON_ROLE)");
-  }
-  auto parsed = ParseRole(role);
-  if (!parsed.ok()) return absl::UnauthenticatedError(std::string(parsed.status().message()));
-  caller.role = *parsed;
-  return caller;
-}
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;

@@ -1,43 +1,25 @@
-// Helpers every binary that speaks baton.proto shares: the caller identity carried in
-// metadata, the single absl <-> gRPC status conversion, and human names for enums.
+// Helpers every binary that speaks the public API shares: the metadata keys credentials
+// travel in, the single absl <-> gRPC status conversion, and human names for enums.
 // Pure functions; thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
-#include <map>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 
 namespace v1 = ::baton::v1;
 
-inline constexpr char kUserKey[] = "x-baton-user";
-inline constexpr char kTenantKey[] = "x-baton-tenant";
-inline constexpr char kRoleKey[] = "x-baton-role";
-
-enum class Role { kResearcher, kAdmin, kAgent };
-
-// Who makes a call. Until TLS and tokens land this is asserted by the client and the
-// listeners bind loopback or a private network.
-struct Caller {
-  std::string user;
-  std::string tenant;
-  Role role = Role::kResearcher;
-};
-
-std::string_view RoleName(Role role);
-absl::StatusOr<Role> ParseRole(std::string_view name);
-
-void AttachCaller(const Caller& caller, grpc::ClientContext* ctx);
-// UNAUTHENTICATED when an entry is missing or malformed.
-absl::StatusOr<Caller> CallerFromMetadata(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
+// How a person's MUNGE credential travels (one fresh credential per call), and a
+// service token (`authorization: Bearer btk_…`).
+inline constexpr char kMungeKey[] = "x-baton-munge";
+inline constexpr char kAuthorizationKey[] = "authorization";
 
 // The one place where absl and gRPC statuses meet (their codes are the same numbers).
 grpc::Status ToGrpc(const absl::Status& status);

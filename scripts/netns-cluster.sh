@@ -15,6 +15,9 @@
 # and BATON_AGENT_ARGS add flags (e.g. --policy FILE); BATON_NETNS_KEEP_LOGS=DIR makes
 # `down` copy the daemons' logs there first. Two clusters with
 # different names and subnets can run side by side. Needs root (ip netns, bridges).
+# Security as on a real cluster: a private munged (scripts/munged.sh) proves the CLI's
+# users, and every channel is TLS under a CA made for the cluster (scripts/certs.sh): the
+# coordinator's certificate names its bridge address, each agent's its node.
 # Namespaces share the filesystem, so a checkpoint dir under /tmp is "shared storage".
 # They also share the cgroup tree: each cluster's agents keep their attempts under
 # <name>/n<i>, so that clusters side by side never touch each other's jobs.
@@ -34,7 +37,13 @@ start_cluster() {
   local n=$1 gpus=${2:-2}
   [ -e "$STATE/up" ] && { echo "netns-cluster: $NAME is already up (down first)" >&2; exit 1; }
   mkdir -p "$STATE"
+  chmod 0711 "$STATE"  # users reach the CA and munged's socket; secrets stay 0600/0700
   echo "$n" >"$STATE/nodes"
+  scripts/munged.sh start "$STATE/munge" >/dev/null
+  scripts/certs.sh "$STATE/tls" ca >/dev/null
+  scripts/certs.sh "$STATE/tls" coordinator "IP:$COORD_ADDR" >/dev/null
+  for i in $(seq 1 "$n"); do scripts/certs.sh "$STATE/tls" node "n$i" "IP:$SUBNET.$((10 + i))" >/dev/null; done
+  chmod 0755 "$STATE/tls"
   ip link add "$BRIDGE" type bridge
   ip addr add "$COORD_ADDR/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
@@ -55,7 +64,7 @@ start_cluster() {
   coord=$(cat "$STATE/coordinator.addr")
   for i in $(seq 1 "$n"); do start_agent "$i"; done
   for _ in $(seq 200); do
-    ready=$(BATON_COORDINATOR=$coord "$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY || true)
+    ready=$(client_env "$BIN/baton" nodes --json 2>/dev/null | grep -c NODE_STATE_READY || true)
     [ "$ready" = "$n" ] && break
     sleep 0.1
   done
@@ -68,7 +77,9 @@ start_coordinator() {
   rm -f "$STATE/coordinator.addr"
   "$BIN/baton-coordinator" --listen "$1" --data-dir "$STATE/coordinator" \
     --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
-    --lost-margin-ms 2000 ${BATON_COORDINATOR_ARGS:-} >>"$STATE/coordinator.log" 2>&1 &
+    --lost-margin-ms 2000 --tls-ca "$STATE/tls/ca.crt" --tls-cert "$STATE/tls/coordinator.crt" \
+    --tls-key "$STATE/tls/coordinator.key" --munge-socket "$STATE/munge/munge.socket" \
+    ${BATON_COORDINATOR_ARGS:-} >>"$STATE/coordinator.log" 2>&1 &
   echo $! >"$STATE/coordinator.pid"
   for _ in $(seq 200); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.05; done
   [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
@@ -80,8 +91,9 @@ start_agent() {
   nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
     --coordinator "$(cat "$STATE/coordinator.addr")" --listen "$SUBNET.$((10 + i)):7071" \
     --data-dir "$STATE/n$i" --nic eth0 --fake-gpus "$(cat "$STATE/gpus")" \
-    --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" ${BATON_AGENT_ARGS:-} \
-    >>"$STATE/n$i.log" 2>&1 &
+    --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" --tls-ca "$STATE/tls/ca.crt" \
+    --tls-cert "$STATE/tls/node-n$i.crt" --tls-key "$STATE/tls/node-n$i.key" \
+    ${BATON_AGENT_ARGS:-} >>"$STATE/n$i.log" 2>&1 &
   echo $! >"$STATE/n$i.pid"
 }
 
@@ -107,9 +119,17 @@ restart_agent() {
   start_agent "$i"
 }
 
+# Runs a command with the environment a client of this cluster needs.
+client_env() {
+  BATON_COORDINATOR=$(cat "$STATE/coordinator.addr") BATON_CA=$STATE/tls/ca.crt \
+    BATON_MUNGE_SOCKET=$STATE/munge/munge.socket "$@"
+}
+
 print_env() {
   echo "export BATON_COORDINATOR=$(cat "$STATE/coordinator.addr")"
-  echo "# state, logs and agent data: $STATE"
+  echo "export BATON_CA=$STATE/tls/ca.crt"
+  echo "export BATON_MUNGE_SOCKET=$STATE/munge/munge.socket"
+  echo "# state, logs and agent data: $STATE (any user may use the CLI with these)"
 }
 
 stop_pid() {
@@ -128,6 +148,7 @@ stop_cluster() {
   [ -f "$STATE/nodes" ] && n=$(cat "$STATE/nodes")
   for i in $(seq 1 "$n"); do stop_pid "$STATE/n$i.pid"; done
   stop_pid "$STATE/coordinator.pid"
+  [ -d "$STATE/munge" ] && scripts/munged.sh stop "$STATE/munge"
   for i in $(seq 1 "$n"); do
     ip netns del "$(ns "$i")" 2>/dev/null || true
     ip link del "${NAME:0:6}h$i" 2>/dev/null || true

@@ -12,7 +12,25 @@ PACKAGES=(
   libxxhash-dev libzstd-dev libhwloc-dev
   prometheus-cpp-dev libcpp-httplib-dev
   nftables iproute2 iperf3 procps util-linux prometheus
+  munge libmunge-dev libssl-dev openssl
 )
+
+# Users the tests and the demo act as (never created by baton's packages): alice is in
+# tenant vision, bob in serving, mallory in none (see tests/util/security.h).
+TEST_USERS=(baton-alice baton-bob baton-mallory)
+
+make_test_users() {
+  [ "$(id -u)" -eq 0 ] || { echo "setup: not root: test users not created"; return 0; }
+  local u made=()
+  for u in "${TEST_USERS[@]}"; do
+    if ! getent passwd "$u" >/dev/null; then
+      useradd --system --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin "$u"
+      made+=("$u")
+    fi
+  done
+  [ ${#made[@]} -eq 0 ] || echo "setup: created test users ${made[*]}"
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -23,6 +41,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  make_test_users
   exit 0
 fi
 
@@ -32,4 +51,6 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian starts the system munged on install; baton's tests and demo run private ones.
+make_test_users
 echo "setup: done"

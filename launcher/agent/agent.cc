@@ -16,14 +16,17 @@ extern char** environ;
 namespace baton {
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, const TlsMaterial& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  // main() checked that these credentials can be made (plaintext only on loopback).
+  auto creds = ChannelCredentials(tls, target);
+  return grpc::CreateCustomChannel(
+      target, creds.ok() ? *creds : grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
 }
 
 AttemptObserver* NoObserver() {
@@ -38,7 +41,7 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
-      channel_(MakeChannel(options_.coordinator)),
+      channel_(MakeChannel(options_.coordinator, options_.tls)),
       stub_(v1::AgentControl::NewStub(channel_)),
       isolator_(isolator
                     ? std::move(isolator)
@@ -128,8 +131,7 @@ void Agent::ConnectionLoop() {
 }
 
 void Agent::Session() {
-  grpc::ClientContext ctx;
-  AttachCaller(Caller{options_.node_name, "system", Role::kAgent}, &ctx);
+  grpc::ClientContext ctx;  // we prove our node with our certificate (the channel's TLS)
   auto stream = stub_->Connect(&ctx);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -28,8 +28,9 @@
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
-#include "proto/baton.grpc.pb.h"
+#include "proto/agent.grpc.pb.h"
 #include "proto/rpc_util.h"
+#include "proto/tls.h"
 
 namespace baton {
 
@@ -49,6 +50,10 @@ struct AgentOptions {
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
   int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
+  // TLS: the cluster CA and this node's certificate (O=baton-node, CN=node_name), for the
+  // coordinator stream; the CA file is also handed to `baton-agent exec` (mpi mode).
+  TlsMaterial tls;
+  std::string tls_ca_file;
 };
 
 class Agent {

@@ -202,9 +202,17 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   }
   std::string hosts;
   for (int i = 0; i < l.placement_size() && i < l.agent_addresses_size(); ++i) {
-    hosts += (hosts.empty() ? "" : ",") + l.placement(i).address() + "=" + l.agent_addresses(i);
+    hosts += (hosts.empty() ? "" : ",") + l.placement(i).address() + "=" + l.placement(i).node() +
+             "@" + l.agent_addresses(i);
   }
   env->push_back("BATON_EXEC_HOSTS=" + hosts);
+  // The exec client checks that each agent it hands the secret to holds that node's
+  // certificate.
+  if (options_.tls.insecure) {
+    env->push_back("BATON_EXEC_INSECURE=1");
+  } else {
+    env->push_back("BATON_EXEC_CA=" + options_.tls_ca_file);
+  }
   env->push_back("BATON_EXEC_SECRET=" + l.exec_secret());
   std::string hostfile = JobDir(l.job_id(), l.attempt()) + "/hostfile";
   if (auto s = WriteFileAtomically(hostfile, MpiHostfile(l)); !s.ok()) {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "proto/baton.pb.h"
+#include "proto/agent.pb.h"
 
 namespace baton {
 

@@ -9,8 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "proto/baton.grpc.pb.h"
+#include "proto/agent.grpc.pb.h"
 #include "proto/rpc_util.h"
+#include "proto/tls.h"
 
 namespace baton {
 namespace {
@@ -27,14 +28,21 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
-// "host=addr,host=addr" -> map.
-std::map<std::string, std::string> ParseHosts(const std::string& text) {
-  std::map<std::string, std::string> hosts;
+struct Target {
+  std::string node;     // whose certificate the agent there must hold
+  std::string address;  // its agent service, host:port
+};
+
+// "host=node@addr,host=node@addr" -> map.
+std::map<std::string, Target> ParseHosts(const std::string& text) {
+  std::map<std::string, Target> hosts;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    size_t eq = item.find('=');
-    if (eq != std::string::npos) hosts[item.substr(0, eq)] = item.substr(eq + 1);
+    size_t eq = item.find('='), at = item.find('@');
+    if (eq != std::string::npos && at != std::string::npos && at > eq) {
+      hosts[item.substr(0, eq)] = {item.substr(eq + 1, at - eq - 1), item.substr(at + 1)};
+    }
   }
   return hosts;
 }
@@ -74,10 +82,18 @@ int RunExecClient(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) command += (i > 1 ? " " : "") + args[i];
   req.set_command(command);
 
+  TlsOptions tls_options;
+  tls_options.insecure = Env("BATON_EXEC_INSECURE") == "1";
+  tls_options.ca_file = Env("BATON_EXEC_CA");
+  auto tls = LoadTls(tls_options, /*need_cert=*/false);
+  if (!tls.ok()) return Fail("BATON_EXEC_CA: " + std::string(tls.status().message()));
+  auto creds = ChannelCredentials(*tls, target->second.address);
+  if (!creds.ok()) return Fail(std::string(creds.status().message()));
+  grpc::ChannelArguments channel_args;
+  VerifyServerAs(target->second.node, &channel_args);  // the secret goes to that node only
   auto stub =
-      v1::Agent::NewStub(grpc::CreateChannel(target->second, grpc::InsecureChannelCredentials()));
+      v1::Agent::NewStub(grpc::CreateCustomChannel(target->second.address, *creds, channel_args));
   grpc::ClientContext ctx;
-  AttachCaller(Caller{Env("USER").empty() ? "mpirun" : Env("USER"), "system", Role::kAgent}, &ctx);
   auto reader = stub->Exec(&ctx, req);
   v1::ExecOutput out;
   int code = kSshFailure;
@@ -100,7 +116,10 @@ int RunExecClient(const std::vector<std::string>& args) {
                  args[0].c_str());
     return 0;
   }
-  if (!s.ok()) return Fail(args[0] + " (" + target->second + "): " + s.error_message());
+  if (!s.ok()) {
+    return Fail(args[0] + " (" + target->second.node + " at " + target->second.address +
+                "): " + s.error_message());
+  }
   return code;
 }
 

@@ -3,7 +3,10 @@
 // inside the job's attempt there, relays the output, and exits with COMMAND's status
 // (255 when the agent cannot be reached or refuses, as ssh does). It learns the attempt,
 // its secret and the agents' addresses from the environment mpirun inherited from the
-// agent that started it: BATON_JOB_ID, BATON_ATTEMPT, BATON_EXEC_SECRET, BATON_EXEC_HOSTS.
+// agent that started it: BATON_JOB_ID, BATON_ATTEMPT, BATON_EXEC_SECRET, BATON_EXEC_HOSTS
+// (host=node@address,…), and BATON_EXEC_CA, the cluster CA: the secret goes only to an
+// agent that proves, with its certificate, to be that host's node (BATON_EXEC_INSECURE=1:
+// plaintext, agents on loopback only).
 #pragma once
 
 #include <string>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/baton.pb.h"
+#include "proto/agent.pb.h"
 
 namespace baton {
 

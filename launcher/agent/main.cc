@@ -34,6 +34,7 @@ struct Flags {
   std::string metrics_listen;
   std::string metrics_ready_file;
   std::string log_level;
+  baton::TlsOptions tls;
 };
 
 // "key=value:Effect" -> Taint.
@@ -116,6 +117,14 @@ Flags ParseFlags(int argc, char** argv) {
        "port 0 picks one; empty: off)", cxxopts::value<std::string>()->default_value(""))
       ("metrics-ready-file", "write the bound metrics address here once serving",
        cxxopts::value<std::string>()->default_value(""))
+      ("tls-ca", "the cluster CA bundle (PEM): the coordinator's certificate must chain to it",
+       cxxopts::value<std::string>()->default_value("/etc/baton/tls/ca.crt"))
+      ("tls-cert", "this node's certificate (PEM, O=baton-node, CN=--name)",
+       cxxopts::value<std::string>()->default_value("/etc/baton/tls/node.crt"))
+      ("tls-key", "its private key (PEM)",
+       cxxopts::value<std::string>()->default_value("/etc/baton/tls/node.key"))
+      ("insecure", "plaintext, no certificates: development only, refused unless --listen and "
+       "--coordinator are loopback")
       ("log-level", "trace, debug, info, warn, error",
        cxxopts::value<std::string>()->default_value("info"))
       ("h,help", "show this help");
@@ -198,6 +207,10 @@ Flags ParseFlags(int argc, char** argv) {
   f.metrics_listen = r["metrics-listen"].as<std::string>();
   f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
   f.log_level = r["log-level"].as<std::string>();
+  f.tls.ca_file = r["tls-ca"].as<std::string>();
+  f.tls.cert_file = r["tls-cert"].as<std::string>();
+  f.tls.key_file = r["tls-key"].as<std::string>();
+  f.tls.insecure = r.count("insecure") > 0;
   return f;
 }
 
@@ -217,14 +230,39 @@ int main(int argc, char** argv) {
   }
   baton::InitLogging("agent", flags.log_level);
   for (auto [flag, addr] :
-       {std::pair{"--listen", flags.listen}, std::pair{"--coordinator", flags.agent.coordinator},
-        std::pair{"--metrics-listen", flags.metrics_listen}}) {
-    if (addr.empty() && std::string(flag) == "--metrics-listen") continue;
-    if (auto s = baton::CheckListenAddress(flag, addr); !s.ok()) {
+       {std::pair{"--listen", flags.listen}, std::pair{"--coordinator", flags.agent.coordinator}}) {
+    if (auto hp = baton::SplitHostPort(addr); !hp.ok()) {
+      spdlog::error("{}: {}", flag, std::string(hp.status().message()));
+      return 2;
+    }
+  }
+  if (!flags.metrics_listen.empty()) {
+    if (auto s = baton::CheckListenAddress("--metrics-listen", flags.metrics_listen); !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
       return 2;
     }
   }
+  auto tls = baton::LoadTls(flags.tls, /*need_cert=*/true);
+  if (!tls.ok()) {
+    spdlog::error("{}", std::string(tls.status().message()));
+    return 2;
+  }
+  auto server_creds = baton::ServerCredentials(*tls, flags.listen);
+  auto coordinator_creds = baton::ChannelCredentials(*tls, flags.agent.coordinator);
+  for (const auto* s : {&server_creds.status(), &coordinator_creds.status()}) {
+    if (!s->ok()) {
+      spdlog::error("{}", std::string(s->message()));
+      return 2;
+    }
+  }
+  if (tls->insecure) {
+    spdlog::warn(
+        "*** --insecure: PLAINTEXT to the coordinator and on {}; nobody is "
+        "authenticated. Development only. ***",
+        flags.listen);
+  }
+  flags.agent.tls = *tls;
+  flags.agent.tls_ca_file = std::filesystem::absolute(flags.tls.ca_file).string();
   if (!baton::IsValidName(flags.agent.node_name)) {
     spdlog::error("--name '{}' must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}",
                   flags.agent.node_name);
@@ -256,10 +294,10 @@ int main(int argc, char** argv) {
   baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator),
                      metrics.get());
   agent_ptr = &agent;
-  baton::NodeService node_service(&agent);
+  baton::NodeService node_service(&agent, tls->insecure);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags.listen, *server_creds, &port);
   builder.RegisterService(&node_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

@@ -3,7 +3,16 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/munge.h"
+#include "proto/tls.h"
+
 namespace baton::cli {
+namespace {
+
+// Set when this process talks plaintext (--insecure): failures then say so.
+bool plaintext_used = false;
+
+}  // namespace
 
 ConnectOptions ConnectOptionsFromEnv() {
   ConnectOptions o;
@@ -12,11 +21,18 @@ ConnectOptions ConnectOptionsFromEnv() {
     return std::string(v && *v ? v : fallback);
   };
   o.coordinator = env("BATON_COORDINATOR", "127.0.0.1:7070");
-  o.caller.user = env("BATON_USER", env("USER", "root").c_str());
-  o.caller.tenant = env("BATON_TENANT", o.caller.user.c_str());
-  auto role = ParseRole(env("BATON_ROLE", "researcher"));
-  o.caller.role = role.ok() ? *role : Role::kResearcher;
+  o.ca_file = env("BATON_CA", kDefaultCaFile);
+  o.insecure = env("BATON_INSECURE", "") == "1";
+  o.munge_socket = env("BATON_MUNGE_SOCKET", kDefaultMungeSocket);
+  o.token = env("BATON_TOKEN", "");
   return o;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> Credential(const ConnectOptions& options) {
+  if (!options.token.empty()) return std::make_pair(kAuthorizationKey, "Bearer " + options.token);
+  auto cred = MungeEncode(options.munge_socket, kMungeAudience);
+  if (!cred.ok()) return cred.status();
+  return std::make_pair(kMungeKey, *cred);
 }
 
 Client::Client(ConnectOptions options) : options_(std::move(options)) {
@@ -25,14 +41,39 @@ Client::Client(ConnectOptions options) : options_(std::move(options)) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  channel_ =
-      grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+  TlsOptions tls_options;
+  tls_options.ca_file = options_.ca_file;
+  tls_options.insecure = options_.insecure;
+  auto tls = LoadTls(tls_options, /*need_cert=*/false);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
+      tls.ok() ? ChannelCredentials(*tls, options_.coordinator) : tls.status();
+  if (!creds.ok()) {
+    std::string why(creds.status().message());
+    if (!options_.insecure) {
+      // The CLI's own names for the server's flags.
+      for (auto [flag, env] : {std::pair{"--tls-ca", "BATON_CA"}}) {
+        if (why.rfind(flag, 0) == 0) why = env + why.substr(std::string(flag).size());
+      }
+    }
+    std::cerr << "baton: " << why << "\n";
+    std::exit(kUsage);
+  }
+  if (options_.insecure) {
+    plaintext_used = true;
+    std::cerr << "baton: warning: --insecure: plaintext to " << options_.coordinator << "\n";
+  }
+  channel_ = grpc::CreateCustomChannel(options_.coordinator, *creds, args);
   stub_ = v1::Coordinator::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> Client::Context(bool streaming) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  AttachCaller(options_.caller, ctx.get());
+  auto cred = Credential(options_);
+  if (!cred.ok()) {
+    std::cerr << "baton: cannot prove who you are: " << cred.status().message() << "\n";
+    std::exit(kDenied);
+  }
+  ctx->AddMetadata(cred->first, cred->second);
   if (!streaming) ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   return ctx;
 }
@@ -68,6 +109,14 @@ int ReportError(const std::string& what, const grpc::Status& status,
     msg = "coordinator " + coordinator + " unavailable (" +
           (code == absl::StatusCode::kUnavailable ? "Unavailable" : "DeadlineExceeded") +
           "): " + msg + " — check --coordinator or BATON_COORDINATOR";
+    if (plaintext_used) {
+      msg += " (this call was plaintext, --insecure: a coordinator speaking TLS refuses it)";
+    } else if (msg.find("SSL") != std::string::npos || msg.find("ssl") != std::string::npos ||
+               msg.find("andshake") != std::string::npos) {
+      msg +=
+          " (a TLS failure: is BATON_CA the cluster's CA, and does the coordinator's "
+          "certificate name the address you dial?)";
+    }
   }
   std::cerr << "baton: " << what << ": " << msg << "\n";
   return ExitCodeFor(code);

@@ -1,7 +1,10 @@
 // How the `baton` CLI talks to the coordinator: the address (--coordinator or
-// BATON_COORDINATOR), the caller (BATON_USER, BATON_TENANT, BATON_ROLE), a deadline on
-// every unary call, and the mapping from a failed call to a one-line message and a
-// documented exit code. Single-threaded use.
+// BATON_COORDINATOR) over TLS verified against the cluster CA (BATON_CA), a credential
+// on every call — a fresh MUNGE credential from the local munged (BATON_MUNGE_SOCKET),
+// or a service token (BATON_TOKEN) — a deadline on every unary call, and the mapping
+// from a failed call to a one-line message and a documented exit code. Nothing the CLI
+// says about its user is believed: the coordinator learns the uid from MUNGE.
+// Single-threaded use.
 #pragma once
 
 #include <chrono>
@@ -9,7 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "proto/baton.grpc.pb.h"
+#include "proto/api.grpc.pb.h"
 #include "proto/rpc_util.h"
 
 namespace baton::cli {
@@ -26,20 +29,33 @@ enum ExitCode : int {
   kCancelledJob = 130,  // submit --wait: the job was cancelled
 };
 
+inline constexpr char kDefaultCaFile[] = "/etc/baton/tls/ca.crt";
+
 struct ConnectOptions {
-  std::string coordinator;  // host:port
-  Caller caller;
+  std::string coordinator;               // host:port
+  std::string ca_file = kDefaultCaFile;  // BATON_CA: the cluster CA bundle
+  bool insecure = false;                 // BATON_INSECURE=1 / --insecure: loopback only
+  std::string munge_socket;              // BATON_MUNGE_SOCKET ("" : munged's default)
+  std::string token;                     // BATON_TOKEN: a service token instead of MUNGE
   std::chrono::milliseconds timeout{10'000};
 };
 
 // Reads the environment; flags override the fields afterwards.
 ConnectOptions ConnectOptionsFromEnv();
 
+// The metadata entry that proves who calls: ("authorization", "Bearer <token>") with a
+// token, else ("x-baton-munge", a credential made now). Unavailable when munged cannot
+// be reached.
+absl::StatusOr<std::pair<std::string, std::string>> Credential(const ConnectOptions& options);
+
 class Client {
  public:
+  // Exits with kUsage when TLS cannot be set up (a missing CA file, --insecure off
+  // loopback): no call could be made.
   explicit Client(ConnectOptions options);
   v1::Coordinator::Stub* stub() { return stub_.get(); }
-  // A context with the caller attached and, unless `streaming`, the deadline set.
+  // A context with a fresh credential attached and, unless `streaming`, the deadline
+  // set. Exits with kDenied, saying why, when no credential can be had.
   std::unique_ptr<grpc::ClientContext> Context(bool streaming = false) const;
   const ConnectOptions& options() const { return options_; }
 

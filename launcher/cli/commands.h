@@ -20,7 +20,8 @@ int RunCancel(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
 int RunShare(const Args& args);
-int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`
+int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`; tokens
+int RunWhoAmI(const Args& args);
 int RunEvents(const Args& args);
 
 }  // namespace baton::cli

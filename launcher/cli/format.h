@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton::cli {
 

@@ -24,9 +24,13 @@ constexpr char kUsageText[] =
     "                             also `baton admin policy ...`)\n"
     "  events [--job J] [-f]      the event log: transitions, scheduling, evictions, refused\n"
     "                             specs, policy and node changes\n"
+    "  whoami                     who the coordinator takes you to be, your tenants\n"
+    "  admin token create|list|revoke   service tokens for automation (admins)\n"
     "\n"
-    "environment: BATON_COORDINATOR (host:port), BATON_USER, BATON_TENANT, BATON_ROLE\n"
-    "exit codes: 0 ok, 1 error, 2 bad usage or spec, 3 not found, 4 denied,\n"
+    "environment: BATON_COORDINATOR (host:port), BATON_CA (cluster CA bundle, default\n"
+    "  /etc/baton/tls/ca.crt), BATON_MUNGE_SOCKET (default /run/munge/munge.socket.2),\n"
+    "  BATON_TOKEN (a service token instead of MUNGE), BATON_TENANT (submit's --tenant)\n"
+    "exit codes: 0 ok, 1 error, 2 bad usage or spec, 3 not found, 4 denied or unproven,\n"
     "            5 coordinator unavailable, 6 wrong state; submit --wait: the job's code\n";
 
 }  // namespace
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
       {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
       {"policy", baton::cli::RunPolicy}, {"share", baton::cli::RunShare},
       {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
+      {"whoami", baton::cli::RunWhoAmI},
   };
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {

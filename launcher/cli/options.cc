@@ -12,8 +12,9 @@ void AddCommonFlags(cxxopts::Options& opts) {
                              cxxopts::value<std::string>())(
       "timeout", "deadline for each call (e.g. 10s)",
       cxxopts::value<std::string>()->default_value("10s"))(
-      "json", "machine-readable output: proto3 JSON, one object per line")("h,help",
-                                                                           "show this help");
+      "json", "machine-readable output: proto3 JSON, one object per line")(
+      "insecure", "plaintext to a coordinator on loopback (development; env BATON_INSECURE=1)")(
+      "h,help", "show this help");
 }
 
 std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
@@ -38,6 +39,7 @@ std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
 std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* code) {
   ConnectOptions o = ConnectOptionsFromEnv();
   if (r.count("coordinator")) o.coordinator = r["coordinator"].as<std::string>();
+  if (r.count("insecure")) o.insecure = true;
   auto t = ParseDurationSeconds(r["timeout"].as<std::string>());
   if (!t.ok() || *t == 0) {
     std::cerr << "baton: --timeout: expected a positive duration like 10s\n";

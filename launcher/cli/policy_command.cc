@@ -152,10 +152,4 @@ int RunPolicy(const Args& args) {
   return kUsage;
 }
 
-int RunAdmin(const Args& args) {
-  if (!args.empty() && args[0] == "policy") return RunPolicy(Args(args.begin() + 1, args.end()));
-  std::cerr << "usage: baton admin policy get | set FILE   (the same as `baton policy`)\n";
-  return kUsage;
-}
-
 }  // namespace baton::cli

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton::cli {
 

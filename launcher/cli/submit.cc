@@ -1,5 +1,6 @@
 // baton submit: build a JobSpec from -f FILE and/or flags, submit it, and with --wait
 // follow it to the end (progress on stderr) and exit with the job's exit code.
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -106,6 +107,10 @@ absl::StatusOr<v1::JobSpec> BuildSpec(const cxxopts::ParseResult& r,
     auto tol = ParseToleration(t, "--toleration");
     if (!tol.ok()) return tol.status();
     *spec.add_tolerations() = *tol;
+  }
+  if (spec.tenant().empty()) {
+    // A choice among the caller's tenants, checked by the coordinator; not a claim.
+    if (const char* t = std::getenv("BATON_TENANT"); t && *t) spec.set_tenant(t);
   }
   if (!command.empty()) {
     spec.clear_command();

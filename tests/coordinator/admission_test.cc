@@ -6,7 +6,19 @@
 namespace baton {
 namespace {
 
-Caller Alice() { return Caller{"alice", "vision", Role::kResearcher}; }
+Caller Alice() {
+  Caller c;
+  c.user = "alice";
+  return c;
+}
+
+// alice is a member of vision, which may also run services.
+Policy AdmissionPolicy() {
+  Policy p = Policy::Default();
+  p.access.members = {{"vision", {"alice"}}};
+  p.access.class_tenants = {{"inference", {"vision"}}};
+  return p;
+}
 
 ClusterShape TwoNodesOf4Gpus() {
   ClusterShape s;
@@ -19,7 +31,7 @@ ClusterShape TwoNodesOf4Gpus() {
 }
 
 absl::Status Admit(v1::JobSpec* spec, ClusterShape shape = TwoNodesOf4Gpus()) {
-  return ValidateAndDefaultSpec(Alice(), Policy::Default(), shape, spec);
+  return ValidateAndDefaultSpec(Alice(), AdmissionPolicy(), shape, spec);
 }
 
 v1::JobSpec Minimal() {

@@ -45,7 +45,7 @@ v1::AttemptReport Checkpointed(uint64_t job, uint32_t attempt, int64_t step) {
 }
 
 TEST(EventLog, SubmitRetryNodeLossRefusalPolicyAndCancelYieldExactlyTheseEvents) {
-  JobManagerOptions opts;
+  JobManagerOptions opts = TestOptions();
   opts.lease_ms = 10'000;
   opts.lost_margin_ms = 5'000;
   opts.retry_backoff_base_ms = 1'000;
@@ -115,7 +115,8 @@ TEST(EventLog, SubmitRetryNodeLossRefusalPolicyAndCancelYieldExactlyTheseEvents)
       << events[14].reason();
   EXPECT_EQ(events[15].actor(), "root") << "policy changes say who";
   EXPECT_EQ(events[15].reason(),
-            "policy version 1: tenant vision added (weight 2, quota none) (vision weighs more)");
+            "policy version 1: tenant vision added (weight 2, quota none); tenant vision: members "
+            "changed; which tenants may use which classes changed (vision weighs more)");
   EXPECT_EQ(events[11].node_state(), v1::NODE_STATE_LOST);
 
   // The job's own list holds its transitions, numbered as in the global log.

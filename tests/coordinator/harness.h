@@ -32,9 +32,31 @@ class RecordingLink : public AgentLink {
   std::vector<v1::CoordinatorCommand> cmds_;
 };
 
-inline Caller Alice() { return Caller{"alice", "vision", Role::kResearcher}; }
-inline Caller Bob() { return Caller{"bob", "speech", Role::kResearcher}; }
-inline Caller Admin() { return Caller{"root", "ops", Role::kAdmin}; }
+// Proven callers (authentication is the service's; here they are given). In the test
+// policy alice is a member of vision, bob of speech, and root is the admin.
+inline Caller Who(const std::string& user, std::vector<std::string> groups = {}) {
+  Caller c;
+  c.user = user;
+  c.groups = std::move(groups);
+  c.method = "test";
+  return c;
+}
+inline Caller Alice() { return Who("alice"); }
+inline Caller Bob() { return Who("bob"); }
+inline Caller Admin() { return Who("root"); }
+
+inline Policy TestPolicy() {
+  Policy p = Policy::Default();
+  p.access.members = {{"vision", {"alice"}}, {"speech", {"bob"}}};
+  // Who may use which class is access_test's; here every tenant may use every class.
+  p.access.class_tenants = {{"inference-critical", {"*"}}, {"inference", {"*"}}};
+  return p;
+}
+inline JobManagerOptions TestOptions() {
+  JobManagerOptions o;
+  o.policy = TestPolicy();
+  return o;
+}
 
 inline v1::JobSpec Spec(uint32_t nodes = 1, uint32_t gpus = 0,
                         std::vector<std::string> command = {"true"}) {
@@ -72,7 +94,7 @@ inline v1::AttemptReport Report(uint64_t job, uint32_t attempt, v1::AttemptRepor
 
 class Harness {
  public:
-  explicit Harness(JobManagerOptions options = {}, const std::string& dir = "",
+  explicit Harness(JobManagerOptions options = TestOptions(), const std::string& dir = "",
                    JobObserver* observer = nullptr)
       : options_(options),
         observer_(observer),
@@ -137,7 +159,7 @@ class Harness {
     jm_->Flush();
   }
   v1::Job Get(uint64_t id) {
-    auto job = jm_->Get(id);
+    auto job = jm_->Get(Admin(), id);
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : v1::Job();
   }

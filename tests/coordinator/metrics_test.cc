@@ -23,7 +23,7 @@ class MetricsScenario : public ::testing::Test {
   MetricsScenario() : metrics_(&clock_, Policy::Default()), h_(Options(), "", &metrics_) {}
 
   static JobManagerOptions Options() {
-    JobManagerOptions o;
+    JobManagerOptions o = TestOptions();
     o.lease_ms = 10'000;
     o.lost_margin_ms = 5'000;
     return o;
@@ -131,7 +131,7 @@ TEST(CoordinatorMetrics, AFreshCoordinatorCountsWhatItRecovers) {
   FakeClock clock;
   {
     CoordinatorMetrics before(&clock, Policy::Default());
-    Harness h({}, dir.path(), &before);
+    Harness h(TestOptions(), dir.path(), &before);
     h.Connect("n1", /*gpus=*/4);
     ASSERT_TRUE(h.Submit(Spec(/*nodes=*/1, /*gpus=*/2)).ok());
     ASSERT_FALSE(h.Submit(Spec(/*nodes=*/1, /*gpus=*/9)).ok());
@@ -139,7 +139,7 @@ TEST(CoordinatorMetrics, AFreshCoordinatorCountsWhatItRecovers) {
     h.Schedule();
   }
   CoordinatorMetrics after(&clock, Policy::Default());
-  Harness h({}, dir.path(), &after);
+  Harness h(TestOptions(), dir.path(), &after);
   auto m = after.Collect();
   EXPECT_EQ(SampleValue(m, "baton_running_jobs", {{"class", "training"}}), 2);
   EXPECT_EQ(SampleValue(m, "baton_tenant_running_gpus", {{"tenant", "vision"}}), 3);

@@ -129,7 +129,7 @@ TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
             "class training: value 300 -> 350; class urgent added (value 950); class old removed; "
             "tenant vision: weight 1 -> 2; tenant vision: quota 8 GPUs, 64 CPUs -> 16 GPUs, 64 "
             "CPUs; tenant gone removed");
-  EXPECT_EQ(DescribePolicyChange(*after, *after), "classes and tenants unchanged");
+  EXPECT_EQ(DescribePolicyChange(*after, *after), "classes, tenants and access unchanged");
 }
 
 }  // namespace

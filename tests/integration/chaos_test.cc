@@ -21,11 +21,7 @@ namespace {
 
 // Runs `baton ARGS` until it succeeds (the coordinator may be restarting).
 bool Retry(NetnsCluster& c, const std::vector<std::string>& args) {
-  return WaitFor(
-      [&] {
-        return c.Baton(args, {{"BATON_ROLE", "admin"}}).exit_code == 0;
-      },
-      std::chrono::seconds(20));
+  return WaitFor([&] { return c.Baton(args, kRoot).exit_code == 0; }, std::chrono::seconds(20));
 }
 
 TEST(Chaos, KillsAndEvictionsNeverLoseADoubleRunOrCorruptATrainingJob) {

@@ -1,6 +1,7 @@
 // One job's whole path with real parts: the baton CLI process -> coordinator process
 // (gRPC, RocksDB) -> agent process -> the job's own process -> its log, read back.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -15,76 +16,80 @@ uint64_t SubmittedId(const CommandResult& r) { return ClusterClient::SubmittedId
 
 class EndToEnd : public ::testing::Test {
  protected:
-  EndToEnd() : cluster_(/*agents=*/1, /*gpus=*/2) {}
-  LocalCluster cluster_;
+  void SetUp() override {
+    if (std::string missing = MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+    owned_ = std::make_unique<LocalCluster>(/*agents=*/1, /*gpus=*/2);
+  }
+  LocalCluster& cluster() { return *owned_; }
+  std::unique_ptr<LocalCluster> owned_;
 };
 
 TEST_F(EndToEnd, SubmitWaitSucceedsAndTheLogReadsBack) {
-  CommandResult r = cluster_.Baton(
+  CommandResult r = cluster().Baton(
       {"submit", "--wait", "--", "sh", "-c", "echo hello from rank $RANK of $WORLD_SIZE"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("succeeded"), std::string::npos) << "progress shown on stderr: " << r.err;
   uint64_t id = SubmittedId(CommandResult{0, r.out.substr(0, r.out.find('\n')), ""});
-  CommandResult logs = cluster_.Baton({"logs", std::to_string(id)});
+  CommandResult logs = cluster().Baton({"logs", std::to_string(id)});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_EQ(logs.out, "[rank 0] hello from rank 0 of 1\n");
 }
 
 TEST_F(EndToEnd, LogsKeepRankPrefixesAndFilterOneRank) {
-  CommandResult r = cluster_.Baton(
+  CommandResult r = cluster().Baton(
       {"submit", "--wait", "--ranks-per-node", "2", "--", "sh", "-c", "echo I am $RANK"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   uint64_t id = SubmittedId(CommandResult{0, r.out.substr(0, r.out.find('\n')), ""});
-  CommandResult all = cluster_.Baton({"logs", std::to_string(id)});
+  CommandResult all = cluster().Baton({"logs", std::to_string(id)});
   EXPECT_NE(all.out.find("[rank 0] I am 0\n"), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("[rank 1] I am 1\n"), std::string::npos) << all.out;
-  CommandResult one = cluster_.Baton({"logs", std::to_string(id), "--rank", "1"});
+  CommandResult one = cluster().Baton({"logs", std::to_string(id), "--rank", "1"});
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.out, "[rank 1] I am 1\n");
-  EXPECT_EQ(cluster_.Baton({"logs", std::to_string(id), "--rank", "2"}).exit_code, 2)
+  EXPECT_EQ(cluster().Baton({"logs", std::to_string(id), "--rank", "2"}).exit_code, 2)
       << "rank outside the world";
 }
 
 TEST_F(EndToEnd, SubmitWaitExitsWithTheJobsExitCode) {
   CommandResult r =
-      cluster_.Baton({"submit", "--wait", "--restart", "never", "--", "sh", "-c", "exit 7"});
+      cluster().Baton({"submit", "--wait", "--restart", "never", "--", "sh", "-c", "exit 7"});
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_NE(r.err.find("failed"), std::string::npos);
 }
 
 TEST_F(EndToEnd, FollowedLogsEndWhenTheJobEnds) {
-  CommandResult sub = cluster_.Baton(
+  CommandResult sub = cluster().Baton(
       {"submit", "-q", "--", "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.2; done"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   uint64_t id = SubmittedId(sub);
-  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING") ||
-              cluster_.StateOf(id) == "JOB_STATE_SUCCEEDED");
-  CommandResult logs = cluster_.Baton({"logs", "-f", std::to_string(id)});
+  ASSERT_TRUE(cluster().WaitForState(id, "JOB_STATE_RUNNING") ||
+              cluster().StateOf(id) == "JOB_STATE_SUCCEEDED");
+  CommandResult logs = cluster().Baton({"logs", "-f", std::to_string(id)});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_EQ(logs.out, "[rank 0] line 1\n[rank 0] line 2\n[rank 0] line 3\n");
 }
 
 TEST_F(EndToEnd, CancelStopsTheRunningProcess) {
-  std::string pidfile = cluster_.dir() + "/job.pid";
-  CommandResult sub = cluster_.Baton({"submit", "-q", "--grace", "5s", "--", "sh", "-c",
-                                      "echo $$ > " + pidfile + "; exec sleep 300"});
+  std::string pidfile = cluster().dir() + "/job.pid";
+  CommandResult sub = cluster().Baton({"submit", "-q", "--grace", "5s", "--", "sh", "-c",
+                                       "echo $$ > " + pidfile + "; exec sleep 300"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   uint64_t id = SubmittedId(sub);
-  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING"));
+  ASSERT_TRUE(cluster().WaitForState(id, "JOB_STATE_RUNNING"));
   ASSERT_TRUE(WaitFor([&] { return !ReadFile(pidfile).empty(); }, std::chrono::seconds(10)));
   pid_t pid = std::stoi(ReadFile(pidfile));
   ASSERT_EQ(kill(pid, 0), 0) << "the job's process runs";
-  CommandResult c = cluster_.Baton({"cancel", std::to_string(id)});
+  CommandResult c = cluster().Baton({"cancel", std::to_string(id)});
   EXPECT_EQ(c.exit_code, 0) << c.err;
-  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_CANCELLED"));
+  ASSERT_TRUE(cluster().WaitForState(id, "JOB_STATE_CANCELLED"));
   EXPECT_TRUE(WaitFor([&] { return kill(pid, 0) != 0; }, std::chrono::seconds(5)))
       << "process " << pid << " survived its job's cancellation";
-  CommandResult status = cluster_.Baton({"status", std::to_string(id)});
-  EXPECT_NE(status.out.find("cancelled by alice"), std::string::npos) << status.out;
+  CommandResult status = cluster().Baton({"status", std::to_string(id)});
+  EXPECT_NE(status.out.find("cancelled by baton-alice"), std::string::npos) << status.out;
 }
 
 TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
-  std::string yaml = cluster_.dir() + "/bad.yaml";
+  std::string yaml = cluster().dir() + "/bad.yaml";
   std::ofstream(yaml) << "name: x\ngpus: [1, 2\n";
   struct Case {
     std::vector<std::string> args;
@@ -102,89 +107,92 @@ TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
       {{"cancel", "99"}, 3, "not found"},
   };
   for (const auto& c : cases) {
-    CommandResult r = cluster_.Baton(c.args);
+    CommandResult r = cluster().Baton(c.args);
     EXPECT_EQ(r.exit_code, c.code) << c.args[1] << ": " << r.err;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
   }
-  CommandResult q = cluster_.Baton({"queue", "--all", "--json"});
+  CommandResult q = cluster().Baton({"queue", "--all", "--json"});
   EXPECT_EQ(q.exit_code, 0);
   EXPECT_EQ(q.out, "") << "nothing was stored";
 }
 
 TEST_F(EndToEnd, ResearchersCannotTouchOtherTenantsJobs) {
-  CommandResult sub = cluster_.Baton({"submit", "-q", "--", "sleep", "30"});
+  CommandResult sub = cluster().Baton({"submit", "-q", "--", "sleep", "30"});
   uint64_t id = SubmittedId(sub);
-  std::map<std::string, std::string> bob = {{"BATON_USER", "bob"}, {"BATON_TENANT", "speech"}};
-  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}, bob).exit_code, 4);
-  EXPECT_EQ(cluster_.Baton({"logs", std::to_string(id)}, bob).exit_code, 4);
-  EXPECT_EQ(cluster_.Baton({"queue"}, bob).exit_code, 0) << "the queue is visible to all";
-  EXPECT_EQ(cluster_.Baton({"submit", "--tenant", "vision", "--", "true"}, bob).exit_code, 4);
-  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
+  const std::string bob = kBob;  // tenant serving
+  EXPECT_EQ(cluster().Baton({"cancel", std::to_string(id)}, bob).exit_code, 4);
+  EXPECT_EQ(cluster().Baton({"logs", std::to_string(id)}, bob).exit_code, 4);
+  EXPECT_EQ(cluster().Baton({"queue"}, bob).exit_code, 0) << "the queue is visible to all";
+  EXPECT_EQ(cluster().Baton({"submit", "--tenant", "vision", "--", "true"}, bob).exit_code, 4);
+  EXPECT_EQ(cluster().Baton({"cancel", std::to_string(id)}).exit_code, 0);
 }
 
 TEST_F(EndToEnd, AdminsReplaceThePolicyThroughTheCli) {
   TempDir dir("baton-policy");
+  chmod(dir.path().c_str(), 0755);  // researchers read the file too
   std::string file = dir.Sub("policy.yaml");
   std::ofstream(file)
-      << "classes:\n  - {name: training, value: 300}\n  - {name: urgent, value: 950}\n";
+      << "classes:\n  - {name: training, value: 300}\n  - {name: urgent, value: 950}\n"
+      << TestPolicyAccess();
   std::ofstream(dir.Sub("bad.yaml")) << "classes:\n  - {name: urgent, value: many}\n";
-  std::map<std::string, std::string> admin = {{"BATON_USER", "ops"}, {"BATON_ROLE", "admin"}};
+  const std::string admin = kRoot;
 
-  CommandResult get = cluster_.Baton({"policy", "get"});
+  CommandResult get = cluster().Baton({"policy", "get"});
   EXPECT_EQ(get.exit_code, 0) << get.err;
   EXPECT_NE(get.out.find("policy version 0"), std::string::npos) << get.out;
-  EXPECT_EQ(cluster_.Baton({"policy", "set", file}).exit_code, 4) << "researchers may not";
-  CommandResult bad = cluster_.Baton({"policy", "set", dir.Sub("bad.yaml")}, admin);
+  EXPECT_EQ(cluster().Baton({"policy", "set", file}).exit_code, 4) << "researchers may not";
+  CommandResult bad = cluster().Baton({"policy", "set", dir.Sub("bad.yaml")}, admin);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("value"), std::string::npos) << "names the field: " << bad.err;
-  CommandResult set = cluster_.Baton({"admin", "policy", "set", file, "-m", "urgent work"}, admin);
+  CommandResult set = cluster().Baton({"admin", "policy", "set", file, "-m", "urgent work"}, admin);
   ASSERT_EQ(set.exit_code, 0) << set.err;
   EXPECT_NE(set.out.find("Policy version 1"), std::string::npos) << set.out;
-  get = cluster_.Baton({"policy", "get"});
-  EXPECT_NE(get.out.find("set by ops"), std::string::npos) << get.out;
+  get = cluster().Baton({"policy", "get"});
+  EXPECT_NE(get.out.find("set by root"), std::string::npos) << get.out;
   EXPECT_NE(get.out.find("urgent work"), std::string::npos) << get.out;
   EXPECT_NE(get.out.find("{name: urgent, value: 950}"), std::string::npos) << get.out;
-  EXPECT_EQ(cluster_.Baton({"submit", "--class", "urgent", "--wait", "--", "true"}).exit_code, 0);
+  EXPECT_EQ(cluster().Baton({"submit", "--class", "urgent", "--wait", "--", "true"}).exit_code, 0);
 }
 
 TEST_F(EndToEnd, ShareShowsWhatEachTenantRuns) {
-  CommandResult sub = cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "sleep", "30"});
+  CommandResult sub = cluster().Baton({"submit", "-q", "--gpus", "2", "--", "sleep", "30"});
   uint64_t id = SubmittedId(sub);
-  ASSERT_TRUE(cluster_.WaitForState(id, "JOB_STATE_RUNNING")) << cluster_.Describe(id);
-  CommandResult share = cluster_.Baton({"share", "--json"});
+  ASSERT_TRUE(cluster().WaitForState(id, "JOB_STATE_RUNNING")) << cluster().Describe(id);
+  CommandResult share = cluster().Baton({"share", "--json"});
   ASSERT_EQ(share.exit_code, 0) << share.err;
   EXPECT_NE(share.out.find("\"tenant\":\"vision\""), std::string::npos) << share.out;
   EXPECT_NE(share.out.find("\"runningGpus\":2"), std::string::npos) << share.out;
-  CommandResult table = cluster_.Baton({"share"});
+  CommandResult table = cluster().Baton({"share"});
   EXPECT_NE(table.out.find("vision"), std::string::npos) << table.out;
-  EXPECT_EQ(cluster_.Baton({"cancel", std::to_string(id)}).exit_code, 0);
+  EXPECT_EQ(cluster().Baton({"cancel", std::to_string(id)}).exit_code, 0);
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
-  CommandResult r = testing::RunProcess({Bin("baton"), "queue", "--timeout", "3s"},
-                                        {{"BATON_COORDINATOR", "127.0.0.1:1"}});
+  std::map<std::string, std::string> env = cluster().ClientEnv();
+  env["BATON_COORDINATOR"] = "127.0.0.1:1";
+  CommandResult r = testing::RunProcess({Bin("baton"), "queue", "--timeout", "3s"}, env);
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("unavailable"), std::string::npos) << r.err;
 }
 
 TEST_F(EndToEnd, JobsSurviveKillNineOfTheCoordinator) {
   CommandResult running =
-      cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "sh", "-c", "sleep 2; echo done"});
+      cluster().Baton({"submit", "-q", "--gpus", "2", "--", "sh", "-c", "sleep 2; echo done"});
   uint64_t run_id = SubmittedId(running);
-  ASSERT_TRUE(cluster_.WaitForState(run_id, "JOB_STATE_RUNNING"));
-  uint64_t pending_id = SubmittedId(cluster_.Baton({"submit", "-q", "--gpus", "2", "--", "true"}));
-  EXPECT_EQ(cluster_.StateOf(pending_id), "JOB_STATE_PENDING") << "no GPU left";
+  ASSERT_TRUE(cluster().WaitForState(run_id, "JOB_STATE_RUNNING"));
+  uint64_t pending_id = SubmittedId(cluster().Baton({"submit", "-q", "--gpus", "2", "--", "true"}));
+  EXPECT_EQ(cluster().StateOf(pending_id), "JOB_STATE_PENDING") << "no GPU left";
 
-  cluster_.KillCoordinator(SIGKILL);
-  cluster_.StartCoordinator();
-  EXPECT_EQ(cluster_.StateOf(pending_id), "JOB_STATE_PENDING") << "acknowledged, so kept";
+  cluster().KillCoordinator(SIGKILL);
+  cluster().StartCoordinator();
+  EXPECT_EQ(cluster().StateOf(pending_id), "JOB_STATE_PENDING") << "acknowledged, so kept";
   // The agent reconnects; the running job's end is recorded, then the pending job runs.
-  EXPECT_TRUE(cluster_.WaitForState(run_id, "JOB_STATE_SUCCEEDED"));
-  EXPECT_TRUE(cluster_.WaitForState(pending_id, "JOB_STATE_SUCCEEDED"));
-  CommandResult logs = cluster_.Baton({"logs", std::to_string(run_id)});
+  EXPECT_TRUE(cluster().WaitForState(run_id, "JOB_STATE_SUCCEEDED"));
+  EXPECT_TRUE(cluster().WaitForState(pending_id, "JOB_STATE_SUCCEEDED"));
+  CommandResult logs = cluster().Baton({"logs", std::to_string(run_id)});
   EXPECT_EQ(logs.out, "[rank 0] done\n");
-  CommandResult status = cluster_.Baton({"status", std::to_string(run_id)});
+  CommandResult status = cluster().Baton({"status", std::to_string(run_id)});
   EXPECT_EQ(std::count(status.out.begin(), status.out.end(), '#'), 1)
       << "ran once, not twice: " << status.out;
 }

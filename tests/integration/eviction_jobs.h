@@ -16,9 +16,10 @@ namespace baton::testing {
 // returns the coordinator flags that load it.
 inline std::string EvictAtOncePolicy(const std::string& path, const std::string& cooldown) {
   std::ofstream(path) << "classes:\n"
-                         "  - {name: inference, value: 900, service: true}\n"
+                         "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"
                          "  - {name: training, value: 300, cooldown: "
-                      << cooldown << ", cooldown_cap: 1m, min_runtime: 0s}\n";
+                      << cooldown << ", cooldown_cap: 1m, min_runtime: 0s}\n"
+                      << TestPolicyAccess();
   return "--policy " + path;
 }
 
@@ -43,7 +44,7 @@ inline uint64_t SubmitInference(ClusterClient& cluster) {
   return ClusterClient::SubmittedId(cluster
                                         .Baton({"submit", "-q", "--class", "inference", "--gpus",
                                                 "2", "--cpus", "1", "--", "sleep", "600"},
-                                               {{"BATON_USER", "bob"}, {"BATON_TENANT", "serving"}})
+                                               kBob)
                                         .out);
 }
 

@@ -63,8 +63,7 @@ TEST_F(Eviction, InferenceEvictsTrainingWhichResumesAtItsCheckpointWithNothingLo
   EXPECT_NE(status.find("evictions 1"), std::string::npos) << status;
   EXPECT_NE(status.find("resumes from step " + saved), std::string::npos) << status;
 
-  ASSERT_EQ(cluster_->Baton({"cancel", std::to_string(serve)}, {{"BATON_ROLE", "admin"}}).exit_code,
-            0);
+  ASSERT_EQ(cluster_->Baton({"cancel", std::to_string(serve)}, kRoot).exit_code, 0);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_SUCCEEDED", std::chrono::seconds(90)));
   std::string log2 = cluster_->Baton({"logs", std::to_string(train)}).out;
   EXPECT_NE(log2.find("restored step " + saved), std::string::npos) << log2;

@@ -45,8 +45,7 @@ class Grace : public ::testing::Test {
   }
   // Lets the evicted job resume: the preemptor goes away.
   static void CancelInference(uint64_t serve) {
-    ASSERT_EQ(
-        cluster_->Baton({"cancel", std::to_string(serve)}, {{"BATON_ROLE", "admin"}}).exit_code, 0);
+    ASSERT_EQ(cluster_->Baton({"cancel", std::to_string(serve)}, kRoot).exit_code, 0);
     ASSERT_TRUE(cluster_->WaitForState(serve, "JOB_STATE_CANCELLED"));
   }
 

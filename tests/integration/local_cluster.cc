@@ -5,17 +5,22 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "gtest/gtest.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton::testing {
 
 std::string Bin(const std::string& name) { return std::string(BATON_BIN_DIR) + "/" + name; }
 
-LocalCluster::LocalCluster(int agents, int gpus) {
+LocalCluster::LocalCluster(int agents, int gpus, const std::string& policy_yaml) {
+  security_ = std::make_unique<TestSecurity>(dir());
+  EXPECT_TRUE(security_->ok()) << security_->why();
+  client_env_ = security_->ClientEnv();
+  std::ofstream(dir() + "/policy.yaml") << (policy_yaml.empty() ? TestPolicy() : policy_yaml);
   StartCoordinator();
   for (int i = 0; i < agents; ++i) StartAgent(i, gpus);
   EXPECT_TRUE(WaitForReadyNodes(agents, std::chrono::seconds(20)))
@@ -35,12 +40,25 @@ void LocalCluster::StartCoordinator() {
   std::string ready = dir() + "/coordinator.addr";
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   unlink(ready.c_str());
-  coordinator_ = std::make_unique<Subprocess>(
-      std::vector<std::string>{Bin("baton-coordinator"), "--listen", listen, "--data-dir",
-                               dir() + "/coordinator", "--ready-file", ready, "--lease-ms", "4000",
-                               "--heartbeat-ms", "500", "--lost-margin-ms", "2000"},
-      std::map<std::string, std::string>{},
-      dir() + "/coordinator." + std::to_string(coordinator_starts_++));
+  std::vector<std::string> argv = {Bin("baton-coordinator"),
+                                   "--listen",
+                                   listen,
+                                   "--data-dir",
+                                   dir() + "/coordinator",
+                                   "--ready-file",
+                                   ready,
+                                   "--lease-ms",
+                                   "4000",
+                                   "--heartbeat-ms",
+                                   "500",
+                                   "--lost-margin-ms",
+                                   "2000",
+                                   "--policy",
+                                   dir() + "/policy.yaml"};
+  for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
+  coordinator_ =
+      std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                   dir() + "/coordinator." + std::to_string(coordinator_starts_++));
   ASSERT_TRUE(WaitFor([&] { return !ReadFile(ready).empty(); }, std::chrono::seconds(20)))
       << "coordinator did not start: " << ReadFile(dir() + "/coordinator.0.err");
   std::string addr = ReadFile(ready);
@@ -49,14 +67,15 @@ void LocalCluster::StartCoordinator() {
 
 void LocalCluster::StartAgent(int i, int gpus) {
   std::string name = "n" + std::to_string(i + 1);
-  agents_.push_back(std::make_unique<Subprocess>(
-      std::vector<std::string>{Bin("baton-agent"), "--name", name, "--coordinator", address_,
-                               "--data-dir", dir() + "/" + name, "--fake-gpus",
-                               std::to_string(gpus),
-                               // Node names repeat across concurrent test runs on one host:
-                               // isolation is tested with unique names of its own.
-                               "--isolation", "none"},
-      std::map<std::string, std::string>{}, dir() + "/" + name));
+  std::vector<std::string> argv = {Bin("baton-agent"), "--name", name, "--coordinator", address_,
+                                   "--data-dir", dir() + "/" + name, "--fake-gpus",
+                                   std::to_string(gpus),
+                                   // Node names repeat across concurrent test runs on one
+                                   // host: isolation is tested with unique names of its own.
+                                   "--isolation", "none"};
+  for (auto& f : security_->AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
+  agents_.push_back(
+      std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, dir() + "/" + name));
 }
 
 void LocalCluster::KillCoordinator(int sig) {
@@ -64,18 +83,23 @@ void LocalCluster::KillCoordinator(int sig) {
   coordinator_->Wait(std::chrono::seconds(10));
 }
 
-CommandResult ClusterClient::Baton(std::vector<std::string> args,
+std::map<std::string, std::string> ClusterClient::ClientEnv() const {
+  std::map<std::string, std::string> env = client_env_;
+  env["BATON_COORDINATOR"] = address_;
+  return env;
+}
+
+CommandResult ClusterClient::Baton(std::vector<std::string> args, const std::string& user,
                                    std::map<std::string, std::string> env) {
-  args.insert(args.begin(), Bin("baton"));
-  env.emplace("BATON_COORDINATOR", address_);
-  env.emplace("BATON_USER", "alice");
-  env.emplace("BATON_TENANT", "vision");
-  env.emplace("BATON_ROLE", "researcher");
-  return RunProcess(args, env);
+  std::vector<std::string> argv = AsUser(user);
+  argv.push_back(user == kRoot ? Bin("baton") : StagedBin("baton"));
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const auto& [k, v] : ClientEnv()) env.emplace(k, v);
+  return RunProcess(argv, env);
 }
 
 std::optional<v1::Job> ClusterClient::GetJob(uint64_t job) {
-  CommandResult r = Baton({"status", std::to_string(job), "--json"});
+  CommandResult r = Baton({"status", std::to_string(job), "--json"}, kRoot);
   if (r.exit_code != 0) return std::nullopt;
   v1::Job parsed;
   if (!google::protobuf::util::JsonStringToMessage(r.out, &parsed).ok()) return std::nullopt;
@@ -103,8 +127,8 @@ bool ClusterClient::WaitForState(uint64_t job, const std::string& state,
 
 std::string ClusterClient::Describe(uint64_t job) {
   std::string id = std::to_string(job);
-  CommandResult status = Baton({"status", id});
-  CommandResult logs = Baton({"logs", id});
+  CommandResult status = Baton({"status", id}, kRoot);
+  CommandResult logs = Baton({"logs", id}, kRoot);
   std::string tail = logs.out;
   size_t pos = tail.size();
   for (int lines = 0; lines <= 40 && pos != std::string::npos && pos > 0; ++lines) {
@@ -118,7 +142,7 @@ std::string ClusterClient::Describe(uint64_t job) {
 bool ClusterClient::WaitForReadyNodes(int n, std::chrono::milliseconds timeout) {
   return WaitFor(
       [&] {
-        CommandResult r = Baton({"nodes", "--json"});
+        CommandResult r = Baton({"nodes", "--json"}, kRoot);
         int ready = 0;
         std::istringstream in(r.out);
         std::string line;
@@ -172,6 +196,10 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
     why_ = "needs root to create network namespaces";
     return;
   }
+  if (std::string missing = MissingTestUsers(); !missing.empty()) {
+    why_ = missing;
+    return;
+  }
   // A subnet (and names) no other cluster on this machine uses: tag T is ours while we
   // hold the lock on /tmp/baton-netns-T.lock (released when this process ends, however).
   int salt = 0;
@@ -195,6 +223,11 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
   name_ = "bt" + std::to_string(tag) + name_suffix;
   subnet_ = "10.78." + std::to_string(tag);
   state_ = "/tmp/" + name_ + "-netns";
+  if (coordinator_args_.find("--policy") == std::string::npos) {
+    policy_file_ = "/tmp/" + name_ + "-policy.yaml";
+    std::ofstream(policy_file_) << TestPolicy();
+    coordinator_args_ += " --policy " + policy_file_;
+  }
   RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
   CommandResult up = RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "up",
                                  std::to_string(nodes), std::to_string(gpus)},
@@ -205,6 +238,8 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
   }
   std::string addr = ReadFile(state_ + "/coordinator.addr");
   address_ = addr.substr(0, addr.find('\n'));
+  client_env_ = {{"BATON_CA", state_ + "/tls/ca.crt"},
+                 {"BATON_MUNGE_SOCKET", state_ + "/munge/munge.socket"}};
   ok_ = !address_.empty();
 }
 
@@ -212,6 +247,7 @@ NetnsCluster::~NetnsCluster() {
   if (!name_.empty()) {
     RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
   }
+  if (!policy_file_.empty()) unlink(policy_file_.c_str());
   if (lock_fd_ >= 0) close(lock_fd_);
 }
 

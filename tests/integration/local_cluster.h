@@ -1,6 +1,7 @@
 // A real coordinator and real agents on loopback, each a child process on port 0 with a
-// data dir under one temp dir; `baton` is run as a process too. Used by the end-to-end
-// tests and the submit benchmark's fixtures.
+// data dir under one temp dir, secured as a real cluster is (TLS under a CA of its own,
+// a private munged, the test policy: tests/util/security.h); `baton` is run as a process
+// too, as a test user. Used by the end-to-end tests and the benchmarks' fixtures.
 #pragma once
 
 #include <memory>
@@ -8,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
+#include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -19,10 +21,14 @@ class ClusterClient {
  public:
   virtual ~ClusterClient() = default;
   const std::string& coordinator() const { return address_; }
-  // Runs `baton ARGS…` as alice of tenant vision (override with env).
-  CommandResult Baton(std::vector<std::string> args, std::map<std::string, std::string> env = {});
-  // A job's record from `baton status --json`; nullopt when it cannot be read (the
-  // coordinator is down, say).
+  // Runs `baton ARGS…` as `user` (a test user: alice of tenant vision by default; kRoot is
+  // the admin), with the cluster's CA and munged, and `env` on top.
+  CommandResult Baton(std::vector<std::string> args, const std::string& user = kAlice,
+                      std::map<std::string, std::string> env = {});
+  // BATON_COORDINATOR, BATON_CA, BATON_MUNGE_SOCKET: what a client of this cluster needs.
+  std::map<std::string, std::string> ClientEnv() const;
+  // A job's record from `baton status --json` (as the admin); nullopt when it cannot be
+  // read (the coordinator is down, say).
   std::optional<v1::Job> GetJob(uint64_t job);
   // A job's state name from `baton status --json`, "" when it cannot be read.
   std::string StateOf(uint64_t job);
@@ -37,16 +43,19 @@ class ClusterClient {
 
  protected:
   std::string address_;
+  std::map<std::string, std::string> client_env_;  // BATON_CA, BATON_MUNGE_SOCKET
 };
 
 class LocalCluster : public ClusterClient {
  public:
-  // Starts the coordinator and `agents` agents with `gpus` fake GPUs each, and waits
-  // until every agent is ready. Failures are reported through gtest.
-  LocalCluster(int agents, int gpus);
+  // Starts the coordinator (policy: TestPolicy(), or `policy_yaml`) and `agents` agents
+  // with `gpus` fake GPUs each, and waits until every agent is ready. Failures are
+  // reported through gtest.
+  LocalCluster(int agents, int gpus, const std::string& policy_yaml = "");
   ~LocalCluster() override;
 
   const std::string& dir() const { return dir_.path(); }
+  TestSecurity& security() { return *security_; }
 
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before
@@ -55,6 +64,7 @@ class LocalCluster : public ClusterClient {
   void StartAgent(int i, int gpus);
 
   TempDir dir_;
+  std::unique_ptr<TestSecurity> security_;
   std::unique_ptr<Subprocess> coordinator_;
   std::vector<std::unique_ptr<Subprocess>> agents_;
   int coordinator_starts_ = 0;
@@ -64,7 +74,9 @@ class LocalCluster : public ClusterClient {
 // namespace: scripts/netns-cluster.sh under a name and subnet of its own.
 class NetnsCluster : public ClusterClient {
  public:
-  // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root).
+  // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root)
+  // or the test users are missing. Without a --policy in `coordinator_args` the cluster
+  // runs TestPolicy().
   NetnsCluster(int nodes, int gpus, std::string coordinator_args = "",
                std::string name_suffix = "");
   ~NetnsCluster() override;
@@ -85,7 +97,7 @@ class NetnsCluster : public ClusterClient {
   std::map<std::string, std::string> ScriptEnv() const;
   bool Script(const std::vector<std::string>& args);
   bool ok_ = false;
-  std::string why_, name_, subnet_, state_, coordinator_args_;
+  std::string why_, name_, subnet_, state_, coordinator_args_, policy_file_;
   int lock_fd_ = -1;
 };
 

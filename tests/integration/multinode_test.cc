@@ -240,7 +240,8 @@ TEST_F(MultiNode, ExecRefusesAWrongSecretAndAnEndedAttempt) {
                                {{"BATON_JOB_ID", std::to_string(id)},
                                 {"BATON_ATTEMPT", "1"},
                                 {"BATON_EXEC_SECRET", secret},
-                                {"BATON_EXEC_HOSTS", host + "=" + host + ":7071"}});
+                                {"BATON_EXEC_HOSTS", host + "=n1@" + host + ":7071"},
+                                {"BATON_EXEC_CA", cluster_->state_dir() + "/tls/ca.crt"}});
   };
   CommandResult wrong = exec("not-the-secret");
   EXPECT_EQ(wrong.exit_code, 255);

@@ -44,6 +44,7 @@ std::string FirstLine(const std::string& path) {
 class Cluster : public ClusterClient {
  public:
   void set_address(const std::string& a) { address_ = a; }
+  void set_client_env(std::map<std::string, std::string> env) { client_env_ = std::move(env); }
 };
 
 class PrometheusScrape : public ::testing::Test {
@@ -52,8 +53,13 @@ class PrometheusScrape : public ::testing::Test {
     if (std::string(BATON_PROMETHEUS).empty() || access(BATON_PROMETHEUS, X_OK) != 0) {
       GTEST_SKIP() << "no prometheus binary (Debian package prometheus)";
     }
+    if (std::string missing = MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
     isolation_missing_ = V1Missing();
     tag_ = std::to_string(getpid());
+    security_ = std::make_unique<TestSecurity>(dir_.path());
+    ASSERT_TRUE(security_->ok()) << security_->why();
+    cluster_.set_client_env(security_->ClientEnv());
+    std::ofstream(dir_.path() + "/policy.yaml") << TestPolicy();
     guard_ = std::make_unique<CgroupTreeGuard>("batonobs" + tag_);
     StartCoordinator();
     // Node a runs the CPU hog under its own quota (isolation v1 when the machine has it);
@@ -79,13 +85,28 @@ class PrometheusScrape : public ::testing::Test {
 
   void StartCoordinator() {
     std::string d = dir_.path();
-    coordinator_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{Bin("baton-coordinator"), "--listen", "127.0.0.1:0", "--data-dir",
-                                 d + "/coordinator", "--ready-file", d + "/c.addr",
-                                 "--metrics-listen", "127.0.0.1:0", "--metrics-ready-file",
-                                 d + "/c.metrics", "--heartbeat-ms", "250", "--lease-ms", "1500",
-                                 "--lost-margin-ms", "500"},
-        std::map<std::string, std::string>{}, d + "/coordinator");
+    std::vector<std::string> argv = {Bin("baton-coordinator"),
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--data-dir",
+                                     d + "/coordinator",
+                                     "--ready-file",
+                                     d + "/c.addr",
+                                     "--metrics-listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-ready-file",
+                                     d + "/c.metrics",
+                                     "--heartbeat-ms",
+                                     "250",
+                                     "--lease-ms",
+                                     "1500",
+                                     "--lost-margin-ms",
+                                     "500",
+                                     "--policy",
+                                     d + "/policy.yaml"};
+    for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
+    coordinator_ = std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                                d + "/coordinator");
     ASSERT_TRUE(WaitFor([&] { return !ReadFile(d + "/c.addr").empty(); }, std::chrono::seconds(20)))
         << ReadFile(d + "/coordinator.err");
     cluster_.set_address(FirstLine(d + "/c.addr"));
@@ -115,6 +136,7 @@ class PrometheusScrape : public ::testing::Test {
                                      "--ready-file",
                                      d + "/" + n + ".addr"};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    for (auto& f : security_->AgentFlags(nodes_[n], {"IP:127.0.0.1"})) argv.push_back(f);
     agents_[n] =
         std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, d + "/" + n);
     ASSERT_TRUE(
@@ -186,6 +208,7 @@ class PrometheusScrape : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::unique_ptr<TestSecurity> security_;
   std::string tag_, isolation_missing_;
   std::unique_ptr<CgroupTreeGuard> guard_;
   Cluster cluster_;
@@ -207,10 +230,7 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
   ASSERT_TRUE(cluster_.WaitForState(hog, "JOB_STATE_RUNNING"));
   ASSERT_TRUE(cluster_.WaitForState(lost, "JOB_STATE_RUNNING"));
   Subprocess follow({Bin("baton"), "events", "--follow", "--kind", "eviction"},
-                    {{"BATON_COORDINATOR", cluster_.coordinator()},
-                     {"BATON_USER", "alice"},
-                     {"BATON_TENANT", "vision"}},
-                    dir_.path() + "/follow");
+                    cluster_.ClientEnv(), dir_.path() + "/follow");
   agents_["b"]->Signal(SIGSTOP);  // silent past lease + margin: node b is lost
   ASSERT_TRUE(cluster_.WaitForState(lost, "JOB_STATE_PENDING", std::chrono::seconds(20)));
 

@@ -57,9 +57,11 @@ class AgentTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
     clock_ = new FakeClock();
+    tls_ = new launcher_testing::FakeCoordinatorTls(dir_->path() + "/tls");
     coordinator_ = new FakeCoordinator();
-    coordinator_->Start();
+    coordinator_->Start(tls_->server);
     AgentOptions o;
+    o.tls = tls_->agent;
     o.node_name = kNode;
     o.coordinator = coordinator_->address();
     o.data_dir = dir_->path();
@@ -135,12 +137,14 @@ class AgentTest : public ::testing::Test {
   }
 
   static ScratchDir* dir_;
+  static launcher_testing::FakeCoordinatorTls* tls_;
   static FakeClock* clock_;
   static FakeCoordinator* coordinator_;
   static Agent* agent_;
 };
 
 ScratchDir* AgentTest::dir_ = nullptr;
+launcher_testing::FakeCoordinatorTls* AgentTest::tls_ = nullptr;
 FakeClock* AgentTest::clock_ = nullptr;
 FakeCoordinator* AgentTest::coordinator_ = nullptr;
 Agent* AgentTest::agent_ = nullptr;
@@ -157,11 +161,10 @@ TEST_F(AgentTest, RegistersWithNodeNameInventoryAndAddress) {
   ASSERT_EQ(r.taints_size(), 1);
   EXPECT_EQ(r.taints(0).key(), "maint");
   EXPECT_FALSE(r.version().empty());
-  ASSERT_FALSE(coordinator_->callers().empty());
-  Caller c = coordinator_->callers().front();
-  EXPECT_EQ(c.user, kNode);
-  EXPECT_FALSE(c.tenant.empty());
-  EXPECT_EQ(c.role, Role::kAgent);
+  ASSERT_FALSE(coordinator_->peers().empty());
+  Peer p = coordinator_->peers().front();
+  EXPECT_EQ(p.kind, Peer::Kind::kNode) << "the agent proves its node with its certificate";
+  EXPECT_EQ(p.name, kNode);
   EXPECT_TRUE(PollUntil([] { return agent_->connected(); }));
 }
 
@@ -487,7 +490,7 @@ TEST_F(AgentTest, LeaseExpiryStopsJobsAndTheEndIsReportedOnReconnect) {
       << "a job outlived the agent's lease";
 
   int before = coordinator_->session();
-  coordinator_->Start();  // same port
+  coordinator_->Start(tls_->server);  // same port
   auto reg = coordinator_->WaitFor(
       [&](const auto& m) { return m.session > before && m.msg.has_register_(); });
   ASSERT_TRUE(reg) << "the agent did not come back";

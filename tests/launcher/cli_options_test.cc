@@ -75,27 +75,43 @@ TEST(Connection, ZeroOrJunkTimeoutIsAUsageError) {
   }
 }
 
-TEST(ConnectOptionsFromEnv, ReadsTheCallerFromTheEnvironment) {
+TEST(ConnectOptionsFromEnv, ReadsTheConnectionAndCredentialFromTheEnvironment) {
   ScopedEnv coord("BATON_COORDINATOR", "c:9");
-  ScopedEnv user("BATON_USER", "alice");
-  ScopedEnv tenant("BATON_TENANT", "vision");
-  ScopedEnv role("BATON_ROLE", "admin");
+  ScopedEnv ca("BATON_CA", "/etc/ca.pem");
+  ScopedEnv sock("BATON_MUNGE_SOCKET", "/run/m.sock");
+  ScopedEnv token("BATON_TOKEN", "btk_0123456789abcdef_secret");
+  ScopedEnv insecure("BATON_INSECURE", "1");
   ConnectOptions o = ConnectOptionsFromEnv();
   EXPECT_EQ(o.coordinator, "c:9");
-  EXPECT_EQ(o.caller.user, "alice");
-  EXPECT_EQ(o.caller.tenant, "vision");
-  EXPECT_EQ(o.caller.role, Role::kAdmin);
+  EXPECT_EQ(o.ca_file, "/etc/ca.pem");
+  EXPECT_EQ(o.munge_socket, "/run/m.sock");
+  EXPECT_EQ(o.token, "btk_0123456789abcdef_secret");
+  EXPECT_TRUE(o.insecure);
+  auto cred = Credential(o);
+  ASSERT_TRUE(cred.ok()) << cred.status();
+  EXPECT_EQ(cred->first, "authorization");
+  EXPECT_EQ(cred->second, "Bearer btk_0123456789abcdef_secret");
 }
 
-TEST(ConnectOptionsFromEnv, DefaultsTenantToTheUserAndRoleToResearcher) {
+TEST(ConnectOptionsFromEnv, DefaultsToTheSystemPathsAndNeverToAClaimedIdentity) {
   ScopedEnv coord("BATON_COORDINATOR", nullptr);
-  ScopedEnv user("BATON_USER", "bob");
-  ScopedEnv tenant("BATON_TENANT", nullptr);
-  ScopedEnv role("BATON_ROLE", "wizard");
+  ScopedEnv ca("BATON_CA", nullptr);
+  ScopedEnv sock("BATON_MUNGE_SOCKET", nullptr);
+  ScopedEnv token("BATON_TOKEN", nullptr);
+  ScopedEnv insecure("BATON_INSECURE", nullptr);
+  ScopedEnv user("BATON_USER", "mallory");  // the old claims: nothing reads them any more
+  ScopedEnv role("BATON_ROLE", "admin");
   ConnectOptions o = ConnectOptionsFromEnv();
   EXPECT_EQ(o.coordinator, "127.0.0.1:7070");
-  EXPECT_EQ(o.caller.tenant, "bob");
-  EXPECT_EQ(o.caller.role, Role::kResearcher);
+  EXPECT_EQ(o.ca_file, "/etc/baton/tls/ca.crt");
+  EXPECT_EQ(o.munge_socket, "/run/munge/munge.socket.2");
+  EXPECT_EQ(o.token, "");
+  EXPECT_FALSE(o.insecure);
+  o.munge_socket = "/nonexistent/munge.socket";
+  auto cred = Credential(o);
+  EXPECT_EQ(cred.status().code(), absl::StatusCode::kUnavailable) << "no munged: no credential";
+  EXPECT_NE(std::string(cred.status().message()).find("/nonexistent/munge.socket"),
+            std::string::npos);
 }
 
 TEST(JobIds, ParsesEveryPositionalId) {
@@ -135,7 +151,8 @@ TEST(ExitCodeFor, MapsStatusCodesToDocumentedExitCodes) {
 TEST(Client, UnaryContextsCarryTheDeadlineStreamingOnesDoNot) {
   ConnectOptions o;
   o.coordinator = "127.0.0.1:1";
-  o.caller = Caller{"alice", "vision", Role::kResearcher};
+  o.insecure = true;  // loopback; no call is made
+  o.token = "btk_0123456789abcdef_secret";
   o.timeout = std::chrono::seconds(5);
   Client client(o);
   auto before = std::chrono::system_clock::now();

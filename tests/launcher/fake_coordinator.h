@@ -1,6 +1,7 @@
 // A fake coordinator for in-process agent tests: a real gRPC AgentControl server on a
-// loopback port that records what agents send and pushes commands on the live stream;
-// plus builders for the commands. Header-only; thread-safe (one mutex).
+// loopback port, TLS under a test CA (FakeCoordinatorTls), that records what agents send
+// and who they proved to be, and pushes commands on the live stream; plus builders for
+// the commands. Header-only; thread-safe (one mutex).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -12,15 +13,36 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/baton.grpc.pb.h"
+#include "proto/agent.grpc.pb.h"
 #include "proto/rpc_util.h"
+#include "proto/tls.h"
 #include "tests/launcher/test_util.h"
+#include "tests/util/security.h"
 
 namespace baton::launcher_testing {
 
 inline constexpr char kNode[] = "node-t";
 inline constexpr uint32_t kHeartbeatMs = 100;
 inline constexpr uint32_t kLeaseMs = 60'000;
+
+// A test CA with the coordinator's certificate and node `node`'s, under `dir`, as the
+// fake coordinator (server) and the agent (client) load them.
+struct FakeCoordinatorTls {
+  explicit FakeCoordinatorTls(const std::string& dir, const std::string& node = kNode)
+      : security(dir) {
+    EXPECT_TRUE(security.ok()) << security.why();
+    auto [cert, key] = security.NodeCert(node);
+    auto s = LoadTls({security.ca(), dir + "/tls/coordinator.crt", dir + "/tls/coordinator.key"},
+                     /*need_cert=*/true);
+    auto a = LoadTls({security.ca(), cert, key}, /*need_cert=*/true);
+    EXPECT_TRUE(s.ok() && a.ok()) << s.status() << a.status();
+    if (s.ok()) server = *s;
+    if (a.ok()) agent = *a;
+  }
+  testing::TestSecurity security;
+  TlsMaterial server;  // the coordinator's
+  TlsMaterial agent;   // the node's
+};
 
 // Records what the agent sends on every Connect stream and lets the test push commands
 // on the live one. Answers each Register with Registered. Can be taken down and brought
@@ -32,10 +54,12 @@ class FakeCoordinator {
     v1::AgentMessage msg;
   };
 
-  void Start() {
+  void Start(const TlsMaterial& tls) {
+    tls_ = tls;
+    auto creds = ServerCredentials(tls_, "127.0.0.1:0");
+    ASSERT_TRUE(creds.ok()) << creds.status();
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_),
-                             grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_), *creds, &port_);
     service_ = std::make_unique<Service>(this);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
@@ -65,9 +89,10 @@ class FakeCoordinator {
     std::lock_guard<std::mutex> lock(mu_);
     return sessions_;
   }
-  std::vector<Caller> callers() {
+  // Who each Connect stream proved to be (its certificate).
+  std::vector<Peer> peers() {
     std::lock_guard<std::mutex> lock(mu_);
-    return callers_;
+    return peers_;
   }
 
   // The first message at or after index `from` that satisfies `pred`.
@@ -114,8 +139,7 @@ class FakeCoordinator {
     {
       std::lock_guard<std::mutex> lock(mu_);
       session = ++sessions_;
-      auto caller = CallerFromMetadata(ctx->client_metadata());
-      callers_.push_back(caller.ok() ? *caller : Caller{});
+      peers_.push_back(PeerOf(*ctx));
     }
     v1::AgentMessage msg;
     while (stream->Read(&msg)) {
@@ -145,6 +169,7 @@ class FakeCoordinator {
   }
 
   int port_ = 0;
+  TlsMaterial tls_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::mutex mu_;  // everything below; also serializes writes on stream_
@@ -152,7 +177,7 @@ class FakeCoordinator {
   Stream* stream_ = nullptr;
   grpc::ServerContext* ctx_ = nullptr;
   int sessions_ = 0;
-  std::vector<Caller> callers_;
+  std::vector<Peer> peers_;
   std::vector<Received> received_;
 };
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/agent/isolation/cgroup_driver.h"
-#include "proto/baton.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 

@@ -18,7 +18,7 @@
 #include "launcher/agent/isolation/cgroup_driver.h"
 #include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/isolation/net_caps.h"
-#include "proto/baton.pb.h"
+#include "proto/agent.pb.h"
 
 namespace baton {
 

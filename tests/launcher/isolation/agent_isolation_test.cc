@@ -80,8 +80,9 @@ class AgentIsolation : public ::testing::Test {
     veth_ = new testing::RootVeth("bta" + std::to_string(getpid() % 1000000));
     if (!veth_->error().empty()) return;
     guard_ = new testing::CgroupTreeGuard("baton-agtest-" + Pid());
+    tls_ = new launcher_testing::FakeCoordinatorTls(dir_->path() + "/tls");
     coordinator_ = new FakeCoordinator();
-    coordinator_->Start();
+    coordinator_->Start(tls_->server);
     auto inv = ReadInventory(InventoryOptions{.nvml_library = ""});
     ASSERT_TRUE(inv.ok()) << inv.status();
     inventory_ = new v1::Inventory(*inv);
@@ -98,6 +99,7 @@ class AgentIsolation : public ::testing::Test {
     o.coordinator = coordinator_->address();
     o.data_dir = dir_->path();
     o.stats_interval_ms = kStatsMs;
+    o.tls = tls_->agent;
     agent_ = new Agent(o, *inv, clock_, std::move(*iso));
     agent_->Start("127.0.0.1:1");
   }
@@ -143,6 +145,7 @@ class AgentIsolation : public ::testing::Test {
   static inline testing::RootVeth* veth_ = nullptr;
   static inline testing::CgroupTreeGuard* guard_ = nullptr;
   static inline FakeCoordinator* coordinator_ = nullptr;
+  static inline launcher_testing::FakeCoordinatorTls* tls_ = nullptr;
   static inline v1::Inventory* inventory_ = nullptr;
   static inline FakeClock* clock_ = new FakeClock();
   static inline Agent* agent_ = nullptr;
@@ -255,9 +258,11 @@ TEST_F(AgentIsolation, NothingIsLeftAfterSuccessFailureCancelOrKillNineOfTheJob)
 // A real baton-agent, kill -9'd while two jobs run; one job dies while no agent watches.
 // The restarted agent re-adopts the live one and removes everything of the dead one.
 TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheDead) {
-  FakeCoordinator coordinator;
-  coordinator.Start();
   std::string node = "rs" + Pid(), parent = guard_->top() + "/rs", table = "baton_" + node;
+  launcher_testing::FakeCoordinatorTls tls(dir_->Sub("tls-rs"), node);
+  auto [cert, key] = tls.security.NodeCert(node);
+  FakeCoordinator coordinator;
+  coordinator.Start(tls.server);
   testing::RootVeth nic("btr" + std::to_string(getpid() % 1000000));
   ASSERT_EQ(nic.error(), "");
   std::vector<std::string> argv = {std::string(BATON_BIN_DIR) + "/baton-agent",
@@ -277,7 +282,13 @@ TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheD
                                    "1gbit",
                                    "--keep-jobs-on-exit",
                                    "--nvml",
-                                   ""};
+                                   "",
+                                   "--tls-ca",
+                                   tls.security.ca(),
+                                   "--tls-cert",
+                                   cert,
+                                   "--tls-key",
+                                   key};
   auto agent = std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{},
                                                      dir_->Sub("agent1"));
   auto running = [&](uint64_t job) {

@@ -1,0 +1,160 @@
+// baton admin policy … (= baton policy …) and baton admin token create | list | revoke:
+// service tokens for automation (admins); baton whoami: who the coordinator takes you to
+// be, and why.
+#include <iostream>
+
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/resources.h"
+#include "launcher/cli/commands.h"
+#include "launcher/cli/format.h"
+#include "launcher/cli/options.h"
+
+namespace baton::cli {
+namespace {
+
+std::string Date(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
+}
+
+int TokenCreate(const Args& args) {
+  cxxopts::Options opts("baton admin token create",
+                        "Create a service token for automation (admins). It acts as --user "
+                        "(its jobs are that user's) and, with --tenant, only in that tenant. "
+                        "The secret is printed once: set it as BATON_TOKEN.");
+  opts.add_options()("user", "the user the token acts as", cxxopts::value<std::string>())(
+      "tenant", "bind it to one of the user's tenants", cxxopts::value<std::string>())(
+      "ttl", "lifetime (30d, 12h; at most 3650d)",
+      cxxopts::value<std::string>()->default_value("30d"))(
+      "m,comment", "what it is for", cxxopts::value<std::string>()->default_value(""));
+  return RunOneCall(opts, args, "token create", [](Client& client, const cxxopts::ParseResult& r) {
+    if (!r.count("user")) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "--user is required");
+    }
+    auto ttl = ParseDurationSeconds(r["ttl"].as<std::string>());
+    if (!ttl.ok() || *ttl == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "--ttl: expected a positive duration like 30d or 12h");
+    }
+    v1::CreateTokenRequest req;
+    req.set_user(r["user"].as<std::string>());
+    if (r.count("tenant")) req.set_tenant(r["tenant"].as<std::string>());
+    req.set_ttl_seconds(static_cast<int64_t>(*ttl));
+    req.set_comment(r["comment"].as<std::string>());
+    v1::CreateTokenResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->CreateToken(ctx.get(), req, &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+    } else {
+      std::cerr << "Token " << resp.token().id() << " for " << resp.token().user()
+                << (resp.token().tenant().empty() ? "" : " (tenant " + resp.token().tenant() + ")")
+                << ", expires " << Date(resp.token().expires_ms())
+                << " UTC. Shown once; keep it secret:\n";
+      std::cout << resp.secret() << "\n";
+    }
+    return s;
+  });
+}
+
+int TokenList(const Args& args) {
+  cxxopts::Options opts("baton admin token list", "Service tokens (admins); never their secrets.");
+  opts.add_options()("a,all", "include revoked and expired tokens");
+  return RunOneCall(opts, args, "token list", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::ListTokensRequest req;
+    req.set_all(r.count("all") > 0);
+    v1::ListTokensResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->ListTokens(ctx.get(), req, &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      for (const auto& t : resp.tokens()) std::cout << ToJson(t) << "\n";
+      return s;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"ID", "USER", "TENANT", "CREATED", "BY", "EXPIRES", "REVOKED", "COMMENT"}};
+    for (const auto& t : resp.tokens()) {
+      rows.push_back({t.id(), t.user(), t.tenant().empty() ? "*" : t.tenant(), Date(t.created_ms()),
+                      t.created_by(), Date(t.expires_ms()),
+                      t.revoked_ms() ? Date(t.revoked_ms()) + " by " + t.revoked_by() : "-",
+                      t.comment()});
+    }
+    std::cout << Table(rows);
+    return s;
+  });
+}
+
+int TokenRevoke(const Args& args) {
+  cxxopts::Options opts("baton admin token revoke",
+                        "Revoke a service token (admins): refused from now on.");
+  opts.add_options()("id", "token id", cxxopts::value<std::vector<std::string>>());
+  opts.parse_positional({"id"});
+  opts.positional_help("ID");
+  return RunOneCall(opts, args, "token revoke", [](Client& client, const cxxopts::ParseResult& r) {
+    if (!r.count("id") || r["id"].as<std::vector<std::string>>().size() != 1) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "give exactly one token id");
+    }
+    v1::RevokeTokenRequest req;
+    req.set_id(r["id"].as<std::vector<std::string>>().front());
+    v1::TokenInfo resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->RevokeToken(ctx.get(), req, &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+    } else {
+      std::cout << "Token " << resp.id() << " of " << resp.user() << " revoked\n";
+    }
+    return s;
+  });
+}
+
+int RunToken(const Args& args) {
+  std::string verb = args.empty() ? "" : args[0];
+  Args rest = args.empty() ? Args{} : Args(args.begin() + 1, args.end());
+  if (verb == "create") return TokenCreate(rest);
+  if (verb == "list") return TokenList(rest);
+  if (verb == "revoke") return TokenRevoke(rest);
+  std::cerr << "usage: baton admin token create --user U [--tenant T] [--ttl 30d] | list | "
+               "revoke ID\n";
+  return kUsage;
+}
+
+}  // namespace
+
+int RunAdmin(const Args& args) {
+  if (!args.empty() && args[0] == "policy") return RunPolicy(Args(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "token") return RunToken(Args(args.begin() + 1, args.end()));
+  std::cerr << "usage: baton admin policy get | set FILE   (the same as `baton policy`)\n"
+               "       baton admin token create --user U [--tenant T] [--ttl 30d] | list | "
+               "revoke ID\n";
+  return kUsage;
+}
+
+int RunWhoAmI(const Args& args) {
+  cxxopts::Options opts("baton whoami",
+                        "Who the coordinator takes you to be: your proven user, how it was "
+                        "proven (MUNGE or a service token), your tenants, whether you are an "
+                        "admin.");
+  return RunOneCall(opts, args, "whoami", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::WhoAmIResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->WhoAmI(ctx.get(), v1::WhoAmIRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+      return s;
+    }
+    std::string tenants;
+    for (const auto& t : resp.tenants()) tenants += (tenants.empty() ? "" : ", ") + t;
+    std::cout << resp.user() << " (uid " << resp.uid() << "), proven by " << resp.method()
+              << (resp.token_id().empty() ? "" : " " + resp.token_id()) << "\n"
+              << "tenants: " << (tenants.empty() ? "none (ask an admin)" : tenants) << "\n"
+              << "admin:   " << (resp.admin() ? "yes" : "no") << "\n";
+    return s;
+  });
+}
+
+}  // namespace baton::cli
