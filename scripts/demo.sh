@@ -109,6 +109,8 @@ say "who is who: every CLI call carries a fresh MUNGE credential of its user, ov
 show alice whoami
 show bob whoami
 show alice nodes
+echo "who may do what is the policy's: team vision may not run services (it tries):"
+show alice submit --tenant vision --class inference -- true || true
 
 STEPS=150
 FLAGS=(--steps $STEPS --save-every 25)
