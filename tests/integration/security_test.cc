@@ -190,6 +190,10 @@ TEST_F(Security, AServiceTokenActsAsItsUserUntilRevokedAndOnlyAdminsManageThem) 
   EXPECT_THAT(after.err, HasSubstr("revoked by root"));
   std::map<std::string, std::string> forged = {{"BATON_TOKEN", "btk_" + id + "_guess"}};
   EXPECT_EQ(cluster_->Baton({"whoami"}, kRoot, forged).exit_code, 4);
+  CommandResult audit = cluster_->Baton({"events", "--kind", "policy"}, kRoot);
+  EXPECT_THAT(audit.out, HasSubstr("service token " + id + " created for baton-alice"));
+  EXPECT_THAT(audit.out, HasSubstr("service token " + id + " of baton-alice revoked"));
+  EXPECT_THAT(audit.out, Not(HasSubstr(token.substr(21)))) << "the audit log holds no secret";
 }
 
 TEST_F(Security, ConnectNeedsTheNodesOwnCertificateAndTheRealNodeKeepsItsLink) {
