@@ -35,13 +35,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tls: %s\n", std::string(creds.status().message()).c_str());
     return 2;
   }
+  // As the CLI: connect on gRPC's threads while this one makes the credential.
+  auto channel = grpc::CreateChannel(target, *creds);
+  channel->GetState(/*try_to_connect=*/true);
   auto cred = baton::MungeEncode(Env("BATON_MUNGE_SOCKET", baton::kDefaultMungeSocket),
                                  baton::kMungeAudience);
   if (!cred.ok()) {
     std::fprintf(stderr, "munge: %s\n", std::string(cred.status().message()).c_str());
     return 4;
   }
-  auto stub = baton::v1::Coordinator::NewStub(grpc::CreateChannel(target, *creds));
+  auto stub = baton::v1::Coordinator::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.AddMetadata(baton::kMungeKey, *cred);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -63,6 +63,8 @@ Client::Client(ConnectOptions options) : options_(std::move(options)) {
     std::cerr << "baton: warning: --insecure: plaintext to " << options_.coordinator << "\n";
   }
   channel_ = grpc::CreateCustomChannel(options_.coordinator, *creds, args);
+  // Connect (TCP + TLS handshake) on gRPC's threads while this one makes the credential.
+  channel_->GetState(/*try_to_connect=*/true);
   stub_ = v1::Coordinator::NewStub(channel_);
 }
 
