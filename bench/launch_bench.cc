@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 
 namespace {
@@ -28,8 +29,14 @@ std::string BinDir() { return std::filesystem::read_symlink("/proc/self/exe").pa
 std::string SourceDir() { return BATON_SOURCE_DIR; }
 std::string State() { return "/tmp/" + kName + "-netns"; }
 
+// BenchPolicy: root, who runs this benchmark's CLI, may run its probe jobs as root.
+std::string PolicyFile() { return "/tmp/" + kName + "-bench-policy.yaml"; }
+
 std::map<std::string, std::string> ScriptEnv() {
-  return {{"BATON_NETNS_NAME", kName}, {"BATON_NETNS_SUBNET", kSubnet}, {"BATON_BIN", BinDir()}};
+  return {{"BATON_NETNS_NAME", kName},
+          {"BATON_NETNS_SUBNET", kSubnet},
+          {"BATON_BIN", BinDir()},
+          {"BATON_COORDINATOR_ARGS", "--policy " + PolicyFile()}};
 }
 
 int64_t NowNs() {
@@ -161,6 +168,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string script = SourceDir() + "/scripts/netns-cluster.sh";
+  std::ofstream(PolicyFile()) << baton::testing::BenchPolicy();
   RunProcess({script, "down"}, ScriptEnv());
   CommandResult up = RunProcess({script, "up", "4", "0"}, ScriptEnv(), std::chrono::seconds(120));
   if (up.exit_code != 0) {

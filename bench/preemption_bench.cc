@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     if (a.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(a.c_str() + 7));
   }
   TempDir dir("baton-bench-preempt");
+  baton::testing::MakeShared(dir.path());  // the jobs (test users') write here
   NetnsCluster cluster(/*nodes=*/2, /*gpus=*/2, EvictAtOncePolicy(dir.Sub("policy.yaml"), "1s"),
                        "bp");
   if (!cluster.ok()) {

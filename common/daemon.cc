@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,10 +37,12 @@ int WaitForStopSignal() {
   return sig;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  unlink(tmp.c_str());  // a leftover of a crash; never written through
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoToStatus(errno, "create " + tmp);
+  fchmod(fd, mode);  // whatever the umask
   size_t done = 0;
   while (done < content.size()) {
     ssize_t n = write(fd, content.data() + done, content.size() - done);

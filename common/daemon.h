@@ -4,6 +4,8 @@
 // Call BlockStopSignals first thing in main(), before threads exist.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,6 +17,8 @@ void BlockStopSignals();
 // Waits for one of the blocked stop signals and returns its number.
 int WaitForStopSignal();
 // Writes `content` to `path` through a temp file + rename, so readers never see half.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
+// The file gets `mode`; the temp file is created exclusively and never through a link.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content,
+                                 mode_t mode = 0644);
 
 }  // namespace baton

@@ -317,6 +317,8 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   l->set_user(e.job.user());
   l->set_exec_secret(e.exec_secret);
   l->set_kind(WorkloadKindLocked(e.job.spec()));
+  l->set_allow_root(policy_.policy.access.root_tenants.count(e.job.spec().tenant()) > 0);
+  l->set_pids_limit(policy_.policy.PidsLimit(e.job.spec().priority_class()));
   for (const auto& p : a.placement()) {
     auto n = nodes_.find(p.node());
     l->add_agent_addresses(n == nodes_.end() ? "" : n->second.node.address());

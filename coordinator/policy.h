@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct AccessPolicy {
   // A class not listed is open to every tenant, unless it is a service class: those are
   // open to no tenant until listed (inference-critical from anyone is a takeover).
   std::map<std::string, std::vector<std::string>> class_tenants;
+  // Tenants whose jobs may run as root (tenants[].allow_root). Everywhere else a job of
+  // root is refused at submit: it would run as root on the nodes.
+  std::set<std::string> root_tenants;
 };
 
 // The tenant every user is in when the policy lists no members.
@@ -40,6 +44,14 @@ struct Policy : sched::Policy {
   uint64_t default_cpu_millis_per_rank = 1000;
   uint64_t default_memory_bytes_per_rank = 1ull << 30;
   AccessPolicy access;
+  // Most processes (and threads) one attempt may have on a node: defaults.pids_limit,
+  // per class classes[].pids_limit; 0 is no limit. A fork bomb stops there.
+  uint32_t default_pids_limit = 16384;
+  std::map<std::string, uint32_t> class_pids_limits;
+  uint32_t PidsLimit(const std::string& priority_class) const {
+    auto it = class_pids_limits.find(priority_class);
+    return it == class_pids_limits.end() ? default_pids_limit : it->second;
+  }
 
   // inference-critical > inference > labeling > training > experiment; the inference
   // classes are non-preemptible services. No tenants: nobody has a quota; root is the

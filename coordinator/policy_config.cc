@@ -108,9 +108,9 @@ class Reader {
 };
 
 void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
-  if (!n ||
-      !r.Map(n, "defaults",
-             {"class", "grace", "max_grace", "max_restarts", "cpu_per_rank", "memory_per_rank"})) {
+  if (!n || !r.Map(n, "defaults",
+                   {"class", "grace", "max_grace", "max_restarts", "cpu_per_rank",
+                    "memory_per_rank", "pids_limit"})) {
     return;
   }
   r.Scalar(n["class"], "defaults.class", &p.default_class);
@@ -121,13 +121,14 @@ void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
            ParseCpuMillis);
   r.Parsed(n["memory_per_rank"], "defaults.memory_per_rank", &p.default_memory_bytes_per_rank,
            ParseBytes);
+  r.Scalar(n["pids_limit"], "defaults.pids_limit", &p.default_pids_limit);
 }
 
 PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& where) {
   PriorityClass c;
   if (!r.Map(n, where,
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
-              "min_runtime", "tenants"})) {
+              "min_runtime", "tenants", "pids_limit"})) {
     return c;
   }
   r.Scalar(n["name"], where + ".name", &c.name);
@@ -280,6 +281,30 @@ void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
        [&](const std::string& t, std::vector<std::string> m) { p.access.members[t] = m; });
   each("classes", "tenants",
        [&](const std::string& c, std::vector<std::string> t) { p.access.class_tenants[c] = t; });
+  // Per-item scalars kept outside the scheduler's structs: tenants[].allow_root and
+  // classes[].pids_limit.
+  auto scalars = [&](const char* section, const char* key, auto&& put) {
+    const YAML::Node list = root[section];
+    if (!list || !list.IsSequence()) return;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      if (!item.IsMap() || !item["name"] || !item["name"].IsScalar() || !item[key]) continue;
+      put(item["name"].Scalar(), item[key],
+          std::string(section) + "[" + std::to_string(i) + "]." + key);
+    }
+  };
+  scalars("tenants", "allow_root",
+          [&](const std::string& t, const YAML::Node& v, const std::string& where) {
+            bool allow = false;
+            r.Scalar(v, where, &allow);
+            if (allow) p.access.root_tenants.insert(t);
+          });
+  scalars("classes", "pids_limit",
+          [&](const std::string& c, const YAML::Node& v, const std::string& where) {
+            uint32_t limit = 0;
+            r.Scalar(v, where, &limit);
+            p.class_pids_limits[c] = limit;
+          });
 }
 
 void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
@@ -556,6 +581,9 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
     if (had != has || (had && was->second != now->second)) {
       parts.push_back("tenant " + t.name + ": members changed");
     }
+  }
+  if (before.access.root_tenants != after.access.root_tenants) {
+    parts.push_back("which tenants may run root jobs changed");
   }
   if (before.access.class_tenants != after.access.class_tenants) {
     parts.push_back("which tenants may use which classes changed");

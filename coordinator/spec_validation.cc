@@ -113,6 +113,12 @@ absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec
     return tenant.status();
   }
   spec->set_tenant(*tenant);
+  if (caller.uid == 0 && !policy.access.root_tenants.count(spec->tenant())) {
+    return absl::PermissionDeniedError(
+        caller.user + " may not submit in tenant " + spec->tenant() +
+        ": the job would run as root on the nodes, which the policy allows per tenant only "
+        "(tenants[].allow_root); submit as the user the job should run as");
+  }
   if (spec->priority_class().empty()) spec->set_priority_class(policy.default_class);
   const PriorityClass* cls = policy.Find(spec->priority_class());
   if (cls == nullptr) {

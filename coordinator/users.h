@@ -13,15 +13,11 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/unix_user.h"
 
 namespace baton {
 
-struct UserInfo {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<std::string> groups;  // names of the primary and supplementary groups
-};
+using UserInfo = UnixUser;
 
 class UserDirectory {
  public:

@@ -37,7 +37,10 @@ wait_state() {  # job, state, timeout seconds
 }
 
 # Who plays alice (team vision) and bob (team serving), and how their CLI runs.
-mkdir -p "$DEMO/bin" && cp "$BIN/baton" "$DEMO/bin/baton" && chmod 0755 "$DEMO/bin"
+# Jobs run as their owners: what they execute is staged where those users can read it
+# (the checkout may be private), and they write their checkpoints in a shared dir.
+mkdir -p "$DEMO/bin" && cp "$BIN/baton" "$BIN/train_mlp" "$DEMO/bin/" && chmod 0755 "$DEMO/bin"
+mkdir -m 1777 "$DEMO/shared"
 if [ "$(id -u)" = 0 ]; then
   ALICE=baton-alice BOB=baton-bob
   as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups -- "$DEMO/bin/baton" "$@"; }
@@ -123,7 +126,8 @@ echo "reference hash: $REFERENCE"
 say "1. alice (team vision) submits train_mlp: $NODES node(s) x $((4 / NODES)) ranks, all GPUs, mpi mode"
 show alice submit -q --tenant vision --name mlp --class training --mode mpi --nodes "$NODES" \
   --ranks-per-node $((4 / NODES)) --gpus $((4 / NODES)) --cpus 1 --grace 20s \
-  --checkpoint-dir "$DEMO/ckpt" -- "$BIN/train_mlp" "${FLAGS[@]}" --step-ms 60 >"$DEMO/train.id"
+  --checkpoint-dir "$DEMO/shared/ckpt" -- "$DEMO/bin/train_mlp" "${FLAGS[@]}" --step-ms 60 \
+  >"$DEMO/train.id"
 TRAIN=$(cat "$DEMO/train.id")
 wait_state "$TRAIN" RUNNING 30
 sleep 3
@@ -167,7 +171,7 @@ say "4. timeline"
 show alice status "$TRAIN"
 alice status "$SERVE" | sed -n '/Events:/,$p'
 echo "witness (every rank's start/end, appended under flock; attempts never overlap):"
-grep -v '^alive' "$DEMO/ckpt/WITNESS" | awk '{print "  " $0}'
+grep -v '^alive' "$DEMO/shared/ckpt/WITNESS" | awk '{print "  " $0}'
 
 say "5. the event log and the metrics"
 show alice events --job "$TRAIN" --kind eviction

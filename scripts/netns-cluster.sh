@@ -38,6 +38,7 @@ start_cluster() {
   [ -e "$STATE/up" ] && { echo "netns-cluster: $NAME is already up (down first)" >&2; exit 1; }
   mkdir -p "$STATE"
   chmod 0711 "$STATE"  # users reach the CA and munged's socket; secrets stay 0600/0700
+  mkdir -m 1777 "$STATE/shared"  # where any user's job may write (checkpoint dirs)
   echo "$n" >"$STATE/nodes"
   scripts/munged.sh start "$STATE/munge" >/dev/null
   scripts/certs.sh "$STATE/tls" ca >/dev/null

@@ -1,6 +1,8 @@
 #include "launcher/agent/agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +54,7 @@ Agent::~Agent() { Stop(); }
 
 void Agent::Start(const std::string& advertise_address) {
   advertise_address_ = advertise_address;
+  exec_command_ = StageExecClient();
   RecoverAttempts();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +99,10 @@ bool Agent::connected() const {
 
 std::string Agent::JobDir(uint64_t job, uint32_t attempt) const {
   return options_.data_dir + "/jobs/" + std::to_string(job) + "/" + std::to_string(attempt);
+}
+
+std::string Agent::WorkDir(uint64_t job, uint32_t attempt) const {
+  return JobDir(job, attempt) + "/work";
 }
 
 std::string Agent::PumpGroup(Key key) {
@@ -317,9 +324,20 @@ void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
 
 bool Agent::ReadProgress(Run& run) {
   if (run.progress_file.empty()) return false;
-  std::ifstream in(run.progress_file);
-  std::string line;
-  if (!in || !std::getline(in, line)) return false;
+  // The job's file, read by root: never through a link, never blocking (a FIFO), only a
+  // regular file of the job's own user, and only its head.
+  int fd = open(run.progress_file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  char buf[4096];
+  ssize_t got = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == run.user.uid) {
+    got = read(fd, buf, sizeof buf);
+  }
+  close(fd);
+  if (got <= 0) return false;
+  std::string line(buf, static_cast<size_t>(got));
+  line = line.substr(0, line.find('\n'));
   auto progress = checkpoint::ParseProgress(line);
   if (!progress.ok()) return false;
   bool changed = false;

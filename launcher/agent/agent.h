@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/isolation/isolator.h"
+#include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
@@ -87,6 +88,10 @@ class Agent {
 
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
+  // The attempt's files on this node. JobDir (the agent's, mode 0711): launch record,
+  // ranks, keepers' exit records, output log (0600) and the mpi hostfile. WorkDir, inside
+  // it, belongs to the job's owner (0700): default working dir, TMPDIR, progress note.
+  std::string WorkDir(uint64_t job, uint32_t attempt) const;
   // True while the attempt may still write output on this node.
   bool IsLive(uint64_t job, uint32_t attempt) const;
   bool connected() const;
@@ -112,6 +117,7 @@ class Agent {
     std::string exec_secret;
     std::vector<std::string> exec_env;
     std::string cwd;
+    ProcessUser user;  // every process of the attempt runs as the job's owner
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
     std::map<pid_t, pid_t> keepers;  // rank or daemon pid -> its keeper
@@ -152,6 +158,8 @@ class Agent {
   // save started or ended (what the coordinator's grace extension needs to know).
   bool ReadProgress(Run& run);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
+  // Copies baton-exec where jobs' users may run it; returns mpirun's plm_rsh_agent.
+  std::string StageExecClient() const;
   // Isolation: the request for a launch, the end of an attempt, periodic stats.
   AttemptRequest IsolationRequest(const v1::Launch& l) const;
   void SetIsolationReportLocked(Key key, Run& run);
@@ -170,6 +178,7 @@ class Agent {
   const AgentOptions options_;
   const v1::Inventory inventory_;
   std::string advertise_address_;  // set by Start
+  std::string exec_command_;       // mpirun's plm_rsh_agent, set by Start
   Clock* const clock_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentControl::Stub> stub_;

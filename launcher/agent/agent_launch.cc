@@ -2,12 +2,14 @@
 // mpi mode (mpirun on the gang's first node; the other nodes wait for Open MPI's daemon
 // to arrive through Exec) — and running those exec'ed daemons.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "common/daemon.h"
+#include "common/status.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/launch_env.h"
 #include "spdlog/spdlog.h"
@@ -26,6 +28,45 @@ bool SameSecret(const std::string& given, const std::string& held) {
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "LANG",    "LC_ALL", "TMPDIR",
                                          "TZ",   "USER", "LOGNAME", "SHELL",  "LD_LIBRARY_PATH"};
 
+// The attempt's directories: the agent's own (0711: its files are reached by exact name,
+// never listed) and the job's work dir inside it, made here and then given to the job's
+// owner (0700, with its TMPDIR). Nothing of the job's runs yet: no link can be planted.
+absl::Status MakeAttemptDirs(const std::string& dir, const std::string& work, const JobUser& u) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError("create " + dir + ": " + ec.message());
+  std::string parent = std::filesystem::path(dir).parent_path().string();
+  if (chmod(parent.c_str(), 0711) != 0 || chmod(dir.c_str(), 0711) != 0) {
+    return ErrnoToStatus(errno, "chmod " + dir);
+  }
+  for (const std::string& d : {work, work + "/tmp"}) {
+    if (mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoToStatus(errno, "mkdir " + d);
+    if (lchown(d.c_str(), u.uid, u.gid) != 0) {
+      return ErrnoToStatus(errno,
+                           "give " + d + " to user " + u.name +
+                               " (an agent that is not root runs jobs of its own user only)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+ProcessUser AsProcessUser(const JobUser& u) {
+  ProcessUser p;
+  p.uid = u.uid;
+  p.gid = u.gid;
+  p.groups = u.gids;
+  return p;
+}
+
+// Who the job is, for its environment: its user's names and home, not the agent's.
+void SetUserEnv(const JobUser& u, const std::string& work,
+                std::map<std::string, std::string>* env) {
+  (*env)["USER"] = u.name;
+  (*env)["LOGNAME"] = u.name;
+  (*env)["HOME"] = u.home.empty() ? work : u.home;
+  if (!u.shell.empty()) (*env)["SHELL"] = u.shell;
+}
+
 std::map<std::string, std::string> InheritedEnv() {
   std::map<std::string, std::string> env;
   for (const char* name : kInheritedEnv) {
@@ -35,18 +76,28 @@ std::map<std::string, std::string> InheritedEnv() {
   return env;
 }
 
-// What mpirun runs to start its daemons: the static baton-exec next to this binary when
-// it is there (it starts in a few ms), else `baton-agent exec`.
-std::string ExecAgentCommand() {
+}  // namespace
+
+std::string Agent::StageExecClient() const {
+  // What mpirun runs to start its daemons, as the job's user: the static baton-exec next
+  // to this binary (it starts in a few ms), copied where every user may run it (the agent
+  // may live in a private build tree); else `baton-agent exec`.
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "baton-agent exec";
   auto fast = self.parent_path() / "baton-exec";
-  if (access(fast.c_str(), X_OK) == 0) return fast.string();
-  return self.string() + " exec";
+  if (access(fast.c_str(), X_OK) != 0) return self.string() + " exec";
+  std::string bin = options_.data_dir + "/bin", staged = bin + "/baton-exec";
+  std::filesystem::create_directories(bin, ec);
+  std::filesystem::copy_file(fast, staged + ".tmp",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec || chmod(bin.c_str(), 0755) != 0 || chmod((staged + ".tmp").c_str(), 0755) != 0 ||
+      rename((staged + ".tmp").c_str(), staged.c_str()) != 0) {
+    spdlog::warn("cannot stage baton-exec in {}: jobs' mpirun runs {}", bin, fast.string());
+    return fast.string();
+  }
+  return staged;
 }
-
-}  // namespace
 
 void Agent::Launch(const v1::Launch& l) {
   Key key{l.job_id(), l.attempt()};
@@ -59,9 +110,20 @@ void Agent::Launch(const v1::Launch& l) {
   run.report.set_attempt(l.attempt());
   run.report.set_checkpoint_step(-1);
   std::string dir = JobDir(l.job_id(), l.attempt());
-  std::error_code ec;
-  std::filesystem::create_directories(dir + "/tmp", ec);  // the attempt's TMPDIR
-  std::string error = ec ? "create " + dir + ": " + ec.message() : "";
+  std::string work = WorkDir(l.job_id(), l.attempt());
+  std::string error;
+  absl::StatusOr<JobUser> user = ResolveJobUser(l.user(), options_.node_name);
+  if (!user.ok()) {
+    error = std::string(user.status().message());
+  } else if (user->uid == 0 && !l.allow_root()) {
+    error = "the job's user " + user->name +
+            " is root, and the policy does not allow root jobs in tenant " + l.spec().tenant() +
+            " (tenants[].allow_root)";
+  } else if (absl::Status s = MakeAttemptDirs(dir, work, *user); !s.ok()) {
+    error = std::string(s.message());
+  } else {
+    run.user = AsProcessUser(*user);
+  }
   // Limits first: every process of the attempt (ranks, mpirun, exec'ed daemons) joins
   // its cgroups before it execs.
   absl::StatusOr<PreparedAttempt> prepared = absl::UnknownError("not prepared");
@@ -72,17 +134,20 @@ void Agent::Launch(const v1::Launch& l) {
   if (error.empty()) {
     run.cgroup_procs = prepared->procs_files;
     SetIsolationReportLocked(key, run);
-    std::ofstream record(dir + "/launch.pb", std::ios::binary | std::ios::trunc);
-    l.SerializeToOstream(&record);  // what a restarted agent needs to re-adopt the attempt
+    // What a restarted agent needs to re-adopt the attempt (it holds the exec secret).
+    if (auto s = WriteFileAtomically(dir + "/launch.pb", l.SerializeAsString(), 0600); !s.ok()) {
+      error = std::string(s.message());
+    }
   }
   if (error.empty()) {
-    run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
+    run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
     RankEnvInput in;
     in.launch = &l;
     in.node_name = options_.node_name;
-    in.job_dir = dir;
-    in.progress_file = dir + "/progress.json";
+    in.job_dir = work;
+    in.progress_file = work + "/progress.json";
     in.inherited = InheritedEnv();
+    SetUserEnv(*user, work, &in.inherited);
     in.nic = options_.nic;
     in.isolation_env = prepared->env;
     for (const auto& g : inventory_.gpus()) {
@@ -135,13 +200,14 @@ void Agent::WriteProcessesLocked(Key key, const Run& run) const {
   for (const auto& [pid, done] : run.daemons) {
     text += "daemon " + std::to_string(pid) + " " + keeper(pid) + "\n";
   }
-  if (auto s = WriteFileAtomically(JobDir(key.first, key.second) + "/ranks", text); !s.ok()) {
+  if (auto s = WriteFileAtomically(JobDir(key.first, key.second) + "/ranks", text, 0600); !s.ok()) {
     spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
   }
 }
 
 absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
   so.cgroup_procs = run.cgroup_procs;
+  so.user = run.user;
   // A keeper records each process's end, so that a restarted agent learns it too.
   so.exit_dir = JobDir(key.first, key.second);
   auto on_exit = [this, key](pid_t pid, ExitStatus st) {
@@ -222,18 +288,18 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
     env->push_back("BATON_EXEC_CA=" + options_.tls_ca_file);
   }
   env->push_back("BATON_EXEC_SECRET=" + l.exec_secret());
-  std::string hostfile = JobDir(l.job_id(), l.attempt()) + "/hostfile";
-  if (auto s = WriteFileAtomically(hostfile, MpiHostfile(l)); !s.ok()) {
+  std::string hostfile = JobDir(l.job_id(), l.attempt()) + "/hostfile";  // mpirun reads it
+  if (auto s = WriteFileAtomically(hostfile, MpiHostfile(l), 0644); !s.ok()) {
     return run.report.set_message(std::string(s.message()));
   }
   MpirunInput mi;
   mi.launch = &l;
   mi.mpirun = options_.mpirun;
-  mi.exec_command = ExecAgentCommand();
+  mi.exec_command = exec_command_;
   mi.hostfile = hostfile;
   mi.network = options_.mpi_network.empty() ? DefaultMpiNetwork(l.placement(0).address())
                                             : options_.mpi_network;
-  mi.as_root = geteuid() == 0;
+  mi.as_root = run.user.uid == 0;
   SpawnOptions so;
   so.argv = MpirunArgv(mi);
   so.env = std::move(*env);

@@ -48,15 +48,26 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
     (void)isolator_->Release(key.first, key.second);
     return;
   }
+  absl::StatusOr<JobUser> user = ResolveJobUser(l.user(), options_.node_name);
+  if (!user.ok()) {
+    spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
+                 user.status().ToString());
+    (void)isolator_->Release(key.first, key.second);
+    return;
+  }
   Run& run = attempts_[key];
   run.adopted = true;
+  run.user.uid = user->uid;
+  run.user.gid = user->gid;
+  run.user.groups = user->gids;
   run.report.set_job_id(key.first);
   run.report.set_attempt(key.second);
   run.report.set_checkpoint_step(-1);
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
-  run.progress_file = dir + "/progress.json";
+  std::string work = WorkDir(key.first, key.second);
+  run.progress_file = work + "/progress.json";
   run.exec_secret = l.exec_secret();
-  run.cwd = l.spec().working_dir().empty() ? dir : l.spec().working_dir();
+  run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
   ReadProcesses(dir, pids, run);
   if (run.ranks.empty() && run.daemons.empty()) {
     // No record of which process is which: watch them all; signal none on a node whose

@@ -76,7 +76,7 @@ absl::StatusOr<int> LogPump::Open(const std::string& group, const std::string& l
 
 absl::Status LogPump::Adopt(const std::string& group, int read_fd, const std::string& log_path,
                             Mode mode, const std::string& prefix) {
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     int err = errno;
     close(read_fd);

@@ -1,9 +1,11 @@
 #include "launcher/agent/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,6 +58,19 @@ void JoinCgroups(const SpawnOptions& o, int msg_fd) {
   }
 }
 
+// After fork: become `u` for good (raw syscalls: this process has one thread, and glibc's
+// wrappers would try to signal the parent's). Groups first, the uid last; no_new_privs
+// always, so that no setuid program gives the job more than its owner has.
+void BecomeUser(const std::optional<ProcessUser>& user, int msg_fd) {
+  if (user && (user->uid != geteuid() || user->gid != getegid())) {
+    const ProcessUser& u = *user;
+    if (syscall(SYS_setgroups, u.groups.size(), u.groups.data()) != 0) FailStep(msg_fd, 7);
+    if (syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0) FailStep(msg_fd, 7);
+    if (syscall(SYS_setresuid, u.uid, u.uid, u.uid) != 0) FailStep(msg_fd, 7);
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailStep(msg_fd, 8);
+}
+
 // In the child: async-signal-safe only. Reports a failing step as (step, errno).
 [[noreturn]] void ChildExec(const SpawnOptions& o, char** argv, char** envp, int log_fd, int err_fd,
                             pid_t group) {
@@ -63,6 +78,7 @@ void JoinCgroups(const SpawnOptions& o, int msg_fd) {
   ResetSignals(SIG_DFL);
   if (setpgid(0, group) != 0) fail(1);
   JoinCgroups(o, err_fd);
+  BecomeUser(o.user, err_fd);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
       dup2(o.error_fd >= 0 ? o.error_fd : log_fd, 2) < 0) {
@@ -164,7 +180,7 @@ size_t FormatStatus(int code, int sig, char* out) {
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   char path[4096];
   ExitPath(exit_prefix, child, path, sizeof path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd >= 0) {
     char text[32];
     (void)!write(fd, text, FormatStatus(code, sig, text));
@@ -196,6 +212,13 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
     case 6:
       what = "fork the keeper's child";
       break;
+    case 7:
+      what = "become uid " + std::to_string(o.user ? o.user->uid : 0) + " gid " +
+             std::to_string(o.user ? o.user->gid : 0) + " (is the agent root?)";
+      break;
+    case 8:
+      what = "set no_new_privs";
+      break;
     default:
       what = "exec '" + o.argv[0] + "'";
   }
@@ -221,7 +244,7 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child, pid_t* k
   if (o.keep_open_fds.size() > 60) return absl::InvalidArgumentError("too many descriptors");
   int log_fd = o.output_fd >= 0
                    ? fcntl(o.output_fd, F_DUPFD_CLOEXEC, 3)
-                   : open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+                   : open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) return ErrnoToStatus(errno, "open log " + o.log_path);
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {

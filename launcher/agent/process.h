@@ -1,6 +1,7 @@
 // Starting and reaping job processes. Spawn forks, puts the child in the given process
-// group, points stdout/stderr at the attempt's log, changes directory and execs — with
-// only async-signal-safe calls between fork and exec — and reports exec failures
+// group and cgroups, points stdout/stderr at the attempt's log, becomes the job's user
+// (uid, gid, groups) with no_new_privs, changes directory and execs — with only
+// async-signal-safe calls between fork and exec — and reports exec failures
 // (ENOENT, EACCES…) synchronously through a close-on-exec pipe. With an exit_dir, a
 // keeper process sits between the agent and the child: it waits for the child, records
 // how it ended in a file and ends the same way, so that an agent restarted meanwhile still
@@ -29,6 +30,13 @@ struct ExitStatus {
   bool ok() const { return exit_code == 0 && term_signal == 0; }
 };
 
+// The identity a child takes before exec (the job's owner, job_user.h).
+struct ProcessUser {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups
+};
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in the child's PATH
   std::vector<std::string> env;   // "NAME=value", the child's whole environment
@@ -49,6 +57,11 @@ struct SpawnOptions {
   // child's output pipes, so that its writes never fail (EPIPE, SIGPIPE) while the agent
   // that reads them restarts. The child does not inherit them. The caller keeps its own.
   std::vector<int> keep_open_fds;
+  // The child (never the keeper, which stays the agent's) becomes this user after joining
+  // its cgroups and before chdir and exec. Every child gets no_new_privs, so no setuid
+  // binary can give a job more than its owner has.
+  // Unset: the agent's own identity (tests, an agent that is not root).
+  std::optional<ProcessUser> user;
 };
 
 // What a keeper recorded for `pid` in `exit_dir`; nullopt while there is no record.

@@ -16,6 +16,7 @@ Caller Who(const std::string& user, std::vector<std::string> groups = {},
            const std::string& token_tenant = "") {
   Caller c;
   c.user = user;
+  c.uid = user == "root" ? 0 : 1000;
   c.groups = std::move(groups);
   c.method = token_tenant.empty() ? "munge" : "token";
   c.token_id = token_tenant.empty() ? "" : "0123456789abcdef";

@@ -9,6 +9,7 @@ namespace {
 Caller Alice() {
   Caller c;
   c.user = "alice";
+  c.uid = 1001;
   return c;
 }
 

@@ -37,6 +37,7 @@ class RecordingLink : public AgentLink {
 inline Caller Who(const std::string& user, std::vector<std::string> groups = {}) {
   Caller c;
   c.user = user;
+  c.uid = user == "root" ? 0 : 1000 + static_cast<uint32_t>(user.size());
   c.groups = std::move(groups);
   c.method = "test";
   return c;

@@ -206,12 +206,30 @@ TEST(JobManager, CancelChecksTheCallersTenantAndTheState) {
   EXPECT_EQ(*h.Cancel(*other, Admin()), v1::JOB_STATE_CANCELLED) << "admins act on any job";
 }
 
-TEST(JobManager, ResearchersSubmitOnlyForTheirTenant) {
-  Harness h;
+TEST(JobManager, ResearchersSubmitOnlyForTheirTenantAndRootJobsNeedThePolicysLeave) {
+  JobManagerOptions opts = TestOptions();
+  opts.policy.access.admins = {"root", "ops"};
+  Harness h(opts);
   v1::JobSpec spec = Spec();
   spec.set_tenant("speech");
   EXPECT_EQ(h.Submit(spec).status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(h.Submit(spec, Admin()).ok());
+  EXPECT_TRUE(h.Submit(spec, Who("ops")).ok()) << "admins submit for any tenant";
+  absl::StatusOr<uint64_t> root = h.Submit(spec, Admin());
+  EXPECT_EQ(root.status().code(), absl::StatusCode::kPermissionDenied)
+      << "root's job would run as root on the nodes";
+  EXPECT_NE(std::string(root.status().message()).find("tenants[].allow_root"), std::string::npos);
+
+  opts.policy.access.root_tenants = {"speech"};
+  Harness allowed(opts);
+  allowed.Connect("n1");
+  auto id = allowed.Submit(spec, Admin());
+  ASSERT_TRUE(id.ok()) << id.status();
+  allowed.Schedule();
+  auto launches = Launches(allowed.Commands("n1"));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_TRUE(launches[0].allow_root()) << "the agent is told root is allowed here";
+  EXPECT_EQ(launches[0].user(), "root");
+  EXPECT_EQ(launches[0].pids_limit(), 16384u) << "the policy's default pids limit";
 }
 
 TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {

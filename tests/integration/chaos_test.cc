@@ -26,6 +26,7 @@ bool Retry(NetnsCluster& c, const std::vector<std::string>& args) {
 
 TEST(Chaos, KillsAndEvictionsNeverLoseADoubleRunOrCorruptATrainingJob) {
   TempDir dir("baton-chaos");
+  MakeShared(dir.path());  // the jobs (alice's) make their checkpoint dirs here
   NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2, EvictAtOncePolicy(dir.Sub("policy.yaml"), "1s"),
                        "c");
   if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();

@@ -70,7 +70,7 @@ TEST_F(EndToEnd, FollowedLogsEndWhenTheJobEnds) {
 }
 
 TEST_F(EndToEnd, CancelStopsTheRunningProcess) {
-  std::string pidfile = cluster().dir() + "/job.pid";
+  std::string pidfile = cluster().shared_dir() + "/job.pid";
   CommandResult sub = cluster().Baton({"submit", "-q", "--grace", "5s", "--", "sh", "-c",
                                        "echo $$ > " + pidfile + "; exec sleep 300"});
   ASSERT_EQ(sub.exit_code, 0) << sub.err;

@@ -33,7 +33,7 @@ inline std::vector<std::string> TrainMlpGangSubmit(const std::string& ckpt,
                                    "--mode",           "mpi", "--nodes", "2",
                                    "--ranks-per-node", "2",   "--gpus",  "2",
                                    "--cpus",           "1",   "--grace", grace,
-                                   "--checkpoint-dir", ckpt,  "--",      Bin("train_mlp")};
+                                   "--checkpoint-dir", ckpt,  "--",      StagedBin("train_mlp")};
   args.insert(args.end(), flags.begin(), flags.end());
   return args;
 }

@@ -17,6 +17,7 @@ class Eviction : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("baton-evict");
+    MakeShared(dir_->path());  // the job (alice's) makes its checkpoint dir here
     cluster_ = new NetnsCluster(/*nodes=*/2, /*gpus=*/2,
                                 EvictAtOncePolicy(dir_->Sub("policy.yaml"), "3s"), "e");
   }

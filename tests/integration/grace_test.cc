@@ -19,6 +19,7 @@ class Grace : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("baton-grace");
+    MakeShared(dir_->path());  // the jobs (alice's) make their checkpoint dirs here
     cluster_ = new NetnsCluster(/*nodes=*/2, /*gpus=*/2,
                                 EvictAtOncePolicy(dir_->Sub("policy.yaml"), "1s"), "g");
   }

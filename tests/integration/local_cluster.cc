@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -20,6 +21,8 @@ LocalCluster::LocalCluster(int agents, int gpus, const std::string& policy_yaml)
   security_ = std::make_unique<TestSecurity>(dir());
   EXPECT_TRUE(security_->ok()) << security_->why();
   client_env_ = security_->ClientEnv();
+  mkdir(shared_dir().c_str(), 0755);
+  MakeShared(shared_dir());
   std::ofstream(dir() + "/policy.yaml") << (policy_yaml.empty() ? TestPolicy() : policy_yaml);
   StartCoordinator();
   for (int i = 0; i < agents; ++i) StartAgent(i, gpus);

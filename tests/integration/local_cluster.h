@@ -55,6 +55,8 @@ class LocalCluster : public ClusterClient {
   ~LocalCluster() override;
 
   const std::string& dir() const { return dir_.path(); }
+  // A directory (1777) every user's jobs may write in.
+  std::string shared_dir() const { return dir_.path() + "/shared"; }
   TestSecurity& security() { return *security_; }
 
   void KillCoordinator(int sig);
@@ -83,6 +85,8 @@ class NetnsCluster : public ClusterClient {
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
   const std::string& state_dir() const { return state_; }
+  // A directory (1777) every user's jobs may write in: checkpoint dirs of the tests.
+  std::string shared_dir() const { return state_ + "/shared"; }
   // The address of node i (1-based) on the cluster network.
   std::string NodeAddress(int i) const;
   // scripts/netns-cluster.sh's verbs: `signal` the coordinator (or node i's agent), wait

@@ -2,6 +2,7 @@
 // daemons started through the agents, direct-mode rank variables and signals, eviction
 // and resume of train_mlp, and failures that take the whole gang down.
 #include <dirent.h>
+#include <pwd.h>
 #include <signal.h>
 
 #include <fstream>
@@ -80,13 +81,13 @@ std::vector<std::string> MpiTrainMlp(const std::string& how, const std::string& 
                                    "--checkpoint-dir",
                                    dir,
                                    "--",
-                                   Bin("train_mlp")};
+                                   StagedBin("train_mlp")};
   args.insert(args.end(), flags.begin(), flags.end());
   return args;
 }
 
 TEST_F(MultiNode, MpiGangRunsTrainMlpToTheUninterruptedResult) {
-  std::string dir = cluster_->state_dir() + "/ckpt-full";
+  std::string dir = cluster_->shared_dir() + "/ckpt-full";
   std::vector<std::string> flags = {"--steps", "30", "--save-every", "10"};
   std::vector<std::string> args = MpiTrainMlp("--wait", dir, flags);
   CommandResult r = cluster_->Baton(args);
@@ -130,7 +131,7 @@ TEST_F(MultiNode, MpiRanksOnEveryNodeSitInTheirAttemptsCgroups) {
 }
 
 TEST_F(MultiNode, EvictionBetweenSavesResumesAtTheCommittedStep) {
-  std::string dir = cluster_->state_dir() + "/ckpt-evict";
+  std::string dir = cluster_->shared_dir() + "/ckpt-evict";
   std::vector<std::string> flags = {"--steps", "60", "--save-every", "10"};
   auto submit = [&](bool slow) {
     std::vector<std::string> args = MpiTrainMlp("-q", dir, flags);
@@ -214,6 +215,56 @@ TEST_F(MultiNode, DirectGangSeesConsistentRanksAndGetsSignals) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_NE(got.find("[rank " + std::to_string(r) + "] got USR1"), std::string::npos) << got;
   }
+}
+
+// Every process of a gang, in both modes and on every node, is its submitter's: uid,
+// gid and groups, no_new_privs — the ranks and, in mpi mode, their parents (mpirun on the
+// first node, Open MPI's daemons started through Exec on the others). (A direct rank's
+// parent is its keeper, the agent's, which runs no job code.)
+TEST_F(MultiNode, EveryProcessOfAGangRunsAsItsOwnerWithNoNewPrivs) {
+  passwd* alice = getpwnam(kAlice);
+  ASSERT_NE(alice, nullptr);
+  auto probe = [](const std::string& procs) {
+    return "for p in " + procs +
+           "; do printf 'who %s %s %s %s\n' \"$(hostname -I | cut -d' ' -f1)\" "
+           "\"$(awk '/^Uid:/{print $2\"/\"$3\"/\"$4\"/\"$5}' /proc/$p/status)\" "
+           "\"$(awk '/^Gid:/{print $2}' /proc/$p/status)\" "
+           "\"$(awk '/^NoNewPrivs:/{print $2}' /proc/$p/status)\"; done";
+  };
+  for (const std::string mode : {"direct", "mpi"}) {
+    CommandResult r = cluster_->Baton({"submit", "--wait", "--mode", mode, "--nodes", "2", "--cpus",
+                                       "1", "--restart", "never", "--", "sh", "-c",
+                                       probe(mode == "mpi" ? "self $PPID" : "self")});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    uint64_t id = ClusterClient::SubmittedId(r.out);
+    std::string logs =
+        cluster_->Baton({"logs", std::to_string(id)}).out +
+        (mode == "direct" ? cluster_->Baton({"logs", std::to_string(id), "--node", "n2"}).out : "");
+    std::set<std::string> hosts;
+    int lines = 0;
+    std::string uid = std::to_string(alice->pw_uid);
+    for (const auto& l : Lines(logs)) {
+      size_t at = l.find("who ");
+      if (at == std::string::npos) continue;
+      std::istringstream in(l.substr(at + 4));
+      std::string host, uids, gid, nnp;
+      in >> host >> uids >> gid >> nnp;
+      hosts.insert(host);
+      ++lines;
+      EXPECT_EQ(uids, uid + "/" + uid + "/" + uid + "/" + uid) << mode << ": " << l;
+      EXPECT_EQ(gid, std::to_string(alice->pw_gid)) << mode << ": " << l;
+      EXPECT_EQ(nnp, "1") << mode << ": " << l;
+    }
+    EXPECT_EQ(lines, mode == "mpi" ? 4 : 2) << mode << ": " << logs;
+    EXPECT_EQ(hosts, (std::set<std::string>{cluster_->NodeAddress(1), cluster_->NodeAddress(2)}))
+        << mode;
+  }
+}
+
+TEST_F(MultiNode, ARootJobIsRefusedByDefault) {
+  CommandResult r = cluster_->Baton({"submit", "--tenant", "vision", "--", "true"}, kRoot);
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+  EXPECT_NE(r.err.find("tenants[].allow_root"), std::string::npos) << r.err;
 }
 
 TEST_F(MultiNode, ARankThatDiesFailsTheGangAndLeavesNoOrphans) {

@@ -24,6 +24,7 @@ int64_t NowMs() {
 
 TEST(Partition, ACutOffNodeKillsItsJobWithinItsLeaseAndTheJobResumesElsewhereOnce) {
   TempDir dir("baton-partition");
+  MakeShared(dir.path());  // the job (alice's) makes its checkpoint dir here
   NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2, "", "p");
   if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();
   constexpr int64_t kLeaseMs = 4000;  // scripts/netns-cluster.sh's --lease-ms

@@ -6,7 +6,9 @@
 #include "launcher/agent/agent.h"
 
 #include <google/protobuf/util/message_differencer.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/launcher/fake_coordinator.h"
 #include "tests/launcher/test_util.h"
+#include "tests/util/security.h"
 
 namespace baton {
 namespace {
@@ -32,6 +35,7 @@ using launcher_testing::ReadFile;
 using launcher_testing::ScratchDir;
 using launcher_testing::WaitUntil;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Phase = v1::AttemptReport::Phase;
 
 constexpr char kAdvertise[] = "127.0.0.1:7070";
@@ -56,6 +60,7 @@ class AgentTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new ScratchDir();
+    chmod(dir_->path().c_str(), 0711);  // jobs of the test users reach their work dirs
     clock_ = new FakeClock();
     tls_ = new launcher_testing::FakeCoordinatorTls(dir_->path() + "/tls");
     coordinator_ = new FakeCoordinator();
@@ -238,7 +243,7 @@ TEST_F(AgentTest, RanksGetTheirEnvironmentAndShareTheLog) {
   auto end = WaitReport(2, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
-  std::string jobdir = dir_->path() + "/jobs/2/1";
+  std::string jobdir = dir_->path() + "/jobs/2/1/work";  // the job's own dir
   std::string log = ReadFile(agent_->LogPath(2, 1));
   EXPECT_THAT(log, HasSubstr("[rank 0] rank=0 local=0 world=2 gpus=GPU-fake-node-t-1 job=2 cwd=" +
                              jobdir + "\n"));
@@ -328,7 +333,7 @@ TEST_F(AgentTest, LeftoverProcessesOfTheGroupDieWithTheAttempt) {
   auto end = WaitReport(8, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
-  std::string pid = ReadFile(dir_->path() + "/jobs/8/1/bg.pid");
+  std::string pid = ReadFile(dir_->path() + "/jobs/8/1/work/bg.pid");
   ASSERT_FALSE(pid.empty());
   pid.pop_back();
   EXPECT_TRUE(PollUntil([&] {
@@ -477,6 +482,117 @@ TEST_F(AgentTest, ReconnectReReportsUnackedAttemptsAndForgetsAckedOnes) {
   auto end = WaitReport(22, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->term_signal(), SIGKILL);
+}
+
+// --- jobs run as their owners -------------------------------------------------------------
+
+v1::CoordinatorCommand As(v1::CoordinatorCommand cmd, const std::string& user) {
+  cmd.mutable_launch()->set_user(user);
+  cmd.mutable_launch()->set_allow_root(false);
+  return cmd;
+}
+
+struct stat Stat(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+  return st;
+}
+
+TEST_F(AgentTest, AJobRunsAsItsOwnerWithItsGroupsAndNoNewPrivs) {
+  if (std::string missing = testing::MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+  passwd* alice = getpwnam(testing::kAlice);
+  ASSERT_NE(alice, nullptr);
+  ASSERT_TRUE(coordinator_->Push(
+      As(LaunchCommand(140, {"sh", "-c",
+                             "grep -E '^(Uid|Gid|Groups|NoNewPrivs):' /proc/self/status; "
+                             "echo user=$USER; touch $TMPDIR/x && echo tmp-ok; pwd -P"}),
+         testing::kAlice)));
+  auto end = WaitReport(140, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end) << "not even started";
+  std::string log = ReadFile(agent_->LogPath(140, 1));
+  std::string uid = std::to_string(alice->pw_uid), gid = std::to_string(alice->pw_gid);
+  EXPECT_THAT(log, HasSubstr("Uid:\t" + uid + "\t" + uid + "\t" + uid + "\t" + uid + "\n"));
+  EXPECT_THAT(log, HasSubstr("Gid:\t" + gid + "\t" + gid + "\t" + gid + "\t" + gid + "\n"));
+  EXPECT_THAT(log, HasSubstr("Groups:\t" + gid));
+  EXPECT_THAT(log, HasSubstr("NoNewPrivs:\t1"));
+  EXPECT_THAT(log, HasSubstr("user=baton-alice"));
+  EXPECT_THAT(log, HasSubstr("tmp-ok"));
+  std::string dir = dir_->path() + "/jobs/140/1";
+  EXPECT_THAT(log, HasSubstr(dir + "/work\n")) << "its working dir is its own";
+  EXPECT_EQ(Stat(dir).st_mode & 07777, 0711u) << "the agent's: reached by name, never listed";
+  EXPECT_EQ(Stat(dir).st_uid, 0u);
+  EXPECT_EQ(Stat(dir + "/work").st_uid, alice->pw_uid);
+  EXPECT_EQ(Stat(dir + "/work").st_mode & 07777, 0700u);
+  EXPECT_EQ(Stat(dir + "/launch.pb").st_mode & 07777, 0600u) << "it holds the exec secret";
+  EXPECT_EQ(Stat(dir + "/output.log").st_mode & 07777, 0600u);
+}
+
+TEST_F(AgentTest, RootJobsNeedThePolicysLeaveAndUnknownUsersAreRefused) {
+  ASSERT_TRUE(coordinator_->Push(As(LaunchCommand(141, {"true"}), "root")));
+  auto root = WaitReport(141, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(root);
+  EXPECT_THAT(root->message(), HasSubstr("tenants[].allow_root"));
+  ASSERT_TRUE(coordinator_->Push(As(LaunchCommand(145, {"true"}), "baton-nobody-here")));
+  auto unknown = WaitReport(145, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(unknown);
+  EXPECT_THAT(unknown->message(), HasSubstr("user 'baton-nobody-here' is unknown on node node-t"));
+}
+
+TEST_F(AgentTest, AnotherUsersJobCannotReadThisAttemptsFilesNorSignalItsProcesses) {
+  if (std::string missing = testing::MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+  v1::CoordinatorCommand victim =
+      As(LaunchCommand(142, {"sh", "-c",
+                             "echo '{\"state\":\"saving\",\"step\":3}' > $BATON_PROGRESS_FILE; "
+                             "echo $$ > $BATON_JOB_DIR/pid; echo ready; exec sleep 60"}),
+         testing::kAlice);
+  victim.mutable_launch()->set_exec_secret("alice-secret-0123456789");
+  ASSERT_TRUE(coordinator_->Push(victim));
+  ASSERT_TRUE(WaitForLog(142, "ready"));
+  std::string a = dir_->path() + "/jobs/142/1";
+  std::string pid = ReadFile(a + "/work/pid");
+  ASSERT_FALSE(pid.empty());
+  pid.pop_back();
+  std::string probe;
+  for (const std::string& f : {a + "/launch.pb", a + "/output.log", a + "/ranks",
+                               a + "/work/progress.json", "/proc/" + pid + "/environ"}) {
+    probe += "cat " + f + " >/dev/null 2>&1 && echo READ " + f + " || echo DENIED " + f + "; ";
+  }
+  probe += "grep -a alice-secret /proc/" + pid + "/environ " + a + "/launch.pb 2>/dev/null; ";
+  probe += "kill -0 " + pid + " 2>/dev/null && echo SIGNALLED || echo NO-SIGNAL; ";
+  probe += "kill -USR1 " + pid + " 2>/dev/null && echo SIGNALLED || echo NO-SIGNAL; ";
+  probe += "ls " + a + " >/dev/null 2>&1 && echo LISTED || echo NOT-LISTED; echo probed";
+  ASSERT_TRUE(coordinator_->Push(As(LaunchCommand(143, {"sh", "-c", probe}), testing::kBob)));
+  ASSERT_TRUE(WaitReport(143, v1::AttemptReport::PHASE_EXITED));
+  std::string log = ReadFile(agent_->LogPath(143, 1));
+  ASSERT_THAT(log, HasSubstr("probed"));
+  EXPECT_THAT(log, Not(HasSubstr("READ "))) << log;
+  EXPECT_THAT(log, Not(HasSubstr("alice-secret"))) << log;
+  EXPECT_THAT(log, Not(HasSubstr("SIGNALLED"))) << log;
+  EXPECT_THAT(log, HasSubstr("NOT-LISTED"));
+  EXPECT_TRUE(agent_->IsLive(142, 1)) << "the victim runs on";
+  ASSERT_TRUE(coordinator_->Push(KillCommand(142, SIGKILL, 0)));
+  ASSERT_TRUE(WaitReport(142, v1::AttemptReport::PHASE_EXITED));
+}
+
+TEST_F(AgentTest, ExecRunsItsCommandAsTheAttemptsOwner) {
+  if (std::string missing = testing::MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+  passwd* bob = getpwnam(testing::kBob);
+  ASSERT_NE(bob, nullptr);
+  ASSERT_TRUE(coordinator_->Push(As(SecondNodeOfMpiGang(144), testing::kBob)));
+  ASSERT_TRUE(WaitReport(144, v1::AttemptReport::PHASE_RUNNING));
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  auto pid = agent_->StartExec(ExecOf(144, "s3cret", "id -u; grep NoNewPrivs /proc/self/status"),
+                               out[1], out[1], {}, [](ExitStatus) {});
+  close(out[1]);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::string got;
+  char buf[256];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) got.append(buf, n);
+  close(out[0]);
+  EXPECT_EQ(got, std::to_string(bob->pw_uid) + "\nNoNewPrivs:\t1\n")
+      << "the secret gives nothing its owner lacks";
+  ASSERT_TRUE(WaitReport(144, v1::AttemptReport::PHASE_EXITED));
 }
 
 TEST_F(AgentTest, LeaseExpiryStopsJobsAndTheEndIsReportedOnReconnect) {

@@ -44,7 +44,7 @@ std::string BenchPolicy() {
          "  - {name: training, value: 300, cooldown: 2m, min_runtime: 10m}\n"
          "  - {name: experiment, value: 100, cooldown: 1m, min_runtime: 2m}\n"
          "tenants:\n"
-         "  - {name: bench, members: [root]}\n";
+         "  - {name: bench, members: [root], allow_root: true}\n";
 }
 
 std::string MissingTestUsers() {
@@ -56,6 +56,8 @@ std::string MissingTestUsers() {
   if (geteuid() != 0) return "running the CLI as test users needs root";
   return "";
 }
+
+void MakeShared(const std::string& dir) { chmod(dir.c_str(), 01777); }
 
 std::vector<std::string> AsUser(const std::string& user) {
   if (user.empty() || user == kRoot) return {};

@@ -25,11 +25,14 @@ std::string TestPolicyAccess();
 std::string TestPolicy();
 
 // A policy for benchmarks run as root: root is the admin and the only member of tenant
-// bench, which may submit into every class.
+// bench, which may submit into every class and run root jobs (allow_root).
 std::string BenchPolicy();
 
 // "" when the test users exist; else why not (run scripts/setup.sh as root).
 std::string MissingTestUsers();
+// Makes `dir` a place every test user's jobs may create files in (1777, as /tmp is): the
+// checkpoint dirs of the tests' jobs, which belong to the job's user.
+void MakeShared(const std::string& dir);
 // argv prefix that runs a command as `user` ({} for root).
 std::vector<std::string> AsUser(const std::string& user);
 // A copy of build/bin/`name` in a directory every user can reach, made once per process.

@@ -245,7 +245,7 @@ TEST_F(AgentIsolation, NothingIsLeftAfterSuccessFailureCancelOrKillNineOfTheJob)
   ASSERT_TRUE(WaitPhase(7, v1::AttemptReport::PHASE_RUNNING));
   ASSERT_TRUE(coordinator_->Push(KillCommand(7, SIGTERM, 30)));
   ASSERT_TRUE(WaitForLog(8, "ready"));
-  std::string rank = ReadFile(dir_->path() + "/jobs/8/1/rank.pid");
+  std::string rank = ReadFile(dir_->path() + "/jobs/8/1/work/rank.pid");
   ASSERT_FALSE(rank.empty());
   kill(std::stoi(rank), SIGKILL);
   for (uint64_t job : {5, 6, 7, 8}) ASSERT_TRUE(WaitPhase(job, v1::AttemptReport::PHASE_EXITED));
