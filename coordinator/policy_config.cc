@@ -171,12 +171,12 @@ std::optional<Resources> PercentOf(Reader& r, const YAML::Node& n, const std::st
 
 TenantPolicy ParseTenant(Reader& r, const YAML::Node& n, const std::string& where, bool named) {
   TenantPolicy t;
-  if (!r.Map(n, where,
-             named
-                 ? std::initializer_list<const char*>{"name", "weight", "nominal",
-                                                      "borrowing_limit", "lending_limit", "members"}
-                 : std::initializer_list<const char*>{"name", "weight", "nominal",
-                                                      "borrowing_limit", "lending_limit"})) {
+  if (!r.Map(
+          n, where,
+          named ? std::initializer_list<const char*>{"name", "weight", "nominal", "borrowing_limit",
+                                                     "lending_limit", "members", "allow_root"}
+                : std::initializer_list<const char*>{"name", "weight", "nominal", "borrowing_limit",
+                                                     "lending_limit"})) {
     return t;
   }
   if (named) r.Scalar(n["name"], where + ".name", &t.name);

@@ -55,6 +55,7 @@ std::vector<GpuInfo> FakeGpus(const InventoryOptions& o, const std::vector<v1::N
     // Spread fake GPUs over NUMA nodes as real boards do: first half on node 0, …
     g.numa_node = numa.empty() ? -1 : numa[i * numa.size() / o.fake_gpus].id();
     g.fake = true;
+    g.minor = static_cast<int32_t>(i);  // as /dev/nvidia<i> would be
     gpus.push_back(std::move(g));
   }
   return gpus;
@@ -91,6 +92,7 @@ void AddGpus(const std::vector<GpuInfo>& gpus, const std::vector<v1::NumaNode>& 
     g->set_parent_uuid(info.parent_uuid);
     g->set_pci_bus_id(info.pci_bus_id);
     g->set_fake(info.fake);
+    if (info.minor >= 0) g->set_minor(info.minor);
   }
 }
 

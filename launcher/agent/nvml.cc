@@ -38,6 +38,7 @@ struct NvmlApi {
   nvmlReturn_t (*GetMigMode)(nvmlDevice_t, unsigned*, unsigned*);
   nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned*);
   nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*);
+  nvmlReturn_t (*GetMinorNumber)(nvmlDevice_t, unsigned*);
 };
 
 struct DlCloser {
@@ -65,6 +66,7 @@ absl::StatusOr<NvmlApi> BindApi(void* lib) {
   Bind(lib, "nvmlDeviceGetMigMode", &a.GetMigMode);
   Bind(lib, "nvmlDeviceGetMaxMigDeviceCount", &a.GetMaxMigDeviceCount);
   Bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &a.GetMigDeviceHandleByIndex);
+  Bind(lib, "nvmlDeviceGetMinorNumber", &a.GetMinorNumber);
   return a;
 }
 
@@ -124,6 +126,10 @@ class Discovery {
     if (auto s = Check(api_.GetPciInfo(dev, &pci), "GetPciInfo " + at); !s.ok()) return s;
     g.pci_bus_id = pci.busId;
     g.numa_node = NumaNode(dev, g.pci_bus_id);
+    unsigned minor = 0;
+    if (api_.GetMinorNumber && api_.GetMinorNumber(dev, &minor) == NVML_SUCCESS) {
+      g.minor = static_cast<int32_t>(minor);
+    }
     if (!MigEnabled(dev)) {
       out->push_back(std::move(g));
       return absl::OkStatus();

@@ -24,6 +24,7 @@ struct GpuInfo {
   std::string parent_uuid;  // for slices
   std::string pci_bus_id;   // "00000000:3B:00.0"
   bool fake = false;        // from the agent's configuration
+  int32_t minor = -1;       // /dev/nvidia<minor> (a slice: its GPU's); -1 unknown
 };
 
 struct NvmlOptions {

@@ -190,6 +190,8 @@ std::string DescribeLimits(const v1::IsolationLimits& l) {
   if (l.net_ceil_mbps())
     o << ", net <= " << l.net_ceil_mbps() << " Mbit/s (" << l.net_class() << ")";
   if (!l.gpu_sharing().empty()) o << ", gpu " << l.gpu_sharing();
+  if (l.pids_limit()) o << ", pids <= " << l.pids_limit();
+  if (l.fenced_gpus()) o << ", " << l.fenced_gpus() << " other GPU(s) fenced";
   return o.str();
 }
 

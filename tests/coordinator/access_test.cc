@@ -170,6 +170,27 @@ TEST(AccessPolicyFile, ParsesAdminsMembersAndClassTenants) {
   EXPECT_TRUE(defaults.access.members.empty());
 }
 
+TEST(AccessPolicyFile, RootJobsAndPidsLimitsAreTheTenantsAndClassesToSay) {
+  Policy p = Parsed(R"(
+defaults: {pids_limit: 2048}
+classes:
+  - {name: training, value: 300}
+  - {name: experiment, value: 100, pids_limit: 64}
+tenants:
+  - {name: ops, members: [root], allow_root: true}
+  - {name: vision, members: [alice], allow_root: false}
+)");
+  EXPECT_EQ(p.access.root_tenants, std::set<std::string>{"ops"});
+  EXPECT_EQ(p.PidsLimit("experiment"), 64u);
+  EXPECT_EQ(p.PidsLimit("training"), 2048u);
+  EXPECT_EQ(Policy::Default().PidsLimit("training"), 16384u);
+  EXPECT_TRUE(
+      Parsed("tenants:\n  - {name: vision, members: [alice]}\n").access.root_tenants.empty())
+      << "no tenant runs root jobs unless its policy says so";
+  EXPECT_FALSE(ParsePolicy("tenants:\n  - {name: v, allow_root: maybe}\n").ok());
+  EXPECT_FALSE(ParsePolicy("defaults: {pids_limit: -1}\n").ok());
+}
+
 TEST(AccessPolicyFile, BadAccessKeysAreRefusedWholeEachNamed) {
   absl::StatusOr<Policy> p = ParsePolicy(R"(
 admins: []

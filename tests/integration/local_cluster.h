@@ -85,6 +85,8 @@ class NetnsCluster : public ClusterClient {
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
   const std::string& state_dir() const { return state_; }
+  // The cluster's name: node i's attempts live in cgroups under <name>/n<i>.
+  const std::string& name() const { return name_; }
   // A directory (1777) every user's jobs may write in: checkpoint dirs of the tests.
   std::string shared_dir() const { return state_ + "/shared"; }
   // The address of node i (1-based) on the cluster network.

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <fstream>
 #include <numeric>
@@ -265,6 +267,71 @@ TEST_F(MultiNode, ARootJobIsRefusedByDefault) {
   CommandResult r = cluster_->Baton({"submit", "--tenant", "vision", "--", "true"}, kRoot);
   EXPECT_EQ(r.exit_code, 4) << r.out;
   EXPECT_NE(r.err.find("tenants[].allow_root"), std::string::npos) << r.err;
+}
+
+// GPUs are fenced by device number: a job that unsets CUDA_VISIBLE_DEVICES still opens
+// only its own GPU's device node (fake nodes here: an allowed open fails ENXIO for want
+// of a driver, a refused one EPERM).
+TEST_F(MultiNode, AJobCannotOpenAnotherGpuEvenWithoutCudaVisibleDevices) {
+  std::string devs = cluster_->shared_dir() + "/dev" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(devs.c_str(), 0755), 0);
+  for (int m : {0, 1}) {
+    std::string node = devs + "/nvidia" + std::to_string(m);
+    ASSERT_EQ(mknod(node.c_str(), S_IFCHR | 0666, makedev(195, m)), 0) << node;
+    chmod(node.c_str(), 0666);
+  }
+  CommandResult r = cluster_->Baton(
+      {"submit", "--wait", "--gpus", "1", "--cpus", "1", "--restart", "never", "--", "sh", "-c",
+       "echo visible=$CUDA_VISIBLE_DEVICES; unset CUDA_VISIBLE_DEVICES; cat " + devs +
+           "/nvidia0; cat " + devs + "/nvidia1; true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string log =
+      cluster_->Baton({"logs", std::to_string(ClusterClient::SubmittedId(r.out))}).out;
+  size_t at = log.find("visible=GPU-fake-");
+  ASSERT_NE(at, std::string::npos) << log;
+  int mine = log[log.find('\n', at) - 1] - '0';  // GPU-fake-<node>-<index>: index = minor
+  ASSERT_TRUE(mine == 0 || mine == 1) << log;
+  EXPECT_NE(log.find("nvidia" + std::to_string(mine) + ": No such device or address"),
+            std::string::npos)
+      << "its own GPU is open to it: " << log;
+  EXPECT_NE(log.find("nvidia" + std::to_string(1 - mine) + ": Operation not permitted"),
+            std::string::npos)
+      << "the other GPU is not: " << log;
+}
+
+// A fork bomb stops at its attempt's pids limit (the policy gives class experiment 64);
+// the node's other job and its agent carry on.
+TEST_F(MultiNode, AForkBombStopsAtItsPidsLimitAndTheNodeCarriesOn) {
+  CommandResult neighbour = cluster_->Baton({"submit", "-q", "--nodes", "2", "--cpus", "0.5",
+                                             "--restart", "never", "--", "sleep", "600"});
+  uint64_t calm = ClusterClient::SubmittedId(neighbour.out);
+  ASSERT_TRUE(cluster_->WaitForState(calm, "JOB_STATE_RUNNING")) << cluster_->Describe(calm);
+  CommandResult sub = cluster_->Baton({"submit", "-q", "--class", "experiment", "--cpus", "0.5",
+                                       "--restart", "never", "--", "sh", "-c",
+                                       "(for i in $(seq 500); do sleep 600 & done) 2>/dev/null; "
+                                       "echo bomb-stopped; exec sleep 600"});
+  uint64_t bomb = ClusterClient::SubmittedId(sub.out);
+  ASSERT_TRUE(cluster_->WaitForState(bomb, "JOB_STATE_RUNNING")) << cluster_->Describe(bomb);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster_->Baton({"logs", std::to_string(bomb)}).out.find("bomb-stopped") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << cluster_->Describe(bomb);
+  std::string node = cluster_->GetJob(bomb)->attempts(0).placement(0).node();
+  std::string cg = "/sys/fs/cgroup/pids/" + cluster_->name() + "/" + node + "/job-" +
+                   std::to_string(bomb) + "-a1";
+  EXPECT_EQ(ReadFile(cg + "/pids.max"), "64\n");
+  std::string current = ReadFile(cg + "/pids.current");
+  ASSERT_FALSE(current.empty()) << cg;
+  EXPECT_LE(std::stoi(current), 64);
+  EXPECT_GE(std::stoi(current), 32) << "it did fork until the limit";
+  EXPECT_EQ(cluster_->StateOf(calm), "JOB_STATE_RUNNING") << "the neighbour runs on";
+  EXPECT_TRUE(cluster_->WaitForReadyNodes(2, std::chrono::seconds(5))) << "the agents too";
+  EXPECT_EQ(cluster_->Baton({"cancel", std::to_string(bomb)}).exit_code, 0);
+  EXPECT_TRUE(cluster_->WaitForState(bomb, "JOB_STATE_CANCELLED")) << cluster_->Describe(bomb);
+  EXPECT_EQ(cluster_->Baton({"cancel", std::to_string(calm)}).exit_code, 0);
 }
 
 TEST_F(MultiNode, ARankThatDiesFailsTheGangAndLeavesNoOrphans) {

@@ -31,7 +31,7 @@ std::string TestPolicy() {
          "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"
          "  - {name: labeling, value: 500, cooldown: 1m, min_runtime: 5m}\n"
          "  - {name: training, value: 300, cooldown: 2m, min_runtime: 10m}\n"
-         "  - {name: experiment, value: 100, cooldown: 1m, min_runtime: 2m}\n" +
+         "  - {name: experiment, value: 100, cooldown: 1m, min_runtime: 2m, pids_limit: 64}\n" +
          TestPolicyAccess();
 }
 

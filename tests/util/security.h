@@ -20,8 +20,8 @@ inline constexpr char kRoot[] = "root";
 
 // The access part of every test cluster's policy (admins, tenants and their members).
 std::string TestPolicyAccess();
-// A whole policy: the built-in classes with the inference ones open to tenant serving,
-// and TestPolicyAccess().
+// A whole policy: the built-in classes with the inference ones open to tenant serving
+// (experiment jobs may have 64 processes per node), and TestPolicyAccess().
 std::string TestPolicy();
 
 // A policy for benchmarks run as root: root is the admin and the only member of tenant

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/agent/isolation/cgroup_fs.h"
+#include "launcher/agent/isolation/device_filter.h"
 
 namespace baton {
 
@@ -48,6 +49,15 @@ class CgroupDriver {
   // failure removes what the call created, in reverse order.
   virtual absl::Status Create(const std::string& name) = 0;
   virtual absl::Status Apply(const std::string& name, const CgroupLimits& limits) = 0;
+  // Most processes and threads the attempt may have (pids.max); 0: no limit. A fork bomb
+  // stops there, and the node's other jobs and the agent keep their room.
+  virtual absl::Status LimitPids(const std::string& name, uint64_t max) = 0;
+  // Character devices the attempt may not open (device_filter.h); set once, before any
+  // process joins. FailedPrecondition when this host cannot fence devices.
+  virtual absl::Status DenyDevices(const std::string& name,
+                                   const std::vector<CharDevice>& denied) = 0;
+  // OK when DenyDevices can work on this host (checked at agent start on nodes with GPUs).
+  virtual absl::Status CanFenceDevices() { return absl::OkStatus(); }
   // The cgroup.procs files a child writes itself into before exec.
   virtual std::vector<std::string> ProcsFiles(const std::string& name) const = 0;
   virtual absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) = 0;

@@ -110,7 +110,7 @@ std::map<std::string, std::string> ParseV1Mounts(const std::string& mounts) {
     std::string opt;
     while (std::getline(opts, opt, ',')) {
       if (opt == "cpu" || opt == "cpuacct" || opt == "cpuset" || opt == "memory" ||
-          opt == "freezer" || opt == "pids") {
+          opt == "freezer" || opt == "pids" || opt == "devices") {
         out.emplace(opt, target);
       }
     }

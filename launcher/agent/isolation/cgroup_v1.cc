@@ -112,6 +112,36 @@ absl::Status CgroupV1Driver::Apply(const std::string& name, const CgroupLimits& 
   return fs_->Write(Dir("memory", name) + "/memory.limit_in_bytes", mem);
 }
 
+absl::Status CgroupV1Driver::LimitPids(const std::string& name, uint64_t max) {
+  std::string pids = Dir("pids", name);
+  if (pids.empty()) {
+    if (max == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError("no pids hierarchy mounted: cannot limit processes");
+  }
+  return fs_->Write(pids + "/pids.max", max == 0 ? "max" : std::to_string(max));
+}
+
+absl::Status CgroupV1Driver::DenyDevices(const std::string& name,
+                                         const std::vector<CharDevice>& denied) {
+  if (denied.empty()) return absl::OkStatus();
+  std::string devices = Dir("devices", name);
+  if (devices.empty()) {
+    return absl::FailedPreconditionError("no devices hierarchy mounted: cannot fence GPUs");
+  }
+  // The cgroup starts allowing what its parent allows; each line adds an exception.
+  for (const CharDevice& d : denied) {
+    BATON_RETURN_IF_ERROR(
+        fs_->Write(devices + "/devices.deny",
+                   "c " + std::to_string(d.major) + ":" + std::to_string(d.minor) + " rwm"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CgroupV1Driver::CanFenceDevices() {
+  if (mounts_.count("devices")) return absl::OkStatus();
+  return absl::FailedPreconditionError("no cgroup v1 devices hierarchy is mounted");
+}
+
 std::vector<std::string> CgroupV1Driver::ProcsFiles(const std::string& name) const {
   std::vector<std::string> out;
   for (const auto& root : roots_) out.push_back(root + "/" + Path(name) + "/cgroup.procs");

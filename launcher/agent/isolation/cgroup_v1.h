@@ -26,6 +26,9 @@ class CgroupV1Driver : public CgroupDriver {
   absl::Status Init() override;
   absl::Status Create(const std::string& name) override;
   absl::Status Apply(const std::string& name, const CgroupLimits& limits) override;
+  absl::Status LimitPids(const std::string& name, uint64_t max) override;
+  absl::Status DenyDevices(const std::string& name, const std::vector<CharDevice>& denied) override;
+  absl::Status CanFenceDevices() override;
   std::vector<std::string> ProcsFiles(const std::string& name) const override;
   absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
   absl::Status KillAll(const std::string& name) override;

@@ -17,11 +17,12 @@ bool Has(const std::vector<std::string>& v, const std::string& s) {
 }  // namespace
 
 CgroupV2Driver::CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, std::string parent,
-                               std::string net_prefix)
+                               std::string net_prefix, std::shared_ptr<DeviceFilter> devices)
     : fs_(std::move(fs)),
       root_(std::move(root)),
       parent_(std::move(parent)),
-      net_prefix_(std::move(net_prefix)) {}
+      net_prefix_(std::move(net_prefix)),
+      devices_(std::move(devices)) {}
 
 absl::Status CgroupV2Driver::Init() {
   if (ready_) return absl::OkStatus();
@@ -30,7 +31,7 @@ absl::Status CgroupV2Driver::Init() {
   if (!offered.ok()) return offered.status();
   std::vector<std::string> available = Words(*offered);
   std::vector<std::string> wanted;
-  for (const char* c : {"cpu", "cpuset", "memory"}) {
+  for (const char* c : {"cpu", "cpuset", "memory", "pids"}) {
     if (Has(available, c)) wanted.push_back(c);
   }
   std::vector<std::string> levels = {""};
@@ -81,6 +82,31 @@ absl::Status CgroupV2Driver::Apply(const std::string& name, const CgroupLimits& 
     return absl::FailedPreconditionError("cgroup v2 at " + root_ + " offers no memory controller");
   }
   return absl::OkStatus();
+}
+
+absl::Status CgroupV2Driver::LimitPids(const std::string& name, uint64_t max) {
+  BATON_RETURN_IF_ERROR(Init());
+  if (!Has(controllers_, "pids")) {
+    if (max == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError("cgroup v2 at " + root_ + " offers no pids controller");
+  }
+  return fs_->Write(Dir(name) + "/pids.max", max == 0 ? "max" : std::to_string(max));
+}
+
+absl::Status CgroupV2Driver::DenyDevices(const std::string& name,
+                                         const std::vector<CharDevice>& denied) {
+  if (denied.empty()) return absl::OkStatus();
+  if (!devices_) {
+    return absl::FailedPreconditionError(
+        "cgroup v2 has no devices files and no BPF device "
+        "filter is set up: cannot fence GPUs");
+  }
+  return devices_->Deny(Dir(name), denied);
+}
+
+absl::Status CgroupV2Driver::CanFenceDevices() {
+  if (!devices_) return absl::FailedPreconditionError("no BPF device filter is set up");
+  return BpfDeviceFilter::Probe();
 }
 
 std::vector<std::string> CgroupV2Driver::ProcsFiles(const std::string& name) const {

@@ -15,14 +15,18 @@ namespace baton {
 class CgroupV2Driver : public CgroupDriver {
  public:
   // `root`: the v2 mount ("/sys/fs/cgroup"); `parent`: relative ("baton/n1");
-  // `net_prefix`: how nftables names `root` relative to /sys/fs/cgroup ("" on a v2 host).
+  // `net_prefix`: how nftables names `root` relative to /sys/fs/cgroup ("" on a v2 host);
+  // `devices`: the BPF device filter (null: GPUs cannot be fenced here).
   CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, std::string parent,
-                 std::string net_prefix = "");
+                 std::string net_prefix = "", std::shared_ptr<DeviceFilter> devices = nullptr);
 
   std::string mode() const override { return "cgroup-v2"; }
   absl::Status Init() override;
   absl::Status Create(const std::string& name) override;
   absl::Status Apply(const std::string& name, const CgroupLimits& limits) override;
+  absl::Status LimitPids(const std::string& name, uint64_t max) override;
+  absl::Status DenyDevices(const std::string& name, const std::vector<CharDevice>& denied) override;
+  absl::Status CanFenceDevices() override;
   std::vector<std::string> ProcsFiles(const std::string& name) const override;
   absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
   absl::Status KillAll(const std::string& name) override;
@@ -38,8 +42,9 @@ class CgroupV2Driver : public CgroupDriver {
 
   const std::shared_ptr<CgroupFs> fs_;
   const std::string root_, parent_, net_prefix_;
+  const std::shared_ptr<DeviceFilter> devices_;
   bool ready_ = false;
-  std::vector<std::string> controllers_;  // of cpu, cpuset, memory: those enabled for leaves
+  std::vector<std::string> controllers_;  // of cpu, cpuset, memory, pids: enabled for leaves
 };
 
 }  // namespace baton

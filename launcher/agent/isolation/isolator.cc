@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "launcher/agent/isolation/gpu_env.h"
@@ -45,6 +46,20 @@ std::vector<v1::Gpu> Isolator::GpusOf(const std::vector<std::string>& ids) const
     }
   }
   return out;
+}
+
+std::vector<CharDevice> Isolator::OtherGpusThan(const std::vector<v1::Gpu>& own) const {
+  std::set<int32_t> mine;
+  for (const auto& g : own) {
+    if (g.has_minor()) mine.insert(g.minor());
+  }
+  std::set<CharDevice> others;
+  for (const auto& g : inventory_.gpus()) {
+    if (g.has_minor() && !mine.count(g.minor())) {
+      others.insert(CharDevice{kNvidiaMajor, static_cast<uint32_t>(g.minor())});
+    }
+  }
+  return std::vector<CharDevice>(others.begin(), others.end());
 }
 
 absl::Status Isolator::ApplyPlanLocked(const std::string& name) {
@@ -95,10 +110,14 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     if (auto s = planner_.Add(name, d); !s.ok()) return s;
     int stage = kPlanned;
     absl::Status s = driver_->Create(name);
+    std::vector<CharDevice> fenced = OtherGpusThan(gpus);
     if (s.ok()) {
       stage = kCreated;
-      s = ApplyPlanLocked(name);
+      s = driver_->LimitPids(name, r.pids_limit);
     }
+    // Before any process joins; a re-adopted attempt has its fence already.
+    if (s.ok() && !adopt) s = driver_->DenyDevices(name, fenced);
+    if (s.ok()) s = ApplyPlanLocked(name);
     // An inference arrival narrows every training attempt before its ranks start.
     if (s.ok() && r.inference) {
       stage = kNarrowed;
@@ -107,6 +126,8 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     Attempt& a = attempts_[name];
     a.inference = r.inference;
     a.limits.set_cgroup(driver_->Path(name));
+    a.limits.set_pids_limit(r.pids_limit);
+    a.limits.set_fenced_gpus(static_cast<uint32_t>(fenced.size()));
     a.limits.set_kind(r.inference ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING);
     bool capped =
         net_ && !driver_->NetPath(name).empty() && (!r.inference || r.spec->network_mbps() > 0);

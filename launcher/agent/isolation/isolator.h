@@ -30,6 +30,7 @@ struct AttemptRequest {
   uint64_t cpu_millis = 0;            // this node's share
   uint64_t memory_bytes = 0;
   std::vector<std::string> gpu_ids;  // this node's GPUs for the attempt
+  uint32_t pids_limit = 0;           // most processes and threads; 0: no limit
 };
 
 struct PreparedAttempt {
@@ -73,6 +74,9 @@ class Isolator {
   v1::NodeIsolation Describe() const;
   bool enabled() const { return driver_ != nullptr; }
   static std::string Name(uint64_t job, uint32_t attempt);
+  // The device nodes of every GPU of the node but `own` (by minor; slices count as their
+  // GPU): what an attempt holding `own` may not open.
+  std::vector<CharDevice> OtherGpusThan(const std::vector<v1::Gpu>& own) const;
 
  private:
   struct Attempt {

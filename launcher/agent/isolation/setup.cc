@@ -16,8 +16,8 @@ absl::StatusOr<std::unique_ptr<CgroupDriver>> MakeDriver(const IsolationOptions&
                                                          const std::string& parent) {
   auto fs = std::make_shared<RealCgroupFs>();
   if (layout == CgroupLayout::kV2) {
-    return std::unique_ptr<CgroupDriver>(
-        std::make_unique<CgroupV2Driver>(fs, o.cgroup_root, parent, ""));
+    return std::unique_ptr<CgroupDriver>(std::make_unique<CgroupV2Driver>(
+        fs, o.cgroup_root, parent, "", std::make_shared<BpfDeviceFilter>()));
   }
   std::ifstream in(o.mounts_file);
   std::stringstream text;
@@ -58,6 +58,18 @@ absl::StatusOr<std::unique_ptr<Isolator>> CreateIsolator(const IsolationOptions&
     spdlog::warn("cannot create cgroups under {} ({}): jobs run without isolation", o.cgroup_root,
                  s.ToString());
     return none();
+  }
+  bool gpus_to_fence = false;
+  for (const auto& g : inventory.gpus()) gpus_to_fence |= g.has_minor();
+  if (gpus_to_fence) {
+    // A job that unsets CUDA_VISIBLE_DEVICES must still not open another job's GPU.
+    if (absl::Status s = (*driver)->CanFenceDevices(); !s.ok()) {
+      return absl::FailedPreconditionError(
+          "this node has GPUs and cannot fence them from each other's jobs: " +
+          std::string(s.message()) +
+          " (cgroup v1 needs the devices hierarchy, cgroup v2 BPF device programs; only a "
+          "node that runs no untrusted jobs may use --isolation none)");
+    }
   }
   std::unique_ptr<NetCaps> net;
   if (!o.net.nic.empty()) {

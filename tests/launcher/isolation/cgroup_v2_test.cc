@@ -66,6 +66,47 @@ TEST_F(CgroupV2Test, ApplyWritesEveryLimit) {
   EXPECT_EQ(ReadFile(Leaf("cpuset.cpus")), "\n") << "empty: the parent's CPUs";
 }
 
+class RecordingFilter : public DeviceFilter {
+ public:
+  absl::Status Deny(const std::string& dir, const std::vector<CharDevice>& denied) override {
+    dirs.push_back(dir);
+    last = denied;
+    return absl::OkStatus();
+  }
+  std::vector<std::string> dirs;
+  std::vector<CharDevice> last;
+};
+
+TEST_F(CgroupV2Test, PidsAreLimitedAndDevicesFencedThroughTheBpfFilter) {
+  auto filter = std::make_shared<RecordingFilter>();
+  fs_ = std::make_shared<testing::FakeCgroupV2Fs>(
+      dir_.path(), std::vector<std::string>{"cpuset", "cpu", "memory", "pids"});
+  driver_ = std::make_unique<CgroupV2Driver>(fs_, dir_.path(), "baton/n1", "", filter);
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_THAT(ReadFile(At("baton/n1/cgroup.subtree_control")), HasSubstr("pids"));
+  ASSERT_TRUE(driver_->LimitPids("job-1-a1", 64).ok());
+  EXPECT_EQ(ReadFile(Leaf("pids.max")), "64\n");
+  ASSERT_TRUE(driver_->LimitPids("job-1-a1", 0).ok());
+  EXPECT_EQ(ReadFile(Leaf("pids.max")), "max\n");
+  std::vector<CharDevice> others = {{kNvidiaMajor, 1}, {kNvidiaMajor, 3}};
+  ASSERT_TRUE(driver_->DenyDevices("job-1-a1", others).ok());
+  EXPECT_THAT(filter->dirs, ElementsAre(At("baton/n1/job-1-a1")));
+  EXPECT_EQ(filter->last, others);
+}
+
+TEST_F(CgroupV2Test, WithoutAFilterOrAPidsControllerTheRefusalIsClear) {
+  Make({"cpuset", "cpu", "memory"});
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_TRUE(driver_->LimitPids("job-1-a1", 0).ok()) << "no limit asked: nothing to refuse";
+  absl::Status pids = driver_->LimitPids("job-1-a1", 64);
+  EXPECT_EQ(pids.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(pids.message(), HasSubstr("pids"));
+  EXPECT_TRUE(driver_->DenyDevices("job-1-a1", {}).ok());
+  absl::Status devices = driver_->DenyDevices("job-1-a1", {{kNvidiaMajor, 1}});
+  EXPECT_EQ(devices.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(driver_->CanFenceDevices().ok());
+}
+
 TEST_F(CgroupV2Test, ProcessesJoinTheLeafNeverAnInnerCgroup) {
   ASSERT_TRUE(driver_->Create("job-1-a1").ok());
   EXPECT_THAT(driver_->ProcsFiles("job-1-a1"), ElementsAre(Leaf("cgroup.procs")));

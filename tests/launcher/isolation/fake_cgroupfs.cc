@@ -78,6 +78,10 @@ absl::Status FakeCgroupV2Fs::MakeDir(const std::string& path) {
     Put(path + "/cpuset.cpus", "\n");
     Put(path + "/cpuset.mems", "\n");
   }
+  if (Contains(on, "pids")) {
+    Put(path + "/pids.max", "max\n");
+    Put(path + "/pids.current", "0\n");
+  }
   if (Contains(on, "memory")) {
     Put(path + "/memory.max", "max\n");
     Put(path + "/memory.current", "0\n");
@@ -157,7 +161,7 @@ absl::Status FakeCgroupV2Fs::CheckValue(const std::string& file, const std::stri
   } else if (file == "cpu.weight") {
     long v = w.size() == 1 ? std::atol(w[0].c_str()) : 0;
     if (v < 1 || v > 10000) return invalid();
-  } else if (file == "memory.max") {
+  } else if (file == "memory.max" || file == "pids.max") {
     if (w.size() != 1 ||
         (w[0] != "max" && w[0].find_first_not_of("0123456789") != std::string::npos)) {
       return invalid();

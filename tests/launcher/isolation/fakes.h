@@ -35,6 +35,19 @@ class RecordingDriver : public CgroupDriver {
     limits_[name] = l;
     return absl::OkStatus();
   }
+  absl::Status LimitPids(const std::string& name, uint64_t max) override {
+    BATON_FAKE_RETURN_IF_FAULT("LimitPids", name);
+    std::lock_guard<std::mutex> lock(mu_);
+    pids_max_[name] = max;
+    return absl::OkStatus();
+  }
+  absl::Status DenyDevices(const std::string& name,
+                           const std::vector<CharDevice>& denied) override {
+    BATON_FAKE_RETURN_IF_FAULT("DenyDevices", name);
+    std::lock_guard<std::mutex> lock(mu_);
+    denied_[name] = denied;
+    return absl::OkStatus();
+  }
   std::vector<std::string> ProcsFiles(const std::string& name) const override {
     return {"/fake/" + name + "/cgroup.procs"};
   }
@@ -95,6 +108,14 @@ class RecordingDriver : public CgroupDriver {
     std::lock_guard<std::mutex> lock(mu_);
     return limits_[name];
   }
+  uint64_t pids_max(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pids_max_[name];
+  }
+  std::vector<CharDevice> denied(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return denied_[name];
+  }
 
  private:
   absl::Status Record(const std::string& op, const std::string& name) {
@@ -109,6 +130,8 @@ class RecordingDriver : public CgroupDriver {
   std::map<std::string, absl::Status> faults_;
   std::map<std::string, bool> exists_;
   std::map<std::string, CgroupLimits> limits_;
+  std::map<std::string, uint64_t> pids_max_;
+  std::map<std::string, std::vector<CharDevice>> denied_;
   std::map<std::string, std::vector<pid_t>> pids_;
   std::map<std::string, CgroupStats> stats_;
 };

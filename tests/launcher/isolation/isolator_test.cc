@@ -32,6 +32,7 @@ v1::Inventory SmtInventory() {
     }
     v1::Gpu* g = inv.add_gpus();
     g->set_uuid("GPU-" + std::to_string(n));
+    g->set_minor(n);
     g->set_numa_node(n);
     g->set_memory_bytes(80ull << 30);
   }
@@ -127,6 +128,40 @@ TEST_F(IsolatorTest, InferenceThatWouldLeaveNoSharedCpuIsRefused) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("whole cores"));
   EXPECT_FALSE(driver_->exists("job-2-a1")) << "nothing created for a refused attempt";
+}
+
+TEST_F(IsolatorTest, AnAttemptMayNotOpenTheNodesOtherGpusAndGetsItsPidsLimit) {
+  specs_[7].set_memory_bytes_per_node(1ull << 30);
+  AttemptRequest r{.job_id = 7,
+                   .attempt = 1,
+                   .spec = &specs_[7],
+                   .cpu_millis = 1000,
+                   .memory_bytes = 1ull << 30,
+                   .gpu_ids = {"GPU-1"},
+                   .pids_limit = 512};
+  auto p = iso_->Prepare(r);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(driver_->denied("job-7-a1"), (std::vector<CharDevice>{{kNvidiaMajor, 0}}))
+      << "GPU 0's node, not its own GPU 1's";
+  EXPECT_EQ(driver_->pids_max("job-7-a1"), 512u);
+  EXPECT_EQ(p->limits.pids_limit(), 512u);
+  EXPECT_EQ(p->limits.fenced_gpus(), 1u);
+  auto calls = driver_->calls();
+  auto fenced = std::find(calls.begin(), calls.end(), "DenyDevices job-7-a1");
+  auto created = std::find(calls.begin(), calls.end(), "Create job-7-a1");
+  ASSERT_NE(fenced, calls.end());
+  EXPECT_LT(created, fenced) << "fenced once it exists, before anything joins it";
+  ASSERT_TRUE(Prepare(8, /*inference=*/false, /*millis=*/500).ok());
+  EXPECT_EQ(driver_->denied("job-8-a1"),
+            (std::vector<CharDevice>{{kNvidiaMajor, 0}, {kNvidiaMajor, 1}}))
+      << "a CPU-only job opens no GPU at all";
+}
+
+TEST_F(IsolatorTest, AFenceThatCannotBeSetRefusesTheAttempt) {
+  driver_->Fail("DenyDevices", "job-9-a1", absl::FailedPreconditionError("no devices cgroup"));
+  auto p = Prepare(9, /*inference=*/false, /*millis=*/500, {"GPU-0"});
+  EXPECT_FALSE(p.ok());
+  EXPECT_FALSE(driver_->exists("job-9-a1")) << "undone";
 }
 
 TEST_F(IsolatorTest, PrepareUndoesEverythingOnAPartialFailure) {

@@ -2,11 +2,14 @@
 // cgroup2 tree here): processes in the expected cgroups with the expected limits, a busy
 // process under a 0.5-CPU quota throttled, undo on partial failure, and network counters
 // on the job's HTB class between two namespaces.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/agent/isolation/cgroup_v1.h"
+#include "launcher/agent/isolation/device_filter.h"
 #include "launcher/agent/isolation/net_caps.h"
 #include "launcher/agent/process.h"
 #include "tests/launcher/isolation/fakes.h"
@@ -119,6 +122,76 @@ TEST_F(CgroupV1Real, ABusyProcessUnderHalfACpuIsThrottled) {
   ASSERT_TRUE(driver_->KillAll("job-2-a1").ok());
   waitpid(pid, nullptr, 0);
   EXPECT_TRUE(driver_->Remove("job-2-a1").ok());
+}
+
+// Device nodes of two fake GPUs (no driver behind them: an allowed open fails ENXIO, a
+// refused one EPERM); `cat` says which.
+std::string GpuNodes(const ScratchDir& dir) {
+  for (int m : {0, 1}) {
+    std::string node = dir.Sub("nvidia" + std::to_string(m));
+    unlink(node.c_str());
+    EXPECT_EQ(mknod(node.c_str(), S_IFCHR | 0666, makedev(kNvidiaMajor, m)), 0) << node;
+  }
+  return "cat " + dir.Sub("nvidia0") + "; cat " + dir.Sub("nvidia1") + "; true";
+}
+
+TEST_F(CgroupV1Real, AnotherGpusDeviceNodeIsRefusedAndForksStopAtThePidsLimit) {
+  if (!testing::V1Mounts().count("devices") || !testing::V1Mounts().count("pids")) {
+    GTEST_SKIP() << "no devices or pids hierarchy";
+  }
+  ASSERT_TRUE(driver_->Create("job-4-a1").ok());
+  ASSERT_TRUE(driver_->DenyDevices("job-4-a1", {{kNvidiaMajor, 1}}).ok());
+  ASSERT_TRUE(driver_->LimitPids("job-4-a1", 8).ok());
+  EXPECT_EQ(ReadFile(Dir("pids", "job-4-a1") + "/pids.max"), "8\n");
+  // The loop runs in a subshell: a shell that cannot fork gives up on its command list.
+  std::string probe =
+      GpuNodes(scratch_) + "; (for i in $(seq 20); do sleep 30 & done); echo forked; wait";
+  pid_t pid = Start({"sh", "-c", probe}, "job-4-a1");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(PollUntil([&] {
+    return ReadFile(scratch_.Sub("log")).find("forked") != std::string::npos;
+  })) << ReadFile(scratch_.Sub("log"));
+  std::string log = ReadFile(scratch_.Sub("log"));
+  EXPECT_THAT(log, HasSubstr("nvidia0: No such device or address")) << "its own GPU: allowed";
+  EXPECT_THAT(log, HasSubstr("nvidia1: Operation not permitted")) << "another GPU: refused";
+  EXPECT_THAT(log, HasSubstr("fork")) << "the shell was refused more processes: " << log;
+  uint64_t current = std::stoull(ReadFile(Dir("pids", "job-4-a1") + "/pids.current"));
+  EXPECT_LE(current, 8u);
+  ASSERT_TRUE(driver_->KillAll("job-4-a1").ok());
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(PollUntil([&] { return driver_->Remove("job-4-a1").ok(); }));
+}
+
+// cgroup v2's way (pure v2 production hosts): the BPF device program, tried here on the
+// hybrid host's cgroup2 tree, which runs BPF device programs as a v2 host does.
+TEST(BpfDeviceFilterReal, RefusesOnlyTheDeniedDevicesAndOnlyInItsCgroup) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  std::string root = testing::HybridHost() ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+  if (DetectCgroupLayout("/sys/fs/cgroup") == CgroupLayout::kV1) GTEST_SKIP() << "no cgroup2";
+  if (absl::Status s = BpfDeviceFilter::Probe(); !s.ok()) GTEST_SKIP() << s;
+  testing::CgroupTreeGuard guard("baton-bpftest-" + std::to_string(getpid()));
+  std::string dir = root + "/" + guard.top();
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0) << dir;
+  BpfDeviceFilter filter;
+  ASSERT_TRUE(filter.Deny(dir, {{kNvidiaMajor, 1}}).ok());
+  ScratchDir scratch;
+  std::string probe = GpuNodes(scratch);
+  auto run = [&](bool inside) {
+    SpawnOptions so;
+    so.argv = {"sh", "-c", probe};
+    so.env = {"PATH=/usr/bin:/bin"};
+    so.cwd = "/";
+    so.log_path = scratch.Sub(inside ? "inside" : "outside");
+    if (inside) so.cgroup_procs = {dir + "/cgroup.procs"};
+    auto pid = Spawn(so);
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    if (pid.ok()) waitpid(*pid, nullptr, 0);
+    return ReadFile(so.log_path);
+  };
+  std::string inside = run(true), outside = run(false);
+  EXPECT_THAT(inside, HasSubstr("nvidia0: No such device or address"));
+  EXPECT_THAT(inside, HasSubstr("nvidia1: Operation not permitted"));
+  EXPECT_THAT(outside, HasSubstr("nvidia1: No such device or address")) << "only its cgroup";
 }
 
 TEST_F(CgroupV1Real, CreateUndoesOnPartialFailure) {
