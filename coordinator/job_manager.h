@@ -190,6 +190,8 @@ class JobManager {
   ClusterShape ShapeLocked() const;
   // Inference for the policy's service classes: the agent isolates it as such.
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
+  // A service waiting out its restart backoff: its last placement stays held for it.
+  bool HoldsForRestartLocked(const JobEntry& e, int64_t now) const;
   // The scheduler's input: nodes (not lost), gangs holding resources, the queue.
   sched::ClusterView BuildViewLocked() const;
   // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
@@ -212,7 +214,11 @@ class JobManager {
   void MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn);
   void FinishAttemptLocked(JobEntry& e, Txn& txn);
   void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);
+  // A node silent past lease + margin: no new work; its attempts stay until their own
+  // bound (ReplaceAfterMsLocked), when ReplaceLostAttemptsLocked requeues them.
   void NodeLostLocked(NodeEntry& n, Txn& txn);
+  int64_t ReplaceAfterMsLocked(const JobEntry& e) const;
+  void ReplaceLostAttemptsLocked(const std::string& node, int64_t silent_ms, Txn& txn);
   void ScheduleLoop();
   void Kick();
 

@@ -203,6 +203,15 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     return;
   }
   if (phase == Phase::kExited) return;
+  if (r.stopped_disconnected() && live.outcome == Outcome::kNone) {
+    // The agent stopped it for want of us (a partition, our outage): like a lost node,
+    // it resumes from its checkpoint, and the rest of its gang stops too.
+    live.outcome = Outcome::kNodeLost;
+    live.outcome_reason = r.message();
+    OrderStopLocked(*e, SIGTERM, options_.failure_kill_grace_seconds, live.outcome_reason, txn);
+    MarkExitedLocked(*e, node, txn);
+    return;
+  }
   bool failed =
       r.exit_code() != 0 || r.term_signal() != 0 || r.phase() == v1::AttemptReport::PHASE_REJECTED;
   if (failed && live.outcome != Outcome::kNone && live.exit_code == 0 && live.term_signal == 0) {
@@ -266,8 +275,10 @@ void JobManager::AgentDisconnected(const std::string& node, const AgentLink* lin
 
 void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
   const std::string& node = n.node.name();
-  spdlog::warn("node {} lost: no contact for {} ms", node,
-               options_.lease_ms + options_.lost_margin_ms);
+  spdlog::warn(
+      "node {} lost: no contact for {} ms; its attempts are replaced once their "
+      "agent has stopped them (stop_after_disconnect + grace + margin)",
+      node, options_.lease_ms + options_.lost_margin_ms);
   n.node.set_state(v1::NODE_STATE_LOST);
   LogLocked(
       events::NodeChange(
@@ -280,9 +291,21 @@ void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
     links_.erase(node);
   }
   txn.batch.nodes.push_back(n.node);
+}
+
+int64_t JobManager::ReplaceAfterMsLocked(const JobEntry& e) const {
+  int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
+  if (stop_s == Policy::kNever) return options_.lease_ms + options_.lost_margin_ms;
+  // The agent stops it at stop_s (counted from what it last heard, which is no earlier
+  // than what we last heard from it) and kills it a grace later; then a margin.
+  return stop_s * 1000 + int64_t{e.job.spec().grace_seconds()} * 1000 + options_.lost_margin_ms;
+}
+
+void JobManager::ReplaceLostAttemptsLocked(const std::string& node, int64_t silent_ms, Txn& txn) {
   for (uint64_t id : std::set<uint64_t>(active_)) {
     JobEntry& e = jobs_.at(id);
     if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
+    if (silent_ms <= ReplaceAfterMsLocked(e)) continue;
     if (e.live->outcome == Outcome::kNone) {
       e.live->outcome = Outcome::kNodeLost;
       e.live->outcome_reason = "node " + node + " lost";
@@ -297,8 +320,12 @@ void JobManager::Tick() {
   Txn txn;
   int64_t mono = clock_->MonotonicMs();
   for (auto& [name, n] : nodes_) {
-    bool silent = mono - n.last_seen_mono > options_.lease_ms + options_.lost_margin_ms;
-    if (silent && n.node.state() != v1::NODE_STATE_LOST) NodeLostLocked(n, txn);
+    int64_t silent_ms = mono - n.last_seen_mono;
+    if (silent_ms > options_.lease_ms + options_.lost_margin_ms &&
+        n.node.state() != v1::NODE_STATE_LOST) {
+      NodeLostLocked(n, txn);
+    }
+    if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent_ms, txn);
   }
   int64_t now = clock_->NowMs();
   for (uint64_t id : active_) {

@@ -54,6 +54,12 @@ ClusterShape JobManager::ShapeLocked() const {
   return shape;
 }
 
+bool JobManager::HoldsForRestartLocked(const JobEntry& e, int64_t now) const {
+  return e.job.spec().restart_policy() == v1::RESTART_POLICY_ALWAYS &&
+         e.job.state() == v1::JOB_STATE_PENDING && e.job.cooldown_until_ms() > now &&
+         e.job.restarts_in_a_row() > 0 && e.job.attempts_size() > 0;
+}
+
 sched::ClusterView JobManager::BuildViewLocked() const {
   sched::ClusterView view;
   for (const auto& [name, n] : nodes_) {
@@ -79,8 +85,22 @@ sched::ClusterView JobManager::BuildViewLocked() const {
     g.evicting_for = e.live->evicting_for;
     view.running.push_back(std::move(g));
   }
+  int64_t now = clock_->NowMs();
   for (const auto& key : pending_) {  // already in queue order: the scheduler's fast path
     const JobEntry& e = jobs_.at(std::get<2>(key));
+    if (HoldsForRestartLocked(e, now)) {
+      // A service in its restart backoff keeps its GPUs (and cores): nobody takes them
+      // in the meantime, and it is placed first when the backoff ends.
+      const v1::Attempt& a = *e.job.attempts().rbegin();
+      sched::RunningGang g;
+      g.id = e.job.id();
+      g.tenant = e.job.spec().tenant();
+      g.priority_class = e.job.spec().priority_class();
+      for (const auto& p : a.placement()) g.nodes.push_back(HeldOf(p));
+      g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
+      g.last_checkpoint = a.checkpoint_time_ms();
+      view.running.push_back(std::move(g));
+    }
     sched::PendingJob pj;
     pj.id = e.job.id();
     pj.tenant = e.job.spec().tenant();
@@ -319,6 +339,8 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   l->set_kind(WorkloadKindLocked(e.job.spec()));
   l->set_allow_root(policy_.policy.access.root_tenants.count(e.job.spec().tenant()) > 0);
   l->set_pids_limit(policy_.policy.PidsLimit(e.job.spec().priority_class()));
+  int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
+  l->set_stop_after_disconnect_ms(stop_s == Policy::kNever ? 0 : uint64_t(stop_s) * 1000);
   for (const auto& p : a.placement()) {
     auto n = nodes_.find(p.node());
     l->add_agent_addresses(n == nodes_.end() ? "" : n->second.node.address());
@@ -337,6 +359,24 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
   int32_t code = live.term_signal ? 128 + live.term_signal : live.exit_code;
   std::string actor = "coordinator";
+  // Services restart whatever their exit (an exit 0 is no failure), after a backoff that
+  // doubles with each restart in a row and starts over after a healthy run.
+  auto restart_service = [&](const std::string& why, bool failure, const std::string& code) {
+    if (failure) e.job.set_failures(e.job.failures() + 1);
+    const Policy& p = policy_.policy;
+    int64_t since = a->started_ms() ? a->started_ms() : a->scheduled_ms();
+    bool healthy = a->ended_ms() - since >= p.service_healthy_after_s * 1000;
+    uint32_t streak = healthy ? 1 : e.job.restarts_in_a_row() + 1;
+    e.job.set_restarts_in_a_row(streak);
+    int64_t backoff =
+        std::min<int64_t>(p.service_restart_backoff_s * 1000 << std::min<uint32_t>(streak - 1, 20),
+                          p.service_restart_backoff_cap_s * 1000);
+    e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
+    Transition(e, v1::JOB_STATE_PENDING,
+               why + "; restarting in " + std::to_string(backoff / 1000) + "." +
+                   std::to_string(backoff % 1000 / 100) + " s, its GPUs held",
+               actor, txn, code);
+  };
   auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
     if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
     int64_t backoff = 0;
@@ -391,11 +431,11 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       bool again = spec.restart_policy() == v1::RESTART_POLICY_ALWAYS ||
                    (spec.restart_policy() == v1::RESTART_POLICY_ON_FAILURE &&
                     e.job.failures() < spec.max_restarts());
-      if (again) {
-        retry(live.outcome_reason + "; retry " + std::to_string(e.job.failures() + 1) +
-                  (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS
-                       ? ""
-                       : " of " + std::to_string(spec.max_restarts())),
+      if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
+        restart_service(live.outcome_reason, /*failure=*/true, "failure");
+      } else if (again) {
+        retry(live.outcome_reason + "; retry " + std::to_string(e.job.failures() + 1) + " of " +
+                  std::to_string(spec.max_restarts()),
               true, "failure");
       } else {
         e.job.set_exit_code(code);
@@ -406,7 +446,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     case Outcome::kNone:
       a->set_end_reason("succeeded");
       if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        retry("service exited 0; restarting (restart policy always)", true, "service_exit");
+        restart_service("service exited 0", /*failure=*/false, "service_exit");
       } else {
         e.job.set_exit_code(0);
         Transition(e, v1::JOB_STATE_SUCCEEDED, "every rank exited 0", actor, txn);

@@ -14,6 +14,7 @@ PriorityClass Class(const char* name, int32_t value, bool service, int64_t coold
   c.cooldown_base_s = cooldown_s;
   c.cooldown_cap_s = 3600;
   c.min_runtime_s = min_runtime_s;
+  c.evicts_within_min_runtime = std::string(name) == "inference-critical";
   return c;
 }
 

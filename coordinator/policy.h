@@ -53,6 +53,29 @@ struct Policy : sched::Policy {
     return it == class_pids_limits.end() ? default_pids_limit : it->second;
   }
 
+  // Outages (Nomad's disconnect model). How long an agent cut off from the coordinator
+  // keeps a class's attempts before it stops them gracefully (SIGUSR1, checkpoint,
+  // grace): classes[].stop_after_disconnect, else defaults.stop_after_disconnect (5 min)
+  // for batch classes and never (kNever) for services. The coordinator replaces such an
+  // attempt only after that bound + its grace + the lost margin; a service (never
+  // stopped) is replaced after the lease + margin: it prefers availability.
+  static constexpr int64_t kNever = -1;
+  int64_t default_stop_after_disconnect_s = 300;
+  std::map<std::string, int64_t> class_stop_after_disconnect_s;
+  int64_t StopAfterDisconnectS(const std::string& priority_class) const {
+    auto it = class_stop_after_disconnect_s.find(priority_class);
+    if (it != class_stop_after_disconnect_s.end()) return it->second;
+    const PriorityClass* c = Find(priority_class);
+    return c && c->service ? kNever : default_stop_after_disconnect_s;
+  }
+
+  // Services that exit are restarted (exit 0 too, which is no failure) after a backoff
+  // that doubles from restart_backoff up to restart_backoff_cap with each crash in a row
+  // and starts over after a run of healthy_after; their GPUs stay held for them meanwhile.
+  int64_t service_restart_backoff_s = 1;
+  int64_t service_restart_backoff_cap_s = 60;
+  int64_t service_healthy_after_s = 600;
+
   // inference-critical > inference > labeling > training > experiment; the inference
   // classes are non-preemptible services. No tenants: nobody has a quota; root is the
   // admin and every user a member of `default`, which may not use the service classes.

@@ -110,7 +110,8 @@ class Reader {
 void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
   if (!n || !r.Map(n, "defaults",
                    {"class", "grace", "max_grace", "max_restarts", "cpu_per_rank",
-                    "memory_per_rank", "pids_limit"})) {
+                    "memory_per_rank", "pids_limit", "stop_after_disconnect", "restart_backoff",
+                    "restart_backoff_cap", "healthy_after"})) {
     return;
   }
   r.Scalar(n["class"], "defaults.class", &p.default_class);
@@ -122,13 +123,22 @@ void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
   r.Parsed(n["memory_per_rank"], "defaults.memory_per_rank", &p.default_memory_bytes_per_rank,
            ParseBytes);
   r.Scalar(n["pids_limit"], "defaults.pids_limit", &p.default_pids_limit);
+  r.Parsed(n["stop_after_disconnect"], "defaults.stop_after_disconnect",
+           &p.default_stop_after_disconnect_s, ParseDurationSeconds);
+  r.Parsed(n["restart_backoff"], "defaults.restart_backoff", &p.service_restart_backoff_s,
+           ParseDurationSeconds);
+  r.Parsed(n["restart_backoff_cap"], "defaults.restart_backoff_cap",
+           &p.service_restart_backoff_cap_s, ParseDurationSeconds);
+  r.Parsed(n["healthy_after"], "defaults.healthy_after", &p.service_healthy_after_s,
+           ParseDurationSeconds);
 }
 
 PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& where) {
   PriorityClass c;
   if (!r.Map(n, where,
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
-              "min_runtime", "tenants", "pids_limit"})) {
+              "min_runtime", "tenants", "pids_limit", "stop_after_disconnect",
+              "evicts_within_min_runtime"})) {
     return c;
   }
   r.Scalar(n["name"], where + ".name", &c.name);
@@ -141,6 +151,10 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
   r.Parsed(n["cooldown"], where + ".cooldown", &c.cooldown_base_s, ParseDurationSeconds);
   r.Parsed(n["cooldown_cap"], where + ".cooldown_cap", &c.cooldown_cap_s, ParseDurationSeconds);
   r.Parsed(n["min_runtime"], where + ".min_runtime", &c.min_runtime_s, ParseDurationSeconds);
+  // inference-critical may evict inside a minimum runtime unless its policy says no.
+  c.evicts_within_min_runtime = c.name == "inference-critical";
+  r.Scalar(n["evicts_within_min_runtime"], where + ".evicts_within_min_runtime",
+           &c.evicts_within_min_runtime);
   if (!n["name"]) r.problems().Add(where, "a class needs a name");
   if (!n["value"]) r.problems().Add(where, "a class needs a value");
   return c;
@@ -299,6 +313,16 @@ void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
             r.Scalar(v, where, &allow);
             if (allow) p.access.root_tenants.insert(t);
           });
+  scalars("classes", "stop_after_disconnect",
+          [&](const std::string& c, const YAML::Node& v, const std::string& where) {
+            if (v.IsScalar() && v.Scalar() == "never") {
+              p.class_stop_after_disconnect_s[c] = Policy::kNever;
+              return;
+            }
+            int64_t s = 0;
+            r.Parsed(v, where, &s, ParseDurationSeconds);
+            p.class_stop_after_disconnect_s[c] = s;
+          });
   scalars("classes", "pids_limit",
           [&](const std::string& c, const YAML::Node& v, const std::string& where) {
             uint32_t limit = 0;
@@ -452,6 +476,17 @@ void CheckLimits(const Policy& p, Problems& out) {
   if (p.fair_share_half_life_s <= 0) out.Add("fair_share.half_life", "must be positive");
   if (p.preemption_searches_per_pass == 0) {
     out.Add("preemption.searches_per_pass", "must be at least 1");
+  }
+  // 0 would mean "stop at once" to the coordinator and "never" on the wire: refuse it.
+  if (p.default_stop_after_disconnect_s == 0) {
+    out.Add("defaults.stop_after_disconnect", "must be positive (or a class's 'never')");
+  }
+  for (const auto& [cls, s] : p.class_stop_after_disconnect_s) {
+    if (s == 0) out.Add("classes (" + cls + ").stop_after_disconnect", "must be positive or never");
+  }
+  if (p.service_restart_backoff_s <= 0 ||
+      p.service_restart_backoff_cap_s < p.service_restart_backoff_s) {
+    out.Add("defaults.restart_backoff", "must be positive and at most restart_backoff_cap");
   }
 }
 

@@ -340,9 +340,8 @@ void IndexVictims(Pass& pass) {
   pass.group_min_victim.assign(pass.groups.size(), kNoVictim);
   pass.group_min_quota_victim.assign(pass.groups.size(), kNoVictim);
   for (const Gang& g : pass.gangs) {
-    if (g.evicting || g.protected_ || g.cls == kNone || !pass.classes[g.cls]->preemptible) {
-      continue;
-    }
+    // Protected gangs (inside their minimum runtime) count: some classes may evict them.
+    if (g.evicting || g.cls == kNone || !pass.classes[g.cls]->preemptible) continue;
     int64_t value = pass.classes[g.cls]->value;
     bool quota = pass.quota.Quota(g.tenant).has_quota;
     for (uint32_t h = g.hold_begin; h < g.hold_end; ++h) {

@@ -32,6 +32,9 @@ struct PriorityClass {
   int64_t cooldown_base_s = 60;   // wait after the first eviction, doubling per eviction
   int64_t cooldown_cap_s = 3600;  // the doubling stops here
   int64_t min_runtime_s = 300;    // no eviction this soon after the attempt started
+  // May evict a job still inside its minimum runtime (inference-critical by default: a
+  // production outage does not wait for a training job's first checkpoint).
+  bool evicts_within_min_runtime = false;
 };
 
 struct TenantPolicy {

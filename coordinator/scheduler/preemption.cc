@@ -60,7 +60,8 @@ class Search {
 };
 
 Kind Search::KindOf(const Gang& g) const {
-  if (g.evicting || g.protected_ || g.cls == kNone) return kNot;
+  if (g.evicting || g.cls == kNone) return kNot;
+  if (g.protected_ && !cls_.evicts_within_min_runtime) return kNot;
   const PriorityClass& vc = *pass_.classes[g.cls];
   if (!vc.preemptible || g.src->id == job_.src->id) return kNot;
   bool victim_borrows = ReclaimLeft(g.tenant, {});

@@ -296,6 +296,25 @@ void Agent::PreemptRun(Key key, Run& run, int64_t deadline_mono) {
   ArmKillLocked(key, run);
 }
 
+void Agent::StopDisconnectedLocked(int64_t silent_ms) {
+  for (auto& [key, run] : attempts_) {
+    if (!run.live() || run.disconnect_stopped || run.stop_after_disconnect_ms <= 0 ||
+        silent_ms <= run.stop_after_disconnect_ms) {
+      continue;
+    }
+    // A graceful eviction decided here: the coordinator replaces the attempt only after
+    // this bound + its grace + a margin, so the two never overlap.
+    run.disconnect_stopped = true;
+    run.report.set_stopped_disconnected(true);
+    run.report.set_message("stopped on " + options_.node_name + " after " +
+                           std::to_string(silent_ms / 1000) +
+                           " s without the coordinator (stop_after_disconnect): checkpoint and "
+                           "exit");
+    spdlog::warn("job {} attempt {}: {}", key.first, key.second, run.report.message());
+    PreemptRun(key, run, clock_->MonotonicMs() + run.grace_ms);
+  }
+}
+
 void Agent::ArmKillLocked(Key key, Run& run) {
   int64_t at = run.stop_kill_mono;
   if (run.preempt_kill_mono != 0 && (at == 0 || run.preempt_kill_mono < at)) {
@@ -515,17 +534,16 @@ void Agent::WorkerLoop() {
       SendLocked(hb);
       next_heartbeat_mono_ = now + heartbeat_ms_;
     }
-    if (!lease_expired_ && now - last_contact_mono_ > lease_ms_) {
-      // Cut off longer than the lease: the coordinator will requeue our jobs elsewhere,
-      // so they must not keep running here. "Cut off" is measured by what we hear (every
-      // heartbeat is acknowledged): a cut link leaves the stream looking open for a long
-      // time, and writes into it still succeed.
+    // "Cut off" is measured by what we hear (every heartbeat is acknowledged): a cut link
+    // leaves the stream looking open for a long time, and writes into it still succeed.
+    int64_t silent = now - last_contact_mono_;
+    if (!lease_expired_ && silent > lease_ms_) {
       lease_expired_ = true;
-      StopAllLocked("lease expired: no contact with the coordinator for " +
-                        std::to_string(now - last_contact_mono_) + " ms",
-                    0);
+      spdlog::warn("no contact with the coordinator for {} ms: reconnecting; jobs keep running",
+                   silent);
       if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
     }
+    if (lease_expired_) StopDisconnectedLocked(silent);
     if (stopping_) {
       bool live = false;
       for (const auto& [k, r] : attempts_) live |= r.live();

@@ -7,7 +7,9 @@
 // re-adopts attempts still running in their cgroups and cleans up after dead ones.
 // Every change to an attempt is reported, with its limits and throttling, and
 // re-reported at each registration until the coordinator acknowledges its end, and told
-// to the AttemptObserver (the node's metrics) as it starts, refreshes and ends.
+// to the AttemptObserver (the node's metrics) as it starts, refreshes and ends. Losing
+// the coordinator stops nothing at once: the agent reconnects, and an attempt is stopped
+// gracefully only after its own stop_after_disconnect (never, for services).
 // Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
 // deadlines, heartbeats, lease), the Reaper's.
 #pragma once
@@ -118,6 +120,10 @@ class Agent {
     std::vector<std::string> exec_env;
     std::string cwd;
     ProcessUser user;  // every process of the attempt runs as the job's owner
+    // Cut off from the coordinator this long, the attempt is stopped gracefully (0: never).
+    int64_t stop_after_disconnect_ms = 0;
+    int64_t grace_ms = 0;             // its eviction grace (the spec's)
+    bool disconnect_stopped = false;  // told to checkpoint and stop for lack of contact
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
     std::map<pid_t, pid_t> keepers;  // rank or daemon pid -> its keeper
@@ -139,6 +145,9 @@ class Agent {
   bool SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
   // Eviction: SIGUSR1 to the ranks once; the kill follows the latest deadline given.
   void PreemptRun(Key key, Run& run, int64_t deadline_mono);
+  // Attempts cut off from the coordinator past their stop_after_disconnect: SIGUSR1 and
+  // their grace, once.
+  void StopDisconnectedLocked(int64_t silent_ms);
   // kill_at_mono from the two deadlines; kills now when it has passed.
   void ArmKillLocked(Key key, Run& run);
   void KillNowLocked(Key key, Run& run);

@@ -123,6 +123,8 @@ void Agent::Launch(const v1::Launch& l) {
     error = std::string(s.message());
   } else {
     run.user = AsProcessUser(*user);
+    run.stop_after_disconnect_ms = static_cast<int64_t>(l.stop_after_disconnect_ms());
+    run.grace_ms = int64_t{l.spec().grace_seconds()} * 1000;
   }
   // Limits first: every process of the attempt (ranks, mpirun, exec'ed daemons) joins
   // its cgroups before it execs.

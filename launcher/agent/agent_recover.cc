@@ -60,6 +60,8 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   run.user.uid = user->uid;
   run.user.gid = user->gid;
   run.user.groups = user->gids;
+  run.stop_after_disconnect_ms = static_cast<int64_t>(l.stop_after_disconnect_ms());
+  run.grace_ms = int64_t{l.spec().grace_seconds()} * 1000;
   run.report.set_job_id(key.first);
   run.report.set_attempt(key.second);
   run.report.set_checkpoint_step(-1);

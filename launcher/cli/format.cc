@@ -82,8 +82,15 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
   for (const auto& a : s.command()) cmd += (cmd.empty() ? "" : " ") + a;
   o << "  Command:    " << cmd << "\n";
   o << "  Submitted:  " << Ago(job.submitted_ms(), now_ms) << "   restarts "
-    << RestartPolicyName(s.restart_policy()) << " (failures " << job.failures() << "/"
-    << s.max_restarts() << ", evictions " << job.evictions() << ")\n";
+    << RestartPolicyName(s.restart_policy());
+  if (s.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
+    // A service: every exit restarts it; failures are its non-zero exits, no budget.
+    o << " (" << job.restarts_in_a_row() << " in a row, failures " << job.failures()
+      << ", evictions " << job.evictions() << ")\n";
+  } else {
+    o << " (failures " << job.failures() << "/" << s.max_restarts() << ", evictions "
+      << job.evictions() << ")\n";
+  }
   if (job.attempts_size() > 0) {
     o << "  Attempts:\n";
     for (const auto& a : job.attempts()) {

@@ -54,6 +54,7 @@ TEST(EventLog, SubmitRetryNodeLossRefusalPolicyAndCancelYieldExactlyTheseEvents)
   v1::JobSpec spec = Spec(/*nodes=*/1, /*gpus=*/2);
   spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
   spec.set_max_restarts(2);
+  spec.set_grace_seconds(1);  // replaced 1 + 1 + 5 s after n1 goes silent: when it is lost
   auto id = h.Submit(spec);
   ASSERT_TRUE(id.ok()) << id.status();
   h.Schedule();

@@ -51,6 +51,9 @@ inline Policy TestPolicy() {
   p.access.members = {{"vision", {"alice"}}, {"speech", {"bob"}}};
   // Who may use which class is access_test's; here every tenant may use every class.
   p.access.class_tenants = {{"inference-critical", {"*"}}, {"inference", {"*"}}};
+  // Agents stop batch jobs 1 s after losing us; with a 1 s grace they are replaced after
+  // 1 + 1 + the lost margin (outage_test.cc tests the defaults).
+  p.default_stop_after_disconnect_s = 1;
   return p;
 }
 inline JobManagerOptions TestOptions() {

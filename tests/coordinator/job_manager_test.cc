@@ -238,7 +238,9 @@ TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {
   opts.lost_margin_ms = 5'000;
   Harness h(opts);
   h.Connect("n1");
-  auto id = h.Submit(Spec());
+  v1::JobSpec spec = Spec();
+  spec.set_grace_seconds(1);  // its agent stops it 1 s after losing us, kills it 1 s later
+  auto id = h.Submit(spec);
   h.Schedule();
   h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
   h.Connect("n2");

@@ -40,7 +40,9 @@ class MetricsScenario : public ::testing::Test {
   void RunScenario() {
     h_.Connect("n1", /*gpus=*/4);
     h_.Connect("n2", /*gpus=*/4);
-    auto lost = h_.Submit(Spec(/*nodes=*/1, /*gpus=*/2));
+    v1::JobSpec short_grace = Spec(/*nodes=*/1, /*gpus=*/2);
+    short_grace.set_grace_seconds(1);  // replaced once its node is lost (harness policy)
+    auto lost = h_.Submit(short_grace);
     v1::JobSpec flaky = Spec(/*nodes=*/1, /*gpus=*/1);
     flaky.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
     flaky.set_max_restarts(1);

@@ -59,7 +59,8 @@ class PrometheusScrape : public ::testing::Test {
     security_ = std::make_unique<TestSecurity>(dir_.path());
     ASSERT_TRUE(security_->ok()) << security_->why();
     cluster_.set_client_env(security_->ClientEnv());
-    std::ofstream(dir_.path() + "/policy.yaml") << TestPolicy();
+    // Node b's job is replaced 1 s + its 1 s grace + the margin after b goes silent.
+    std::ofstream(dir_.path() + "/policy.yaml") << TestPolicy(", stop_after_disconnect: 1s");
     guard_ = std::make_unique<CgroupTreeGuard>("batonobs" + tag_);
     StartCoordinator();
     // Node a runs the CPU hog under its own quota (isolation v1 when the machine has it);
@@ -225,7 +226,8 @@ TEST_F(PrometheusScrape, FindsTheSeriesTheScenarioProduced) {
   ASSERT_EQ(done.exit_code, 0) << done.err;
   uint64_t hog =
       SubmitQuiet({"--cpus", "0.2", "--gpus", "1", "--", "sh", "-c", "while :; do :; done"});
-  uint64_t lost = SubmitQuiet({"--pool", "lossy", "--gpus", "2", "--", "sleep", "120"});
+  uint64_t lost =
+      SubmitQuiet({"--pool", "lossy", "--gpus", "2", "--grace", "1s", "--", "sleep", "120"});
   EXPECT_EQ(cluster_.Baton({"submit", "--gpus", "64", "--", "true"}).exit_code, 2);
   ASSERT_TRUE(cluster_.WaitForState(hog, "JOB_STATE_RUNNING"));
   ASSERT_TRUE(cluster_.WaitForState(lost, "JOB_STATE_RUNNING"));

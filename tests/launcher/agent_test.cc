@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -595,15 +596,35 @@ TEST_F(AgentTest, ExecRunsItsCommandAsTheAttemptsOwner) {
   ASSERT_TRUE(WaitReport(144, v1::AttemptReport::PHASE_EXITED));
 }
 
-TEST_F(AgentTest, LeaseExpiryStopsJobsAndTheEndIsReportedOnReconnect) {
-  Launch(30, {"sleep", "60"});
-  ASSERT_TRUE(WaitReport(30, v1::AttemptReport::PHASE_RUNNING));
+// Losing the coordinator stops nothing at once: past the lease the agent reconnects and
+// every attempt runs on; a batch attempt is stopped gracefully (SIGUSR1, then its grace)
+// only after its own stop_after_disconnect, a service never; the end is reported on
+// reconnect as a stop for want of the coordinator.
+TEST_F(AgentTest, LosingTheCoordinatorStopsOnlyWhatOutlivesItsStopAfterDisconnect) {
+  v1::CoordinatorCommand batch = LaunchCommand(
+      30, {"sh", "-c", "trap 'echo saved; exit 0' USR1; echo ready; while :; do sleep 0.05; done"});
+  batch.mutable_launch()->set_stop_after_disconnect_ms(3 * kLeaseMs);
+  batch.mutable_launch()->mutable_spec()->set_grace_seconds(30);
+  ASSERT_TRUE(coordinator_->Push(batch));
+  v1::CoordinatorCommand service = LaunchCommand(31, {"sleep", "600"});
+  service.mutable_launch()->set_stop_after_disconnect_ms(0);  // never
+  ASSERT_TRUE(coordinator_->Push(service));
+  ASSERT_TRUE(WaitReport(31, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_TRUE(WaitForLog(30, "ready"));
   coordinator_->Shutdown();
   ASSERT_TRUE(PollUntil([] { return !agent_->connected(); }));
-  EXPECT_TRUE(agent_->IsLive(30, 1)) << "a short disconnection leaves jobs running";
   clock_->AdvanceMs(kLeaseMs + 1);
-  EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(30, 1); }))
-      << "a job outlived the agent's lease";
+  // The worker ticks every 50 ms: six rounds past the lease, nothing has stopped.
+  auto stopped = [](uint64_t job) {
+    return PollUntil([job] { return !agent_->IsLive(job, 1); }, std::chrono::milliseconds(300));
+  };
+  EXPECT_FALSE(stopped(30)) << "past the lease: still running";
+  EXPECT_FALSE(stopped(31));
+  clock_->AdvanceMs(2 * kLeaseMs);  // past the batch job's stop_after_disconnect
+  EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(30, 1); })) << "stopped gracefully";
+  EXPECT_THAT(ReadFile(agent_->LogPath(30, 1)), HasSubstr("saved")) << "it got SIGUSR1";
+  clock_->AdvanceMs(100 * kLeaseMs);
+  EXPECT_FALSE(stopped(31)) << "a service rides out any outage";
 
   int before = coordinator_->session();
   coordinator_->Start(tls_->server);  // same port
@@ -612,14 +633,19 @@ TEST_F(AgentTest, LeaseExpiryStopsJobsAndTheEndIsReportedOnReconnect) {
   ASSERT_TRUE(reg) << "the agent did not come back";
   bool found = false;
   for (const auto& a : reg->msg.register_().attempts()) {
+    if (a.job_id() == 31) {
+      EXPECT_EQ(a.phase(), v1::AttemptReport::PHASE_RUNNING);
+    }
     if (a.job_id() != 30) continue;
     found = true;
     EXPECT_EQ(a.phase(), v1::AttemptReport::PHASE_EXITED);
-    EXPECT_TRUE(a.killed());
-    EXPECT_NE(a.term_signal(), 0);
-    EXPECT_THAT(a.message(), HasSubstr("lease expired"));
+    EXPECT_EQ(a.exit_code(), 0) << "it checkpointed and exited";
+    EXPECT_TRUE(a.stopped_disconnected());
+    EXPECT_THAT(a.message(), HasSubstr("without the coordinator"));
   }
   EXPECT_TRUE(found);
+  ASSERT_TRUE(coordinator_->Push(KillCommand(31, SIGKILL, 0)));
+  ASSERT_TRUE(WaitReport(31, v1::AttemptReport::PHASE_EXITED));
 }
 
 }  // namespace

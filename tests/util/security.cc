@@ -25,12 +25,14 @@ std::string TestPolicyAccess() {
          "  - {name: serving, members: [baton-bob]}\n";
 }
 
-std::string TestPolicy() {
+std::string TestPolicy(const std::string& training_extra) {
   return "classes:\n"
          "  - {name: inference-critical, value: 1000, service: true, tenants: [serving]}\n"
          "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"
          "  - {name: labeling, value: 500, cooldown: 1m, min_runtime: 5m}\n"
-         "  - {name: training, value: 300, cooldown: 2m, min_runtime: 10m}\n"
+         "  - {name: training, value: 300, cooldown: 2m, min_runtime: 10m" +
+         training_extra +
+         "}\n"
          "  - {name: experiment, value: 100, cooldown: 1m, min_runtime: 2m, pids_limit: 64}\n" +
          TestPolicyAccess();
 }
