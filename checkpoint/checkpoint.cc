@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "checkpoint/fence.h"
 #include "checkpoint/job_env.h"
 #include "checkpoint/parallel.h"
 #include "checkpoint/progress.h"
@@ -155,7 +156,20 @@ absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Create(Options optio
   s->io = IoOptions{options.io_threads, options.io_unit_bytes, options.direct_io,
                     options.skip_sync_for_testing != SyncPoint::kShardFile};
   s->options = std::move(options);
-  if (s->is_root()) BATON_RETURN_IF_ERROR(s->dir->EnsureRoot());
+  if (s->is_root()) {
+    BATON_RETURN_IF_ERROR(s->dir->EnsureRoot());
+    // A relaunched attempt takes the directory over from any attempt still running
+    // elsewhere (FORMAT.md "Fence"). A superseded one is not refused here, so that its
+    // ranks stay in step: its saves fail and its watcher stops it.
+    if (s->attempt > 0) {
+      absl::StatusOr<Fence> fence = RaiseFence(s->env, *s->dir, s->attempt);
+      if (IsSuperseded(fence.status())) {
+        s->Log(std::string(fence.status().message()));
+      } else if (!fence.ok()) {
+        return fence.status();
+      }
+    }
+  }
   return std::unique_ptr<Checkpointer>(new Checkpointer(std::move(s)));
 }
 

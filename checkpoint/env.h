@@ -73,6 +73,41 @@ class Env {
 // The POSIX filesystem. Process-wide and stateless.
 Env* DefaultEnv();
 
+// Forwards every call to `target` (not owned): derive and override what should differ
+// (a slow fsync, a hook at a given file). Thread-safe like its target.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* target) : target_(target) {}
+  Env* target() const { return target_; }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path, const WritableFileOptions& options) override {
+    return target_->NewWritableFile(path, options);
+  }
+  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
+    return target_->NewReadableFile(path);
+  }
+  absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
+    return target_->FileSize(path);
+  }
+  absl::StatusOr<bool> FileExists(const std::string& path) override {
+    return target_->FileExists(path);
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return target_->ListDir(dir);
+  }
+  absl::Status CreateDir(const std::string& dir) override { return target_->CreateDir(dir); }
+  absl::Status RemoveFile(const std::string& path) override { return target_->RemoveFile(path); }
+  absl::Status RemoveDir(const std::string& dir) override { return target_->RemoveDir(dir); }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    return target_->Rename(from, to);
+  }
+  absl::Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
+
+ private:
+  Env* const target_;
+};
+
 // Writes `contents` to `path` atomically and durably: `path`.tmp, fsync, rename, fsync of
 // the directory. Readers see the old file or the new one, never a mix.
 absl::Status WriteFileAtomically(Env* env, const std::string& path, const std::string& contents);

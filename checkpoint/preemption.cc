@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "checkpoint/fence.h"
 #include "checkpoint/job_env.h"
 #include "common/status.h"
 
@@ -47,6 +48,11 @@ absl::StatusOr<std::unique_ptr<PreemptionWatcher>> PreemptionWatcher::Create(
   } else {
     BATON_ASSIGN_OR_RETURN(grace, GraceSecondsFromEnv());
   }
+  std::string fence_dir = options.fence_dir.empty() ? CheckpointDirFromEnv() : options.fence_dir;
+  int64_t attempt = options.attempt;
+  if (attempt < 0) {
+    BATON_ASSIGN_OR_RETURN(attempt, AttemptFromEnv());
+  }
   if (g_installed.exchange(true)) {
     return absl::AlreadyExistsError("a PreemptionWatcher already exists in this process");
   }
@@ -62,7 +68,8 @@ absl::StatusOr<std::unique_ptr<PreemptionWatcher>> PreemptionWatcher::Create(
     g_installed.store(false);
     return ErrnoToStatus(err, "install handler for signal " + std::to_string(options.signal));
   }
-  return std::unique_ptr<PreemptionWatcher>(new PreemptionWatcher(options.signal, grace, previous));
+  return std::unique_ptr<PreemptionWatcher>(new PreemptionWatcher(
+      options.signal, grace, previous, std::move(fence_dir), attempt, options.fence_poll_ms));
 }
 
 PreemptionWatcher::~PreemptionWatcher() {
@@ -74,8 +81,30 @@ bool PreemptionWatcher::StopRequested() const { return g_stop_ms.load() != 0; }
 
 void PreemptionWatcher::RequestStop() { MarkStop(); }
 
+void PreemptionWatcher::PollFence() {
+  if (fence_dir_.empty() || superseded_by_.load() > 0) return;
+  const int64_t now = MonotonicMs();
+  if (now < next_poll_ms_.load()) return;
+  next_poll_ms_.store(now + fence_poll_ms_);
+  // Unreadable or damaged: not a reason to stop a job; saves check the fence again.
+  absl::StatusOr<Fence> fence = ReadFence(DefaultEnv(), fence_dir_);
+  if (fence.ok() && fence->attempt > attempt_) {
+    superseded_by_.store(fence->attempt);
+    MarkStop();
+  }
+}
+
 absl::StatusOr<bool> PreemptionWatcher::ShouldStop(Collective& collective) {
-  BATON_ASSIGN_OR_RETURN(int64_t any, collective.AllReduceMax(StopRequested() ? 1 : 0));
+  PollFence();
+  // One collective for both answers: 0 go on, 1 stop and save, 1+N superseded by attempt N
+  // (so that every rank agrees to skip the save, not only the ones that read the fence).
+  const int64_t superseded = superseded_by_.load();
+  const int64_t mine = superseded > 0 ? 1 + superseded : (StopRequested() ? 1 : 0);
+  BATON_ASSIGN_OR_RETURN(int64_t any, collective.AllReduceMax(mine));
+  if (any > 1) {
+    superseded_by_.store(any - 1);
+    MarkStop();
+  }
   return any != 0;
 }
 

@@ -7,14 +7,17 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "checkpoint/fence.h"
 #include "checkpoint/manifest.h"
 #include "common/status.h"
 
 namespace baton::checkpoint {
 namespace {
 
-// The manifest text of a committed step, checked to parse and to name that step.
-absl::StatusOr<std::string> ReadManifestText(Checkpointer::State& s, int64_t step) {
+// The manifest text of a committed step, checked to parse, to name that step and to be
+// allowed by the fence (not committed by a superseded attempt after it was superseded).
+absl::StatusOr<std::string> ReadManifestText(Checkpointer::State& s, const Fence& fence,
+                                             int64_t step) {
   BATON_ASSIGN_OR_RETURN(bool committed, s.dir->HasManifest(step));
   if (!committed) return absl::NotFoundError("no MANIFEST (the save never committed)");
   BATON_ASSIGN_OR_RETURN(std::string text,
@@ -22,6 +25,11 @@ absl::StatusOr<std::string> ReadManifestText(Checkpointer::State& s, int64_t ste
   BATON_ASSIGN_OR_RETURN(Manifest m, ParseManifest(text));
   if (m.step != step) {
     return absl::DataLossError("its MANIFEST is for step " + std::to_string(m.step));
+  }
+  if (!FenceAllows(fence, m.attempt, step)) {
+    return absl::FailedPreconditionError(
+        "attempt " + std::to_string(m.attempt) + " committed it after attempt " +
+        std::to_string(fence.attempt) + " had superseded it (FENCE)");
   }
   return text;
 }
@@ -31,10 +39,12 @@ absl::StatusOr<std::string> ReadManifestText(Checkpointer::State& s, int64_t ste
 std::string NextCandidate(Checkpointer::State& s, int64_t* below) {
   absl::StatusOr<std::vector<int64_t>> steps = s.dir->ListSteps();
   if (!steps.ok()) return "E" + StatusToWire(steps.status());
+  absl::StatusOr<Fence> fence = ReadFence(s.env, s.dir->root());
+  if (!fence.ok()) return "E" + StatusToWire(fence.status());
   for (int64_t step : *steps) {
     if (step >= *below) continue;
     *below = step;
-    absl::StatusOr<std::string> text = ReadManifestText(s, step);
+    absl::StatusOr<std::string> text = ReadManifestText(s, *fence, step);
     if (text.ok()) return "M" + *text;
     s.Log("skipping " + s.dir->StepDir(step) + ": " + std::string(text.status().message()));
   }
@@ -209,9 +219,10 @@ absl::StatusOr<std::vector<CheckpointInfo>> Checkpointer::List() {
   State& s = *state_;
   s.JoinBackground();  // so that pruning done by this process's saves is reflected
   BATON_ASSIGN_OR_RETURN(std::vector<int64_t> steps, s.dir->ListSteps());
+  BATON_ASSIGN_OR_RETURN(Fence fence, ReadFence(s.env, s.dir->root()));
   std::vector<CheckpointInfo> out;
   for (int64_t step : steps) {
-    absl::StatusOr<std::string> text = ReadManifestText(s, step);
+    absl::StatusOr<std::string> text = ReadManifestText(s, fence, step);
     if (!text.ok()) continue;
     absl::StatusOr<Manifest> m = ParseManifest(*text);
     if (m.ok()) out.push_back(ToInfo(*m));

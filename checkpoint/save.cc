@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "checkpoint/fence.h"
 #include "checkpoint/manifest.h"
 #include "common/status.h"
 
@@ -63,6 +64,9 @@ absl::Status CommitIfComplete(Checkpointer::State& s, const SaveRequest& request
     return absl::InvalidArgumentError("the manifest would have " + std::to_string(text.size()) +
                                       " bytes, over the 1 MiB limit: use less metadata");
   }
+  // An attempt that started elsewhere in the meantime owns the directory now (FORMAT.md
+  // "Fence"); a commit racing its start lands past the fence step, where restore ignores it.
+  BATON_RETURN_IF_ERROR(CheckFence(s.env, s.dir->root(), s.attempt));
   absl::Status committed = s.dir->CommitManifest(request.step, text);
   if (!committed.ok()) {
     // Whatever got renamed must not pair with shards that are about to go.
@@ -116,7 +120,9 @@ absl::Status RunSave(Checkpointer::State& s, const SaveRequest& request) {
   std::string prepared;
   if (s.is_root()) {
     s.WriteProgress("saving", step);
-    prepared = StatusToWire(s.dir->PrepareStep(step));
+    absl::Status ready = CheckFence(s.env, s.dir->root(), s.attempt);
+    if (ready.ok()) ready = s.dir->PrepareStep(step);
+    prepared = StatusToWire(ready);
   }
   BATON_ASSIGN_OR_RETURN(prepared, c.Broadcast(prepared));
   if (!prepared.empty()) {
@@ -131,8 +137,10 @@ absl::Status RunSave(Checkpointer::State& s, const SaveRequest& request) {
   if (s.is_root()) outcome = StatusToWire(CommitIfComplete(s, request, results));
   BATON_ASSIGN_OR_RETURN(outcome, c.Broadcast(outcome));
   if (!outcome.empty()) {
-    CleanUpFailedSave(s, step);
-    return Fail(s, step, WireToStatus(outcome));
+    const absl::Status why = WireToStatus(outcome);
+    // A superseded attempt touches nothing more: the files may be the new attempt's now.
+    if (!IsSuperseded(why)) CleanUpFailedSave(s, step);
+    return Fail(s, step, why);
   }
   AfterCommit(s, step);
   return absl::OkStatus();

@@ -8,6 +8,8 @@
 #                                          again on the same address and data dir
 #   scripts/netns-cluster.sh restart-agent I [SIG]       same for node I's agent (its jobs
 #                                          keep running and are re-adopted)
+#   scripts/netns-cluster.sh kill-agent I [SIG]          SIG node I's agent, no restart
+#                                          (its jobs run on, orphaned; `down` kills them)
 #   scripts/netns-cluster.sh partition I | heal I        cut node I off the bridge / back
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
@@ -114,6 +116,10 @@ restart_coordinator() {
   start_coordinator "$addr"
 }
 
+kill_agent() {
+  signal_and_wait "$STATE/n${1:?usage: netns-cluster.sh kill-agent I [SIG]}.pid" "${2:-KILL}"
+}
+
 restart_agent() {
   local i=${1:?usage: netns-cluster.sh restart-agent I [SIG]}
   signal_and_wait "$STATE/n$i.pid" "${2:-KILL}"
@@ -148,6 +154,12 @@ stop_cluster() {
   local n=0
   [ -f "$STATE/nodes" ] && n=$(cat "$STATE/nodes")
   for i in $(seq 1 "$n"); do stop_pid "$STATE/n$i.pid"; done
+  # What outlived its agent (killed, not restarted): every process left in the agents'
+  # cgroups, in every hierarchy.
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -d "$h$NAME" ] || continue
+    find "$h$NAME" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+  done
   stop_pid "$STATE/coordinator.pid"
   [ -d "$STATE/munge" ] && scripts/munged.sh stop "$STATE/munge"
   for i in $(seq 1 "$n"); do
@@ -171,8 +183,9 @@ case "${1:-}" in
   env) print_env ;;
   restart-coordinator) restart_coordinator "${2:-KILL}" ;;
   restart-agent) restart_agent "${2:-}" "${3:-KILL}" ;;
+  kill-agent) kill_agent "${2:-}" "${3:-KILL}" ;;
   partition) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh partition I}" down ;;
   heal) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh heal I}" up ;;
   *) echo "usage: $0 up N [GPUS] | down | env | restart-coordinator [SIG] |" \
-       "restart-agent I [SIG] | partition I | heal I" >&2; exit 2 ;;
+       "restart-agent I [SIG] | kill-agent I [SIG] | partition I | heal I" >&2; exit 2 ;;
 esac

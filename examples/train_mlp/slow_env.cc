@@ -35,7 +35,7 @@ bool IsShard(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<checkpoint::WritableFile>> SlowSyncEnv::NewWritableFile(
     const std::string& path, const checkpoint::WritableFileOptions& options) {
-  auto file = base_->NewWritableFile(path, options);
+  auto file = target()->NewWritableFile(path, options);
   if (!file.ok() || !IsShard(path) || delay_ms_ <= 0) return file;
   return std::unique_ptr<checkpoint::WritableFile>(
       std::make_unique<SlowSyncFile>(std::move(*file), delay_ms_));

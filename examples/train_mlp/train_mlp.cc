@@ -299,6 +299,18 @@ int main(int argc, char** argv) {
     }
     auto stop = (*watcher)->ShouldStop(**stop_comm);
     if (!stop.ok()) Die(rank, "should-stop", stop.status());
+    if (*stop && (*watcher)->Superseded()) {
+      // Relaunched elsewhere while this attempt ran on (a node cut off, an agent gone):
+      // the checkpoint directory is the new attempt's, so no save; just go.
+      c.Wait().IgnoreError();
+      if (rank == 0) {
+        std::printf("superseded by attempt %lld: exiting without saving\n",
+                    static_cast<long long>((*watcher)->superseded_by()));
+      }
+      Witness(f.checkpoint_dir, "superseded", rank);
+      MPI_Finalize();
+      return 0;
+    }
     if (*stop) {
       const int64_t agreed_ms = UnixMs();
       // When this rank heard the signal: the grace left counts from it.

@@ -268,6 +268,9 @@ bool NetnsCluster::RestartCoordinator(const std::string& signal) {
 bool NetnsCluster::RestartAgent(int i, const std::string& signal) {
   return Script({"restart-agent", std::to_string(i), signal});
 }
+bool NetnsCluster::KillAgent(int i, const std::string& signal) {
+  return Script({"kill-agent", std::to_string(i), signal});
+}
 bool NetnsCluster::Partition(int i) { return Script({"partition", std::to_string(i)}); }
 bool NetnsCluster::Heal(int i) { return Script({"heal", std::to_string(i)}); }
 

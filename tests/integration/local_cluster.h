@@ -96,6 +96,8 @@ class NetnsCluster : public ClusterClient {
   // cluster network and put it back. True when the script succeeded.
   bool RestartCoordinator(const std::string& signal = "KILL");
   bool RestartAgent(int i, const std::string& signal = "KILL");
+  // Node i's agent gets `signal` and is not started again (its jobs run on, orphaned).
+  bool KillAgent(int i, const std::string& signal = "KILL");
   bool Partition(int i);
   bool Heal(int i);
 

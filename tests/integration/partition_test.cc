@@ -7,8 +7,16 @@
 // resumes on the other two nodes from its last checkpoint. train_mlp's WITNESS shows the
 // two attempts never ran at the same time, and the job ends with the weights of an
 // uninterrupted run. Healed, the node comes back.
+//
+// And what the coordinator cannot stop: a node's agent is killed and never comes back, so
+// the 1-node job it ran goes on, orphaned, while the coordinator relaunches it on the other
+// node. The relaunch raises its checkpoint directory's fence; the orphan cannot commit past
+// it and stops by itself within about a second (checkpoint/FORMAT.md "Fence"); the job
+// resumes from the fence step and ends with the weights of an uninterrupted run.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 
 #include "gtest/gtest.h"
@@ -23,6 +31,16 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// True once the job's first attempt reported a checkpoint of `step` or later (60 s).
+bool FirstAttemptCheckpointed(NetnsCluster& cluster, uint64_t job, int64_t step) {
+  return WaitFor(
+      [&] {
+        auto j = cluster.GetJob(job);
+        return j && j->attempts_size() == 1 && j->attempts(0).checkpoint_step() >= step;
+      },
+      std::chrono::seconds(60));
 }
 
 TEST(Partition, ACutOffNodeStopsItsJobWithinItsBoundAndTheJobResumesElsewhereOnce) {
@@ -42,12 +60,7 @@ TEST(Partition, ACutOffNodeStopsItsJobWithinItsBoundAndTheJobResumesElsewhereOnc
   args.insert(args.end(), {"--step-ms", "60"});
   uint64_t job = ClusterClient::SubmittedId(cluster.Baton(args).out);
   ASSERT_TRUE(cluster.WaitForState(job, "JOB_STATE_RUNNING")) << cluster.Describe(job);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        auto j = cluster.GetJob(job);
-        return j && j->attempts_size() == 1 && j->attempts(0).checkpoint_step() >= 20;
-      },
-      std::chrono::seconds(60)))
+  ASSERT_TRUE(FirstAttemptCheckpointed(cluster, job, 20))
       << "a periodic checkpoint is reported" << cluster.Describe(job);
   std::string node = cluster.GetJob(job)->attempts(0).placement(0).node();
   ASSERT_EQ(node.rfind("n", 0), 0u) << node;
@@ -91,6 +104,82 @@ TEST(Partition, ACutOffNodeStopsItsJobWithinItsBoundAndTheJobResumesElsewhereOnc
 
   // Back on the network, the node registers again.
   EXPECT_TRUE(cluster.WaitForReadyNodes(3, std::chrono::seconds(30)));
+}
+
+// Steps a checkpoint dir holds committed, with the attempt that committed each.
+std::map<int64_t, int> CommittedSteps(const std::string& ckpt) {
+  std::map<int64_t, int> steps;
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt)) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("step-", 0) != 0) continue;
+    std::smatch m;
+    const std::string manifest = ReadFile(entry.path().string() + "/MANIFEST");
+    if (std::regex_search(manifest, m, std::regex("\nattempt (\\d+)\n"))) {
+      steps[std::stoll(name.substr(5))] = std::stoi(m[1]);
+    }
+  }
+  return steps;
+}
+
+TEST(Partition, ADeadAgentsOrphanIsFencedOffByTheRelaunchAndStopsByItself) {
+  TempDir dir("baton-orphan");
+  MakeShared(dir.path());
+  std::ofstream(dir.Sub("policy.yaml"))
+      << "classes:\n"
+         "  - {name: training, value: 300, min_runtime: 0s, stop_after_disconnect: 2s}\n"
+      << TestPolicyAccess();
+  NetnsCluster cluster(/*nodes=*/2, /*gpus=*/2, "--policy " + dir.Sub("policy.yaml"), "o");
+  if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();
+
+  const std::string ckpt = dir.Sub("ckpt");
+  const std::vector<std::string> flags = {"--steps", "300", "--save-every", "10"};
+  std::vector<std::string> args = {"submit",           "-q",  "--class", "training",
+                                   "--mode",           "mpi", "--nodes", "1",
+                                   "--ranks-per-node", "4",   "--gpus",  "2",
+                                   "--cpus",           "2",   "--grace", "2s",
+                                   "--checkpoint-dir", ckpt,  "--",      StagedBin("train_mlp")};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--step-ms", "60"});
+  const uint64_t job = ClusterClient::SubmittedId(cluster.Baton(args).out);
+  ASSERT_TRUE(FirstAttemptCheckpointed(cluster, job, 20))
+      << "a periodic checkpoint is reported" << cluster.Describe(job);
+  const std::string node = cluster.GetJob(job)->attempts(0).placement(0).node();
+  ASSERT_EQ(node.rfind("n", 0), 0u) << node;
+  ASSERT_TRUE(cluster.KillAgent(std::stoi(node.substr(1))));
+
+  ASSERT_TRUE(cluster.WaitForState(job, "JOB_STATE_SUCCEEDED", std::chrono::seconds(120)))
+      << cluster.Describe(job);
+  const v1::Job j = *cluster.GetJob(job);
+  ASSERT_EQ(j.attempts_size(), 2) << cluster.Describe(job);
+  EXPECT_NE(j.attempts(1).placement(0).node(), node);
+
+  // The relaunch (attempt 2) fenced the directory at the newest step committed by then.
+  std::smatch m;
+  const std::string fence = ReadFile(ckpt + "/FENCE");
+  ASSERT_TRUE(std::regex_match(fence, m, std::regex("attempt 2\nstep (\\d+)\n"))) << fence;
+  const int64_t fence_step = std::stoll(m[1]);
+  const std::string log = cluster.Baton({"logs", std::to_string(job)}).out;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("restored step (\\d+)"))) << log;
+  EXPECT_EQ(std::stoll(m[1]), fence_step) << "the relaunch resumed from the fence step";
+  EXPECT_GT(fence_step, 20) << "the orphan trained (and saved) on after its agent died";
+  EXPECT_EQ(TrainMlpFinalHash(log), UninterruptedTrainMlpHash(flags));
+
+  // The orphan stopped by itself, on every rank, soon after the relaunch started (it
+  // reads the fence at most once a second, at a step boundary), and never committed past
+  // the fence.
+  const std::string witness = ReadFile(ckpt + "/WITNESS");
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(witness.find("superseded attempt 1 rank " + std::to_string(rank)), std::string::npos)
+        << witness;
+  }
+  auto spans = AttemptSpans(witness);
+  ASSERT_EQ(spans.size(), 2u) << witness;
+  EXPECT_LE(spans[1].last - spans[2].first, 3000) << witness;
+  for (const auto& [step, attempt] : CommittedSteps(ckpt)) {
+    if (attempt == 1) {
+      EXPECT_LE(step, fence_step) << "attempt 1 committed step " << step;
+    }
+  }
 }
 
 }  // namespace
