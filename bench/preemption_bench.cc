@@ -23,12 +23,6 @@ namespace {
 
 using namespace baton::testing;  // NOLINT: the test cluster's helpers
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Unix ms of each phase's end, one eviction.
 struct Round {
   int64_t submit = 0, decision = 0, signal = 0, agreed = 0, saved = 0, exit = 0, running = 0;
@@ -68,7 +62,7 @@ bool RunRound(NetnsCluster& c, const TempDir& dir, int index, Round* r) {
   }
 
   std::string probe = dir.Sub("serving" + std::to_string(index));
-  r->submit = NowMs();
+  r->submit = UnixNowMs();
   uint64_t serve = ClusterClient::SubmittedId(
       c.Baton({"submit", "-q", "--class", "inference", "--gpus", "2", "--cpus", "1", "--", "sh",
                "-c", "date +%s%3N > " + probe + "; exec sleep 600"},

@@ -6,6 +6,8 @@
 #   scripts/netns-cluster.sh env           print the environment again
 #   scripts/netns-cluster.sh restart-coordinator [SIG]   SIG (default KILL) it, start it
 #                                          again on the same address and data dir
+#   scripts/netns-cluster.sh stop-coordinator [SIG] | start-coordinator   the two halves
+#                                          (an outage as long as you wait in between)
 #   scripts/netns-cluster.sh restart-agent I [SIG]       same for node I's agent (its jobs
 #                                          keep running and are re-adopted)
 #   scripts/netns-cluster.sh kill-agent I [SIG]          SIG node I's agent, no restart
@@ -182,10 +184,13 @@ case "${1:-}" in
   down) stop_cluster ;;
   env) print_env ;;
   restart-coordinator) restart_coordinator "${2:-KILL}" ;;
+  stop-coordinator) signal_and_wait "$STATE/coordinator.pid" "${2:-KILL}" ;;
+  start-coordinator) start_coordinator "$(cat "$STATE/coordinator.addr")" ;;
   restart-agent) restart_agent "${2:-}" "${3:-KILL}" ;;
   kill-agent) kill_agent "${2:-}" "${3:-KILL}" ;;
   partition) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh partition I}" down ;;
   heal) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh heal I}" up ;;
   *) echo "usage: $0 up N [GPUS] | down | env | restart-coordinator [SIG] |" \
+       "stop-coordinator [SIG] | start-coordinator |" \
        "restart-agent I [SIG] | kill-agent I [SIG] | partition I | heal I" >&2; exit 2 ;;
 esac

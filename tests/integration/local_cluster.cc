@@ -265,6 +265,10 @@ bool NetnsCluster::Script(const std::vector<std::string>& args) {
 bool NetnsCluster::RestartCoordinator(const std::string& signal) {
   return Script({"restart-coordinator", signal});
 }
+bool NetnsCluster::StopCoordinator(const std::string& signal) {
+  return Script({"stop-coordinator", signal});
+}
+bool NetnsCluster::StartCoordinator() { return Script({"start-coordinator"}); }
 bool NetnsCluster::RestartAgent(int i, const std::string& signal) {
   return Script({"restart-agent", std::to_string(i), signal});
 }
@@ -288,6 +292,12 @@ std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
     env["BATON_NETNS_KEEP_LOGS"] = std::string(keep) + "/" + name_;
   }
   return env;
+}
+
+int64_t UnixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace baton::testing

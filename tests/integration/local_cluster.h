@@ -95,6 +95,9 @@ class NetnsCluster : public ClusterClient {
   // until it is gone and start it again (same address, same data); cut node i off the
   // cluster network and put it back. True when the script succeeded.
   bool RestartCoordinator(const std::string& signal = "KILL");
+  // The two halves of a restart, for an outage of any length (same address and data).
+  bool StopCoordinator(const std::string& signal = "KILL");
+  bool StartCoordinator();
   bool RestartAgent(int i, const std::string& signal = "KILL");
   // Node i's agent gets `signal` and is not started again (its jobs run on, orphaned).
   bool KillAgent(int i, const std::string& signal = "KILL");
@@ -113,6 +116,8 @@ std::string Bin(const std::string& name);
 
 // train_mlp's "final weights hash H" in a log, "" when absent.
 std::string TrainMlpFinalHash(const std::string& log);
+// The wall clock in unix ms (what attempts, events and train_mlp's WITNESS record).
+int64_t UnixNowMs();
 // The hash an uninterrupted 4-rank train_mlp run with `flags` ends with (mpirun here).
 std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags);
 

@@ -27,12 +27,6 @@
 namespace baton::testing {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // True once the job's first attempt reported a checkpoint of `step` or later (60 s).
 bool FirstAttemptCheckpointed(NetnsCluster& cluster, uint64_t job, int64_t step) {
   return WaitFor(
@@ -66,7 +60,7 @@ TEST(Partition, ACutOffNodeStopsItsJobWithinItsBoundAndTheJobResumesElsewhereOnc
   ASSERT_EQ(node.rfind("n", 0), 0u) << node;
   int cut = std::stoi(node.substr(1));
 
-  const int64_t cut_ms = NowMs();
+  const int64_t cut_ms = UnixNowMs();
   ASSERT_TRUE(cluster.Partition(cut));
   ASSERT_TRUE(WaitFor(
       [&] {
