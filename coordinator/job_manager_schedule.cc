@@ -363,14 +363,13 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   // doubles with each restart in a row and starts over after a healthy run.
   auto restart_service = [&](const std::string& why, bool failure, const std::string& code) {
     if (failure) e.job.set_failures(e.job.failures() + 1);
-    const Policy& p = policy_.policy;
+    const Policy::ServiceRestart p = policy_.policy.ServiceRestartFor(spec.priority_class());
     int64_t since = a->started_ms() ? a->started_ms() : a->scheduled_ms();
-    bool healthy = a->ended_ms() - since >= p.service_healthy_after_s * 1000;
+    bool healthy = a->ended_ms() - since >= p.healthy_after_s * 1000;
     uint32_t streak = healthy ? 1 : e.job.restarts_in_a_row() + 1;
     e.job.set_restarts_in_a_row(streak);
-    int64_t backoff =
-        std::min<int64_t>(p.service_restart_backoff_s * 1000 << std::min<uint32_t>(streak - 1, 20),
-                          p.service_restart_backoff_cap_s * 1000);
+    int64_t backoff = std::min<int64_t>(p.backoff_s * 1000 << std::min<uint32_t>(streak - 1, 20),
+                                        p.backoff_cap_s * 1000);
     e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
     Transition(e, v1::JOB_STATE_PENDING,
                why + "; restarting in " + std::to_string(backoff / 1000) + "." +

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -72,9 +73,27 @@ struct Policy : sched::Policy {
   // Services that exit are restarted (exit 0 too, which is no failure) after a backoff
   // that doubles from restart_backoff up to restart_backoff_cap with each crash in a row
   // and starts over after a run of healthy_after; their GPUs stay held for them meanwhile.
-  int64_t service_restart_backoff_s = 1;
-  int64_t service_restart_backoff_cap_s = 60;
-  int64_t service_healthy_after_s = 600;
+  // defaults.{restart_backoff,restart_backoff_cap,healthy_after}, each overridable per
+  // class (classes[].same keys).
+  struct ServiceRestart {
+    int64_t backoff_s = 1;
+    int64_t backoff_cap_s = 60;
+    int64_t healthy_after_s = 600;
+  };
+  struct ServiceRestartOverride {
+    std::optional<int64_t> backoff_s, backoff_cap_s, healthy_after_s;
+  };
+  ServiceRestart service_restart;
+  std::map<std::string, ServiceRestartOverride> class_service_restart;
+  ServiceRestart ServiceRestartFor(const std::string& priority_class) const {
+    ServiceRestart r = service_restart;
+    auto it = class_service_restart.find(priority_class);
+    if (it == class_service_restart.end()) return r;
+    r.backoff_s = it->second.backoff_s.value_or(r.backoff_s);
+    r.backoff_cap_s = it->second.backoff_cap_s.value_or(r.backoff_cap_s);
+    r.healthy_after_s = it->second.healthy_after_s.value_or(r.healthy_after_s);
+    return r;
+  }
 
   // inference-critical > inference > labeling > training > experiment; the inference
   // classes are non-preemptible services. No tenants: nobody has a quota; root is the

@@ -125,11 +125,11 @@ void ParseDefaults(Reader& r, const YAML::Node& n, Policy& p) {
   r.Scalar(n["pids_limit"], "defaults.pids_limit", &p.default_pids_limit);
   r.Parsed(n["stop_after_disconnect"], "defaults.stop_after_disconnect",
            &p.default_stop_after_disconnect_s, ParseDurationSeconds);
-  r.Parsed(n["restart_backoff"], "defaults.restart_backoff", &p.service_restart_backoff_s,
+  r.Parsed(n["restart_backoff"], "defaults.restart_backoff", &p.service_restart.backoff_s,
            ParseDurationSeconds);
   r.Parsed(n["restart_backoff_cap"], "defaults.restart_backoff_cap",
-           &p.service_restart_backoff_cap_s, ParseDurationSeconds);
-  r.Parsed(n["healthy_after"], "defaults.healthy_after", &p.service_healthy_after_s,
+           &p.service_restart.backoff_cap_s, ParseDurationSeconds);
+  r.Parsed(n["healthy_after"], "defaults.healthy_after", &p.service_restart.healthy_after_s,
            ParseDurationSeconds);
 }
 
@@ -138,7 +138,8 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
   if (!r.Map(n, where,
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
               "min_runtime", "tenants", "pids_limit", "stop_after_disconnect",
-              "evicts_within_min_runtime"})) {
+              "evicts_within_min_runtime", "restart_backoff", "restart_backoff_cap",
+              "healthy_after"})) {
     return c;
   }
   r.Scalar(n["name"], where + ".name", &c.name);
@@ -323,6 +324,19 @@ void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
             r.Parsed(v, where, &s, ParseDurationSeconds);
             p.class_stop_after_disconnect_s[c] = s;
           });
+  using Override = std::optional<int64_t> Policy::ServiceRestartOverride::*;
+  for (auto [key, field] : {std::pair<const char*, Override>{
+                                "restart_backoff", &Policy::ServiceRestartOverride::backoff_s},
+                            {"restart_backoff_cap", &Policy::ServiceRestartOverride::backoff_cap_s},
+                            {"healthy_after", &Policy::ServiceRestartOverride::healthy_after_s}}) {
+    scalars(
+        "classes", key,
+        [&, field = field](const std::string& c, const YAML::Node& v, const std::string& where) {
+          int64_t s = 0;
+          r.Parsed(v, where, &s, ParseDurationSeconds);
+          p.class_service_restart[c].*field = s;
+        });
+  }
   scalars("classes", "pids_limit",
           [&](const std::string& c, const YAML::Node& v, const std::string& where) {
             uint32_t limit = 0;
@@ -484,9 +498,14 @@ void CheckLimits(const Policy& p, Problems& out) {
   for (const auto& [cls, s] : p.class_stop_after_disconnect_s) {
     if (s == 0) out.Add("classes (" + cls + ").stop_after_disconnect", "must be positive or never");
   }
-  if (p.service_restart_backoff_s <= 0 ||
-      p.service_restart_backoff_cap_s < p.service_restart_backoff_s) {
-    out.Add("defaults.restart_backoff", "must be positive and at most restart_backoff_cap");
+  auto check_restart = [&](const Policy::ServiceRestart& r, const std::string& where) {
+    if (r.backoff_s <= 0 || r.backoff_cap_s < r.backoff_s) {
+      out.Add(where + ".restart_backoff", "must be positive and at most restart_backoff_cap");
+    }
+  };
+  check_restart(p.service_restart, "defaults");
+  for (const auto& [cls, o] : p.class_service_restart) {
+    check_restart(p.ServiceRestartFor(cls), "classes (" + cls + ")");
   }
 }
 

@@ -205,6 +205,29 @@ TEST(Services, CrashesBackOff1s2s4sWithTheirGpusHeldAndAHealthyRunStartsOver) {
   EXPECT_EQ(job.cooldown_until_ms() - h.clock().NowMs(), 1'000) << "the backoff starts over";
 }
 
+TEST(Services, AClassHasItsOwnBackoff) {
+  JobManagerOptions o = Defaults();
+  o.policy.class_service_restart["inference-critical"].backoff_s = 5;
+  o.policy.class_service_restart["inference-critical"].backoff_cap_s = 8;
+  Harness h(o);
+  h.Connect("n1", /*gpus=*/4);
+  auto critical = h.Submit(Service(2, "inference-critical"));
+  auto plain = h.Submit(Service(2));
+  h.Schedule();
+  for (int64_t want : {5'000, 8'000}) {  // 5 s, then 10 s capped at 8 s
+    for (auto id : {*critical, *plain}) {
+      const uint32_t attempt = h.Get(id).attempts_size();
+      h.Report("n1", Report(id, attempt, Phase::PHASE_RUNNING));
+      h.Report("n1", Report(id, attempt, Phase::PHASE_EXITED, /*exit_code=*/1));
+    }
+    EXPECT_EQ(h.Get(*critical).cooldown_until_ms() - h.clock().NowMs(), want);
+    EXPECT_EQ(h.Get(*plain).cooldown_until_ms() - h.clock().NowMs(), want == 5'000 ? 1'000 : 2'000)
+        << "the other class keeps the defaults";
+    h.clock().AdvanceMs(want);
+    h.Schedule();
+  }
+}
+
 TEST(Services, InferenceCriticalEvictsTrainingInsideItsMinimumRuntimeInferenceDoesNot) {
   Harness h(Defaults());  // training: min_runtime 10 min
   h.Connect("n1", /*gpus=*/2);

@@ -56,6 +56,49 @@ TEST(PolicyConfig, ExampleFileParsesToWhatItSays) {
   EXPECT_EQ(p->job_limits.min_cpu_millis_per_rank, 500u);
   ASSERT_EQ(p->pools.size(), 1u);
   EXPECT_EQ(p->pools[0].classes.size(), 2u);
+  EXPECT_EQ(p->StopAfterDisconnectS("training"), 300);
+  EXPECT_EQ(p->StopAfterDisconnectS("experiment"), 60);
+  EXPECT_EQ(p->StopAfterDisconnectS("inference"), Policy::kNever);
+  EXPECT_TRUE(p->Find("inference-critical")->evicts_within_min_runtime);
+  EXPECT_FALSE(p->Find("inference")->evicts_within_min_runtime);
+  EXPECT_EQ(p->ServiceRestartFor("inference").backoff_cap_s, 60);
+  EXPECT_EQ(p->ServiceRestartFor("inference-critical").backoff_cap_s, 10);
+  EXPECT_EQ(p->ServiceRestartFor("inference-critical").backoff_s, 1);
+  EXPECT_EQ(p->ServiceRestartFor("inference-critical").healthy_after_s, 600);
+}
+
+TEST(PolicyConfig, OutageAndRestartRulesArePerClassAndChecked) {
+  absl::StatusOr<Policy> p = ParsePolicy(R"(
+defaults: {class: batch, stop_after_disconnect: 2m, restart_backoff: 2s, restart_backoff_cap: 30s, healthy_after: 5m}
+classes:
+  - {name: serve, value: 900, service: true, restart_backoff: 5s, healthy_after: 1h}
+  - {name: batch, value: 300}
+  - {name: pinned, value: 200, stop_after_disconnect: never}
+)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->StopAfterDisconnectS("batch"), 120);
+  EXPECT_EQ(p->StopAfterDisconnectS("serve"), Policy::kNever) << "services: never by default";
+  EXPECT_EQ(p->StopAfterDisconnectS("pinned"), Policy::kNever);
+  const Policy::ServiceRestart serve = p->ServiceRestartFor("serve");
+  EXPECT_EQ(serve.backoff_s, 5);
+  EXPECT_EQ(serve.backoff_cap_s, 30) << "the default where the class says nothing";
+  EXPECT_EQ(serve.healthy_after_s, 3600);
+  EXPECT_EQ(p->ServiceRestartFor("batch").backoff_s, 2);
+
+  absl::StatusOr<Policy> bad = ParsePolicy(R"(
+defaults: {class: batch, stop_after_disconnect: 0s}
+classes:
+  - {name: serve, value: 900, service: true, restart_backoff: 2m, restart_backoff_cap: 1m}
+  - {name: batch, value: 300, stop_after_disconnect: 0s, healthy_after: soon}
+)");
+  ASSERT_FALSE(bad.ok());
+  const std::string why = Why(bad.status());
+  for (const char* problem : {"defaults.stop_after_disconnect: must be positive",
+                              "classes (batch).stop_after_disconnect: must be positive or never",
+                              "classes (serve).restart_backoff: must be positive and at most",
+                              "classes[1].healthy_after"}) {
+    EXPECT_NE(why.find(problem), std::string::npos) << problem << " missing from:\n" << why;
+  }
 }
 
 TEST(PolicyConfig, RefusesTheWholeFileNamingEveryProblem) {
