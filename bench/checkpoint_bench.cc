@@ -1,11 +1,22 @@
 // baton-bench-checkpoint: libbaton_checkpoint against the physical limit of the data dir's
-// filesystem, measured in the same run. Interleaved repetitions, medians:
-//   raw write   dd bs=16M oflag=direct conv=fsync      vs  Save
-//   raw read    dd bs=16M after dropping caches         vs  RestoreLatest (cold)
-//   memcpy      the same bytes between pre-faulted buffers  vs  SaveAsync's stall
-// Ends with one JSON line (keys in DESIGN.md "Benchmarks").
-//   baton-bench-checkpoint [--dir=/var/tmp] [--size=2Gi] [--buffers=64] [--reps=3]
-//                          [--io-threads=4] [--io-unit=8Mi] [--no-direct]
+// filesystem, measured in the same run, on the same files, interleaved, medians.
+//   write  Save                 vs the best of  dd bs=16M oflag=direct conv=fsync, and a
+//                                               plain O_DIRECT writer (16 MiB, fsync)
+//   read   RestoreLatest, cold  vs the best of  dd bs=16M, fio sequential read (O_DIRECT,
+//                                               16 MiB, queue depth 4, fio's own figure)
+//                                               and a single-stream
+//                                               O_DIRECT reader (16 MiB) — each reading
+//                                               the very shard files RestoreLatest reads,
+//                                               each after dropping the page cache
+//   stall  SaveAsync's stall    vs memcpy of the same bytes between pre-faulted buffers
+// Each configuration (state size x ranks; by default 2 GiB and 8 GiB, 1 rank and 4 ranks
+// sharing the disk as threads of this process, the size split between them) runs --reps
+// repetitions of: Save, the write references, the read references and RestoreLatest in
+// turn (the order of the readers rotates per repetition), and, for states up to 4 GiB, the
+// stall. Ends with one JSON line (keys in DESIGN.md "Benchmarks"; _8g / _4r name the other
+// configurations). Needs root for the cache drops (else the reads are marked warm).
+//   baton-bench-checkpoint [--dir=/var/tmp] [--size=2Gi,8Gi] [--ranks=1,4] [--buffers=64]
+//                          [--reps=3] [--io-threads=4] [--io-unit=8Mi] [--no-direct]
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -18,21 +29,26 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "common/resources.h"
+#include "tests/checkpoint/thread_collective.h"
 
 namespace baton::checkpoint {
 namespace {
 
-constexpr uint64_t kDdBlock = 16 << 20;
+constexpr uint64_t kBlock = 16 << 20;  // every reference's I/O size
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr uint64_t kStallMaxBytes = 4ull << 30;  // the stall's pre-faulted copy doubles memory
 
 struct Flags {
   std::string dir = "/var/tmp";
-  uint64_t size = 2ull << 30;
+  std::vector<uint64_t> sizes = {2ull << 30, 8ull << 30};
+  std::vector<int> ranks = {1, 4};
   int buffers = 64;
   int reps = 3;
   int io_threads = 4;
@@ -40,19 +56,22 @@ struct Flags {
   bool direct = true;
 };
 
-bool ParseSize(const char* text, uint64_t* out) {
-  auto bytes = ParseBytes(text);
-  if (!bytes.ok()) return false;
-  *out = *bytes;
+bool ParseCount(const std::string& text, int max, int* out) {
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n < 1 || n > max) return false;
+  *out = static_cast<int>(n);
   return true;
 }
 
-bool ParseCount(const char* text, int* out) {
-  char* end = nullptr;
-  const long n = std::strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || n < 1 || n > 100000) return false;
-  *out = static_cast<int>(n);
-  return true;
+std::vector<std::string> SplitFields(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at; (at = text.find(sep, start)) != std::string::npos; start = at + 1) {
+    out.push_back(text.substr(start, at - start));
+  }
+  out.push_back(text.substr(start));
+  return out;
 }
 
 bool ParseFlag(const std::string& arg, Flags* f) {
@@ -68,11 +87,33 @@ bool ParseFlag(const std::string& arg, Flags* f) {
     f->dir = v;
     return !f->dir.empty();
   }
-  if (const char* v = value("--size=")) return ParseSize(v, &f->size) && f->size >= kDdBlock;
-  if (const char* v = value("--io-unit=")) return ParseSize(v, &f->io_unit);
-  if (const char* v = value("--buffers=")) return ParseCount(v, &f->buffers);
-  if (const char* v = value("--reps=")) return ParseCount(v, &f->reps);
-  if (const char* v = value("--io-threads=")) return ParseCount(v, &f->io_threads);
+  if (const char* v = value("--size=")) {
+    f->sizes.clear();
+    for (const std::string& s : SplitFields(v, ',')) {
+      absl::StatusOr<uint64_t> bytes = ParseBytes(s);
+      if (!bytes.ok() || *bytes < 4 * kBlock) return false;
+      f->sizes.push_back(*bytes);
+    }
+    return true;
+  }
+  if (const char* v = value("--ranks=")) {
+    f->ranks.clear();
+    for (const std::string& s : SplitFields(v, ',')) {
+      int n = 0;
+      if (!ParseCount(s, 64, &n)) return false;
+      f->ranks.push_back(n);
+    }
+    return true;
+  }
+  if (const char* v = value("--io-unit=")) {
+    absl::StatusOr<uint64_t> bytes = ParseBytes(v);
+    if (!bytes.ok()) return false;
+    f->io_unit = *bytes;
+    return true;
+  }
+  if (const char* v = value("--buffers=")) return ParseCount(v, 100000, &f->buffers);
+  if (const char* v = value("--reps=")) return ParseCount(v, 1000, &f->reps);
+  if (const char* v = value("--io-threads=")) return ParseCount(v, 256, &f->io_threads);
   return false;
 }
 
@@ -83,13 +124,24 @@ double Seconds(const std::function<void()>& fn) {
 }
 
 double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// Runs a command with its output discarded. posix_spawn, not fork: fork would mark this
+void Check(bool ok, const std::string& what) {
+  if (ok) return;
+  std::fprintf(stderr, "baton-bench-checkpoint: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(const absl::Status& s, const std::string& what) {
+  Check(s.ok(), what + ": " + std::string(s.message()));
+}
+
+// Starts a command with its output discarded. posix_spawn, not fork: fork would mark this
 // process's gigabytes copy-on-write, and every later write to them would fault once.
-bool RunQuiet(std::vector<std::string> args) {
+pid_t Spawn(std::vector<std::string> args) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
@@ -100,11 +152,25 @@ bool RunQuiet(std::vector<std::string> args) {
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return false;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return rc == 0 ? pid : -1;
 }
+
+bool Exited0(pid_t pid) {
+  int status = 0;
+  return pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
+// Runs the commands at once and waits for all of them; true when all exited 0.
+bool RunTogether(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<pid_t> pids;
+  for (const auto& c : commands) pids.push_back(Spawn(c));
+  bool ok = true;
+  for (pid_t pid : pids) ok &= Exited0(pid);
+  return ok;
+}
+
+bool HaveFio() { return Exited0(Spawn({"fio", "--version"})); }
 
 // Writes back dirty pages and empties the page cache; false where that is not allowed.
 bool DropCaches() {
@@ -116,8 +182,25 @@ bool DropCaches() {
   return ok;
 }
 
-// 64 buffers of mixed sizes summing to `total`: a few large, many middling, some tiny.
-std::vector<std::vector<char>> MakeState(uint64_t total, int count) {
+uint64_t FileBytes(const std::vector<std::string>& files) {
+  uint64_t total = 0;
+  for (const std::string& f : files) total += std::filesystem::file_size(f);
+  return total;
+}
+
+// Incompressible-looking bytes, as trained weights are (zeros could flatter the disk).
+void FillRandom(char* p, uint64_t n, uint64_t seed) {
+  uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
+  for (uint64_t k = 0; k + 8 <= n; k += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(p + k, &x, 8);
+  }
+}
+
+// `count` buffers of mixed sizes summing to `total`: a few large, many middling, some tiny.
+std::vector<std::vector<char>> MakeState(uint64_t total, int count, int seed) {
   std::vector<uint64_t> weights;
   uint64_t sum = 0;
   for (int i = 0; i < count; ++i) {
@@ -132,132 +215,299 @@ std::vector<std::vector<char>> MakeState(uint64_t total, int count) {
     n = std::min(n, left);
     left -= n;
     buffers.emplace_back(n);
-    // Incompressible-looking bytes, as trained weights are (zeros could flatter the disk).
-    uint64_t x = 0x9E3779B97F4A7C15ull * (i + 1);
-    for (uint64_t k = 0; k + 8 <= n; k += 8) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      std::memcpy(buffers.back().data() + k, &x, 8);
-    }
+    FillRandom(buffers.back().data(), n, seed * 1000 + i);
   }
   return buffers;
 }
 
-struct Samples {
-  std::vector<double> raw_write, raw_read, save, restore, memcpy_s, stall;
+// An aligned, pre-faulted 16 MiB block for the O_DIRECT references.
+struct AlignedBlock {
+  AlignedBlock() : data(static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, kBlock))) {
+    FillRandom(data, kBlock, 7);
+  }
+  ~AlignedBlock() { std::free(data); }
+  char* data;
 };
 
-struct Bench {
-  Flags flags;
-  std::string dir;
+// The plain O_DIRECT reader: each file in turn, 16 MiB at a time, into one buffer.
+bool ReadDirect(const std::vector<std::string>& files, AlignedBlock& block) {
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) return false;
+    for (ssize_t r; (r = ::read(fd, block.data, kBlock)) != 0;) {
+      if (r < 0) {
+        ::close(fd);
+        return false;
+      }
+    }
+    ::close(fd);
+  }
+  return true;
+}
+
+// The plain O_DIRECT writer: each file in turn, `blocks` x 16 MiB, then fsync.
+bool WriteDirect(const std::vector<std::string>& files, uint64_t blocks, AlignedBlock& block) {
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0) return false;
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < blocks; ++i) {
+      ok = ::write(fd, block.data, kBlock) == static_cast<ssize_t>(kBlock);
+    }
+    ok = ok && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+struct Rank {
   std::vector<std::vector<char>> state;
-  std::vector<char> copy_target;
   std::unique_ptr<Checkpointer> ckpt;
-  LocalCollective local;
-  bool cold = true;
-  int64_t step = 0;
 };
 
-void Check(bool ok, const std::string& what) {
-  if (ok) return;
-  std::fprintf(stderr, "baton-bench-checkpoint: %s\n", what.c_str());
-  std::exit(1);
+// GiB/s samples by name ("save", "dd write", …); stall and memcpy in seconds.
+using Samples = std::map<std::string, std::vector<double>>;
+
+struct Config {
+  uint64_t size = 0;
+  int ranks = 1;
+  std::string dir;
+  std::vector<Rank> rank;
+  std::unique_ptr<testing::ThreadGroup> group;  // ranks > 1
+  LocalCollective local;                        // ranks == 1
+  std::vector<char> copy_target;                // the stall's memcpy reference
+  int64_t step = 0;
+  bool cold = true;
+  Samples samples;
+};
+
+void OnEveryRank(Config& c, const std::function<void(int)>& fn) {
+  if (c.ranks == 1) {
+    fn(0);
+  } else {
+    c.group->RunOnAllRanks(fn);
+  }
 }
 
-void Check(const absl::Status& s, const std::string& what) {
-  Check(s.ok(), what + ": " + std::string(s.message()));
+void Setup(const Flags& f, Config& c) {
+  std::string tmpl = f.dir + "/baton-bench-ckpt-XXXXXX";
+  Check(::mkdtemp(tmpl.data()) != nullptr, "cannot create a directory in " + f.dir);
+  c.dir = tmpl;
+  if (c.ranks > 1) c.group = std::make_unique<testing::ThreadGroup>(c.ranks);
+  c.rank.resize(c.ranks);
+  for (int r = 0; r < c.ranks; ++r) {
+    c.rank[r].state = MakeState(c.size / c.ranks, f.buffers, r);
+  }
+  if (c.size <= kStallMaxBytes) c.copy_target.assign(c.size, 1);  // pre-faulted
+  OnEveryRank(c, [&](int r) {
+    Collective* collective = c.ranks == 1 ? &c.local : c.group->rank(r);
+    auto ckpt = Checkpointer::Create({.dir = c.dir + "/ckpt",
+                                      .keep_last = 1,
+                                      .io_threads = f.io_threads,
+                                      .io_unit_bytes = f.io_unit,
+                                      .direct_io = f.direct},
+                                     collective);
+    Check(ckpt.status(), "Checkpointer::Create");
+    Rank& mine = c.rank[r];
+    mine.ckpt = std::move(*ckpt);
+    for (size_t i = 0; i < mine.state.size(); ++i) {
+      Check(mine.ckpt->RegisterHostBuffer("buffer-" + std::to_string(i), mine.state[i].data(),
+                                          mine.state[i].size()),
+            "register");
+    }
+    Check(mine.ckpt->ReserveStaging(), "ReserveStaging");
+  });
 }
 
-void MeasureRaw(Bench& b, Samples& s) {
-  const std::string file = b.dir + "/dd.bin";
-  const std::string count = std::to_string(b.flags.size / kDdBlock);
+std::vector<std::string> ShardFiles(const Config& c, int64_t step) {
+  std::vector<std::string> files;
+  for (int r = 0; r < c.ranks; ++r) {
+    files.push_back(c.dir + "/ckpt/step-" + std::to_string(step) + "/rank-" + std::to_string(r) +
+                    ".shard");
+  }
+  return files;
+}
+
+void Sample(Config& c, const std::string& name, uint64_t bytes, double seconds) {
+  c.samples[name].push_back(bytes / kGiB / seconds);
+}
+
+void MeasureWrites(Config& c, AlignedBlock& block) {
   ::sync();
-  s.raw_write.push_back(Seconds([&] {
-    Check(RunQuiet({"dd", "if=/dev/zero", "of=" + file, "bs=16M", "count=" + count, "oflag=direct",
-                    "conv=fsync"}),
-          "dd write failed");
-  }));
-  b.cold &= DropCaches();
-  s.raw_read.push_back(Seconds([&] {
-    Check(RunQuiet({"dd", "if=" + file, "of=/dev/null", "bs=16M"}), "dd read failed");
-  }));
-  std::filesystem::remove(file);
-}
-
-void MeasureLibrary(Bench& b, Samples& s) {
+  const int64_t step = ++c.step;
+  const double save_s =
+      Seconds([&] { OnEveryRank(c, [&](int r) { Check(c.rank[r].ckpt->Save(step), "Save"); }); });
+  OnEveryRank(c, [&](int r) { Check(c.rank[r].ckpt->Wait(), "background pruning"); });
+  const std::vector<std::string> shards = ShardFiles(c, step);
+  const uint64_t bytes = FileBytes(shards);
+  Sample(c, "save", bytes, save_s);
+  // The references write as many 16 MiB blocks as a shard holds, one file per rank.
+  const uint64_t blocks = std::max<uint64_t>(1, bytes / c.ranks / kBlock);
+  const uint64_t ref_bytes = blocks * kBlock * c.ranks;
+  std::vector<std::string> files;
+  std::vector<std::vector<std::string>> dds;
+  for (int r = 0; r < c.ranks; ++r) {
+    files.push_back(c.dir + "/raw-" + std::to_string(r) + ".bin");
+    dds.push_back({"dd", "if=/dev/zero", "of=" + files.back(), "bs=16M",
+                   "count=" + std::to_string(blocks), "oflag=direct", "conv=fsync"});
+  }
   ::sync();
-  const int64_t saved = ++b.step;
-  s.save.push_back(Seconds([&] { Check(b.ckpt->Save(saved), "Save"); }));
-  Check(b.ckpt->Wait(), "background pruning");  // old checkpoints go after Save returns
-  b.cold &= DropCaches();
-  s.restore.push_back(Seconds([&] {
-    auto restored = b.ckpt->RestoreLatest();
-    Check(restored.ok() && restored->has_value() && (*restored)->step == saved,
-          "RestoreLatest did not bring back step " + std::to_string(saved));
-  }));
+  Sample(c, "dd write", ref_bytes, Seconds([&] { Check(RunTogether(dds), "dd write failed"); }));
+  for (const std::string& file : files) std::filesystem::remove(file);
+  ::sync();
+  Sample(c, "O_DIRECT write", ref_bytes,
+         Seconds([&] { Check(WriteDirect(files, blocks, block), "O_DIRECT write failed"); }));
+  for (const std::string& file : files) std::filesystem::remove(file);
 }
 
-void MeasureStall(Bench& b, Samples& s) {
-  s.memcpy_s.push_back(Seconds([&] {
-    char* dst = b.copy_target.data();
-    for (const auto& buf : b.state) {
-      std::memcpy(dst, buf.data(), buf.size());
-      dst += buf.size();
+// The readers of the shard files of `step`, cold, in an order rotated by `rep`, with
+// RestoreLatest among them.
+void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
+  const int64_t step = c.step;
+  const std::vector<std::string> shards = ShardFiles(c, step);
+  const uint64_t bytes = FileBytes(shards);
+  std::vector<std::pair<std::string, std::function<void()>>> readers;
+  double fio_gib_s = 0;
+  readers.emplace_back("restore", [&] {
+    OnEveryRank(c, [&](int r) {
+      auto restored = c.rank[r].ckpt->RestoreLatest();
+      Check(restored.ok() && restored->has_value() && (*restored)->step == step,
+            "RestoreLatest did not bring back step " + std::to_string(step));
+    });
+  });
+  readers.emplace_back("dd read", [&] {
+    std::vector<std::vector<std::string>> dds;
+    for (const std::string& s : shards) dds.push_back({"dd", "if=" + s, "of=/dev/null", "bs=16M"});
+    Check(RunTogether(dds), "dd read failed");
+  });
+  if (fio) {
+    // fio's own figure (bytes over its I/O time): its start-up is not the disk's.
+    readers.emplace_back("fio read", [&] {
+      const std::string out = c.dir + "/fio.out";
+      std::vector<std::string> args = {"fio",
+                                       "--rw=read",
+                                       "--bs=16M",
+                                       "--direct=1",
+                                       "--invalidate=1",
+                                       "--ioengine=libaio",
+                                       "--iodepth=4",
+                                       "--group_reporting",
+                                       "--output-format=terse",
+                                       "--terse-version=3",
+                                       "--output=" + out};
+      for (size_t i = 0; i < shards.size(); ++i) {
+        args.push_back("--name=r" + std::to_string(i));
+        args.push_back("--filename=" + shards[i]);
+      }
+      Check(RunTogether({args}), "fio failed");
+      // Terse v3: ...;read_kb;read_bw;read_iops;read_runtime_ms;... (fields 6 to 9).
+      std::FILE* in = std::fopen(out.c_str(), "r");
+      Check(in != nullptr, "fio wrote no output");
+      char line[8192] = {};
+      Check(std::fgets(line, sizeof(line), in) != nullptr, "fio output is empty");
+      std::fclose(in);
+      std::vector<std::string> fields = SplitFields(line, ';');
+      Check(fields.size() > 9, "unreadable fio output");
+      const double kib = std::strtod(fields[5].c_str(), nullptr);
+      const double ms = std::strtod(fields[8].c_str(), nullptr);
+      Check(kib > 0 && ms > 0, "fio read nothing");
+      fio_gib_s = kib / (1024.0 * 1024) / (ms / 1000);
+    });
+  }
+  readers.emplace_back("O_DIRECT read",
+                       [&] { Check(ReadDirect(shards, block), "O_DIRECT read failed"); });
+  for (size_t i = 0; i < readers.size(); ++i) {
+    auto& [name, run] = readers[(i + rep) % readers.size()];
+    c.cold &= DropCaches();
+    const double seconds = Seconds(run);
+    if (name == "fio read") {
+      c.samples[name].push_back(fio_gib_s);
+    } else {
+      Sample(c, name, bytes, seconds);
+    }
+  }
+}
+
+void MeasureStall(Config& c) {
+  if (c.copy_target.empty()) return;
+  c.samples["memcpy s"].push_back(Seconds([&] {
+    char* dst = c.copy_target.data();
+    for (const Rank& r : c.rank) {
+      for (const auto& buf : r.state) {
+        std::memcpy(dst, buf.data(), buf.size());
+        dst += buf.size();
+      }
     }
   }));
   ::sync();
-  const int64_t step = ++b.step;
-  s.stall.push_back(Seconds([&] { Check(b.ckpt->SaveAsync(step), "SaveAsync"); }));
-  Check(b.ckpt->Wait(), "async save");
+  const int64_t step = ++c.step;
+  c.samples["stall s"].push_back(Seconds([&] {
+    OnEveryRank(c, [&](int r) { Check(c.rank[r].ckpt->SaveAsync(step), "SaveAsync"); });
+  }));
+  OnEveryRank(c, [&](int r) { Check(c.rank[r].ckpt->Wait(), "async save"); });
 }
 
-void Setup(Bench& b) {
-  std::string tmpl = b.flags.dir + "/baton-bench-ckpt-XXXXXX";
-  Check(::mkdtemp(tmpl.data()) != nullptr, "cannot create a directory in " + b.flags.dir);
-  b.dir = tmpl;
-  b.state = MakeState(b.flags.size, b.flags.buffers);
-  b.copy_target.assign(b.flags.size, 1);  // pre-faulted
-  auto ckpt = Checkpointer::Create({.dir = b.dir + "/ckpt",
-                                    .keep_last = 1,
-                                    .io_threads = b.flags.io_threads,
-                                    .io_unit_bytes = b.flags.io_unit,
-                                    .direct_io = b.flags.direct},
-                                   &b.local);
-  Check(ckpt.status(), "Checkpointer::Create");
-  b.ckpt = std::move(*ckpt);
-  for (size_t i = 0; i < b.state.size(); ++i) {
-    Check(b.ckpt->RegisterHostBuffer("buffer-" + std::to_string(i), b.state[i].data(),
-                                     b.state[i].size()),
-          "register");
+struct Figures {
+  double save = 0, write_ref = 0, restore = 0, read_ref = 0, stall_ms = 0, memcpy_ms = 0;
+  std::string write_ref_name, read_ref_name;
+};
+
+// Medians per method; each reference is the best of its methods' medians.
+Figures Summarize(const Config& c) {
+  auto median = [&](const std::string& name) {
+    auto it = c.samples.find(name);
+    return it == c.samples.end() ? 0.0 : Median(it->second);
+  };
+  Figures f;
+  f.save = median("save");
+  f.restore = median("restore");
+  for (const char* name : {"dd write", "O_DIRECT write"}) {
+    if (median(name) > f.write_ref) {
+      f.write_ref = median(name);
+      f.write_ref_name = name;
+    }
   }
-  Check(b.ckpt->ReserveStaging(), "ReserveStaging");
+  for (const char* name : {"dd read", "fio read", "O_DIRECT read"}) {
+    if (median(name) > f.read_ref) {
+      f.read_ref = median(name);
+      f.read_ref_name = name;
+    }
+  }
+  f.stall_ms = median("stall s") * 1e3;
+  f.memcpy_ms = median("memcpy s") * 1e3;
+  return f;
 }
 
-double GiBs(uint64_t bytes, double seconds) { return bytes / kGiB / seconds; }
+void Print(const Config& c, const Figures& f, int reps) {
+  std::printf("\n%s in %d rank(s), %d reps%s:\n", FormatBytes(c.size).c_str(), c.ranks, reps,
+              c.cold ? "" : " (cache drop not allowed: reads may be warm)");
+  for (const auto& [name, v] : c.samples) {
+    if (name.ends_with(" s")) continue;
+    std::printf("  %-16s %7.3f GiB/s  (", name.c_str(), Median(v));
+    for (size_t i = 0; i < v.size(); ++i) std::printf("%s%.3f", i ? " " : "", v[i]);
+    std::printf(")\n");
+  }
+  std::printf("  Save / best raw write (%s)        %.3f (target >= 0.9)\n",
+              f.write_ref_name.c_str(), f.save / f.write_ref);
+  std::printf("  RestoreLatest / best raw read (%s) %.3f (target >= 0.9)\n",
+              f.read_ref_name.c_str(), f.restore / f.read_ref);
+  if (f.memcpy_ms > 0) {
+    std::printf("  SaveAsync stall %.1f ms / memcpy %.1f ms = %.3f (target <= 1.5)\n", f.stall_ms,
+                f.memcpy_ms, f.stall_ms / f.memcpy_ms);
+  }
+}
 
-void Report(const Bench& b, const Samples& s) {
-  const uint64_t n = b.flags.size;
-  const double raw_w = GiBs(n, Median(s.raw_write)), raw_r = GiBs(n, Median(s.raw_read));
-  const double save = GiBs(n, Median(s.save)), restore = GiBs(n, Median(s.restore));
-  const double memcpy_ms = Median(s.memcpy_s) * 1e3, stall_ms = Median(s.stall) * 1e3;
-  std::printf("state: %s in %d buffers, %d reps, dir %s%s\n", FormatBytes(n).c_str(),
-              b.flags.buffers, b.flags.reps, b.flags.dir.c_str(),
-              b.cold ? "" : " (cache drop not allowed: reads may be warm)");
-  std::printf("%-28s %8.3f GiB/s   %-24s %8.3f GiB/s   ratio %.3f (target >= 0.9)\n", "Save", save,
-              "dd oflag=direct fsync", raw_w, save / raw_w);
-  std::printf("%-28s %8.3f GiB/s   %-24s %8.3f GiB/s   ratio %.3f (target >= 0.9)\n",
-              "RestoreLatest (cold)", restore, "dd read (cold)", raw_r, restore / raw_r);
-  std::printf("%-28s %8.1f ms       %-24s %8.1f ms       ratio %.3f (target <= 1.5)\n",
-              "SaveAsync stall", stall_ms, "memcpy", memcpy_ms, stall_ms / memcpy_ms);
-  std::printf(
-      "{\"save_vs_raw_write\":%.3f,\"restore_vs_raw_read\":%.3f,\"async_stall_vs_memcpy\":%.3f,"
-      "\"save_gib_s\":%.3f,\"raw_write_gib_s\":%.3f,\"restore_gib_s\":%.3f,"
-      "\"raw_read_gib_s\":%.3f,\"async_stall_ms\":%.1f,\"memcpy_ms\":%.1f,\"bytes\":%llu,"
-      "\"buffers\":%d,\"reps\":%d,\"cold_reads\":%s}\n",
-      save / raw_w, restore / raw_r, stall_ms / memcpy_ms, save, raw_w, restore, raw_r, stall_ms,
-      memcpy_ms, static_cast<unsigned long long>(n), b.flags.buffers, b.flags.reps,
-      b.cold ? "true" : "false");
+// The JSON keys' suffix of a configuration: "" for 2 GiB in 1 rank, else "_8g", "_4r",
+// "_8g_4r", "_512m", …
+std::string Suffix(const Config& c) {
+  std::string s;
+  if (c.size != (2ull << 30)) {
+    s += c.size % (1ull << 30) == 0 ? "_" + std::to_string(c.size >> 30) + "g"
+                                    : "_" + std::to_string(c.size >> 20) + "m";
+  }
+  if (c.ranks != 1) s += "_" + std::to_string(c.ranks) + "r";
+  return s;
 }
 
 }  // namespace
@@ -265,31 +515,62 @@ void Report(const Bench& b, const Samples& s) {
 
 int main(int argc, char** argv) {
   using namespace baton::checkpoint;
-  Bench b;
+  Flags flags;
   for (int i = 1; i < argc; ++i) {
-    if (!ParseFlag(argv[i], &b.flags)) {
+    if (!ParseFlag(argv[i], &flags)) {
       std::fprintf(stderr,
-                   "baton-bench-checkpoint: bad flag '%s'\nflags: --dir=PATH --size=BYTES(>=16Mi) "
-                   "--buffers=N --reps=N --io-threads=N --io-unit=BYTES --no-direct\n",
+                   "baton-bench-checkpoint: bad flag '%s'\nflags: --dir=PATH --size=BYTES[,BYTES] "
+                   "(each >= 64Mi) --ranks=N[,N] --buffers=N --reps=N --io-threads=N "
+                   "--io-unit=BYTES --no-direct\n",
                    argv[i]);
       return 2;
     }
   }
-  Setup(b);
-  Samples s;
-  for (int rep = 0; rep < b.flags.reps; ++rep) {
-    MeasureRaw(b, s);
-    MeasureLibrary(b, s);
-    MeasureStall(b, s);
-    std::fprintf(stderr,
-                 "rep %d: raw write %.2fs read %.2fs | save %.2fs restore %.2fs | "
-                 "memcpy %.0fms stall %.0fms\n",
-                 rep, s.raw_write.back(), s.raw_read.back(), s.save.back(), s.restore.back(),
-                 s.memcpy_s.back() * 1e3, s.stall.back() * 1e3);
+  const bool fio = HaveFio();
+  if (!fio) std::fprintf(stderr, "baton-bench-checkpoint: fio not installed; not a reference\n");
+  AlignedBlock block;
+  std::string json = "{";
+  bool all_cold = true;
+  for (uint64_t size : flags.sizes) {
+    for (int ranks : flags.ranks) {
+      Config c;
+      c.size = size;
+      c.ranks = ranks;
+      Setup(flags, c);
+      for (int rep = 0; rep < flags.reps; ++rep) {
+        MeasureWrites(c, block);
+        MeasureReads(c, rep, fio, block);
+        MeasureStall(c);
+        std::fprintf(stderr, "%s x %d rank(s), rep %d done\n", baton::FormatBytes(size).c_str(),
+                     ranks, rep);
+      }
+      for (Rank& r : c.rank) r.ckpt.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(c.dir, ec);
+      const Figures f = Summarize(c);
+      Print(c, f, flags.reps);
+      all_cold &= c.cold;
+      const std::string sfx = Suffix(c);
+      char buf[512];
+      std::snprintf(buf, sizeof(buf),
+                    "%s\"save_vs_raw_write%s\":%.3f,\"restore_vs_strict_raw_read%s\":%.3f,"
+                    "\"save_gib_s%s\":%.3f,\"raw_write_gib_s%s\":%.3f,\"restore_gib_s%s\":%.3f,"
+                    "\"raw_read_gib_s%s\":%.3f",
+                    json.size() > 1 ? "," : "", sfx.c_str(), f.save / f.write_ref, sfx.c_str(),
+                    f.restore / f.read_ref, sfx.c_str(), f.save, sfx.c_str(), f.write_ref,
+                    sfx.c_str(), f.restore, sfx.c_str(), f.read_ref);
+      json += buf;
+      if (f.memcpy_ms > 0) {
+        std::snprintf(buf, sizeof(buf),
+                      ",\"async_stall_vs_memcpy%s\":%.3f,\"async_stall_ms%s\":%.1f,"
+                      "\"memcpy_ms%s\":%.1f",
+                      sfx.c_str(), f.stall_ms / f.memcpy_ms, sfx.c_str(), f.stall_ms, sfx.c_str(),
+                      f.memcpy_ms);
+        json += buf;
+      }
+    }
   }
-  b.ckpt.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(b.dir, ec);
-  Report(b, s);
+  std::printf("%s,\"buffers\":%d,\"reps\":%d,\"fio\":%s,\"cold_reads\":%s}\n", json.c_str(),
+              flags.buffers, flags.reps, fio ? "true" : "false", all_cold ? "true" : "false");
   return 0;
 }

@@ -45,7 +45,8 @@ struct Options {
   int io_threads = 4;
   // Bytes per write or read call; a multiple of 64 KiB.
   uint64_t io_unit_bytes = 8 << 20;
-  // O_DIRECT shard writes where the filesystem allows them (bypasses the page cache).
+  // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
+  // cache: a restore reads at the disk's speed, a save does not evict the job's data).
   bool direct_io = true;
   // Recorded in manifests and the progress file; -1 reads BATON_ATTEMPT (unset: 0).
   int64_t attempt = -1;

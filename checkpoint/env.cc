@@ -36,7 +36,7 @@ absl::Status ReplaceFileContents(Env* env, const std::string& path, const std::s
 }
 
 absl::StatusOr<std::string> ReadSmallFile(Env* env, const std::string& path, size_t max_bytes) {
-  BATON_ASSIGN_OR_RETURN(auto file, env->NewReadableFile(path));
+  BATON_ASSIGN_OR_RETURN(auto file, env->NewReadableFile(path, {}));
   BATON_ASSIGN_OR_RETURN(uint64_t size, file->Size());
   if (size > max_bytes) {
     return absl::InvalidArgumentError(path + " has " + std::to_string(size) + " bytes; at most " +

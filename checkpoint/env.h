@@ -38,12 +38,20 @@ class WritableFile {
   virtual bool direct() const = 0;
 };
 
+struct ReadableFileOptions {
+  // Ask for O_DIRECT; where the filesystem refuses it (tmpfs), the file opens buffered.
+  bool direct_io = false;
+};
+
 class ReadableFile {
  public:
   virtual ~ReadableFile() = default;
   // Reads exactly n bytes at `offset`; a short read is a DataLoss error ("truncated").
+  // With direct() the caller aligns offset, n and data to kDirectIoAlignment.
   virtual absl::Status ReadAt(uint64_t offset, void* data, size_t n) = 0;
   virtual absl::StatusOr<uint64_t> Size() = 0;
+  // Whether the file really was opened with O_DIRECT.
+  virtual bool direct() const { return false; }
 };
 
 class Env {
@@ -53,7 +61,7 @@ class Env {
   virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path, const WritableFileOptions& options) = 0;
   virtual absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
-      const std::string& path) = 0;
+      const std::string& path, const ReadableFileOptions& options) = 0;
   // NotFound when absent.
   virtual absl::StatusOr<uint64_t> FileSize(const std::string& path) = 0;
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
@@ -84,8 +92,9 @@ class EnvWrapper : public Env {
       const std::string& path, const WritableFileOptions& options) override {
     return target_->NewWritableFile(path, options);
   }
-  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
-    return target_->NewReadableFile(path);
+  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const ReadableFileOptions& options) override {
+    return target_->NewReadableFile(path, options);
   }
   absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
     return target_->FileSize(path);

@@ -66,7 +66,8 @@ class PosixWritableFile final : public WritableFile {
 
 class PosixReadableFile final : public ReadableFile {
  public:
-  PosixReadableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  PosixReadableFile(std::string path, int fd, bool direct)
+      : path_(std::move(path)), fd_(fd), direct_(direct) {}
   ~PosixReadableFile() override { ::close(fd_); }
 
   absl::Status ReadAt(uint64_t offset, void* data, size_t n) override {
@@ -93,10 +94,12 @@ class PosixReadableFile final : public ReadableFile {
     if (::fstat(fd_, &st) != 0) return PosixError("stat", path_);
     return static_cast<uint64_t>(st.st_size);
   }
+  bool direct() const override { return direct_; }
 
  private:
   const std::string path_;
   const int fd_;
+  const bool direct_;
 };
 
 class PosixEnv final : public Env {
@@ -126,11 +129,18 @@ class PosixEnv final : public Env {
     return file;
   }
 
-  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const ReadableFileOptions& options) override {
+    int fd = -1;
+    if (options.direct_io) {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+      if (fd >= 0) return std::make_unique<PosixReadableFile>(path, fd, /*direct=*/true);
+      if (errno != EINVAL) return PosixError("open", path);
+    }
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return PosixError("open", path);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    return std::make_unique<PosixReadableFile>(path, fd);
+    return std::make_unique<PosixReadableFile>(path, fd, /*direct=*/false);
   }
 
   absl::StatusOr<uint64_t> FileSize(const std::string& path) override {

@@ -109,7 +109,7 @@ absl::StatusOr<ShardHeader> ReadShardHeader(ReadableFile& file, const std::strin
 absl::Status PlanShardRead(Checkpointer::State& s, const Manifest& m, ShardPlan* plan) {
   const int rank = s.collective->rank();
   const std::string path = s.dir->ShardPath(m.step, rank);
-  BATON_ASSIGN_OR_RETURN(auto file, s.env->NewReadableFile(path));
+  BATON_ASSIGN_OR_RETURN(auto file, s.env->NewReadableFile(path, {}));
   BATON_ASSIGN_OR_RETURN(uint64_t size, file->Size());
   if (size != m.shards[rank].size) {
     return absl::DataLossError(path + " has " + std::to_string(size) +

@@ -78,7 +78,8 @@ class ChunkHasher {
   uint64_t filled_ = 0;
 };
 
-// Aligned scratch buffers for O_DIRECT writes, one per busy thread, reused across units.
+// Aligned scratch buffers for O_DIRECT writes and reads, one per busy thread, reused
+// across units.
 class BouncePool {
  public:
   explicit BouncePool(uint64_t bytes) : bytes_(bytes) {}
@@ -193,20 +194,43 @@ absl::StatusOr<ShardInfo> WriteShardFile(Env* env, const std::string& path, uint
 absl::Status ReadShardFile(Env* env, const std::string& path, const ShardInfo& expected,
                            const std::vector<ReadTarget>& targets, const IoOptions& options) {
   BATON_RETURN_IF_ERROR(CheckIoOptions(options));
-  BATON_ASSIGN_OR_RETURN(auto file, env->NewReadableFile(path));
+  BATON_ASSIGN_OR_RETURN(auto file, env->NewReadableFile(path, {options.direct_io}));
   BATON_ASSIGN_OR_RETURN(uint64_t size, file->Size());
   if (size != expected.size) {
     return absl::DataLossError(path + " has " + std::to_string(size) +
                                " bytes but the manifest records " + std::to_string(expected.size) +
                                " (truncated or replaced)");
   }
+  if (file->direct() && size % kDirectIoAlignment != 0) {
+    return absl::DataLossError(path + " has " + std::to_string(size) +
+                               " bytes, not a multiple of 4 KiB (damaged)");
+  }
   std::vector<uint64_t> digests(CeilDiv(size, kChecksumChunkBytes));
+  BouncePool bounce(options.unit_bytes);
   auto read_unit = [&](size_t unit) -> absl::Status {
     const uint64_t start = unit * options.unit_bytes;
     const uint64_t end = std::min(start + options.unit_bytes, size);
-    std::string scratch;
+    const auto pieces = PiecesOf<char*>(targets, start, end);
     ChunkHasher hasher(digests.data(), start);
-    for (const auto& p : PiecesOf<char*>(targets, start, end)) {
+    const bool in_place = pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data);
+    if (file->direct() && !in_place) {
+      // O_DIRECT needs one aligned destination: read the unit into a bounce buffer, hash
+      // it there, then scatter it to the buffers it covers.
+      char* buf = bounce.Acquire();
+      if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
+      absl::Status status = file->ReadAt(start, buf, end - start);
+      if (status.ok()) {
+        hasher.Update(buf, end - start);
+        hasher.Finish();
+        for (const auto& p : pieces) {
+          if (p.data) std::memcpy(p.data, buf + (p.offset - start), p.size);
+        }
+      }
+      bounce.Release(buf);
+      return status;
+    }
+    std::string scratch;
+    for (const auto& p : pieces) {
       char* dst = p.data;
       if (dst == nullptr) {
         scratch.resize(p.size);

@@ -18,7 +18,7 @@ namespace baton::checkpoint {
 struct IoOptions {
   int threads = 4;                // parallel writers/readers per file
   uint64_t unit_bytes = 8 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
-  bool direct_io = true;          // O_DIRECT writes where the filesystem allows
+  bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
 };
 

@@ -11,7 +11,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libxxhash-dev libzstd-dev libhwloc-dev
   prometheus-cpp-dev libcpp-httplib-dev
-  nftables iproute2 iperf3 procps util-linux prometheus
+  nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl
 )
 

@@ -41,15 +41,24 @@ class FaultWritableFile final : public WritableFile {
 
 class FaultReadableFile final : public ReadableFile {
  public:
-  FaultReadableFile(FaultInjectionEnv* env, int ino) : env_(env), ino_(ino) {}
+  FaultReadableFile(FaultInjectionEnv* env, int ino, bool direct)
+      : env_(env), ino_(ino), direct_(direct) {}
   absl::Status ReadAt(uint64_t offset, void* data, size_t n) override {
+    // O_DIRECT's contract, enforced as the kernel does (EINVAL).
+    if (direct_ && (offset % kDirectIoAlignment != 0 || n % kDirectIoAlignment != 0 ||
+                    reinterpret_cast<uintptr_t>(data) % kDirectIoAlignment != 0)) {
+      return absl::InvalidArgumentError("unaligned O_DIRECT read of " + std::to_string(n) +
+                                        " bytes at " + std::to_string(offset));
+    }
     return env_->ReadAt(ino_, offset, data, n);
   }
   absl::StatusOr<uint64_t> Size() override { return env_->SizeOf(ino_); }
+  bool direct() const override { return direct_; }
 
  private:
   FaultInjectionEnv* const env_;
   const int ino_;
+  const bool direct_;
 };
 
 }  // namespace
@@ -113,11 +122,11 @@ absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile
 }
 
 absl::StatusOr<std::unique_ptr<ReadableFile>> FaultInjectionEnv::NewReadableFile(
-    const std::string& path) {
+    const std::string& path, const ReadableFileOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   BATON_ASSIGN_OR_RETURN(int ino, LookupLocked(path));
   if (inodes_[ino].dir) return absl::FailedPreconditionError(path + " is a directory");
-  return std::unique_ptr<ReadableFile>(new FaultReadableFile(this, ino));
+  return std::unique_ptr<ReadableFile>(new FaultReadableFile(this, ino, options.direct_io));
 }
 
 absl::StatusOr<uint64_t> FaultInjectionEnv::FileSize(const std::string& path) {

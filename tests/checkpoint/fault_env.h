@@ -22,7 +22,9 @@ class FaultInjectionEnv : public Env {
 
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path, const WritableFileOptions& options) override;
-  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override;
+  // With options.direct_io the file is direct() and refuses unaligned reads like O_DIRECT.
+  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const ReadableFileOptions& options) override;
   absl::StatusOr<uint64_t> FileSize(const std::string& path) override;
   absl::StatusOr<bool> FileExists(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
