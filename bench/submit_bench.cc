@@ -138,6 +138,7 @@ Api Stub(const Daemons& d, const std::string& target, const std::string& token) 
   grpc::ChannelArguments args;
   // One connection per stub: several stubs spread the load over several HTTP/2 streams.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  baton::SetClientMessageLimits(&args);
   return Api{v1::Coordinator::NewStub(grpc::CreateCustomChannel(target, d.Tls(), args)), token};
 }
 
@@ -186,12 +187,18 @@ double ApiSubmits(const Daemons& d, const std::string& target, int threads, doub
 }
 
 size_t CountSucceeded(const Api& api) {
-  grpc::ClientContext ctx;
-  api.Prepare(&ctx);
   v1::ListRequest req;
   req.add_states(v1::JOB_STATE_SUCCEEDED);
-  v1::ListResponse resp;
-  return api.stub->List(&ctx, req, &resp).ok() ? resp.jobs_size() : 0;
+  size_t count = 0;
+  do {
+    grpc::ClientContext ctx;
+    api.Prepare(&ctx);
+    v1::ListResponse resp;
+    if (!api.stub->List(&ctx, req, &resp).ok()) return count;
+    count += resp.jobs_size();
+    req.set_page_token(resp.next_page_token());
+  } while (!req.page_token().empty());
+  return count;
 }
 
 // p50 of write(4 KiB) + fdatasync on the data dir's filesystem: what one durable,

@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <optional>
+#include <tuple>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
 #include "coordinator/events.h"
 #include "coordinator/job_state.h"
 #include "coordinator/policy_config.h"
@@ -21,6 +26,9 @@ JobObserver* NoObserver() {
   static JobObserver none;
   return &none;
 }
+
+// Jobs that wait in the queue, counted against admission.max_pending_per_tenant.
+bool Waits(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN; }
 
 }  // namespace
 
@@ -77,6 +85,7 @@ absl::Status JobManager::Recover() {
     v1::JobState s = e.job.state();
     if (s == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
     if (s == v1::JOB_STATE_COOLDOWN) cooldown_.insert(id);
+    if (Waits(s)) limiter_.AddWaiting(e.job.spec().tenant(), +1);
     bool live =
         s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
     if (live && e.job.attempts_size() > 0) {
@@ -287,6 +296,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
   e.job.set_state(to);
   if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
   if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
+  if (Waits(from) != Waits(to)) limiter_.AddWaiting(e.job.spec().tenant(), Waits(to) ? +1 : -1);
   if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());
   if (to != v1::JOB_STATE_PENDING) Kick();
   return true;
@@ -298,6 +308,22 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
   std::unique_lock<std::mutex> lock(mu_);
   absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
+  // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
+  // Every submit takes a token, a refused one too, so bad specs cannot flood the log.
+  const Policy::Admission& limits = policy_.policy.admission;
+  const bool has_tenant = valid.ok() || !spec.tenant().empty();
+  const char* limit = "rate";
+  absl::Status fair =
+      limiter_.TakeToken(has_tenant ? spec.tenant() : "user:" + caller.user, limits, clock_->Now());
+  if (fair.ok() && valid.ok()) {
+    limit = "waiting";
+    fair = limiter_.CheckWaiting(spec.tenant(), limits);
+  }
+  if (!fair.ok()) {
+    observer_->OnSubmitThrottled(has_tenant ? spec.tenant() : "", limit);
+    lock.unlock();
+    return done(fair);
+  }
   if (!valid.ok()) {
     Txn txn;  // the refusal is an event too; the caller hears once it is stored
     LogLocked(events::Refusal(caller, spec, valid), nullptr, txn);
@@ -329,30 +355,68 @@ absl::StatusOr<v1::Job> JobManager::Get(const Caller& caller, uint64_t job_id) c
   return job;
 }
 
-std::vector<v1::Job> JobManager::List(const Caller& caller, const v1::ListRequest& req) const {
+namespace {
+
+// Where a listing stands in its order: running work first, then the queue in the order
+// it is served, then finished jobs. A page token is the position of the page's last job.
+using ListPosition = std::tuple<int, int64_t, int64_t, uint64_t>;
+
+std::string EncodePageToken(const ListPosition& p) {
+  return "p1." + std::to_string(std::get<0>(p)) + "." + std::to_string(std::get<1>(p)) + "." +
+         std::to_string(std::get<2>(p)) + "." + std::to_string(std::get<3>(p));
+}
+
+absl::StatusOr<ListPosition> DecodePageToken(const std::string& token) {
+  std::vector<std::string> parts = absl::StrSplit(token, '.');
+  ListPosition p;
+  if (parts.size() != 5 || parts[0] != "p1" || !absl::SimpleAtoi(parts[1], &std::get<0>(p)) ||
+      !absl::SimpleAtoi(parts[2], &std::get<1>(p)) ||
+      !absl::SimpleAtoi(parts[3], &std::get<2>(p)) ||
+      !absl::SimpleAtoi(parts[4], &std::get<3>(p))) {
+    return absl::InvalidArgumentError(
+        "page_token: not a token this coordinator gave (start again without one)");
+  }
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
+                                                  const v1::ListRequest& req) const {
+  std::optional<ListPosition> after;
+  if (!req.page_token().empty()) {
+    BATON_ASSIGN_OR_RETURN(after, DecodePageToken(req.page_token()));
+  }
   std::set<int> states(req.states().begin(), req.states().end());
-  std::vector<const JobEntry*> picked;
   std::lock_guard<std::mutex> lock(mu_);
+  auto position = [this](const JobEntry* e) {
+    v1::JobState s = e->job.state();
+    int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
+    const PriorityClass* c = policy_.policy.Find(e->job.spec().priority_class());
+    return ListPosition(group, c ? -int64_t{c->value} : 0, e->job.submitted_ms(), e->job.id());
+  };
+  std::vector<std::pair<ListPosition, const JobEntry*>> picked;
   for (const auto& [id, e] : jobs_) {
     v1::JobState s = e.job.state();
     if (!states.empty() ? !states.count(s) : (!req.all() && IsTerminal(s))) continue;
     if (!req.tenant().empty() && e.job.spec().tenant() != req.tenant()) continue;
-    picked.push_back(&e);
+    ListPosition at = position(&e);
+    if (after && at <= *after) continue;
+    picked.emplace_back(at, &e);
   }
-  // Running work first, then the queue in the order it is served, then finished jobs.
-  auto rank = [this](const JobEntry* e) {
-    v1::JobState s = e->job.state();
-    int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
-    const PriorityClass* c = policy_.policy.Find(e->job.spec().priority_class());
-    return std::make_tuple(group, c ? -c->value : 0, e->job.submitted_ms(), e->job.id());
-  };
   std::sort(picked.begin(), picked.end(),
-            [&](const JobEntry* a, const JobEntry* b) { return rank(a) < rank(b); });
-  if (req.limit() > 0 && picked.size() > req.limit()) picked.resize(req.limit());
-  std::vector<v1::Job> out;
-  out.reserve(picked.size());
-  for (const JobEntry* e : picked) {
-    out.push_back(access::ForViewer(policy_.policy.access, caller, e->job));
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  v1::ListResponse out;
+  size_t bytes = 0;
+  for (size_t i = 0; i < picked.size(); ++i) {
+    bool full = (req.limit() > 0 && i >= req.limit()) || (i > 0 && bytes >= kListPageBytes);
+    if (full) {
+      out.set_next_page_token(EncodePageToken(picked[i - 1].first));
+      break;
+    }
+    v1::Job* job = out.add_jobs();
+    *job = access::ForViewer(policy_.policy.access, caller, picked[i].second->job);
+    bytes += job->ByteSizeLong();
   }
   return out;
 }

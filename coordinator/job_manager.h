@@ -34,6 +34,7 @@
 #include "coordinator/scheduler/fair_share.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
+#include "coordinator/submit_limiter.h"
 #include "proto/agent.pb.h"
 #include "proto/rpc_util.h"
 
@@ -87,7 +88,8 @@ class JobManager {
               std::function<void(absl::StatusOr<uint64_t>)> done);
   // One job, or every matching one, as `caller` may see them (access::ForViewer).
   absl::StatusOr<v1::Job> Get(const Caller& caller, uint64_t job_id) const;
-  std::vector<v1::Job> List(const Caller& caller, const v1::ListRequest& req) const;
+  // One page of the listing (ListRequest's paging); InvalidArgument for a bad token.
+  absl::StatusOr<v1::ListResponse> List(const Caller& caller, const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
@@ -244,6 +246,7 @@ class JobManager {
   using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
   QueueKey QueueKeyOf(const v1::Job& job) const;
   std::set<QueueKey> pending_;
+  SubmitLimiter limiter_;        // per tenant: submit rate, and jobs waiting (PENDING, COOLDOWN)
   std::set<uint64_t> active_;    // jobs with a live attempt
   std::set<uint64_t> cooldown_;  // jobs in COOLDOWN
   // Preemption reservations of the last pass, given back to the next (sched README).

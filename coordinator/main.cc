@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(flags->listen, *server_creds, &port);
   builder.RegisterService(&api);
   builder.RegisterService(&agents);
+  baton::SetServerMessageLimits(&builder);
   // Agents ping every 10 s on an idle stream; allow it (see RECIPES.md, too_many_pings).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

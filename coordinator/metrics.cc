@@ -143,6 +143,10 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
                    .Name("baton_submissions_refused_total")
                    .Help("Specs refused at submit, by the field or rule at fault")
                    .Register(*registry_)),
+      throttled_(BuildCounter()
+                     .Name("baton_submissions_throttled_total")
+                     .Help("Submits refused for fair use, by tenant and limit (rate, waiting)")
+                     .Register(*registry_)),
       events_(BuildCounter()
                   .Name("baton_events_total")
                   .Help("Events recorded in the event log, by kind")
@@ -270,6 +274,10 @@ void CoordinatorMetrics::OnSchedulePass(double seconds) {
 
 void CoordinatorMetrics::OnStoreWrite(double seconds) {
   store_write_.Add({}, kWriteBuckets).Observe(seconds);
+}
+
+void CoordinatorMetrics::OnSubmitThrottled(const std::string& tenant, const std::string& limit) {
+  throttled_.Add({{"tenant", tenant}, {"limit", limit}}).Increment();
 }
 
 void CoordinatorMetrics::OnTenantShares(const std::vector<sched::TenantShare>& shares) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "coordinator/scheduler/explain.h"
@@ -23,6 +24,9 @@ class JobObserver {
   // Every event as it is recorded, in log order, with its job as it was before the
   // event (null for events about no job). The event becomes durable shortly after.
   virtual void OnEvent(const v1::Event& /*event*/, const v1::Job* /*job*/) {}
+  // A submit refused for fair use (SubmitLimiter) by `tenant` ("" when its tenant was not
+  // known); `limit` is "rate" or "waiting". Such refusals are not events.
+  virtual void OnSubmitThrottled(const std::string& /*tenant*/, const std::string& /*limit*/) {}
   // A scheduling pass over a non-empty queue took `seconds`.
   virtual void OnSchedulePass(double /*seconds*/) {}
   // A synced store write took `seconds`.

@@ -95,6 +95,27 @@ struct Policy : sched::Policy {
     return r;
   }
 
+  // Admission: what one spec may carry (checked by the coordinator, the field named), so
+  // that anything admitted can be launched and delivered; and fair use of the submit
+  // path per tenant. `admission.*` in the policy file.
+  // Hard ceilings the policy cannot raise: env + command together (exec takes 2 MiB with
+  // the agent's own variables), any one argument or VAR=value (the kernel's 128 KiB), and
+  // names (labels, selector and toleration keys and values, pool, GPU model).
+  static constexpr uint64_t kMaxSpecArgBytes = 1 << 20;
+  static constexpr uint64_t kMaxArgStringBytes = 128 << 10;
+  static constexpr size_t kMaxNameBytes = 253;
+  struct Admission {
+    uint32_t max_env_entries = 256;
+    uint64_t max_env_bytes = 64 << 10;  // names + values, all entries together
+    uint32_t max_selectors = 64;
+    uint32_t max_tolerations = 64;
+    uint64_t max_command_bytes = 64 << 10;     // argv, with one terminator per argument
+    uint32_t max_pending_per_tenant = 10'000;  // jobs waiting in the queue
+    double submit_rate = 200;                  // submits per second per tenant (0: no limit)
+    uint32_t submit_burst = 1000;              // the token bucket's depth
+  };
+  Admission admission;
+
   // inference-critical > inference > labeling > training > experiment; the inference
   // classes are non-preemptible services. No tenants: nobody has a quota; root is the
   // admin and every user a member of `default`, which may not use the service classes.

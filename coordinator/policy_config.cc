@@ -345,11 +345,29 @@ void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
           });
 }
 
+void ParseAdmission(Reader& r, const YAML::Node& n, Policy::Admission& a) {
+  const std::string w = "admission";
+  if (!n ||
+      !r.Map(n, w,
+             {"max_env_entries", "max_env_bytes", "max_selectors", "max_tolerations",
+              "max_command_bytes", "max_pending_per_tenant", "submit_rate", "submit_burst"})) {
+    return;
+  }
+  r.Scalar(n["max_env_entries"], w + ".max_env_entries", &a.max_env_entries);
+  r.Parsed(n["max_env_bytes"], w + ".max_env_bytes", &a.max_env_bytes, ParseBytes);
+  r.Scalar(n["max_selectors"], w + ".max_selectors", &a.max_selectors);
+  r.Scalar(n["max_tolerations"], w + ".max_tolerations", &a.max_tolerations);
+  r.Parsed(n["max_command_bytes"], w + ".max_command_bytes", &a.max_command_bytes, ParseBytes);
+  r.Scalar(n["max_pending_per_tenant"], w + ".max_pending_per_tenant", &a.max_pending_per_tenant);
+  r.Scalar(n["submit_rate"], w + ".submit_rate", &a.submit_rate);
+  r.Scalar(n["submit_burst"], w + ".submit_burst", &a.submit_burst);
+}
+
 void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   if (!root || root.IsNull()) return;
   if (!r.Map(root, "policy",
              {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
-              "default_pool", "pools", "job_limits", "admins"})) {
+              "default_pool", "pools", "job_limits", "admission", "admins"})) {
     return;
   }
   ParseDefaults(r, root["defaults"], p);
@@ -375,12 +393,17 @@ void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   ParseList(r, root["pools"], "pools", p.pools,
             [&](const YAML::Node& n, const std::string& w) { return ParsePool(r, n, w); });
   ParseLimits(r, root["job_limits"], p.job_limits);
+  ParseAdmission(r, root["admission"], p.admission);
   ParseAccess(r, root, p);
 }
 
 }  // namespace
 
 absl::StatusOr<Policy> ParsePolicy(const std::string& yaml) {
+  if (yaml.size() > kMaxPolicyBytes) {
+    return absl::InvalidArgumentError("policy: " + FormatBytes(yaml.size()) + ", above the " +
+                                      FormatBytes(kMaxPolicyBytes) + " a policy may have");
+  }
   Problems problems;
   Reader reader(problems);
   Policy p = Policy::Default();
@@ -398,9 +421,10 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& yaml) {
 absl::StatusOr<Policy> LoadPolicyFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError("policy file " + path + " cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<Policy> p = ParsePolicy(text.str());
+  std::string text(kMaxPolicyBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  absl::StatusOr<Policy> p = ParsePolicy(text);
   if (!p.ok()) return absl::InvalidArgumentError(path + ": " + std::string(p.status().message()));
   return p;
 }
@@ -551,7 +575,29 @@ void CheckAccess(const Policy& p, Problems& out) {
   }
 }
 
+// Ceilings that keep whatever a policy admits launchable (execve's limits) and
+// deliverable (a spec fits one request; see kMaxRequestBytes).
+void CheckAdmission(const Policy& p, Problems& out) {
+  const Policy::Admission& a = p.admission;
+  const std::string w = "admission";
+  if (a.max_env_bytes + a.max_command_bytes > Policy::kMaxSpecArgBytes) {
+    out.Add(w, "max_env_bytes + max_command_bytes must stay within " +
+                   FormatBytes(Policy::kMaxSpecArgBytes) + " (what exec takes with room to spare)");
+  }
+  if (a.max_env_entries > 4096) out.Add(w + ".max_env_entries", "at most 4096");
+  if (a.max_selectors > 1024) out.Add(w + ".max_selectors", "at most 1024");
+  if (a.max_tolerations > 1024) out.Add(w + ".max_tolerations", "at most 1024");
+  if (!(a.submit_rate >= 0) || a.submit_rate > 1e6) {
+    out.Add(w + ".submit_rate", "must be between 0 (no limit) and 1000000 per second");
+  }
+  if (a.submit_rate > 0 && a.submit_burst == 0) {
+    out.Add(w + ".submit_burst", "must be at least 1 when submit_rate is set");
+  }
+  if (a.max_pending_per_tenant == 0) out.Add(w + ".max_pending_per_tenant", "must be at least 1");
+}
+
 void Validate(const Policy& policy, Problems& problems) {
+  CheckAdmission(policy, problems);
   CheckAccess(policy, problems);
   CheckClasses(policy, problems);
   CheckTenants(policy, problems);

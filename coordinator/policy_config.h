@@ -12,6 +12,9 @@
 
 namespace baton {
 
+// A policy file (and SetPolicy's YAML) is at most this long.
+inline constexpr size_t kMaxPolicyBytes = 1 << 20;
+
 // Sections left out keep Policy::Default(); `classes`, when given, replaces the default
 // classes. InvalidArgument listing every problem, one per line, when it does not check.
 absl::StatusOr<Policy> ParsePolicy(const std::string& yaml);

@@ -25,6 +25,7 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
 }
 
 constexpr char kManageTokens[] = "manage service tokens";
+constexpr size_t kMaxCancelReasonBytes = 1024;
 
 }  // namespace
 
@@ -57,8 +58,11 @@ grpc::ServerUnaryReactor* CoordinatorService::Submit(grpc::CallbackServerContext
                                                      const v1::SubmitRequest* req,
                                                      v1::SubmitResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    jobs_->Submit(caller, req->spec(), [r, resp](absl::StatusOr<uint64_t> id) {
+    jobs_->Submit(caller, req->spec(), [ctx, r, resp](absl::StatusOr<uint64_t> id) {
       if (id.ok()) resp->set_job_id(*id);
+      if (std::optional<absl::Duration> wait = RetryAfter(id.status())) {
+        ctx->AddTrailingMetadata(kRetryAfterKey, std::to_string(absl::ToInt64Milliseconds(*wait)));
+      }
       r->Finish(ToGrpc(id.status()));
     });
   });
@@ -77,8 +81,9 @@ grpc::ServerUnaryReactor* CoordinatorService::List(grpc::CallbackServerContext* 
                                                    const v1::ListRequest* req,
                                                    v1::ListResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    for (auto& job : jobs_->List(caller, *req)) *resp->add_jobs() = std::move(job);
-    r->Finish(grpc::Status::OK);
+    absl::StatusOr<v1::ListResponse> page = jobs_->List(caller, *req);
+    if (page.ok()) *resp = std::move(*page);
+    r->Finish(ToGrpc(page.status()));
   });
 }
 
@@ -86,6 +91,11 @@ grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext
                                                      const v1::CancelRequest* req,
                                                      v1::CancelResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    if (req->reason().size() > kMaxCancelReasonBytes) {
+      r->Finish(ToGrpc(absl::InvalidArgumentError(
+          "reason: " + std::to_string(req->reason().size()) + " bytes, above the 1 KiB allowed")));
+      return;
+    }
     jobs_->Cancel(caller, req->job_id(), req->reason(),
                   [r, resp](absl::StatusOr<v1::JobState> state) {
                     if (state.ok()) resp->set_state(*state);
@@ -297,6 +307,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CoordinatorService::AgentChannel(
   if (ch) return ch;
   grpc::ChannelArguments args;
   VerifyServerAs(node, &args);  // the agent at that address must hold node `node`'s certificate
+  SetClientMessageLimits(&args);
   // An insecure coordinator talks plaintext to agents on loopback only.
   auto creds = ChannelCredentials(deps_.tls, address);
   if (!creds.ok()) return creds.status();

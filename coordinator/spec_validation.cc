@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "common/resources.h"
+#include "common/status.h"
 #include "coordinator/sched_adapter.h"
 
 namespace baton {
@@ -13,7 +14,12 @@ namespace {
 constexpr uint32_t kMaxNodes = 10'000;
 constexpr uint32_t kMaxRanksPerNode = 1'024;
 constexpr uint32_t kMaxGpusPerNode = 64;
-constexpr size_t kMaxCommandBytes = 128 * 1024;
+constexpr size_t kMaxPathBytes = 4095;  // PATH_MAX less its terminator
+
+// What an error shows of a value the caller sent: its head only.
+std::string Shown(const std::string& text) {
+  return text.size() > 80 ? text.substr(0, 80) + "…" : text;
+}
 
 absl::Status Invalid(std::string_view field, const std::string& why) {
   return absl::InvalidArgumentError("spec." + std::string(field) + ": " + why);
@@ -53,27 +59,97 @@ std::string DefaultName(const std::string& argv0) {
   return out.substr(0, 63);
 }
 
-absl::Status CheckCommand(v1::JobSpec* spec) {
+// A label-like string: a selector or toleration key or value, a pool, a GPU model.
+absl::Status CheckName(std::string_view field, const std::string& text) {
+  if (text.size() > Policy::kMaxNameBytes) {
+    return Invalid(field, FormatBytes(text.size()) + " long; names are at most " +
+                              std::to_string(Policy::kMaxNameBytes) + " bytes");
+  }
+  if (text.find('\0') != std::string::npos) return Invalid(field, "contains a NUL byte");
+  return absl::OkStatus();
+}
+
+absl::Status CheckArgString(std::string_view field, const std::string& text) {
+  if (text.size() >= Policy::kMaxArgStringBytes) {
+    return Invalid(field, "one entry is " + FormatBytes(text.size()) +
+                              "; the kernel takes at most 128 KiB per argument or variable");
+  }
+  if (text.find('\0') != std::string::npos) return Invalid(field, "contains a NUL byte");
+  return absl::OkStatus();
+}
+
+absl::Status CheckCommand(const Policy::Admission& limits, v1::JobSpec* spec) {
   if (spec->command_size() == 0 || spec->command(0).empty()) {
     return Invalid("command", "missing: give the program to run (e.g. -- python train.py)");
   }
-  size_t bytes = 0;
-  for (const auto& arg : spec->command()) bytes += arg.size() + 1;
-  if (bytes > kMaxCommandBytes) return Invalid("command", "longer than 128 KiB");
+  uint64_t bytes = 0;
+  for (const auto& arg : spec->command()) {
+    BATON_RETURN_IF_ERROR(CheckArgString("command", arg));
+    bytes += arg.size() + 1;
+  }
+  if (bytes > limits.max_command_bytes) {
+    return Invalid("command", FormatBytes(bytes) + " long, above the " +
+                                  FormatBytes(limits.max_command_bytes) +
+                                  " allowed (admission.max_command_bytes)");
+  }
   if (spec->name().empty()) spec->set_name(DefaultName(spec->command(0)));
   if (!IsValidName(spec->name())) {
-    return Invalid("name", "'" + spec->name() + "' must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+    return Invalid("name",
+                   "'" + Shown(spec->name()) + "' must match [A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   }
+  if (static_cast<uint64_t>(spec->env_size()) > limits.max_env_entries) {
+    return Invalid("env", std::to_string(spec->env_size()) + " variables, above the " +
+                              std::to_string(limits.max_env_entries) +
+                              " allowed (admission.max_env_entries)");
+  }
+  uint64_t env_bytes = 0;
   for (const auto& [key, value] : spec->env()) {
-    if (!IsEnvName(key)) return Invalid("env", "'" + key + "' is not a valid variable name");
+    if (key.size() > Policy::kMaxNameBytes || !IsEnvName(key)) {
+      return Invalid("env", "'" + Shown(key) + "' is not a valid variable name");
+    }
+    BATON_RETURN_IF_ERROR(CheckArgString("env", key + "=" + value));
+    env_bytes += key.size() + value.size() + 2;
+  }
+  if (env_bytes > limits.max_env_bytes) {
+    return Invalid("env", FormatBytes(env_bytes) + " in all, above the " +
+                              FormatBytes(limits.max_env_bytes) +
+                              " allowed (admission.max_env_bytes)");
   }
   for (const auto* dir : {&spec->working_dir(), &spec->checkpoint_dir()}) {
+    const char* field = dir == &spec->working_dir() ? "working_dir" : "checkpoint_dir";
+    if (dir->size() > kMaxPathBytes) return Invalid(field, "longer than 4095 bytes");
+    if (dir->find('\0') != std::string::npos) return Invalid(field, "contains a NUL byte");
     if (!dir->empty() && (*dir)[0] != '/') {
-      return Invalid(dir == &spec->working_dir() ? "working_dir" : "checkpoint_dir",
-                     "'" + *dir + "' must be an absolute path");
+      return Invalid(field, "'" + Shown(*dir) + "' must be an absolute path");
     }
   }
   return absl::OkStatus();
+}
+
+// Where the job may run: selectors, tolerations, pool and GPU model, bounded.
+absl::Status CheckPlacementTerms(const Policy::Admission& limits, const v1::JobSpec& spec) {
+  if (static_cast<uint64_t>(spec.node_selector_size()) > limits.max_selectors) {
+    return Invalid("node_selector",
+                   std::to_string(spec.node_selector_size()) + " entries, above the " +
+                       std::to_string(limits.max_selectors) + " allowed (admission.max_selectors)");
+  }
+  for (const auto& [key, value] : spec.node_selector()) {
+    BATON_RETURN_IF_ERROR(CheckName("node_selector", key));
+    BATON_RETURN_IF_ERROR(CheckName("node_selector", value));
+  }
+  if (static_cast<uint64_t>(spec.tolerations_size()) > limits.max_tolerations) {
+    return Invalid("tolerations", std::to_string(spec.tolerations_size()) + " entries, above the " +
+                                      std::to_string(limits.max_tolerations) +
+                                      " allowed (admission.max_tolerations)");
+  }
+  for (const auto& t : spec.tolerations()) {
+    for (const std::string* text : {&t.key(), &t.value(), &t.effect()}) {
+      BATON_RETURN_IF_ERROR(CheckName("tolerations", *text));
+    }
+  }
+  BATON_RETURN_IF_ERROR(CheckName("pool", spec.pool()));
+  BATON_RETURN_IF_ERROR(CheckName("gpu_model", spec.gpu_model()));
+  return CheckName("mig_profile", spec.mig_profile());
 }
 
 absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
@@ -91,7 +167,7 @@ absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
   if (!spec->mig_profile().empty()) {
     if (!IsMigProfile(spec->mig_profile())) {
       return Invalid("mig_profile",
-                     "'" + spec->mig_profile() + "' is not a MIG profile like 1g.18gb");
+                     "'" + Shown(spec->mig_profile()) + "' is not a MIG profile like 1g.18gb");
     }
     if (spec->gpus_per_node() == 0) return Invalid("mig_profile", "set, but gpus_per_node is 0");
   }
@@ -103,7 +179,7 @@ absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
 
 absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec* spec) {
   if (!spec->tenant().empty() && !IsValidName(spec->tenant())) {
-    return Invalid("tenant", "'" + spec->tenant() + "' is invalid");
+    return Invalid("tenant", "'" + Shown(spec->tenant()) + "' is invalid");
   }
   absl::StatusOr<std::string> tenant = access::SubmitTenant(policy.access, caller, spec->tenant());
   if (!tenant.ok()) {
@@ -125,7 +201,7 @@ absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec
     std::string known;
     for (const auto& c : policy.classes) known += (known.empty() ? "" : ", ") + c.name;
     return Invalid("priority_class",
-                   "unknown class '" + spec->priority_class() + "' (known: " + known + ")");
+                   "unknown class '" + Shown(spec->priority_class()) + "' (known: " + known + ")");
   }
   if (absl::Status s = access::CheckClassAllowed(policy, spec->tenant(), cls->name); !s.ok()) {
     return s;
@@ -185,7 +261,8 @@ absl::Status CheckFits(const ClusterShape& shape, const v1::JobSpec& spec) {
 
 absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
                                     const ClusterShape& shape, v1::JobSpec* spec) {
-  if (absl::Status s = CheckCommand(spec); !s.ok()) return s;
+  if (absl::Status s = CheckCommand(policy.admission, spec); !s.ok()) return s;
+  if (absl::Status s = CheckPlacementTerms(policy.admission, *spec); !s.ok()) return s;
   if (absl::Status s = CheckShape(policy, spec); !s.ok()) return s;
   if (absl::Status s = CheckPolicy(caller, policy, spec); !s.ok()) return s;
   // The scheduler's own rules (per-job limits, pools, MIG, quotas it could never reach).

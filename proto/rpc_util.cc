@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cctype>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+
 namespace baton {
 namespace {
+
+constexpr char kRetryAfterPayload[] = "baton.dev/retry-after-ms";
 
 std::string EnumSuffix(const std::string& full, std::string_view prefix) {
   std::string out = full.substr(std::min(full.size(), prefix.size()));
@@ -14,6 +19,33 @@ std::string EnumSuffix(const std::string& full, std::string_view prefix) {
 }
 
 }  // namespace
+
+void SetClientMessageLimits(grpc::ChannelArguments* args) {
+  args->SetMaxSendMessageSize(kMaxRequestBytes);
+  args->SetMaxReceiveMessageSize(kMaxReplyBytes);
+}
+
+void SetServerMessageLimits(grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(kMaxRequestBytes);
+  builder->SetMaxSendMessageSize(kMaxReplyBytes);
+}
+
+absl::Status Throttled(const std::string& message, absl::Duration retry_after) {
+  int64_t ms = std::max<int64_t>(
+      1, absl::ToInt64Milliseconds(absl::Ceil(retry_after, absl::Milliseconds(1))));
+  int64_t s = (ms + 999) / 1000;
+  absl::Status status = absl::ResourceExhaustedError("throttled: " + message + "; retry in " +
+                                                     std::to_string(s) + " s");
+  status.SetPayload(kRetryAfterPayload, absl::Cord(std::to_string(ms)));
+  return status;
+}
+
+std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
+  auto ms = status.GetPayload(kRetryAfterPayload);
+  int64_t v = 0;
+  if (!ms || !absl::SimpleAtoi(std::string(*ms), &v)) return std::nullopt;
+  return absl::Milliseconds(v);
+}
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;

@@ -5,11 +5,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "proto/api.pb.h"
 
 namespace baton {
@@ -20,6 +22,22 @@ namespace v1 = ::baton::v1;
 // service token (`authorization: Bearer btk_…`).
 inline constexpr char kMungeKey[] = "x-baton-munge";
 inline constexpr char kAuthorizationKey[] = "authorization";
+
+// Message sizes every channel and server of baton sets. A request (a spec within the
+// policy's ceilings, a policy file) fits kMaxRequestBytes; a reply fits kMaxReplyBytes
+// (listings are paged at kListPageBytes), so anything admitted is always deliverable.
+inline constexpr int kMaxRequestBytes = 16 << 20;
+inline constexpr int kMaxReplyBytes = 64 << 20;
+inline constexpr size_t kListPageBytes = 2 << 20;
+// Clients send requests and receive replies; servers the other way round.
+void SetClientMessageLimits(grpc::ChannelArguments* args);
+void SetServerMessageLimits(grpc::ServerBuilder* builder);
+
+// Throttling: ResourceExhausted carrying when to try again. The service passes the hint
+// on as trailing metadata (kRetryAfterKey, whole milliseconds); the message says it too.
+inline constexpr char kRetryAfterKey[] = "x-baton-retry-after-ms";
+absl::Status Throttled(const std::string& message, absl::Duration retry_after);
+std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 
 // The one place where absl and gRPC statuses meet (their codes are the same numbers).
 grpc::Status ToGrpc(const absl::Status& status);

@@ -25,6 +25,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, const TlsM
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  SetClientMessageLimits(&args);
   // main() checked that these credentials can be made (plaintext only on loopback).
   auto creds = ChannelCredentials(tls, target);
   return grpc::CreateCustomChannel(

@@ -91,6 +91,7 @@ int RunExecClient(const std::vector<std::string>& args) {
   if (!creds.ok()) return Fail(std::string(creds.status().message()));
   grpc::ChannelArguments channel_args;
   VerifyServerAs(target->second.node, &channel_args);  // the secret goes to that node only
+  SetClientMessageLimits(&channel_args);
   auto stub =
       v1::Agent::NewStub(grpc::CreateCustomChannel(target->second.address, *creds, channel_args));
   grpc::ClientContext ctx;

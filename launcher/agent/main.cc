@@ -299,6 +299,7 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(flags.listen, *server_creds, &port);
   builder.RegisterService(&node_service);
+  baton::SetServerMessageLimits(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     spdlog::error("cannot listen on {}", flags.listen);

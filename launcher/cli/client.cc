@@ -37,6 +37,7 @@ absl::StatusOr<std::pair<std::string, std::string>> Credential(const ConnectOpti
 
 Client::Client(ConnectOptions options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
+  SetClientMessageLimits(&args);
   // Fail fast when nothing listens: a CLI should not sit in reconnect backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
@@ -98,6 +99,8 @@ int ExitCodeFor(absl::StatusCode code) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kAlreadyExists:
       return kWrongState;
+    case absl::StatusCode::kResourceExhausted:
+      return kThrottled;
     default:
       return kError;
   }

@@ -26,6 +26,7 @@ enum ExitCode : int {
   kDenied = 4,          // not allowed for this caller
   kUnavailable = 5,     // coordinator unreachable or too slow
   kWrongState = 6,      // e.g. cancelling a finished job
+  kThrottled = 7,       // over a fair-use limit: "throttled: … retry in N s"
   kCancelledJob = 130,  // submit --wait: the job was cancelled
 };
 

@@ -52,10 +52,19 @@ int RunQueue(const Args& args) {
     }
   }
   Client client(*conn);
+  // Page by page (each at most ~2 MiB), up to --limit jobs in all.
+  const uint32_t limit = req.limit();
   v1::ListResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub()->List(ctx.get(), req, &resp);
-  if (!s.ok()) return ReportError("queue", s, conn->coordinator);
+  do {
+    if (limit > 0) req.set_limit(limit - static_cast<uint32_t>(resp.jobs_size()));
+    v1::ListResponse page;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->List(ctx.get(), req, &page);
+    if (!s.ok()) return ReportError("queue", s, conn->coordinator);
+    for (auto& job : *page.mutable_jobs()) *resp.add_jobs() = std::move(job);
+    req.set_page_token(page.next_page_token());
+  } while (!req.page_token().empty() &&
+           (limit == 0 || static_cast<uint32_t>(resp.jobs_size()) < limit));
   if (r->count("json")) {
     for (const auto& job : resp.jobs()) std::cout << ToJson(job) << "\n";
     return kOk;

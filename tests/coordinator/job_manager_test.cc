@@ -101,7 +101,7 @@ TEST(JobManager, RejectsGangsLargerThanTheCluster) {
   EXPECT_NE(std::string(too_many_gpus.status().message()).find("gpus_per_node"), std::string::npos);
   v1::ListRequest all;
   all.set_all(true);
-  EXPECT_TRUE(h.jm().List(Alice(), all).empty()) << "nothing stored for refused specs";
+  EXPECT_EQ(h.jm().List(Alice(), all)->jobs_size(), 0) << "nothing stored for refused specs";
 }
 
 TEST(JobManager, HigherClassesStartFirst) {
@@ -521,7 +521,7 @@ TEST(JobManager, ExecSecretsGoToAgentsOnly) {
   const std::string secret = launches[0].exec_secret();
   EXPECT_EQ(h.Get(*id).SerializeAsString().find(secret), std::string::npos);
   v1::ListRequest all;
-  EXPECT_EQ(h.jm().List(Admin(), all).at(0).SerializeAsString().find(secret), std::string::npos);
+  EXPECT_EQ(h.jm().List(Admin(), all)->jobs(0).SerializeAsString().find(secret), std::string::npos);
   std::string watched;
   auto token = h.jm().Watch(*id, [&](const v1::Job& j) { watched = j.SerializeAsString(); });
   EXPECT_EQ(watched.find(secret), std::string::npos);

@@ -117,6 +117,7 @@ TEST_F(MetricsScenario, NamesAndLabelSetsAreTheListedOnes) {
   cooling.mutable_spec()->set_priority_class("training");
   cooling.mutable_spec()->set_tenant("vision");
   metrics_.OnJobLoaded(cooling);
+  metrics_.OnSubmitThrottled("vision", "rate");  // fair_use_test.cc drives the limiter
   EXPECT_EQ(CheckMetricList(Scrape(), CoordinatorMetricList(), /*all=*/true), "");
 }
 

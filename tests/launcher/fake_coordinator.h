@@ -62,6 +62,7 @@ class FakeCoordinator {
     builder.AddListeningPort("127.0.0.1:" + std::to_string(port_), *creds, &port_);
     service_ = std::make_unique<Service>(this);
     builder.RegisterService(service_.get());
+    SetServerMessageLimits(&builder);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(port_, 0);

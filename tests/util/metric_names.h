@@ -44,6 +44,7 @@ inline const std::vector<ExpectedMetric>& CoordinatorMetricList() {
       {"baton_nodes", T::Gauge, {"state"}},
       {"baton_nodes_lost_total", T::Counter, {}},
       {"baton_submissions_refused_total", T::Counter, {"reason"}},
+      {"baton_submissions_throttled_total", T::Counter, {"limit", "tenant"}},
       {"baton_events_total", T::Counter, {"kind"}},
       {"baton_build_info", T::Gauge, {"component", "version"}},
   };
