@@ -1,9 +1,15 @@
 #include "common/net.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "common/status.h"
 
 namespace baton {
 
@@ -67,6 +73,42 @@ absl::Status CheckListenAddress(std::string_view flag, std::string_view address)
         "(metrics), so it listens only on loopback or a private network");
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckTcpPortFree(int port) {
+  if (port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError("port " + std::to_string(port) + " is out of range");
+  }
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool v6 = fd >= 0;
+  if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoToStatus(errno, "socket");
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc;
+  if (v6) {
+    int zero = 0;  // dual stack: the IPv4 wildcard too
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  int err = errno;
+  close(fd);
+  if (rc == 0) return absl::OkStatus();
+  if (err == EADDRINUSE) {
+    return absl::FailedPreconditionError("port " + std::to_string(port) +
+                                         " is already in use on this node");
+  }
+  return ErrnoToStatus(err, "bind port " + std::to_string(port));
 }
 
 }  // namespace baton

@@ -24,4 +24,8 @@ bool IsLoopbackOrPrivate(std::string_view host);
 // `flag` otherwise.
 absl::Status CheckListenAddress(std::string_view flag, std::string_view address);
 
+// OK when a TCP listener could bind `port` on every address now (as a job's rendezvous
+// does, SO_REUSEADDR); FailedPrecondition naming the port when something holds it.
+absl::Status CheckTcpPortFree(int port);
+
 }  // namespace baton

@@ -199,6 +199,9 @@ class JobManager {
   // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
   // charged up to `now` for what runs.
   sched::ClusterView ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const;
+  uint32_t PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
+                                const sched::Placement& placement,
+                                const sched::ClusterView& view) const;
   void PlaceLocked(JobEntry& e, const sched::Placement& p, const sched::ClusterView& view,
                    Txn& txn);
   void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn);

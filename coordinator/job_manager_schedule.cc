@@ -10,6 +10,7 @@
 #include "common/resources.h"
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/job_state.h"
 #include "coordinator/sched_adapter.h"
 #include "coordinator/scheduler/explain.h"
 #include "coordinator/scheduler/plan.h"
@@ -28,10 +29,6 @@ std::string NewSecret() {
     out += buf;
   }
   return out;
-}
-
-uint32_t MasterPort(uint64_t job_id, uint32_t attempt) {
-  return 20000 + static_cast<uint32_t>((job_id * 31 + attempt) % 20000);
 }
 
 }  // namespace
@@ -164,6 +161,21 @@ void JobManager::SchedulePass() {
   last_pass_ms_ = clock_->MonotonicMs() - started;
 }
 
+uint32_t JobManager::PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
+                                          const sched::Placement& placement,
+                                          const sched::ClusterView& view) const {
+  // Unique among the live attempts whose first node (where MASTER_ADDR points) is ours.
+  const std::string& first = view.nodes[placement.nodes.at(0).node].name;
+  std::set<uint32_t> taken;
+  for (uint64_t id : active_) {
+    const v1::Job& other = jobs_.at(id).job;
+    if (id == job_id || other.attempts_size() == 0) continue;
+    const v1::Attempt& a = *other.attempts().rbegin();
+    if (a.placement_size() > 0 && a.placement(0).node() == first) taken.insert(a.master_port());
+  }
+  return PickMasterPort(job_id, attempt, taken);
+}
+
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
@@ -172,7 +184,7 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   a->set_number(number);
   a->set_scheduled_ms(clock_->NowMs());
   a->set_checkpoint_step(-1);
-  a->set_master_port(MasterPort(e.job.id(), number));
+  a->set_master_port(PickMasterPortLocked(e.job.id(), number, placement, view));
   e.exec_secret = NewSecret();
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());

@@ -36,4 +36,13 @@ bool CanTransition(v1::JobState from, v1::JobState to) {
   }
 }
 
+uint32_t PickMasterPort(uint64_t job_id, uint32_t attempt, const std::set<uint32_t>& taken) {
+  uint32_t start = static_cast<uint32_t>((job_id * 31 + attempt) % kMasterPorts);
+  for (uint32_t i = 0; i < kMasterPorts; ++i) {
+    uint32_t port = kFirstMasterPort + (start + i) % kMasterPorts;
+    if (!taken.count(port)) return port;
+  }
+  return kFirstMasterPort + start;  // 12,000 gangs led from one node: not reachable
+}
+
 }  // namespace baton

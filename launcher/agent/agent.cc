@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "checkpoint/progress.h"
+#include "launcher/agent/job_files.h"
 #include "launcher/agent/launch_env.h"
 #include "spdlog/spdlog.h"
 
@@ -49,7 +50,8 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
       isolator_(isolator
                     ? std::move(isolator)
                     : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
-      observer_(observer ? observer : NoObserver()) {}
+      observer_(observer ? observer : NoObserver()),
+      pump_(options_.max_log_bytes) {}
 
 Agent::~Agent() { Stop(); }
 
@@ -77,7 +79,7 @@ void Agent::Stop() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         bool live = false;
-        for (const auto& [k, r] : attempts_) live |= r.live();
+        for (const auto& [k, r] : attempts_) live |= r.live() || r.finishing;
         if (!live) break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -117,7 +119,7 @@ std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
 bool Agent::IsLive(uint64_t job, uint32_t attempt) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find({job, attempt});
-  return it != attempts_.end() && it->second.live();
+  return it != attempts_.end() && (it->second.live() || it->second.finishing);
 }
 
 // --- the coordinator stream -----------------------------------------------------------
@@ -239,7 +241,9 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
     }
     case v1::CoordinatorCommand::kAck: {
       auto it = attempts_.find({cmd.ack().job_id(), cmd.ack().attempt()});
-      if (it != attempts_.end() && !it->second.live()) attempts_.erase(it);
+      if (it != attempts_.end() && !it->second.live() && !it->second.finishing) {
+        attempts_.erase(it);
+      }
       break;
     }
     default:
@@ -342,25 +346,30 @@ void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
   }
 }
 
-bool Agent::ReadProgress(Run& run) {
-  if (run.progress_file.empty()) return false;
-  // The job's file, read by root: never through a link, never blocking (a FIFO), only a
-  // regular file of the job's own user, and only its head.
-  int fd = open(run.progress_file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  char buf[4096];
-  ssize_t got = -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == run.user.uid) {
-    got = read(fd, buf, sizeof buf);
+bool Agent::ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& note) {
+  absl::StatusOr<checkpoint::Progress> progress =
+      note.ok() ? checkpoint::ParseProgress(note->substr(0, note->find('\n'))) : note.status();
+  if (!progress.ok()) {
+    // No note yet is normal; anything else is the job's problem, said once in its report.
+    if (absl::IsNotFound(progress.status()) || (note.ok() && note->empty())) return false;
+    std::string why = "progress note ignored: " + std::string(progress.status().message());
+    if (why == run.progress_error) return false;
+    spdlog::warn("job {} attempt {}: {}", run.report.job_id(), run.report.attempt(), why);
+    run.progress_error = why;
+    if (run.report.message().empty() || run.report.message().rfind("progress note", 0) == 0) {
+      run.report.set_message(why);
+      return true;
+    }
+    return false;
   }
-  close(fd);
-  if (got <= 0) return false;
-  std::string line(buf, static_cast<size_t>(got));
-  line = line.substr(0, line.find('\n'));
-  auto progress = checkpoint::ParseProgress(line);
-  if (!progress.ok()) return false;
   bool changed = false;
+  if (!run.progress_error.empty()) {
+    if (run.report.message() == run.progress_error) {
+      run.report.clear_message();
+      changed = true;
+    }
+    run.progress_error.clear();
+  }
   if (progress->committed_step > run.report.checkpoint_step()) {
     run.report.set_checkpoint_step(progress->committed_step);
     changed = true;
@@ -376,6 +385,33 @@ bool Agent::ReadProgress(Run& run) {
     changed = true;
   }
   return changed;
+}
+
+void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
+  for (const NoteRead& r : reads) {
+    // The end is reported once the output is in the log, so `baton logs` after the job
+    // shows all of it.
+    if (r.finishing) pump_.Drain(PumpGroup(r.key), std::chrono::seconds(2));
+    absl::StatusOr<std::string> note = r.path.empty()
+                                           ? absl::StatusOr<std::string>(absl::NotFoundError(""))
+                                           : ReadUntrustedFile(r.path, r.owner);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = attempts_.find(r.key);
+    if (it == attempts_.end()) continue;
+    Run& run = it->second;
+    bool changed = ApplyProgressLocked(run, note);
+    if (r.finishing && run.finishing) {
+      run.finishing = false;
+      if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
+        run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
+      }
+      spdlog::info("job {} attempt {}: exited (code {}, signal {})", r.key.first, r.key.second,
+                   run.report.exit_code(), run.report.term_signal());
+      ReportLocked(run);
+    } else if (changed && run.live()) {
+      ReportLocked(run);
+    }
+  }
 }
 
 void Agent::ProcessExitLocked(const Exit& e) {
@@ -418,16 +454,10 @@ void Agent::FinishRunLocked(Key key, Run& run) {
   observer_->OnAttemptEnded(key.first, key.second);
   ReportLimitChangesLocked();  // training widened again when inference left
   run.kill_at_mono = 0;
-  // The end is reported once the output is in the log, so `baton logs` after the job
-  // shows all of it.
-  pump_.Drain(PumpGroup(key), std::chrono::seconds(2));
-  ReadProgress(run);
-  if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
-    run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
-  }
-  spdlog::info("job {} attempt {}: exited (code {}, signal {})", key.first, key.second,
-               run.report.exit_code(), run.report.term_signal());
-  ReportLocked(run);
+  // Its output drained and its last progress note read, the worker reports the end
+  // (ReadNotesOutsideLock): neither happens under the lock.
+  run.finishing = true;
+  finishing_.push_back(key);
 }
 
 // --- isolation -------------------------------------------------------------------------
@@ -508,7 +538,8 @@ void Agent::WorkerLoop() {
       exits_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return !exits_.empty(); });
       exits.swap(exits_);
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<NoteRead> reads;  // done after the lock is released
+    std::unique_lock<std::mutex> lock(mu_);
     for (const Exit& e : exits) ProcessExitLocked(e);
     int64_t now = clock_->MonotonicMs();
     for (auto& [key, run] : attempts_) {
@@ -525,7 +556,7 @@ void Agent::WorkerLoop() {
     if (now >= next_progress_mono_) {
       // The checkpoint library's committed step travels with the attempt's reports.
       for (auto& [key, run] : attempts_) {
-        if (run.live() && ReadProgress(run)) ReportLocked(run);
+        if (run.live()) reads.push_back({key, run.progress_file, run.user.uid, false});
       }
       next_progress_mono_ = now + 500;
     }
@@ -545,11 +576,19 @@ void Agent::WorkerLoop() {
       if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
     }
     if (lease_expired_) StopDisconnectedLocked(silent);
-    if (stopping_) {
+    for (const Key& key : finishing_) {
+      auto it = attempts_.find(key);
+      if (it != attempts_.end())
+        reads.push_back({key, it->second.progress_file, it->second.user.uid, true});
+    }
+    finishing_.clear();
+    if (stopping_ && reads.empty()) {
       bool live = false;
-      for (const auto& [k, r] : attempts_) live |= r.live();
+      for (const auto& [k, r] : attempts_) live |= r.live() || r.finishing;
       if (!live || !options_.kill_jobs_on_stop) return;
     }
+    lock.unlock();
+    ReadNotesOutsideLock(reads);
   }
 }
 

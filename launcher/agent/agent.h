@@ -53,6 +53,7 @@ struct AgentOptions {
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
   int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
+  uint64_t max_log_bytes = LogPump::kDefaultMaxLogBytes;  // per attempt's output log
   // TLS: the cluster CA and this node's certificate (O=baton-node, CN=node_name), for the
   // coordinator stream; the CA file is also handed to `baton-agent exec` (mpi mode).
   TlsMaterial tls;
@@ -127,7 +128,19 @@ class Agent {
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
     std::map<pid_t, pid_t> keepers;  // rank or daemon pid -> its keeper
+    // Its processes are gone; the worker drains its output and reads its last progress
+    // note outside the lock, then reports the end (FinishRunLocked, FinishOutsideLock).
+    bool finishing = false;
+    std::string progress_error;  // why the progress note was not read (reported once)
     bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
+  };
+  // A progress note to read outside the lock (the job's file), and for a finishing
+  // attempt, its output to drain first.
+  struct NoteRead {
+    Key key;
+    std::string path;
+    uid_t owner = 0;
+    bool finishing = false;
   };
   struct Exit {
     Key key;
@@ -163,9 +176,13 @@ class Agent {
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);
-  // Reads the attempt's progress note; true when its committed step moved forward or a
-  // save started or ended (what the coordinator's grace extension needs to know).
-  bool ReadProgress(Run& run);
+  // Applies what the attempt's progress note held (or why it could not be read: said once
+  // in the report); true when its committed step moved forward, a save started or ended
+  // (what the coordinator's grace extension needs to know), or the error changed.
+  bool ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& note);
+  // The worker, without the lock: reads the notes (and drains finishing attempts'
+  // output), then applies them and reports finished attempts' ends.
+  void ReadNotesOutsideLock(const std::vector<NoteRead>& reads);
   std::string JobDir(uint64_t job, uint32_t attempt) const;
   // Copies baton-exec where jobs' users may run it; returns mpirun's plm_rsh_agent.
   std::string StageExecClient() const;
@@ -198,6 +215,7 @@ class Agent {
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
   std::map<Key, Run> attempts_;
+  std::vector<Key> finishing_;  // attempts whose end the worker reports next
   grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorCommand>* stream_ = nullptr;
   grpc::ClientContext* stream_ctx_ = nullptr;
   int64_t heartbeat_ms_ = 1000;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/daemon.h"
+#include "common/net.h"
 #include "common/status.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/launch_env.h"
@@ -99,6 +100,23 @@ std::string Agent::StageExecClient() const {
   return staged;
 }
 
+namespace {
+
+// Direct mode: rank 0 (on the gang's first node) listens on MASTER_PORT for the others'
+// rendezvous. The coordinator keeps it unique among this node's attempts; anything else
+// holding it would fail the job later with an obscure error, so say it now.
+absl::Status CheckMasterPort(const v1::Launch& l) {
+  if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI || l.node_rank() != 0 || l.master_port() == 0) {
+    return absl::OkStatus();
+  }
+  absl::Status free = CheckTcpPortFree(static_cast<int>(l.master_port()));
+  if (free.ok()) return free;
+  return absl::FailedPreconditionError("MASTER_PORT: " + std::string(free.message()) +
+                                       " (by a process outside baton's attempts)");
+}
+
+}  // namespace
+
 void Agent::Launch(const v1::Launch& l) {
   Key key{l.job_id(), l.attempt()};
   if (attempts_.count(key)) return;  // a resent launch for an attempt we already run
@@ -120,6 +138,8 @@ void Agent::Launch(const v1::Launch& l) {
             " is root, and the policy does not allow root jobs in tenant " + l.spec().tenant() +
             " (tenants[].allow_root)";
   } else if (absl::Status s = MakeAttemptDirs(dir, work, *user); !s.ok()) {
+    error = std::string(s.message());
+  } else if (absl::Status s = CheckMasterPort(l); !s.ok()) {
     error = std::string(s.message());
   } else {
     run.user = AsProcessUser(*user);

@@ -3,6 +3,7 @@
 // cgroups, tc classes and nft rules of attempts that ended meanwhile are removed.
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "launcher/agent/agent.h"
+#include "launcher/agent/job_files.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -38,10 +40,12 @@ void Agent::RecoverAttempts() {
 void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   std::string dir = JobDir(key.first, key.second);
   v1::Launch l;
-  std::ifstream in(dir + "/launch.pb", std::ios::binary);
-  absl::Status adopted = in && l.ParseFromIstream(&in)
-                             ? isolator_->Readopt(IsolationRequest(l))
-                             : absl::NotFoundError("no launch record in " + dir);
+  absl::StatusOr<std::string> record =
+      ReadUntrustedFile(dir + "/launch.pb", geteuid(), kMaxRequestBytes);
+  absl::Status adopted = !record.ok() ? record.status()
+                         : !l.ParseFromString(*record)
+                             ? absl::DataLossError("unreadable launch record in " + dir)
+                             : isolator_->Readopt(IsolationRequest(l));
   if (!adopted.ok()) {
     spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
                  adopted.ToString());
@@ -83,8 +87,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
       }
     }
   }
-  ReattachOutput(key, l, run);
-  ReadProgress(run);
+  ReattachOutput(key, l, run);  // its progress note is read by the worker, as for any attempt
   SetIsolationReportLocked(key, run);
   observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: re-adopted {} rank(s) and {} daemon(s) from its cgroups",
@@ -92,10 +95,18 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
 }
 
 void Agent::ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run) {
-  auto running = [&](pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); };
-  std::ifstream ranks(dir + "/ranks");
+  auto running = [&](pid_t pid) {
+    return pid > 1 && std::find(pids.begin(), pids.end(), pid) != pids.end();
+  };
+  // Believed only as far as the cgroups confirm it: the group must be one the attempt's
+  // processes are in now (never init's, never ours: kill(-1) or our own group would
+  // reach far beyond the attempt), each pid one of its processes.
+  absl::StatusOr<std::string> text = ReadUntrustedFile(dir + "/ranks", geteuid());
+  std::istringstream ranks(text.ok() ? *text : "");
   std::string line;
-  if (std::getline(ranks, line)) run.pgid = static_cast<pid_t>(std::atoi(line.c_str()));
+  if (std::getline(ranks, line)) {
+    run.pgid = BelievableGroup(std::strtol(line.c_str(), nullptr, 10), pids, getpgrp(), getpgid);
+  }
   while (std::getline(ranks, line)) {
     std::istringstream words(line);
     std::string kind;

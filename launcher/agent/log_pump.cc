@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "common/resources.h"
 #include "common/status.h"
 
 namespace baton {
@@ -23,10 +25,11 @@ void WriteAll(int fd, const std::string& data) {
 }
 
 constexpr size_t kMaxLine = 64 * 1024;  // longer lines are cut, the rest continues
+constexpr uint64_t kMarkerRoom = 512;   // kept below the log cap for the truncation line
 
 }  // namespace
 
-LogPump::LogPump() {
+LogPump::LogPump(uint64_t max_log_bytes) : max_log_bytes_(max_log_bytes) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_event ev{};
@@ -139,7 +142,26 @@ void LogPump::Emit(Stream& s, const char* data, size_t n, bool eof) {
     start = nl != std::string::npos ? nl + 1 : end;
   }
   s.partial.erase(0, start);
-  if (!out.empty()) WriteAll(s.log_fd, out);
+  if (out.empty()) return;
+  // The file is shared by the attempt's streams (its group) and survives an agent
+  // restart: its size is the count. Crossing the cap writes the lines that fit and the
+  // marker, once; past it nothing more (a file found full after a restart counts as cut).
+  if (truncated_.count(s.group)) return;
+  struct stat st {};
+  uint64_t size = fstat(s.log_fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const uint64_t room = max_log_bytes_ > kMarkerRoom ? max_log_bytes_ - kMarkerRoom : 0;
+  if (size >= room) {
+    truncated_.insert(s.group);
+    return;
+  }
+  if (size + out.size() > room) {
+    size_t fits = out.rfind('\n', room - size - 1);  // whole lines only
+    out = (fits == std::string::npos ? "" : out.substr(0, fits + 1)) +
+          "[baton] output truncated: this attempt's log reached " + FormatBytes(max_log_bytes_) +
+          " (the agent's --max-log-bytes); further output is discarded\n";
+    truncated_.insert(s.group);
+  }
+  WriteAll(s.log_fd, out);
 }
 
 void LogPump::Run() {
@@ -164,7 +186,10 @@ void LogPump::Run() {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
       close(fd);
       close(s.log_fd);
-      if (--open_count_[s.group] == 0) open_count_.erase(s.group);
+      if (--open_count_[s.group] == 0) {
+        open_count_.erase(s.group);
+        truncated_.erase(s.group);
+      }
       streams_.erase(fd);
       drained_cv_.notify_all();
     }

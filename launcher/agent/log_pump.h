@@ -7,8 +7,10 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -20,8 +22,12 @@ class LogPump {
  public:
   enum class Mode { kPrefix, kMpiTags };
 
-  LogPump();
+  // Each log file holds at most `max_log_bytes` of output: past it one line says the
+  // output was truncated and the rest is read from the pipes and dropped (the job never
+  // blocks on a full pipe, the disk never fills with one job's output).
+  explicit LogPump(uint64_t max_log_bytes = kDefaultMaxLogBytes);
   ~LogPump();
+  static constexpr uint64_t kDefaultMaxLogBytes = 1ull << 30;
   LogPump(const LogPump&) = delete;
   LogPump& operator=(const LogPump&) = delete;
 
@@ -57,12 +63,14 @@ class LogPump {
   void Run();
   void Emit(Stream& s, const char* data, size_t n, bool eof);
 
+  const uint64_t max_log_bytes_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::mutex mu_;
   std::condition_variable drained_cv_;
   std::map<int, Stream> streams_;          // by read fd
   std::map<std::string, int> open_count_;  // streams per group not yet at EOF
+  std::set<std::string> truncated_;        // groups whose log reached the cap
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -87,6 +87,8 @@ Flags ParseFlags(int argc, char** argv) {
       ("mpirun", "mpirun binary for mpi-mode jobs",
        cxxopts::value<std::string>()->default_value("mpirun"))
       ("keep-jobs-on-exit", "leave jobs running when the agent stops (re-adopted at restart)")
+      ("max-log-bytes", "most output kept per attempt (e.g. 1Gi); past it a line says it was "
+       "truncated", cxxopts::value<std::string>()->default_value("1Gi"))
       ("isolation", "cgroup isolation: auto, v1, v2 or none (none: no cgroups, no network caps)",
        cxxopts::value<std::string>()->default_value("auto"))
       ("cgroup-root", "where the cgroup filesystems are mounted",
@@ -169,6 +171,13 @@ Flags ParseFlags(int argc, char** argv) {
   if (!rate.ok())
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
+  auto max_log = baton::ParseBytes(r["max-log-bytes"].as<std::string>());
+  if (!max_log.ok() || *max_log < 4096) {
+    throw cxxopts::exceptions::exception(
+        "--max-log-bytes: " +
+        (max_log.ok() ? std::string("at least 4Ki") : std::string(max_log.status().message())));
+  }
+  f.agent.max_log_bytes = *max_log;
   f.inventory.nic = r["nic"].as<std::string>();
   f.agent.nic = f.inventory.nic;
   f.agent.mpi_network = r["mpi-network"].as<std::string>();

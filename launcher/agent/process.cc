@@ -14,9 +14,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "common/status.h"
+#include "launcher/agent/job_files.h"
 
 extern char** environ;
 
@@ -232,7 +234,11 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
 }  // namespace
 
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid) {
-  std::ifstream in(exit_dir + "/exit." + std::to_string(pid));
+  // The keeper (root) wrote it in the agent's job dir; read it as carefully as any other.
+  absl::StatusOr<std::string> text =
+      ReadUntrustedFile(exit_dir + "/exit." + std::to_string(pid), geteuid(), 64);
+  if (!text.ok()) return std::nullopt;
+  std::istringstream in(*text);
   ExitStatus st;
   if (!(in >> st.exit_code >> st.term_signal)) return std::nullopt;
   return st;

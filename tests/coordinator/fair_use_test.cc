@@ -4,6 +4,7 @@
 // of admitted jobs can be listed.
 #include <string>
 
+#include "coordinator/job_state.h"
 #include "coordinator/policy_config.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/submit_limiter.h"
@@ -283,6 +284,30 @@ TEST(Listing, PagesCoverEveryJobOnceAndStayUnderThePageSize) {
   v1::ListRequest forged;
   forged.set_page_token("p1.x");
   EXPECT_EQ(h.jm().List(Alice(), forged).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MasterPort, SkipsThePortsTakenOnTheNodeAndStaysBelowTheEphemeralRange) {
+  uint32_t first = PickMasterPort(7, 1, {});
+  EXPECT_GE(first, 20000u);
+  EXPECT_LT(first, 32768u);
+  EXPECT_EQ(PickMasterPort(7, 1, {first}), first + 1 < 32000 ? first + 1 : 20000);
+  EXPECT_EQ(PickMasterPort(7, 1, {first, first + 1}), first + 2);
+  // The hash collides for these two: the second must still differ.
+  EXPECT_EQ(PickMasterPort(1, 32, {}), PickMasterPort(2, 1, {}));
+  EXPECT_NE(PickMasterPort(2, 1, {PickMasterPort(1, 32, {})}), PickMasterPort(1, 32, {}));
+}
+
+TEST(MasterPort, TwoGangsLedFromOneNodeGetDifferentPorts) {
+  Harness h;
+  h.Connect("n1", 4);
+  auto a = h.Submit(Spec(1, 1));
+  auto b = h.Submit(Spec(1, 1));
+  h.jm().SchedulePass();
+  h.jm().Flush();
+  uint32_t pa = h.Get(*a).attempts(0).master_port(), pb = h.Get(*b).attempts(0).master_port();
+  EXPECT_NE(pa, pb);
+  EXPECT_GE(std::min(pa, pb), 20000u);
+  EXPECT_LT(std::max(pa, pb), 32000u);
 }
 
 }  // namespace

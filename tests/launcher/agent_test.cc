@@ -6,8 +6,10 @@
 #include "launcher/agent/agent.h"
 
 #include <google/protobuf/util/message_differencer.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -233,6 +235,78 @@ TEST_F(AgentTest, ProgressWrittenJustBeforeExitIsInTheEndReport) {
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
   EXPECT_EQ(end->checkpoint_step(), 7);
+}
+
+// A job is hostile code: it makes its progress note a FIFO (a blocking read would wedge
+// the worker: no heartbeats, the node lost), a link to /dev/zero, or a gigabyte. The
+// agent keeps heartbeating, the job keeps running, and its report says what was wrong.
+TEST_F(AgentTest, HostileProgressNotesNeitherWedgeTheAgentNorStopTheJob) {
+  struct Attack {
+    uint64_t job;
+    const char* make;
+    const char* said;
+  } attacks[] = {
+      {50, "mkfifo \"$P\" && test -p \"$P\" && echo is-a-fifo", "(a FIFO)"},
+      {51, "ln -s /dev/zero \"$P\" && test -L \"$P\" && echo is-a-link", "symbolic link"},
+      {52, "truncate -s 1G \"$P\" && echo is-huge", "is 1Gi, above the 64Ki read"},
+  };
+  for (const Attack& a : attacks) {
+    Launch(a.job, {"sh", "-c",
+                   std::string("P=\"$BATON_PROGRESS_FILE\"; rm -f \"$P\"; ") + a.make +
+                       " && echo ready; exec sleep 60"});
+    ASSERT_TRUE(WaitForLog(a.job, "ready")) << ReadFile(agent_->LogPath(a.job, 1));
+  }
+  for (const Attack& a : attacks) {
+    size_t from = coordinator_->count();
+    clock_->AdvanceMs(600);  // the agent reads progress notes every 500 ms
+    auto said = coordinator_->WaitFor([&](const FakeCoordinator::Received& m) {
+      return m.msg.has_report() && m.msg.report().job_id() == a.job &&
+             m.msg.report().message().find(a.said) != std::string::npos;
+    });
+    ASSERT_TRUE(said) << "job " << a.job << ": the report names the problem";
+    EXPECT_EQ(said->msg.report().phase(), v1::AttemptReport::PHASE_RUNNING);
+    EXPECT_THAT(said->msg.report().message(), HasSubstr("progress note ignored"));
+    auto hb = coordinator_->WaitFor(
+        [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); }, from);
+    ASSERT_TRUE(hb) << "job " << a.job << ": the agent still heartbeats";
+  }
+  for (const Attack& a : attacks) {
+    EXPECT_TRUE(agent_->IsLive(a.job, 1)) << "the job runs on";
+    ASSERT_TRUE(coordinator_->Push(KillCommand(a.job, SIGKILL, 0)));
+    ASSERT_TRUE(WaitEnd(a.job));
+  }
+}
+
+// MASTER_PORT held by something else on the node: a clear launch error, not a job that
+// fails minutes later in its rendezvous.
+TEST_F(AgentTest, AMasterPortHeldOnTheNodeIsALaunchError) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  uint32_t port = ntohs(addr.sin_port);
+  v1::CoordinatorCommand cmd = LaunchCommand(53, {"true"});
+  cmd.mutable_launch()->set_master_port(port);
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitEnd(53);
+  close(fd);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->phase(), v1::AttemptReport::PHASE_REJECTED);
+  EXPECT_THAT(end->message(),
+              HasSubstr("MASTER_PORT: port " + std::to_string(port) + " is already in use"));
+  // The same launch on a node where the port is free runs.
+  cmd = LaunchCommand(54, {"true"});
+  cmd.mutable_launch()->set_master_port(port);
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto ok = WaitEnd(54);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->phase(), v1::AttemptReport::PHASE_EXITED);
+  EXPECT_EQ(ok->exit_code(), 0);
 }
 
 TEST_F(AgentTest, RanksGetTheirEnvironmentAndShareTheLog) {

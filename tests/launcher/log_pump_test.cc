@@ -96,5 +96,29 @@ TEST(LogPump, DrainWaitsForEveryWriterOfTheGroup) {
   EXPECT_TRUE(pump.Drain("unknown-group", std::chrono::milliseconds(1)));
 }
 
+// A job that writes without end fills its log up to the cap, says so once, and keeps
+// running: the rest is read and dropped, so its pipe never blocks it.
+TEST(LogPump, OutputPastTheCapIsDroppedAfterOneMarkerLine) {
+  testing::TempDir dir;
+  LogPump pump(/*max_log_bytes=*/64 << 10);
+  std::string log = dir.Sub("out.log");
+  auto a = pump.Open("2/1", log, LogPump::Mode::kPrefix, "[rank 0] ");
+  auto b = pump.Open("2/1", log, LogPump::Mode::kPrefix, "[rank 1] ");
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::string line(1000, 'x');
+  line += "\n";
+  for (int i = 0; i < 1024; ++i) Put(i % 2 ? *a : *b, line);  // 1 MiB through a 64 KiB pipe
+  close(*a);
+  close(*b);
+  ASSERT_TRUE(pump.Drain("2/1", std::chrono::seconds(10))) << "every byte was read";
+  std::string text = Read(log);
+  EXPECT_LE(text.size(), (64u << 10) + 200);
+  EXPECT_GE(text.size(), (64u << 10) - 2 * 1024) << "filled up to the cap";
+  size_t marker = text.find("[baton] output truncated");
+  ASSERT_NE(marker, std::string::npos);
+  EXPECT_EQ(text.find("[baton] output truncated", marker + 1), std::string::npos) << "once";
+  EXPECT_EQ(text.back(), '\n');
+}
+
 }  // namespace
 }  // namespace baton

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <sstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,6 +32,70 @@ using Received = FakeCoordinator::Received;
 constexpr int64_t kStatsMs = 1000;
 
 std::string Pid() { return std::to_string(getpid()); }
+
+// A real baton-agent with isolation on that leaves its jobs running when it exits,
+// against a fake coordinator of its own: the tests kill -9 it and start it again.
+struct KeptAgent {
+  KeptAgent(const std::string& name, const std::string& cgroup_top, const ScratchDir& dir,
+            const std::string& veth)
+      : node(name + Pid()),
+        parent(cgroup_top + "/" + name),
+        table("baton_" + node),
+        data(dir.Sub(name + "-data")),
+        tls(dir.Sub("tls-" + name), node),
+        nic(veth + std::to_string(getpid() % 1000000)) {
+    coordinator.Start(tls.server);
+    auto [cert, key] = tls.security.NodeCert(node);
+    argv = {std::string(BATON_BIN_DIR) + "/baton-agent",
+            "--name",
+            node,
+            "--coordinator",
+            coordinator.address(),
+            "--data-dir",
+            data,
+            "--isolation",
+            "v1",
+            "--cgroup-parent",
+            parent,
+            "--nic",
+            nic.name(),
+            "--nic-rate",
+            "1gbit",
+            "--keep-jobs-on-exit",
+            "--nvml",
+            "",
+            "--tls-ca",
+            tls.security.ca(),
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key};
+  }
+  ~KeptAgent() {
+    if (process) {
+      process->Signal(SIGTERM);
+      process->Wait(std::chrono::seconds(10));
+    }
+    coordinator.Shutdown();
+    testing::Sh("nft delete table inet " + table + " 2>/dev/null; true");
+  }
+  // Starts (or restarts) the agent; its output goes to `out`.err/.out.
+  void Start(const std::string& out) {
+    process =
+        std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{}, out);
+  }
+  void KillNine() {
+    process->Signal(SIGKILL);
+    process->Wait(std::chrono::seconds(10));
+  }
+
+  const std::string node, parent, table, data;
+  launcher_testing::FakeCoordinatorTls tls;
+  FakeCoordinator coordinator;
+  testing::RootVeth nic;
+  std::vector<std::string> argv;
+  std::unique_ptr<testing::Subprocess> process;
+};
 
 v1::CoordinatorCommand Job(uint64_t job, const std::string& cls, uint64_t millis,
                            std::vector<std::string> cmd, const std::string& node) {
@@ -258,63 +323,34 @@ TEST_F(AgentIsolation, NothingIsLeftAfterSuccessFailureCancelOrKillNineOfTheJob)
 // A real baton-agent, kill -9'd while two jobs run; one job dies while no agent watches.
 // The restarted agent re-adopts the live one and removes everything of the dead one.
 TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheDead) {
-  std::string node = "rs" + Pid(), parent = guard_->top() + "/rs", table = "baton_" + node;
-  launcher_testing::FakeCoordinatorTls tls(dir_->Sub("tls-rs"), node);
-  auto [cert, key] = tls.security.NodeCert(node);
-  FakeCoordinator coordinator;
-  coordinator.Start(tls.server);
-  testing::RootVeth nic("btr" + std::to_string(getpid() % 1000000));
-  ASSERT_EQ(nic.error(), "");
-  std::vector<std::string> argv = {std::string(BATON_BIN_DIR) + "/baton-agent",
-                                   "--name",
-                                   node,
-                                   "--coordinator",
-                                   coordinator.address(),
-                                   "--data-dir",
-                                   dir_->Sub("restart"),
-                                   "--isolation",
-                                   "v1",
-                                   "--cgroup-parent",
-                                   parent,
-                                   "--nic",
-                                   nic.name(),
-                                   "--nic-rate",
-                                   "1gbit",
-                                   "--keep-jobs-on-exit",
-                                   "--nvml",
-                                   "",
-                                   "--tls-ca",
-                                   tls.security.ca(),
-                                   "--tls-cert",
-                                   cert,
-                                   "--tls-key",
-                                   key};
-  auto agent = std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{},
-                                                     dir_->Sub("agent1"));
+  KeptAgent agent("rs", guard_->top(), *dir_, "btr");
+  ASSERT_EQ(agent.nic.error(), "");
+  FakeCoordinator& coordinator = agent.coordinator;
+  const std::string& parent = agent.parent;
+  agent.Start(dir_->Sub("agent1"));
   auto running = [&](uint64_t job) {
     return coordinator.WaitFor([&](const Received& m) {
       return m.msg.has_report() && m.msg.report().job_id() == job &&
              m.msg.report().phase() == v1::AttemptReport::PHASE_RUNNING;
     });
   };
-  ASSERT_TRUE(coordinator.Push(Job(10, "training", 500, {"sleep", "60"}, node)));
-  ASSERT_TRUE(coordinator.Push(Job(11, "training", 500, {"sleep", "60"}, node)));
+  ASSERT_TRUE(coordinator.Push(Job(10, "training", 500, {"sleep", "60"}, agent.node)));
+  ASSERT_TRUE(coordinator.Push(Job(11, "training", 500, {"sleep", "60"}, agent.node)));
   ASSERT_TRUE(running(10));
   ASSERT_TRUE(running(11));
-  agent->Signal(SIGKILL);
-  agent->Wait(std::chrono::seconds(10));
+  agent.KillNine();
   std::string procs = testing::V1Mounts()["cpu"] + "/" + parent + "/job-11-a1/cgroup.procs";
   std::string pid = ReadFile(procs);
   ASSERT_FALSE(pid.empty()) << "the job outlives the agent";
   std::istringstream pids(pid);  // the rank and its keeper
   for (int p = 0; pids >> p;) kill(p, SIGKILL);
   ASSERT_TRUE(PollUntil([&] { return ReadFile(procs).empty(); }));
-  EXPECT_NE(Leftovers(parent, "job-11-a1", nic.name(), table, ClassOf(coordinator, 11)), "")
+  EXPECT_NE(Leftovers(parent, "job-11-a1", agent.nic.name(), agent.table, ClassOf(coordinator, 11)),
+            "")
       << "nothing cleaned it yet";
 
   int before = coordinator.session();
-  agent = std::make_unique<testing::Subprocess>(argv, std::map<std::string, std::string>{},
-                                                dir_->Sub("agent2"));
+  agent.Start(dir_->Sub("agent2"));
   auto reg = coordinator.WaitFor(
       [&](const Received& m) { return m.session > before && m.msg.has_register_(); });
   ASSERT_TRUE(reg) << ReadFile(dir_->Sub("agent2.err"));
@@ -323,8 +359,10 @@ TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheD
     if (a.phase() == v1::AttemptReport::PHASE_RUNNING) adopted.insert(a.job_id());
   }
   EXPECT_EQ(adopted, std::set<uint64_t>{10});
-  EXPECT_EQ(Leftovers(parent, "job-11-a1", nic.name(), table, ClassOf(coordinator, 11)), "");
-  EXPECT_NE(Leftovers(parent, "job-10-a1", nic.name(), table, ClassOf(coordinator, 10)), "")
+  EXPECT_EQ(Leftovers(parent, "job-11-a1", agent.nic.name(), agent.table, ClassOf(coordinator, 11)),
+            "");
+  EXPECT_NE(Leftovers(parent, "job-10-a1", agent.nic.name(), agent.table, ClassOf(coordinator, 10)),
+            "")
       << "the live one kept";
   ASSERT_TRUE(coordinator.Push(KillCommand(10, SIGKILL, 0)));
   auto end = coordinator.WaitFor([&](const Received& m) {
@@ -333,11 +371,55 @@ TEST_F(AgentIsolation, KillNineOfTheAgentThenRestartReadoptsTheLiveAndCleansTheD
   });
   ASSERT_TRUE(end);
   EXPECT_TRUE(end->msg.report().killed());
-  EXPECT_EQ(Leftovers(parent, "job-10-a1", nic.name(), table, ClassOf(coordinator, 10)), "");
-  agent->Signal(SIGTERM);
-  agent->Wait(std::chrono::seconds(10));
-  coordinator.Shutdown();
-  testing::Sh("nft delete table inet " + table + " 2>/dev/null; true");
+  EXPECT_EQ(Leftovers(parent, "job-10-a1", agent.nic.name(), agent.table, ClassOf(coordinator, 10)),
+            "");
+}
+
+// A restarted agent re-adopts from its records, but believes a process group only when
+// the attempt's own processes are in it: a ranks record naming another job's group (or
+// 1, or 0: job_files_test.cc) must not make "kill this attempt" reach that job.
+TEST_F(AgentIsolation, ARestartedAgentSignalsNothingOutsideTheAttemptWhateverItsRecordSays) {
+  KeptAgent agent("rk", guard_->top(), *dir_, "btk");
+  ASSERT_EQ(agent.nic.error(), "");
+  FakeCoordinator& coordinator = agent.coordinator;
+  agent.Start(dir_->Sub("rk1"));
+  auto phase = [&](uint64_t job, v1::AttemptReport::Phase p, int session) {
+    return coordinator.WaitFor([&](const Received& m) {
+      return m.session >= session && m.msg.has_report() && m.msg.report().job_id() == job &&
+             m.msg.report().phase() == p;
+    });
+  };
+  ASSERT_TRUE(coordinator.Push(Job(20, "training", 500, {"sleep", "60"}, agent.node)));
+  ASSERT_TRUE(coordinator.Push(Job(21, "training", 500, {"sleep", "60"}, agent.node)));
+  ASSERT_TRUE(phase(20, v1::AttemptReport::PHASE_RUNNING, 0));
+  ASSERT_TRUE(phase(21, v1::AttemptReport::PHASE_RUNNING, 0));
+  agent.KillNine();
+  // Job 20's record now names job 21's process group.
+  std::string victim = ReadFile(agent.data + "/jobs/21/1/ranks");
+  pid_t victim_group = static_cast<pid_t>(std::stol(victim.substr(0, victim.find('\n'))));
+  ASSERT_GT(victim_group, 1);
+  ASSERT_EQ(kill(-victim_group, 0), 0) << "job 21 runs";
+  std::string record = ReadFile(agent.data + "/jobs/20/1/ranks");
+  launcher_testing::WriteFile(agent.data + "/jobs/20/1/ranks",
+                              std::to_string(victim_group) + record.substr(record.find('\n')));
+
+  int before = coordinator.session();
+  agent.Start(dir_->Sub("rk2"));
+  ASSERT_TRUE(coordinator.WaitFor([&](const Received& m) {
+    return m.session > before && m.msg.has_register_();
+  })) << ReadFile(dir_->Sub("rk2.err"));
+  ASSERT_TRUE(coordinator.Push(KillCommand(20, SIGKILL, 0)));
+  auto end = phase(20, v1::AttemptReport::PHASE_EXITED, before + 1);
+  ASSERT_TRUE(end) << "job 20 still ends: its rank is known by its pid";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(kill(-victim_group, 0), 0) << "job 21's processes were not signalled";
+  for (const auto& m : coordinator.received()) {
+    if (m.session > before && m.msg.has_report() && m.msg.report().job_id() == 21) {
+      EXPECT_NE(m.msg.report().phase(), v1::AttemptReport::PHASE_EXITED) << "job 21 runs on";
+    }
+  }
+  ASSERT_TRUE(coordinator.Push(KillCommand(21, SIGKILL, 0)));
+  EXPECT_TRUE(phase(21, v1::AttemptReport::PHASE_EXITED, before + 1));
 }
 
 }  // namespace
