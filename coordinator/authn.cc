@@ -5,6 +5,10 @@
 namespace baton {
 namespace {
 
+// A credential of ours (a short payload) is a few hundred bytes; anything much longer is
+// not one, and is not handed to munged.
+constexpr size_t kMaxMungeCredentialBytes = 4096;
+
 constexpr char kNoCredential[] =
     "no credential: the call carries neither a MUNGE credential (the baton CLI gets one from "
     "the local munged for every call; BATON_MUNGE_SOCKET names its socket) nor a service "
@@ -34,6 +38,9 @@ absl::StatusOr<Caller> Authenticator::FromMetadata(
       return absl::UnauthenticatedError("authorization: expected 'Bearer <token>'");
     }
     return FromToken(value.substr(kScheme.size()));
+  }
+  if (munge.first->second.size() > kMaxMungeCredentialBytes) {
+    return absl::UnauthenticatedError("x-baton-munge: longer than any MUNGE credential");
   }
   return FromMunge(std::string(munge.first->second.data(), munge.first->second.size()));
 }

@@ -311,7 +311,9 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
   // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
   // Every submit takes a token, a refused one too, so bad specs cannot flood the log.
   const Policy::Admission& limits = policy_.policy.admission;
-  const bool has_tenant = valid.ok() || !spec.tenant().empty();
+  // The bucket is the tenant the spec was admitted into; a refused spec's tenant is only
+  // what the caller said, so refusals spend the caller's own bucket.
+  const bool has_tenant = valid.ok();
   const char* limit = "rate";
   absl::Status fair =
       limiter_.TakeToken(has_tenant ? spec.tenant() : "user:" + caller.user, limits, clock_->Now());

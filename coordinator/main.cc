@@ -34,6 +34,8 @@ struct Flags {
   baton::TlsOptions tls;
   baton::AuthnOptions authn;
   baton::JobManagerOptions jm;
+  size_t max_follows_per_user = 16;
+  size_t max_follows = 1024;
 };
 
 std::optional<Flags> ParseFlags(int argc, char** argv) {
@@ -73,6 +75,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "plaintext, no certificates: development only, refused unless --listen is loopback")(
       "munge-socket", "this host's munged socket (decodes the CLI's credentials)",
       cxxopts::value<std::string>()->default_value(baton::kDefaultMungeSocket))(
+      "max-follows-per-user", "followed streams (events -f, logs -f) one user may hold open",
+      cxxopts::value<size_t>()->default_value("16"))(
+      "max-follows", "followed streams open in all",
+      cxxopts::value<size_t>()->default_value("1024"))(
       "log-level", "trace, debug, info, warn, error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
   try {
@@ -100,6 +106,12 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.tls.key_file = r["tls-key"].as<std::string>();
     f.tls.insecure = r.count("insecure") > 0;
     f.authn.munge_socket = r["munge-socket"].as<std::string>();
+    f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
+    f.max_follows = r["max-follows"].as<size_t>();
+    if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {
+      throw cxxopts::exceptions::exception(
+          "--max-follows-per-user must be >= 1 and --max-follows at least as large");
+    }
     if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
         f.jm.lost_margin_ms < 0) {
       throw cxxopts::exceptions::exception(
@@ -183,7 +195,8 @@ int main(int argc, char** argv) {
   tokens.Load(*stored_tokens);
   baton::UserDirectory users(baton::RealClock::Get());
   baton::Authenticator authn(flags->authn, &tokens, &users);
-  baton::CoordinatorService api({&jobs, &authn, &tokens, &users, *tls});
+  baton::CoordinatorService api(
+      {&jobs, &authn, &tokens, &users, *tls, flags->max_follows_per_user, flags->max_follows});
   baton::AgentControlService agents(&jobs, tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

@@ -284,7 +284,13 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   if (req->has_rank()) agent_req.set_rank(req->rank());
   auto channel = AgentChannel(target->node, target->address);
   if (!channel.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(channel.status()));
-  return NewLogRelay(*channel, std::move(agent_req));
+  StreamQuota::Ticket ticket;
+  if (req->follow()) {
+    absl::StatusOr<StreamQuota::Ticket> place = follows_->Acquire(caller->user);
+    if (!place.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(place.status()));
+    ticket = std::move(*place);
+  }
+  return NewLogRelay(*channel, std::move(agent_req), std::move(ticket));
 }
 
 grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackServerContext* ctx,
@@ -297,7 +303,13 @@ grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackSe
           grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "kinds: unknown event kind"));
     }
   }
-  return NewEventStream(&jobs_->event_log(), *req);
+  StreamQuota::Ticket ticket;
+  if (req->follow()) {
+    absl::StatusOr<StreamQuota::Ticket> place = follows_->Acquire(caller->user);
+    if (!place.ok()) return FinishedStream<v1::Event>(ToGrpc(place.status()));
+    ticket = std::move(*place);
+  }
+  return NewEventStream(&jobs_->event_log(), *req, std::move(ticket));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CoordinatorService::AgentChannel(

@@ -13,6 +13,7 @@
 
 #include "coordinator/authn.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/stream_quota.h"
 #include "coordinator/tokens.h"
 #include "coordinator/users.h"
 #include "proto/agent.grpc.pb.h"
@@ -28,11 +29,19 @@ struct ServiceDeps {
   TokenRegistry* tokens = nullptr;
   UserDirectory* users = nullptr;
   TlsMaterial tls;  // ours: the coordinator's certificate, for calls to agents (ReadLogs)
+  // Followed streams (events -f, logs -f): at most this many per user, and in all.
+  size_t max_follows_per_user = 16;
+  size_t max_follows = 1024;
 };
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
-  explicit CoordinatorService(ServiceDeps deps) : deps_(std::move(deps)), jobs_(deps_.jobs) {}
+  explicit CoordinatorService(ServiceDeps deps)
+      : deps_(std::move(deps)),
+        jobs_(deps_.jobs),
+        follows_(std::make_shared<StreamQuota>(deps_.max_follows_per_user, deps_.max_follows)) {}
+  // Followed streams open now (for tests and metrics).
+  size_t follows() const { return follows_->open(); }
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
                                    v1::SubmitResponse* resp) override;
@@ -89,6 +98,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
 
   const ServiceDeps deps_;
   JobManager* const jobs_;
+  const std::shared_ptr<StreamQuota> follows_;
   std::mutex channels_mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
 };

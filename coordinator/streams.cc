@@ -18,12 +18,23 @@ namespace {
 template <typename Reactor, typename T>
 class WriteQueue {
  public:
-  explicit WriteQueue(Reactor* r) : reactor_(r) {}
+  // `max_queued` > 0: a client that lets more than that many messages pile up is cut off
+  // (ResourceExhausted) rather than let them grow without end; Push never waits.
+  explicit WriteQueue(Reactor* r, size_t max_queued = 0) : reactor_(r), max_queued_(max_queued) {}
 
   // False once the stream is finishing: the caller should stop producing.
   bool Push(T msg, bool last = false) {
     std::unique_lock<std::mutex> lock(mu_);
     if (finishing_) return false;
+    if (max_queued_ > 0 && queue_.size() >= max_queued_) {
+      finishing_ = true;
+      status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             "the client reads too slowly: " + std::to_string(queue_.size()) +
+                                 " messages waiting; watch again to resume");
+      // What is queued is dropped: a slow client must not hold the stream's memory.
+      while (queue_.size() > (writing_ ? 1u : 0u)) queue_.pop_back();
+      return MaybeStart(lock);
+    }
     queue_.push_back(std::move(msg));
     if (last) finishing_ = true, status_ = grpc::Status::OK;
     return MaybeStart(lock);
@@ -71,6 +82,7 @@ class WriteQueue {
   }
 
   Reactor* const reactor_;
+  const size_t max_queued_;
   std::mutex mu_;
   std::deque<T> queue_;
   bool writing_ = false;
@@ -82,7 +94,7 @@ class WriteQueue {
 class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
  public:
   WatchReactor(JobManager* jobs, Caller caller, uint64_t job_id)
-      : jobs_(jobs), caller_(std::move(caller)), writes_(this) {
+      : jobs_(jobs), caller_(std::move(caller)), writes_(this, kMaxQueued) {
     auto token = jobs_->Watch(job_id, [this](const v1::Job& job) { Send(job); });
     if (!token.ok()) {
       writes_.FinishWith(ToGrpc(token.status()));
@@ -98,6 +110,8 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
   }
 
  private:
+  // Job updates come from the committer, which must never wait for a client.
+  static constexpr size_t kMaxQueued = 256;
   // Calls are serialized by the JobManager; drop versions older than what was sent.
   void Send(const v1::Job& job) {
     if (job.version() < version_) return;
@@ -116,8 +130,9 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
 // thread of its own (the agent side is a blocking client stream).
 class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
  public:
-  LogRelay(std::shared_ptr<grpc::Channel> channel, v1::ReadLogsRequest req)
-      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)) {}
+  LogRelay(std::shared_ptr<grpc::Channel> channel, v1::ReadLogsRequest req,
+           StreamQuota::Ticket ticket)
+      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)), ticket_(std::move(ticket)) {}
 
  private:
   void OnCancelled() override { agent_ctx_.TryCancel(); }
@@ -142,13 +157,15 @@ class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
   std::unique_ptr<v1::Agent::Stub> stub_;
   v1::ReadLogsRequest req_;
   grpc::ClientContext agent_ctx_;
+  StreamQuota::Ticket ticket_;  // a followed stream's place, given back with the reactor
 };
 
 // The event log from `after_seq` (or its tail), in batches from the store; with
 // `follow`, then each new durable record. Blocks on its own thread between records.
 class EventStream : public ThreadedWriteReactor<v1::Event> {
  public:
-  EventStream(const EventLog* log, v1::EventsRequest req) : log_(log), req_(std::move(req)) {}
+  EventStream(const EventLog* log, v1::EventsRequest req, StreamQuota::Ticket ticket)
+      : log_(log), req_(std::move(req)), ticket_(std::move(ticket)) {}
 
  private:
   static constexpr size_t kBatch = 512;
@@ -184,6 +201,7 @@ class EventStream : public ThreadedWriteReactor<v1::Event> {
 
   const EventLog* const log_;
   const v1::EventsRequest req_;
+  StreamQuota::Ticket ticket_;  // a followed stream's place, given back with the reactor
 };
 
 class AgentStream;
@@ -289,14 +307,16 @@ grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller call
 }
 
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
-                                                    v1::ReadLogsRequest req) {
-  auto* relay = new LogRelay(std::move(agent), std::move(req));
+                                                    v1::ReadLogsRequest req,
+                                                    StreamQuota::Ticket ticket) {
+  auto* relay = new LogRelay(std::move(agent), std::move(req), std::move(ticket));
   relay->Start();
   return relay;
 }
 
-grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req) {
-  auto* stream = new EventStream(log, std::move(req));
+grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req,
+                                                    StreamQuota::Ticket ticket) {
+  auto* stream = new EventStream(log, std::move(req), std::move(ticket));
   stream->Start();
   return stream;
 }

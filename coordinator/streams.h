@@ -9,17 +9,22 @@
 #include <memory>
 
 #include "coordinator/job_manager.h"
+#include "coordinator/stream_quota.h"
 #include "proto/agent.grpc.pb.h"
 #include "proto/threaded_writer.h"
 
 namespace baton {
 
-// Job updates as `caller` may see them (access::ForViewer).
 grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller caller,
                                                    uint64_t job_id);
+// Job updates as `caller` may see them (access::ForViewer). A client that falls 256
+// updates behind is cut off (ResourceExhausted): commits never wait for it.
+// Relays and event streams hold `ticket` (null when not followed) until they end.
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
-                                                    v1::ReadLogsRequest req);
-grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req);
+                                                    v1::ReadLogsRequest req,
+                                                    StreamQuota::Ticket ticket);
+grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req,
+                                                    StreamQuota::Ticket ticket);
 // `allowed` not OK: the stream is refused with it. `certified_node`: the node the peer's
 // certificate names; a Register for any other node is refused ("" : insecure, unchecked).
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_format.h"
 #include "proto/rpc_util.h"
 
 namespace baton {
@@ -23,9 +24,8 @@ absl::Status SubmitLimiter::TakeToken(const std::string& key, const Policy::Admi
   }
   absl::Duration wait = absl::Seconds((1 - b.tokens) / limits.submit_rate);
   std::string who = key.rfind("user:", 0) == 0 ? key.substr(5) : "tenant " + key;
-  return Throttled(who + " submits faster than admission.submit_rate (" +
-                       std::to_string(static_cast<int64_t>(limits.submit_rate)) + "/s, burst " +
-                       std::to_string(limits.submit_burst) + ")",
+  return Throttled(absl::StrFormat("%s submits faster than admission.submit_rate (%g/s, burst %u)",
+                                   who, limits.submit_rate, limits.submit_burst),
                    wait);
 }
 
