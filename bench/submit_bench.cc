@@ -6,7 +6,9 @@
 //   1. `baton submit` processes vs `baton-rpc-floor` processes (one empty RPC, linked the
 //      same way, paying the same TLS handshake and MUNGE credential), interleaved:
 //      p50/p99 and p50 ÷ floor p50;
-//   2. durable submits through the API from 16 client threads: submits/s;
+//   2. durable submits through the API from 16 client threads: submits/s, with the
+//      per-tenant fair-use limits on (far above the load) and off, interleaved three
+//      times each: throttle_overhead_ratio = on ÷ off (median of the pairs);
 //   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s.
 // Ends with one JSON line (keys in DESIGN.md, Benchmarks).
 #include <fcntl.h>
@@ -56,9 +58,11 @@ double TimeProcess(const std::vector<std::string>& argv,
 // munged, BenchPolicy() (root is the admin and the member of tenant bench).
 class Daemons {
  public:
-  explicit Daemons(const std::string& dir) : dir_(dir), security_(dir) {
+  explicit Daemons(const std::string& dir,
+                   const std::string& policy = baton::testing::BenchPolicy())
+      : dir_(dir), security_(dir) {
     if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
-    std::ofstream(dir_ + "/policy.yaml") << baton::testing::BenchPolicy();
+    std::ofstream(dir_ + "/policy.yaml") << policy;
   }
   ~Daemons() {
     for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
@@ -271,13 +275,33 @@ int main(int argc, char** argv) {
       cli_p50, cli_p99, cli_p50 / floor_p50, cli_p50 / (floor_p50 + fsync_ms),
       cli_ms.size() / cli_total_s);
 
-  // 2. Durable submits through the API.
-  double api_rate = 0;
-  {
-    Daemons d(dir + "/api");
-    std::string target = d.StartCoordinator();
-    api_rate = ApiSubmits(d, target, r["api-threads"].as<int>(), r["api-seconds"].as<double>());
+  // 2. Durable submits through the API, fair-use limits on (BenchPolicy: far above the
+  // load) and off (no rate; the waiting-job cap cannot be off, it stays far above), each
+  // repetition on fresh daemons, interleaved.
+  std::string limits_off = baton::testing::BenchPolicy();
+  size_t rate_at = limits_off.find("submit_rate: 1000000");
+  if (rate_at == std::string::npos) {
+    std::fprintf(stderr, "BenchPolicy() sets no submit_rate\n");
+    return 1;
   }
+  limits_off.replace(rate_at, std::string("submit_rate: 1000000").size(), "submit_rate: 0");
+  std::vector<double> api_on, api_off, throttle_ratios;
+  for (int rep = 0; rep < 3; ++rep) {
+    double rate[2] = {0, 0};
+    for (int off = 0; off < 2; ++off) {
+      Daemons d(dir + "/api" + std::to_string(rep) + (off ? "-off" : "-on"),
+                off ? limits_off : baton::testing::BenchPolicy());
+      std::string target = d.StartCoordinator();
+      rate[off] = ApiSubmits(d, target, r["api-threads"].as<int>(), r["api-seconds"].as<double>());
+    }
+    api_on.push_back(rate[0]);
+    api_off.push_back(rate[1]);
+    throttle_ratios.push_back(rate[1] > 0 ? rate[0] / rate[1] : 0);
+    std::printf("API submits, repetition %d: limits on %.0f /s, off %.0f /s (%.3f)\n", rep + 1,
+                rate[0], rate[1], throttle_ratios.back());
+  }
+  double api_rate = Percentile(api_on, 0.5);
+  double throttle_overhead = Percentile(throttle_ratios, 0.5);
   // With every client waiting on the same group commit, 16 threads can at best complete
   // 16 submits per fdatasync.
   double group_limit = r["api-threads"].as<int>() * 1000.0 / fsync_ms;
@@ -326,8 +350,10 @@ int main(int argc, char** argv) {
       "\"cli_submits_per_s\":%.1f,\"api_submits_per_s\":%.1f,"
       "\"e2e_jobs_per_s\":%.1f,\"cli_submit_p50_ms\":%.3f,\"cli_submit_p99_ms\":%.3f,"
       "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
-      "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f}\n",
+      "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f,"
+      "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f}\n",
       cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
-      floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit);
+      floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit,
+      throttle_overhead, Percentile(api_off, 0.5));
   return 0;
 }

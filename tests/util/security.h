@@ -26,7 +26,8 @@ std::string TestPolicyAccess();
 std::string TestPolicy(const std::string& training_extra = "");
 
 // A policy for benchmarks run as root: root is the admin and the only member of tenant
-// bench, which may submit into every class and run root jobs (allow_root).
+// bench, which may submit into every class and run root jobs (allow_root); its fair-use
+// limits are on but far above what a benchmark offers.
 std::string BenchPolicy();
 
 // "" when the test users exist; else why not (run scripts/setup.sh as root).
