@@ -8,8 +8,8 @@
 
 namespace baton {
 
-Committer::Committer(Store* store, CommitListener listener)
-    : store_(store), listener_(std::move(listener)), thread_([this] { Run(); }) {}
+Committer::Committer(Store* store, CommitListener listener, DiskSpace space)
+    : store_(store), listener_(std::move(listener)), space_(space), thread_([this] { Run(); }) {}
 
 Committer::~Committer() {
   {
@@ -38,6 +38,37 @@ uint64_t Committer::commits() const {
   return commits_;
 }
 
+bool Committer::store_full() const {
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  if (now - space_checked_ms_.load() >= 1000) {
+    space_checked_ms_ = now;
+    store_full_ = store_->FreeBytes() < space_.min_free_bytes;
+  }
+  return store_full_.load();
+}
+
+bool Committer::WaitForSpace() {
+  for (bool said = false;;) {
+    uint64_t free = store_->FreeBytes();
+    store_full_ = free < space_.min_free_bytes;
+    if (free >= space_.reserve_bytes) {
+      if (said) spdlog::warn("the coordinator's disk has space again: pending changes written");
+      return true;
+    }
+    if (!said) {
+      spdlog::error(
+          "the coordinator's disk is full ({} free): new work is refused, reads are served, and "
+          "pending changes are written as soon as space is freed",
+          free);
+      said = true;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return false;
+  }
+}
+
 void Committer::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -52,14 +83,19 @@ void Committer::Run() {
     for (auto& [batch, done] : work) merged.Append(std::move(batch));
     if (!merged.empty()) {
       auto start = std::chrono::steady_clock::now();
-      absl::Status s = store_->Commit(merged);
-      if (!s.ok()) {
+      absl::Status s = WaitForSpace() ? store_->Commit(merged)
+                                      : absl::CancelledError("stopping with the disk full");
+      if (absl::IsCancelled(s)) {
+        spdlog::error("stopping with the disk full: {} unacknowledged change(s) not written",
+                      work.size());
+        work.clear();  // nothing of them was acknowledged, and nothing will be
+      } else if (!s.ok()) {
         spdlog::critical("store commit failed, exiting to recover from durable state: {}",
                          s.ToString());
         std::abort();
       }
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      if (listener_) listener_(merged, took.count());
+      if (listener_ && s.ok()) listener_(merged, took.count());
     }
     for (auto& [batch, done] : work) {
       if (done) done();

@@ -2,12 +2,18 @@
 // queue, writes everything pending as one synced WriteBatch, then runs the completions
 // in enqueue order. Many concurrent submits thus share one fsync, and no effect of a
 // change (an RPC reply, a launch sent to an agent) happens before the change is durable.
-// A failed commit aborts the process: memory is ahead of disk and the only safe state is
-// the durable one, reloaded at restart (as etcd does on a WAL write failure).
+// Disk space is checked before every write (RocksDB cannot take a full disk in the
+// middle of a write): below `reserve_bytes` free, writes wait (every second) until space
+// returns — nothing they carry has been acknowledged, so nothing is lost — and below
+// `min_free_bytes` `store_full()` tells the JobManager to refuse new work while it keeps
+// serving reads. A commit that fails anyway aborts the process: memory is ahead of disk
+// and the only safe state is the durable one, reloaded at restart (as etcd does on a WAL
+// write failure).
 // An optional listener sees every durable write first (its latency for the metrics, its
 // log records for followers of the event log). Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -22,9 +28,16 @@ namespace baton {
 // not block. `seconds`: how long the synced write took.
 using CommitListener = std::function<void(const StoreBatch& written, double seconds)>;
 
+// How much free space the store's disk must keep.
+struct DiskSpace {
+  uint64_t min_free_bytes = 256ull << 20;  // below: new work refused
+  uint64_t reserve_bytes = 64ull << 20;    // below: writes wait for space
+};
+
 class Committer {
  public:
-  explicit Committer(Store* store, CommitListener listener = nullptr);
+  explicit Committer(Store* store, CommitListener listener = nullptr,
+                     DiskSpace space = DiskSpace());
   ~Committer();  // drains the queue, then stops
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -35,9 +48,14 @@ class Committer {
   void Flush();
 
   uint64_t commits() const;  // WriteBatches written (each one fsync)
+  // True while the store's disk has less than min_free_bytes free (as last checked, at
+  // most a second ago).
+  bool store_full() const;
 
  private:
   void Run();
+  // Checks the free space now; false when stopping while below the reserve.
+  bool WaitForSpace();
 
   Store* const store_;
   const CommitListener listener_;
@@ -48,6 +66,9 @@ class Committer {
   bool stopping_ = false;
   bool busy_ = false;
   uint64_t commits_ = 0;
+  const DiskSpace space_;
+  mutable std::atomic<bool> store_full_{false};
+  mutable std::atomic<int64_t> space_checked_ms_{0};  // steady clock
   std::thread thread_;
 };
 

@@ -27,6 +27,15 @@ JobObserver* NoObserver() {
   return &none;
 }
 
+// While the store waits for disk space, changes a caller asks for are refused (what is
+// already pending is written once space returns); reads are served as usual.
+absl::Status StoreFull() {
+  return Throttled(
+      "the coordinator's disk is full: no new work or changes until an operator frees space "
+      "(what was acknowledged is safe; reads still work)",
+      absl::Seconds(30));
+}
+
 // Jobs that wait in the queue, counted against admission.max_pending_per_tenant.
 bool Waits(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN; }
 
@@ -38,11 +47,13 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, Jo
       options_(std::move(options)),
       observer_(observer ? observer : NoObserver()),
       event_log_(store),
-      committer_(store,
-                 [this](const StoreBatch& written, double seconds) {
-                   event_log_.Published(written);
-                   observer_->OnStoreWrite(seconds);
-                 }),
+      committer_(
+          store,
+          [this](const StoreBatch& written, double seconds) {
+            event_log_.Published(written);
+            observer_->OnStoreWrite(seconds);
+          },
+          DiskSpace{options_.min_free_disk_bytes, options_.min_free_disk_bytes / 4}),
       policy_{options_.policy, {}},
       policy_snapshot_(std::make_shared<const Policy>(options_.policy)),
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
@@ -306,6 +317,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
 
 void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
+  if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
   absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
   // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
@@ -425,6 +437,7 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
 
 void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reason,
                         std::function<void(absl::StatusOr<v1::JobState>)> done) {
+  if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
@@ -517,6 +530,7 @@ v1::PolicyVersion JobManager::GetPolicy() const {
 
 void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
                            std::function<void(absl::StatusOr<v1::PolicyVersion>)> done) {
+  if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
   if (absl::Status s = access::CheckAdmin(policy_.policy.access, caller, "change the policy");
       !s.ok()) {

@@ -55,6 +55,9 @@ struct JobManagerOptions {
   // Grace extension: while an evicted job's checkpoint is being written its kill deadline
   // moves to now + grace, but never past Preempt + this many graces (the hard cap).
   double grace_cap_factor = 3.0;
+  // Below this much free space on the store's disk new work is refused (reads served);
+  // below a quarter of it writes wait until space is freed (DiskSpace).
+  uint64_t min_free_disk_bytes = 256ull << 20;
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -136,6 +139,8 @@ class JobManager {
   void SchedulePass();
   void Flush() { committer_.Flush(); }
   uint64_t commits() const { return committer_.commits(); }
+  // True while the store waits for disk space (Committer::store_full).
+  bool store_full() const { return committer_.store_full(); }
 
  private:
   enum class Phase { kLaunching, kRunning, kExited };

@@ -75,6 +75,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "plaintext, no certificates: development only, refused unless --listen is loopback")(
       "munge-socket", "this host's munged socket (decodes the CLI's credentials)",
       cxxopts::value<std::string>()->default_value(baton::kDefaultMungeSocket))(
+      "min-free-disk",
+      "below this much free space on --data-dir's disk new work is refused (reads are served); "
+      "below a quarter of it writes wait for space",
+      cxxopts::value<std::string>()->default_value("256Mi"))(
       "max-follows-per-user", "followed streams (events -f, logs -f) one user may hold open",
       cxxopts::value<size_t>()->default_value("16"))(
       "max-follows", "followed streams open in all",
@@ -106,6 +110,12 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     f.tls.key_file = r["tls-key"].as<std::string>();
     f.tls.insecure = r.count("insecure") > 0;
     f.authn.munge_socket = r["munge-socket"].as<std::string>();
+    auto min_free = baton::ParseBytes(r["min-free-disk"].as<std::string>());
+    if (!min_free.ok()) {
+      throw cxxopts::exceptions::exception("--min-free-disk: " +
+                                           std::string(min_free.status().message()));
+    }
+    f.jm.min_free_disk_bytes = *min_free;
     f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
     f.max_follows = r["max-follows"].as<size_t>();
     if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {

@@ -1,5 +1,7 @@
 #include "coordinator/store.h"
 
+#include <sys/statvfs.h>
+
 #include <functional>
 
 #include "common/ids.h"
@@ -71,6 +73,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
 
   std::unique_ptr<Store> store(new Store());
   store->options_ = options;
+  store->path_ = path;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_opts, path, families, &store->handles_, &raw);
   if (!s.ok()) return FromRocks(s, "open store at " + path);
@@ -81,6 +84,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
 Store::~Store() {
   for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
   if (db_) db_->Close();
+}
+
+uint64_t Store::FreeBytes() const {
+  struct statvfs st {};
+  if (statvfs(path_.c_str(), &st) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
 absl::Status Store::Commit(const StoreBatch& batch) {

@@ -81,6 +81,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   absl::Status Commit(const StoreBatch& batch);
+  // Bytes free for us on the store's filesystem (statvfs; UINT64_MAX when unknown).
+  uint64_t FreeBytes() const;
   absl::StatusOr<StoreSnapshot> Load() const;
   // Every service token record (revoked and expired ones too).
   absl::StatusOr<std::vector<v1::StoredToken>> LoadTokens() const;
@@ -102,6 +104,7 @@ class Store {
       const std::function<absl::Status(std::string_view key, std::string_view value)>& fn) const;
 
   StoreOptions options_;
+  std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
   // default, jobs, events, nodes, meta, log, log_job
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
