@@ -58,6 +58,8 @@ struct JobManagerOptions {
   // Below this much free space on the store's disk new work is refused (reads served);
   // below a quarter of it writes wait until space is freed (DiskSpace).
   uint64_t min_free_disk_bytes = 256ull << 20;
+  // Finished jobs (and their events) are deleted this long after their end; 0: kept.
+  int64_t retention_ms = 30ll * 24 * 3600 * 1000;
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -204,6 +206,8 @@ class JobManager {
   // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
   // charged up to `now` for what runs.
   sched::ClusterView ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const;
+  // Deletes the finished jobs past options_.retention_ms (Tick, once a minute).
+  void DeleteExpiredLocked(int64_t now, Txn& txn);
   uint32_t PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
                                 const sched::Placement& placement,
                                 const sched::ClusterView& view) const;
@@ -261,6 +265,7 @@ class JobManager {
   std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
   sched::UsageLedger ledger_;             // decayed GPU-seconds per tenant (fair share)
   int64_t usage_saved_ms_ = 0;            // when Tick last stored the ledger
+  int64_t retention_checked_ms_ = 0;      // when Tick last deleted expired jobs
   std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
   std::map<std::string, NodeEntry> nodes_;
   uint64_t next_job_id_ = 1;

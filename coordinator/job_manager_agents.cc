@@ -361,8 +361,32 @@ void JobManager::Tick() {
     txn.batch.usage = std::move(usage);
     usage_saved_ms_ = now;
   }
+  if (options_.retention_ms > 0 && now - retention_checked_ms_ >= 60'000) {
+    DeleteExpiredLocked(now, txn);
+    retention_checked_ms_ = now;
+  }
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));
+  }
+}
+
+void JobManager::DeleteExpiredLocked(int64_t now, Txn& txn) {
+  // Finished jobs whose end is older than the retention go, with their events; what
+  // the scheduler needs (fair-share usage) is kept apart and stays.
+  const int64_t cutoff = now - options_.retention_ms;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const v1::Job& job = it->second.job;
+    if (!IsTerminal(job.state()) || job.finished_ms() == 0 || job.finished_ms() > cutoff) {
+      ++it;
+      continue;
+    }
+    txn.batch.deleted_jobs.push_back(it->first);
+    it = jobs_.erase(it);
+  }
+  if (!txn.batch.deleted_jobs.empty()) {
+    spdlog::info("retention: deleted {} job(s) finished before {} ms",
+                 txn.batch.deleted_jobs.size(), cutoff);
+    observer_->OnJobsDeleted(txn.batch.deleted_jobs.size());
   }
 }
 

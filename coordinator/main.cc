@@ -75,6 +75,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "plaintext, no certificates: development only, refused unless --listen is loopback")(
       "munge-socket", "this host's munged socket (decodes the CLI's credentials)",
       cxxopts::value<std::string>()->default_value(baton::kDefaultMungeSocket))(
+      "retention",
+      "finished jobs, their events and (on the agents) their logs are deleted this long after "
+      "they end; 0: kept forever",
+      cxxopts::value<std::string>()->default_value("30d"))(
       "min-free-disk",
       "below this much free space on --data-dir's disk new work is refused (reads are served); "
       "below a quarter of it writes wait for space",
@@ -116,6 +120,12 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
                                            std::string(min_free.status().message()));
     }
     f.jm.min_free_disk_bytes = *min_free;
+    auto retention = baton::ParseDurationSeconds(r["retention"].as<std::string>());
+    if (!retention.ok() && r["retention"].as<std::string>() != "0") {
+      throw cxxopts::exceptions::exception("--retention: " +
+                                           std::string(retention.status().message()));
+    }
+    f.jm.retention_ms = retention.ok() ? *retention * 1000 : 0;
     f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
     f.max_follows = r["max-follows"].as<size_t>();
     if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {

@@ -147,6 +147,10 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
                      .Name("baton_submissions_throttled_total")
                      .Help("Submits refused for fair use, by tenant and limit (rate, waiting)")
                      .Register(*registry_)),
+      deleted_(BuildCounter()
+                   .Name("baton_jobs_deleted_total")
+                   .Help("Finished jobs deleted with their events after --retention")
+                   .Register(*registry_)),
       events_(BuildCounter()
                   .Name("baton_events_total")
                   .Help("Events recorded in the event log, by kind")
@@ -278,6 +282,10 @@ void CoordinatorMetrics::OnStoreWrite(double seconds) {
 
 void CoordinatorMetrics::OnSubmitThrottled(const std::string& tenant, const std::string& limit) {
   throttled_.Add({{"tenant", tenant}, {"limit", limit}}).Increment();
+}
+
+void CoordinatorMetrics::OnJobsDeleted(size_t n) {
+  deleted_.Add({}).Increment(static_cast<double>(n));
 }
 
 void CoordinatorMetrics::OnTenantShares(const std::vector<sched::TenantShare>& shares) {

@@ -40,6 +40,7 @@ class CoordinatorMetrics : public JobObserver, public prometheus::Collectable {
   void OnSchedulePass(double seconds) override;
   void OnStoreWrite(double seconds) override;
   void OnSubmitThrottled(const std::string& tenant, const std::string& limit) override;
+  void OnJobsDeleted(size_t n) override;
   void OnTenantShares(const std::vector<sched::TenantShare>& shares) override;
 
   // Brings the tenants' usage up to now, then every family.
@@ -79,6 +80,7 @@ class CoordinatorMetrics : public JobObserver, public prometheus::Collectable {
   prometheus::Family<prometheus::Counter>& nodes_lost_;
   prometheus::Family<prometheus::Counter>& refused_;
   prometheus::Family<prometheus::Counter>& throttled_;
+  prometheus::Family<prometheus::Counter>& deleted_;
   prometheus::Family<prometheus::Counter>& events_;
 
   mutable std::mutex mu_;  // the maps below, the ledger

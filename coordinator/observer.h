@@ -27,6 +27,8 @@ class JobObserver {
   // A submit refused for fair use (SubmitLimiter) by `tenant` ("" when its tenant was not
   // known); `limit` is "rate" or "waiting". Such refusals are not events.
   virtual void OnSubmitThrottled(const std::string& /*tenant*/, const std::string& /*limit*/) {}
+  // Retention deleted `n` finished jobs with their events.
+  virtual void OnJobsDeleted(size_t /*n*/) {}
   // A scheduling pass over a non-empty queue took `seconds`.
   virtual void OnSchedulePass(double /*seconds*/) {}
   // A synced store write took `seconds`.

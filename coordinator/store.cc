@@ -56,6 +56,7 @@ void StoreBatch::Append(StoreBatch&& other) {
   if (other.usage) usage = std::move(other.usage);
   for (auto& t : other.tokens) tokens.push_back(std::move(t));
   for (auto& s : other.secrets) secrets.push_back(std::move(s));
+  for (uint64_t id : other.deleted_jobs) deleted_jobs.push_back(id);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -128,6 +129,20 @@ absl::Status Store::Commit(const StoreBatch& batch) {
   }
   for (const auto& s : batch.secrets) {
     wb.Put(handles_[kMeta], kSecretPrefix + PaddedKey(s.job_id()), s.SerializeAsString());
+  }
+  for (uint64_t id : batch.deleted_jobs) {
+    // "<job>/" .. "<job>0" spans every "<job>/<seq>" key ('0' follows '/').
+    std::string from = PaddedKey(id) + "/", to = PaddedKey(id) + "0";
+    wb.Delete(handles_[kJobs], PaddedKey(id));
+    wb.DeleteRange(handles_[kEvents], from, to);
+    wb.Delete(handles_[kMeta], kSecretPrefix + PaddedKey(id));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), handles_[kLogJob]));
+    for (it->Seek(from); it->Valid() && it->key().starts_with(from); it->Next()) {
+      wb.Delete(handles_[kLog], it->key().ToString().substr(from.size()));
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "store scan of a job's log");
+    wb.DeleteRange(handles_[kLogJob], from, to);
   }
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;

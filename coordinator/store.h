@@ -43,10 +43,12 @@ struct StoreBatch {
   std::optional<v1::FairShareUsage> usage;    // replaces the stored fair-share ledger
   std::vector<v1::StoredToken> tokens;        // service tokens, created or revoked (by id)
   std::vector<v1::StoredExecSecret> secrets;  // a job's current attempt's exec secret
+  // Jobs past their retention: the record, its events (both logs) and its secret go.
+  std::vector<uint64_t> deleted_jobs;
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
-           !policy && !usage && tokens.empty() && secrets.empty();
+           !policy && !usage && tokens.empty() && secrets.empty() && deleted_jobs.empty();
   }
   void Append(StoreBatch&& other);
 };

@@ -54,6 +54,9 @@ struct AgentOptions {
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
   int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
   uint64_t max_log_bytes = LogPump::kDefaultMaxLogBytes;  // per attempt's output log
+  // Attempt directories (records, log, work dir) of attempts that ended are removed this
+  // long after their last change (checked every 10 minutes); zero keeps them.
+  absl::Duration retention = absl::Hours(24 * 30);
   // TLS: the cluster CA and this node's certificate (O=baton-node, CN=node_name), for the
   // coordinator stream; the CA file is also handed to `baton-agent exec` (mpi mode).
   TlsMaterial tls;
@@ -237,6 +240,13 @@ class Agent {
 
   std::thread connection_;
   std::thread worker_;
+  // Retention: removes old attempt directories, outside every lock (JanitorLoop).
+  void JanitorLoop();
+  void SweepAttemptDirs();
+  std::mutex janitor_mu_;
+  std::condition_variable janitor_cv_;
+  bool janitor_stop_ = false;
+  std::thread janitor_;
 };
 
 }  // namespace baton

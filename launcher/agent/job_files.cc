@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 
 #include "common/resources.h"
 #include "common/status.h"
@@ -67,6 +68,49 @@ pid_t BelievableGroup(long pgid, const std::vector<pid_t>& attempt_pids, pid_t o
     if (p > 1 && group_of(p) == static_cast<pid_t>(pgid)) return static_cast<pid_t>(pgid);
   }
   return 0;
+}
+
+namespace {
+
+// A directory name that is a whole decimal number.
+bool Number(const std::string& name, uint64_t* out) {
+  if (name.empty() || name.size() > 19 ||
+      name.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *out = std::stoull(name);
+  return true;
+}
+
+absl::Time Changed(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return absl::InfinitePast();
+  return absl::TimeFromTimespec(st.st_mtim);
+}
+
+}  // namespace
+
+std::vector<std::string> ExpiredAttemptDirs(const std::string& data_dir,
+                                            const std::set<std::pair<uint64_t, uint32_t>>& keep,
+                                            absl::Time now, absl::Duration retention) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& job : std::filesystem::directory_iterator(data_dir + "/jobs", ec)) {
+    uint64_t job_id = 0;
+    if (!job.is_directory(ec) || !Number(job.path().filename().string(), &job_id)) continue;
+    for (const auto& attempt : std::filesystem::directory_iterator(job.path(), ec)) {
+      uint64_t number = 0;
+      if (!attempt.is_directory(ec) || !Number(attempt.path().filename().string(), &number) ||
+          number > UINT32_MAX || keep.count({job_id, static_cast<uint32_t>(number)})) {
+        continue;
+      }
+      std::string dir = attempt.path().string();
+      absl::Time last = std::max(Changed(dir), Changed(dir + "/output.log"));
+      if (now - last > retention) out.push_back(dir);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace baton

@@ -11,10 +11,14 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace baton {
 
@@ -30,5 +34,12 @@ absl::StatusOr<std::string> ReadUntrustedFile(const std::string& path, uid_t own
 // now). `group_of(pid)` is getpgid (a parameter for tests). 0 when not to be believed.
 pid_t BelievableGroup(long pgid, const std::vector<pid_t>& attempt_pids, pid_t own_group,
                       pid_t (*group_of)(pid_t));
+
+// Retention on a node: the attempt directories under `data_dir`/jobs/<job>/<attempt>
+// (records, output log, work dir) whose directory and output log were last changed more
+// than `retention` before `now`, leaving out `keep` (attempts the agent still tracks).
+std::vector<std::string> ExpiredAttemptDirs(const std::string& data_dir,
+                                            const std::set<std::pair<uint64_t, uint32_t>>& keep,
+                                            absl::Time now, absl::Duration retention);
 
 }  // namespace baton

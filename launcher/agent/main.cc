@@ -87,6 +87,9 @@ Flags ParseFlags(int argc, char** argv) {
       ("mpirun", "mpirun binary for mpi-mode jobs",
        cxxopts::value<std::string>()->default_value("mpirun"))
       ("keep-jobs-on-exit", "leave jobs running when the agent stops (re-adopted at restart)")
+      ("retention", "attempt directories (records, log, work dir) of ended attempts are removed "
+       "this long after their last change; 0: kept (match the coordinator's --retention)",
+       cxxopts::value<std::string>()->default_value("30d"))
       ("max-log-bytes", "most output kept per attempt (e.g. 1Gi); past it a line says it was "
        "truncated", cxxopts::value<std::string>()->default_value("1Gi"))
       ("isolation", "cgroup isolation: auto, v1, v2 or none (none: no cgroups, no network caps)",
@@ -178,6 +181,13 @@ Flags ParseFlags(int argc, char** argv) {
         (max_log.ok() ? std::string("at least 4Ki") : std::string(max_log.status().message())));
   }
   f.agent.max_log_bytes = *max_log;
+  std::string retention = r["retention"].as<std::string>();
+  auto retention_s = baton::ParseDurationSeconds(retention);
+  if (!retention_s.ok() && retention != "0") {
+    throw cxxopts::exceptions::exception("--retention: " +
+                                         std::string(retention_s.status().message()));
+  }
+  f.agent.retention = absl::Seconds(retention_s.ok() ? *retention_s : 0);
   f.inventory.nic = r["nic"].as<std::string>();
   f.agent.nic = f.inventory.nic;
   f.agent.mpi_network = r["mpi-network"].as<std::string>();

@@ -310,5 +310,42 @@ TEST(MasterPort, TwoGangsLedFromOneNodeGetDifferentPorts) {
   EXPECT_LT(std::max(pa, pb), 32000u);
 }
 
+// Nothing is kept forever: finished jobs and their events go after the retention period
+// (30 days by default), exactly those, from memory and from the store.
+TEST(Retention, DeletesExactlyTheFinishedJobsOlderThanThePeriod) {
+  Harness h;
+  const int64_t day = 24 * 3600 * 1000LL;
+  uint64_t a = *h.Submit(Spec(1, 1)), b = *h.Submit(Spec(1, 1)), live = *h.Submit(Spec(1, 1));
+  ASSERT_TRUE(h.Cancel(a).ok());
+  int64_t a_end = h.clock().NowMs();
+  h.clock().AdvanceMs(day);
+  ASSERT_TRUE(h.Cancel(b).ok());
+  int64_t b_end = h.clock().NowMs();
+  ASSERT_EQ(h.State(a), v1::JOB_STATE_CANCELLED);
+  LogQuery about_a;
+  about_a.job_id = a;
+  ASSERT_FALSE(h.jm().event_log().Read(about_a)->empty());
+
+  h.clock().SetMs(a_end + 30 * day - 1);  // a is a millisecond short of 30 days
+  h.Tick();
+  EXPECT_TRUE(h.jm().Get(Admin(), a).ok()) << "not yet";
+  h.clock().SetMs(a_end + 30 * day + 60'000);
+  h.Tick();
+  EXPECT_EQ(h.jm().Get(Admin(), a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(h.jm().Get(Admin(), b).ok()) << "b ended a day later";
+  EXPECT_EQ(h.State(live), v1::JOB_STATE_PENDING) << "unfinished jobs stay, however old";
+  EXPECT_TRUE(h.jm().event_log().Read(about_a)->empty()) << "its events went with it";
+
+  h.Restart();  // and from the store
+  EXPECT_EQ(h.jm().Get(Admin(), a).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(h.jm().Get(Admin(), b).ok());
+  EXPECT_TRUE(h.jm().event_log().Read(about_a)->empty());
+  h.clock().SetMs(b_end + 30 * day + 120'000);
+  h.Tick();
+  EXPECT_EQ(h.jm().Get(Admin(), b).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(h.State(live), v1::JOB_STATE_PENDING);
+  EXPECT_TRUE(h.Submit(Spec()).ok()) << "ids keep growing; nothing else changed";
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -118,6 +118,7 @@ TEST_F(MetricsScenario, NamesAndLabelSetsAreTheListedOnes) {
   cooling.mutable_spec()->set_tenant("vision");
   metrics_.OnJobLoaded(cooling);
   metrics_.OnSubmitThrottled("vision", "rate");  // fair_use_test.cc drives the limiter
+  metrics_.OnJobsDeleted(2);                     // and retention
   EXPECT_EQ(CheckMetricList(Scrape(), CoordinatorMetricList(), /*all=*/true), "");
 }
 

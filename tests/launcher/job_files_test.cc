@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "gtest/gtest.h"
@@ -111,6 +112,30 @@ TEST(BelievableGroup, OnlyAGroupTheAttemptsProcessesAreInIsBelieved) {
   }
   EXPECT_EQ(BelievableGroup(200, {200}, own, FakeGroupOf), 200);
   EXPECT_EQ(BelievableGroup(100, {}, own, FakeGroupOf), 0) << "no processes, no group";
+}
+
+// Retention on a node: ended attempts' directories go once unchanged for the period;
+// those the agent still tracks stay, whatever their age, and so does anything else.
+TEST_F(JobFiles, ExpiredAttemptDirsAreTheOldOnesTheAgentNoLongerTracks) {
+  auto make = [&](const std::string& rel, absl::Duration age) {
+    std::string dir = Path("jobs/" + rel);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/output.log") << "x";
+    timespec t = absl::ToTimespec(absl::Now() - age);
+    timespec times[2] = {t, t};
+    for (const std::string& p : {dir + "/output.log", dir}) {
+      utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW);
+    }
+  };
+  make("7/1", absl::Hours(24 * 31));  // ended long ago: goes
+  make("7/2", absl::Hours(24 * 29));  // within the period: stays
+  make("8/1", absl::Hours(24 * 90));  // old, but the agent still tracks it: stays
+  make("x/1", absl::Hours(24 * 90));  // not a job's: left alone
+  make("9/notes", absl::Hours(24 * 90));
+  std::vector<std::string> expired =
+      ExpiredAttemptDirs(dir_.path(), {{8, 1}}, absl::Now(), absl::Hours(24 * 30));
+  EXPECT_EQ(expired, std::vector<std::string>{Path("jobs/7/1")});
+  EXPECT_TRUE(ExpiredAttemptDirs(Path("missing"), {}, absl::Now(), absl::Hours(1)).empty());
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ inline const std::vector<ExpectedMetric>& CoordinatorMetricList() {
       {"baton_nodes_lost_total", T::Counter, {}},
       {"baton_submissions_refused_total", T::Counter, {"reason"}},
       {"baton_submissions_throttled_total", T::Counter, {"limit", "tenant"}},
+      {"baton_jobs_deleted_total", T::Counter, {}},
       {"baton_events_total", T::Counter, {"kind"}},
       {"baton_build_info", T::Gauge, {"component", "version"}},
   };
