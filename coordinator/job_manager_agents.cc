@@ -165,6 +165,10 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
   }
   LiveAttempt& live = *e->live;
   v1::Attempt* a = e->job.mutable_attempts(e->job.attempts_size() - 1);
+  if (r.reports_progress() && !a->reports_progress()) {
+    a->set_reports_progress(true);
+    txn.touched.insert(e->job.id());
+  }
   if (r.checkpoint_step() > a->checkpoint_step()) {
     // When it was committed, as far as we know: least-lost-work eviction counts from here.
     a->set_checkpoint_step(r.checkpoint_step());

@@ -411,9 +411,10 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
               ? "killed after its grace period"
               : "exited with code " +
                     std::to_string(live.term_signal ? 128 + live.term_signal : live.exit_code);
-      std::string resume = a->checkpoint_step() >= 0
-                               ? "resumes from step " + std::to_string(a->checkpoint_step())
-                               : "no checkpoint: restarts from the beginning";
+      std::string resume =
+          a->checkpoint_step() >= 0 ? "resumes from step " + std::to_string(a->checkpoint_step())
+          : a->reports_progress()   ? "no checkpoint: restarts from the beginning"
+                                    : "checkpoint unknown: the job does not report progress";
       a->set_end_reason("evicted: " + how + "; " + resume);
       EvictedLocked(e, "preempted", live.outcome_reason, txn);
       Transition(e, v1::JOB_STATE_COOLDOWN,

@@ -399,7 +399,8 @@ bool Agent::ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& not
     }
     return false;
   }
-  bool changed = false;
+  bool changed = !run.report.reports_progress();
+  run.report.set_reports_progress(true);
   if (!run.progress_error.empty()) {
     if (run.report.message() == run.progress_error) {
       run.report.clear_message();

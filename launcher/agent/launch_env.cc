@@ -51,8 +51,10 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   env["BATON_GRACE_SECONDS"] = std::to_string(spec.grace_seconds());
   env["BATON_PROGRESS_FILE"] = in.progress_file;
   if (!spec.checkpoint_dir().empty()) env["BATON_CHECKPOINT_DIR"] = spec.checkpoint_dir();
-  if (!in.nic.empty() && !spec.env().count("NCCL_SOCKET_IFNAME")) {
-    env["NCCL_SOCKET_IFNAME"] = in.nic;
+  // Collectives bind to the cluster interface (else gloo takes the address the hostname
+  // resolves to, often loopback), unless the job chose one itself.
+  for (const char* var : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {
+    if (!in.nic.empty() && !spec.env().count(var)) env[var] = in.nic;
   }
   if (spec.launch_mode() != v1::LAUNCH_MODE_MPI) {
     env["RANK"] = std::to_string(rank);

@@ -133,9 +133,11 @@ std::string DescribeEviction(const v1::Attempt& a, const v1::JobSpec& spec) {
   } else {
     char lost[32];
     std::snprintf(lost, sizeof lost, "%.1f", a.lost_gpu_seconds());
-    o << "lost " << lost << " GPU-seconds; resumes from "
-      << (a.checkpoint_step() >= 0 ? "step " + std::to_string(a.checkpoint_step())
-                                   : std::string("the beginning"));
+    o << "lost " << lost << " GPU-seconds; "
+      << (a.checkpoint_step() >= 0 ? "resumes from step " + std::to_string(a.checkpoint_step())
+          : a.reports_progress()
+              ? std::string("resumes from the beginning")
+              : std::string("checkpoint unknown: the job does not report progress"));
   }
   int64_t base = a.preempted_ms() + int64_t{spec.grace_seconds()} * 1000;
   if (a.preempted_ms() != 0 && a.preempt_deadline_ms() > base) {

@@ -387,6 +387,35 @@ std::vector<v1::Preempt> Preempts(const std::vector<v1::CoordinatorCommand>& cmd
   return out;
 }
 
+// What an eviction says of the victim's checkpoint: a job that reports progress but has
+// committed nothing restarts from the beginning; one that never reports progress (a
+// plain torch script saving on SIGUSR1 by itself) has an unknown checkpoint.
+TEST(JobManager, AnEvictionSaysWhetherTheCheckpointIsNoneOrUnknown) {
+  for (bool reports : {true, false}) {
+    Harness h(QuickEvictions());
+    h.Connect("n1", /*gpus=*/2);
+    auto train = h.Submit(Spec(1, 2));
+    h.Schedule();
+    v1::AttemptReport running = Report(*train, 1, Phase::PHASE_RUNNING);
+    running.set_reports_progress(reports);
+    running.set_checkpoint_step(-1);
+    h.Report("n1", running);
+    EXPECT_EQ(h.Get(*train).attempts(0).reports_progress(), reports);
+    auto serve = h.Submit(Inference(2));
+    h.Schedule();
+    ASSERT_EQ(h.State(*train), v1::JOB_STATE_PREEMPTING);
+    v1::AttemptReport done = Report(*train, 1, Phase::PHASE_EXITED);
+    done.set_checkpoint_step(-1);
+    h.Report("n1", done);
+    std::string why = h.Get(*train).attempts(0).end_reason();
+    EXPECT_NE(why.find(reports ? "no checkpoint: restarts from the beginning"
+                               : "checkpoint unknown: the job does not report progress"),
+              std::string::npos)
+        << why;
+    (void)serve;
+  }
+}
+
 TEST(JobManager, AHigherClassEvictsTrainingWhichCoolsDownAndResumes) {
   Harness h(QuickEvictions());
   h.Connect("n1", /*gpus=*/2);

@@ -222,6 +222,7 @@ TEST_F(AgentTest, CheckpointProgressTravelsWithTheReports) {
   });
   ASSERT_TRUE(r) << "a running attempt's committed step is reported";
   EXPECT_EQ(r->msg.report().phase(), v1::AttemptReport::PHASE_RUNNING);
+  EXPECT_TRUE(r->msg.report().reports_progress()) << "the job reports progress";
   ASSERT_TRUE(coordinator_->Push(KillCommand(40, SIGKILL, 0)));
   auto end = WaitEnd(40);
   ASSERT_TRUE(end);
@@ -235,6 +236,12 @@ TEST_F(AgentTest, ProgressWrittenJustBeforeExitIsInTheEndReport) {
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
   EXPECT_EQ(end->checkpoint_step(), 7);
+  EXPECT_TRUE(end->reports_progress());
+  // A job that writes no note: its checkpoint is unknown, not "none".
+  Launch(42, {"true"});
+  auto plain = WaitEnd(42);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->reports_progress());
 }
 
 // A job is hostile code: it makes its progress note a FIFO (a blocking read would wedge

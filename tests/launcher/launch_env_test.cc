@@ -91,6 +91,26 @@ TEST(BuildRankEnv, SetsTorchrunRankVariablesForTheSecondNode) {
   }
 }
 
+// NCCL and gloo bind to the cluster interface; without it gloo takes the address the
+// hostname resolves to (often loopback) and its peers are refused. The job's own wins.
+TEST(BuildRankEnv, CollectivesUseTheClusterInterfaceUnlessTheJobChoseOne) {
+  v1::Launch l = TwoByTwoLaunch();
+  RankEnvInput in = InputFor(l, 0);
+  in.nic = "eth1";
+  auto env = BuildRankEnv(in);
+  ASSERT_TRUE(env.ok()) << env.status();
+  auto vars = AsMap(*env);
+  EXPECT_EQ(vars["NCCL_SOCKET_IFNAME"], "eth1");
+  EXPECT_EQ(vars["GLOO_SOCKET_IFNAME"], "eth1");
+  (*l.mutable_spec()->mutable_env())["GLOO_SOCKET_IFNAME"] = "ib0";
+  env = BuildRankEnv(InputFor(l, 0));
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(AsMap(*env)["GLOO_SOCKET_IFNAME"], "ib0");
+  in = InputFor(l, 0);
+  in.nic = "eth1";
+  EXPECT_EQ(AsMap(*BuildRankEnv(in))["GLOO_SOCKET_IFNAME"], "ib0");
+}
+
 TEST(BuildRankEnv, CudaSeesTheAssignedGpusByUuidInOrder) {
   auto env = EnvFor(TwoByTwoLaunch(), 0);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-b-3,GPU-b-1");
