@@ -167,7 +167,8 @@ std::optional<Resources> PercentOf(Reader& r, const YAML::Node& n, const std::st
   std::string text = n.Scalar();
   char* end = nullptr;
   double pct = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == text.c_str() || std::string(end) != "%" || pct < 0 || pct > 100) {
+  // Written so that NaN ("nan%") fails too: converting it to an integer is undefined.
+  if (text.empty() || end == text.c_str() || std::string(end) != "%" || !(pct >= 0 && pct <= 100)) {
     r.problems().Add(where, "'" + text + "' is not a percentage from 0% to 100%");
     return std::nullopt;
   }

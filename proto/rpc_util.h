@@ -16,8 +16,6 @@
 
 namespace baton {
 
-namespace v1 = ::baton::v1;
-
 // How a person's MUNGE credential travels (one fresh credential per call), and a
 // service token (`authorization: Bearer btk_…`).
 inline constexpr char kMungeKey[] = "x-baton-munge";

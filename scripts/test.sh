@@ -3,10 +3,14 @@
 #   scripts/test.sh                 everything
 #   scripts/test.sh -L unit         extra arguments go to ctest (here: unit tests only)
 # BUILD_DIR (default build/) holds the build; BATON_JOBS sets the build parallelism.
+# After the suite, one more configuration (clang with ASan + UBSan, in build-fuzz/): the
+# unit tests labelled `sanitize`, then each fuzz target for BATON_FUZZ_SECONDS (30 s)
+# (scripts/fuzz.sh). BATON_SKIP_FUZZ=1 leaves them out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+ROOT=$PWD
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${BATON_JOBS:-$(nproc)}
 
@@ -19,3 +23,8 @@ echo "test.sh: build took $((built - start)) s"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "$JOBS" "$@"
 echo "test.sh: tests took $(($(date +%s) - built)) s"
+
+if [ "${BATON_SKIP_FUZZ:-0}" != 1 ]; then
+  "$ROOT/scripts/fuzz.sh" --unit-tests
+  "$ROOT/scripts/fuzz.sh"
+fi

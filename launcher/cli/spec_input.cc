@@ -5,8 +5,10 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "common/resources.h"
+#include "common/status.h"
 
 namespace baton::cli {
 namespace {
@@ -159,7 +161,60 @@ absl::Status ApplyYamlNode(const std::string& key, const YAML::Node& value,
   return SetSpecField(k, value.as<std::string>(), shown, spec);
 }
 
+// Well-formed UTF-8 as proto3 strings require it: no overlong forms, no surrogates,
+// nothing above U+10FFFF.
+bool IsUtf8(const std::string& s) {
+  static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char lead = static_cast<unsigned char>(s[i]);
+    const int more = lead < 0x80         ? 0
+                     : lead >> 5 == 0x6  ? 1
+                     : lead >> 4 == 0xe  ? 2
+                     : lead >> 3 == 0x1e ? 3
+                                         : -1;
+    if (more < 0 || s.size() - i <= static_cast<size_t>(more)) return false;
+    uint32_t cp = more == 0 ? lead : lead & (0x3f >> more);
+    for (int k = 1; k <= more; ++k) {
+      const unsigned char c = static_cast<unsigned char>(s[i + k]);
+      if (c >> 6 != 0x2) return false;
+      cp = cp << 6 | (c & 0x3f);
+    }
+    if (cp < kLeast[more] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+// Every string field of `m` and its messages (map entries too), by reflection so that
+// fields added later are checked as well.
+absl::Status CheckText(const google::protobuf::Message& m, const std::string& where) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const std::string name = where.empty() ? f->name() : where + "." + f->name();
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      if (f->type() == FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                                : r->GetStringReference(m, f, &scratch);
+        if (!IsUtf8(v)) return absl::InvalidArgumentError(name + " is not UTF-8 text");
+      } else if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
+        BATON_RETURN_IF_ERROR(CheckText(
+            f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f), name));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CheckSpecText(const v1::JobSpec& spec, const std::string& source) {
+  return Named(source, CheckText(spec, ""));
+}
 
 absl::Status SetSpecField(const std::string& key, const std::string& value,
                           const std::string& shown, v1::JobSpec* spec) {
@@ -219,6 +274,7 @@ absl::StatusOr<v1::JobSpec> SpecFromYaml(const std::string& text, const std::str
     return absl::InvalidArgumentError(source + ": line " + std::to_string(e.mark.line + 1) + ": " +
                                       e.msg);
   }
+  BATON_RETURN_IF_ERROR(CheckSpecText(spec, source));
   return spec;
 }
 

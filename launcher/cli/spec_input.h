@@ -25,4 +25,8 @@ absl::StatusOr<v1::Toleration> ParseToleration(const std::string& text, const st
 // The whole file. Unknown keys are errors (they are usually typos).
 absl::StatusOr<v1::JobSpec> SpecFromYaml(const std::string& text, const std::string& source);
 
+// InvalidArgument naming the first field whose text is not UTF-8: the API's strings are
+// proto3 strings, so the coordinator could not even parse such a spec.
+absl::Status CheckSpecText(const v1::JobSpec& spec, const std::string& source);
+
 }  // namespace baton::cli

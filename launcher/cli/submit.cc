@@ -120,6 +120,7 @@ absl::StatusOr<v1::JobSpec> BuildSpec(const cxxopts::ParseResult& r,
     return absl::InvalidArgumentError(
         "missing command: baton submit [flags] -- COMMAND [ARGS...] (or command: in -f FILE)");
   }
+  if (absl::Status s = CheckSpecText(spec, "the job spec"); !s.ok()) return s;
   return spec;
 }
 

@@ -158,6 +158,22 @@ TEST(PolicyConfig, MalformedYamlSaysWhere) {
             absl::StatusCode::kNotFound);
 }
 
+// Found while fuzzing the policy (tests/fuzz/policy_yaml): "nan%" passed the range check,
+// and converting NaN to an integer is undefined behaviour (UBSan stops there).
+TEST(PolicyConfig, LendingLimitPercentMustBeANumberInRange) {
+  for (const char* pct : {"nan%", "-nan%", "NAN%", "inf%", "-1%", "100.5%", "\"%\"", "30"}) {
+    absl::StatusOr<Policy> p = ParsePolicy(
+        std::string("tenants:\n  - {name: t, nominal: {gpus: 8}, lending_limit: ") + pct + "}\n");
+    ASSERT_FALSE(p.ok()) << pct;
+    EXPECT_NE(Why(p.status()).find("tenants[0].lending_limit"), std::string::npos)
+        << Why(p.status());
+  }
+  absl::StatusOr<Policy> p =
+      ParsePolicy("tenants:\n  - {name: t, nominal: {gpus: 8}, lending_limit: 50%}\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->tenants[0].lending_limit.gpus, 4u);
+}
+
 TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
   auto before = ParsePolicy(
       "classes:\n  - {name: training, value: 300}\n  - {name: old, value: 100}\n"

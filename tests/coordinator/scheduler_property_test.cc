@@ -51,7 +51,12 @@ NodeInfo RandomNode(Random& r, int i) {
   std::string name = "n" + std::to_string(i);
   NodeInfo n;
   if (r.Chance(0.15)) {
-    n = MakeMigNode(name, r.Int(1, 2), r.Int(2, 4), kProfiles[r.Int(0, 1)]);
+    // One draw per statement: the order in which a compiler evaluates arguments is
+    // unspecified (GCC goes right to left, clang left to right), and a seed must make the
+    // same world under both. These keep the order GCC gave.
+    const char* profile = kProfiles[r.Int(0, 1)];
+    const uint32_t slices = r.Int(2, 4);
+    n = MakeMigNode(name, r.Int(1, 2), slices, profile);
   } else {
     NodeSpec s;
     s.gpus = std::vector<uint32_t>{0, 2, 4, 8}[r.Int(0, 3)];
@@ -105,8 +110,10 @@ Policy RandomPolicy(Random& r) {
   if (r.Chance(0.3)) p.pools = {PoolPolicy{"inference", {"inference", "inference-critical"}}};
   if (r.Chance(0.5)) {
     for (int t = 0; t < 3; ++t) {
-      p.tenants.push_back(testing::Tenant("t" + std::to_string(t), r.Int(1, 5), r.Int(0, 12),
-                                          r.Int(0, 12), r.Int(0, 16)));
+      // One draw per statement, in the order GCC gave (see RandomNode).
+      const uint32_t borrowing = r.Int(0, 16), lending = r.Int(0, 12), nominal = r.Int(0, 12);
+      p.tenants.push_back(
+          testing::Tenant("t" + std::to_string(t), r.Int(1, 5), nominal, lending, borrowing));
     }
   }
   return p;

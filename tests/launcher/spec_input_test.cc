@@ -190,6 +190,22 @@ struct FieldCase {
   std::function<bool(const v1::JobSpec&)> check;
 };
 
+// Found by tests/fuzz (spec_yaml): proto3 strings must be UTF-8, so such a spec used to
+// reach the coordinator as a message it could not parse.
+TEST(SpecFromYaml, TextThatIsNotUtf8IsRefusedNamingTheField) {
+  for (const std::string bad : {"name: nagp\xeeu\n", "command: [python, \"\xc0\xaf\"]\n",
+                                "env: {A: \"\xed\xa0\x80\"}\n", "pool: \xf4\x90\x80\x80\n"}) {
+    auto spec = SpecFromYaml(bad, "job.yaml");
+    ASSERT_FALSE(spec.ok()) << bad;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Message(spec.status()), HasSubstr("is not UTF-8 text"));
+  }
+  auto env = SpecFromYaml("env: {A: \"\xed\xa0\x80\"}\n", "job.yaml");
+  EXPECT_THAT(Message(env.status()), HasSubstr("job.yaml: env.value"));
+  auto fine = SpecFromYaml("name: caf\xc3\xa9\ncommand: [\"\xf0\x9f\x9a\x80\"]\n", "job.yaml");
+  EXPECT_TRUE(fine.ok()) << fine.status();
+}
+
 TEST(SetSpecField, SetsEveryScalarField) {
   const std::vector<FieldCase> cases = {
       {"name", "train", [](auto& s) { return s.name() == "train"; }},
