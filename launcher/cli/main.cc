@@ -31,8 +31,8 @@ constexpr char kUsageText[] =
     "  /etc/baton/tls/ca.crt), BATON_MUNGE_SOCKET (default /run/munge/munge.socket.2),\n"
     "  BATON_TOKEN (a service token instead of MUNGE), BATON_TENANT (submit's --tenant)\n"
     "exit codes: 0 ok, 1 error, 2 bad usage or spec, 3 not found, 4 denied or unproven,\n"
-    "            5 coordinator unavailable, 6 wrong state, 7 throttled (retry in the time\n"
-    "            given); submit --wait: the job's code\n";
+    "            5 coordinator unavailable, 6 wrong state, 7 throttled or the coordinator's\n"
+    "            disk full (retry in the time given); submit --wait: the job's code\n";
 
 }  // namespace
 
