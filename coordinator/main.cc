@@ -120,12 +120,12 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
                                            std::string(min_free.status().message()));
     }
     f.jm.min_free_disk_bytes = *min_free;
-    auto retention = baton::ParseDurationSeconds(r["retention"].as<std::string>());
-    if (!retention.ok() && r["retention"].as<std::string>() != "0") {
+    auto retention = baton::ParseDurationSeconds(r["retention"].as<std::string>());  // "0" too
+    if (!retention.ok()) {
       throw cxxopts::exceptions::exception("--retention: " +
                                            std::string(retention.status().message()));
     }
-    f.jm.retention_ms = retention.ok() ? *retention * 1000 : 0;
+    f.jm.retention_ms = static_cast<int64_t>(*retention) * 1000;
     f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
     f.max_follows = r["max-follows"].as<size_t>();
     if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {

@@ -181,13 +181,12 @@ Flags ParseFlags(int argc, char** argv) {
         (max_log.ok() ? std::string("at least 4Ki") : std::string(max_log.status().message())));
   }
   f.agent.max_log_bytes = *max_log;
-  std::string retention = r["retention"].as<std::string>();
-  auto retention_s = baton::ParseDurationSeconds(retention);
-  if (!retention_s.ok() && retention != "0") {
+  auto retention = baton::ParseDurationSeconds(r["retention"].as<std::string>());  // "0" too
+  if (!retention.ok()) {
     throw cxxopts::exceptions::exception("--retention: " +
-                                         std::string(retention_s.status().message()));
+                                         std::string(retention.status().message()));
   }
-  f.agent.retention = absl::Seconds(retention_s.ok() ? *retention_s : 0);
+  f.agent.retention = absl::Seconds(static_cast<int64_t>(*retention));
   f.inventory.nic = r["nic"].as<std::string>();
   f.agent.nic = f.inventory.nic;
   f.agent.mpi_network = r["mpi-network"].as<std::string>();

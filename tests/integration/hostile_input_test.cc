@@ -42,20 +42,10 @@ class HostileInput : public ::testing::Test {
     if (std::string missing = MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
   }
 
-  // A stub whose calls carry a fresh MUNGE credential of this process (root, the admin).
-  static std::unique_ptr<v1::Coordinator::Stub> Coordinator() {
-    auto tls = LoadTls({cluster_->security().ca(), "", ""}, /*need_cert=*/false);
-    EXPECT_TRUE(tls.ok()) << tls.status();
-    auto creds = ChannelCredentials(*tls, cluster_->coordinator());
-    grpc::ChannelArguments args;
-    SetClientMessageLimits(&args);
-    return v1::Coordinator::NewStub(
-        grpc::CreateCustomChannel(cluster_->coordinator(), *creds, args));
-  }
+  static std::unique_ptr<v1::Coordinator::Stub> Coordinator() { return cluster_->ApiStub(); }
+  // This process's credential (root, the admin) on `ctx`.
   static void Prove(grpc::ClientContext* ctx) {
-    auto cred = MungeEncode(cluster_->security().munge_socket(), kMungeAudience, 0);
-    ASSERT_TRUE(cred.ok()) << cred.status();
-    ctx->AddMetadata(kMungeKey, *cred);
+    ctx->AddMetadata(kMungeKey, cluster_->MungeCredential());
   }
   static std::string File(const std::string& name, const std::string& text) {
     std::string path = files_->Sub(name);

@@ -10,8 +10,11 @@
 #include <set>
 #include <sstream>
 
+#include "common/munge.h"
 #include "gtest/gtest.h"
 #include "proto/api.pb.h"
+#include "proto/rpc_util.h"
+#include "proto/tls.h"
 
 namespace baton::testing {
 
@@ -299,5 +302,24 @@ int64_t UnixNowMs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+std::unique_ptr<v1::Coordinator::Stub> LocalCluster::ApiStub() {
+  auto tls = LoadTls({security_->ca(), "", ""}, /*need_cert=*/false);
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  auto creds = ChannelCredentials(tls.ok() ? *tls : TlsMaterial{}, coordinator());
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  grpc::ChannelArguments args;
+  SetClientMessageLimits(&args);
+  return v1::Coordinator::NewStub(grpc::CreateCustomChannel(
+      coordinator(), creds.ok() ? *creds : grpc::InsecureChannelCredentials(), args));
+}
+
+std::string LocalCluster::MungeCredential(std::string_view payload, int ttl) {
+  auto cred = MungeEncode(security_->munge_socket(), payload, ttl);
+  EXPECT_TRUE(cred.ok()) << cred.status();
+  return cred.ok() ? *cred : "";
+}
+
+std::string LocalCluster::MungeCredential() { return MungeCredential(kMungeAudience); }
 
 }  // namespace baton::testing

@@ -7,9 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "proto/api.pb.h"
+#include "proto/api.grpc.pb.h"
 #include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
@@ -58,6 +59,13 @@ class LocalCluster : public ClusterClient {
   // A directory (1777) every user's jobs may write in.
   std::string shared_dir() const { return dir_.path() + "/shared"; }
   TestSecurity& security() { return *security_; }
+  // The public API over TLS verified against the cluster's CA, with the message limits
+  // every client sets; calls carry no credential unless the test adds one.
+  std::unique_ptr<v1::Coordinator::Stub> ApiStub();
+  // A MUNGE credential of this process (root, the admin) from the cluster's munged, made
+  // for `payload` (baton's audience by default) with `ttl` seconds (0: munged's default).
+  std::string MungeCredential(std::string_view payload, int ttl = 0);
+  std::string MungeCredential();
 
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before

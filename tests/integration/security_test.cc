@@ -45,14 +45,9 @@ class Security : public ::testing::Test {
     EXPECT_TRUE(tls.ok()) << tls.status();
     return tls.ok() ? *tls : TlsMaterial{};
   }
-  static std::unique_ptr<v1::Coordinator::Stub> Coordinator() {
-    auto creds = ChannelCredentials(Tls(), cluster_->coordinator());
-    return v1::Coordinator::NewStub(grpc::CreateChannel(cluster_->coordinator(), *creds));
-  }
+  static std::unique_ptr<v1::Coordinator::Stub> Coordinator() { return cluster_->ApiStub(); }
   static std::string Credential(std::string_view payload = kMungeAudience, int ttl = 0) {
-    auto cred = MungeEncode(cluster_->security().munge_socket(), payload, ttl);
-    EXPECT_TRUE(cred.ok()) << cred.status();
-    return cred.ok() ? *cred : "";
+    return cluster_->MungeCredential(payload, ttl);
   }
   static grpc::Status Ping(const std::string& munge_credential) {
     grpc::ClientContext ctx;
