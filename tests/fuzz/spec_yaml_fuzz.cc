@@ -34,8 +34,12 @@ void Map(YAML::Emitter& out, const char* key,
          const google::protobuf::Map<std::string, std::string>& map) {
   if (map.empty()) return;
   Key(out, key) << YAML::BeginMap;
-  for (const auto& [k, v] : map)
-    out << YAML::Key << YAML::DoubleQuoted << k << YAML::Value << YAML::DoubleQuoted << v;
+  for (const auto& [k, v] : map) {
+    // Explicit ("? ") keys: a simple key is limited to 1024 characters, and an escaped
+    // key can pass that.
+    out << YAML::Key << YAML::LongKey << YAML::DoubleQuoted << k << YAML::Value
+        << YAML::DoubleQuoted << v;
+  }
   out << YAML::EndMap;
 }
 
