@@ -23,8 +23,29 @@ void EventLog::Published(const StoreBatch& written) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     durable_ = std::max(durable_, newest);
+    for (const auto& ev : written.log) {
+      for (const auto& [token, fn] : followers_) fn(ev);
+    }
   }
   cv_.notify_all();
+}
+
+uint64_t EventLog::Follow(Follower fn, uint64_t* durable) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *durable = durable_;
+  uint64_t token = next_follower_++;
+  followers_.emplace(token, std::move(fn));
+  return token;
+}
+
+void EventLog::Unfollow(uint64_t token) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  followers_.erase(token);
+}
+
+size_t EventLog::followers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return followers_.size();
 }
 
 uint64_t EventLog::durable_seq() const {

@@ -1,4 +1,4 @@
-// Followed streams (`baton events -f`, `baton logs -f`) each hold a thread and a store
+// Followed streams (`baton events -f`, `baton logs -f`) each hold memory and a store
 // cursor for as long as the client stays: at most `per_user` open per user and `total` in
 // all; past either a new one is refused (ResourceExhausted, naming the limit). A Ticket
 // holds one place until it is destroyed (with its stream). Thread-safe.

@@ -1,16 +1,17 @@
 #include "coordinator/streams.h"
 
 #include <algorithm>
-#include <condition_variable>
+#include <atomic>
 #include <deque>
 #include <mutex>
-#include <thread>
 
 #include "proto/threaded_writer.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
 namespace {
+
+std::atomic<int64_t> queued_records{0};
 
 // Serializes writes on a server stream: Push queues, one write is in flight at a time,
 // and Finish waits for the queue to drain. Subclasses call OnWriteDoneImpl from
@@ -126,82 +127,273 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
   uint64_t version_ = 0;
 };
 
-// Copies the agent's ReadLogs stream to the client, one chunk in flight at a time, on a
-// thread of its own (the agent side is a blocking client stream).
-class LogRelay : public ThreadedWriteReactor<v1::LogChunk> {
+// Copies the agent's ReadLogs stream to the client, one chunk in flight at a time, with
+// no thread of its own: the agent's stream is read with gRPC's client callback API and
+// each chunk read starts the client's write, each write done starts the next read, so
+// exactly one of them is in flight until the end. A client that cancels cancels the
+// agent's call. Deletes itself once both calls are done.
+class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
-  LogRelay(std::shared_ptr<grpc::Channel> channel, v1::ReadLogsRequest req,
+  LogRelay(const std::shared_ptr<grpc::Channel>& channel, v1::ReadLogsRequest req,
            StreamQuota::Ticket ticket)
-      : stub_(v1::Agent::NewStub(channel)), req_(std::move(req)), ticket_(std::move(ticket)) {}
+      : stub_(v1::Agent::NewStub(channel)),
+        req_(std::move(req)),
+        ticket_(std::move(ticket)),
+        upstream_(this) {
+    // We prove ourselves with the coordinator's certificate (the channel's TLS).
+    stub_->async()->ReadLogs(&agent_ctx_, &req_, &upstream_);
+    // Reads are started from our write reactions too: the hold keeps the agent's call
+    // from ending between them. It goes when no read will follow.
+    upstream_.AddHold();
+    upstream_.StartRead(&in_);
+    upstream_.StartCall();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (ok) {
+      upstream_.StartRead(&in_);
+    } else {
+      agent_ctx_.TryCancel();  // the client is gone; the agent's OnDone finishes us
+      upstream_.RemoveHold();
+    }
+  }
+  void OnCancel() override { agent_ctx_.TryCancel(); }
+  void OnDone() override { Release(); }
 
  private:
-  void OnCancelled() override { agent_ctx_.TryCancel(); }
-
-  grpc::Status Produce() override {
-    // We prove ourselves with the coordinator's certificate (the channel's TLS).
-    auto reader = stub_->ReadLogs(&agent_ctx_, req_);
-    v1::LogChunk chunk;
-    bool ok = true;
-    while (ok && reader->Read(&chunk)) ok = Write(chunk);
-    if (!ok) agent_ctx_.TryCancel();
-    grpc::Status status = reader->Finish();
-    if (!ok) return grpc::Status::CANCELLED;
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      return grpc::Status(
-          grpc::StatusCode::UNAVAILABLE,
-          "the node agent holding the log is unreachable: " + status.error_message());
+  class Upstream : public grpc::ClientReadReactor<v1::LogChunk> {
+   public:
+    explicit Upstream(LogRelay* relay) : relay_(relay) {}
+    void OnReadDone(bool ok) override {
+      if (!ok) {  // the agent's stream ended: OnDone has its status
+        RemoveHold();
+        return;
+      }
+      relay_->out_.Swap(&relay_->in_);
+      relay_->StartWrite(&relay_->out_);
     }
-    return status;
+    void OnDone(const grpc::Status& status) override {
+      relay_->Finish(Explain(status));
+      relay_->Release();
+    }
+
+   private:
+    LogRelay* const relay_;
+  };
+
+  static grpc::Status Explain(const grpc::Status& status) {
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the node agent holding the log is unreachable: " + status.error_message());
+  }
+  // Both calls hold a reference; the last one done deletes the relay.
+  void Release() {
+    if (refs_.fetch_sub(1) == 1) delete this;
   }
 
   std::unique_ptr<v1::Agent::Stub> stub_;
   v1::ReadLogsRequest req_;
   grpc::ClientContext agent_ctx_;
   StreamQuota::Ticket ticket_;  // a followed stream's place, given back with the reactor
+  Upstream upstream_;
+  v1::LogChunk in_;   // being read from the agent
+  v1::LogChunk out_;  // being written to the client
+  std::atomic<int> refs_{2};
 };
 
-// The event log from `after_seq` (or its tail), in batches from the store; with
-// `follow`, then each new durable record. Blocks on its own thread between records.
-class EventStream : public ThreadedWriteReactor<v1::Event> {
+// The event log from `after_seq` (or its tail), then with `follow` each new durable
+// record, without a thread of its own. Two sources, one write in flight at a time:
+// - the store, read 512 records at a time on gRPC's callback threads (on the call's
+//   first reaction and after a write completes) while the stream is behind;
+// - the log's followers, which hand each durable record over on the committer's thread:
+//   it is queued (at most kMaxLive) and the write started, never waited for.
+// A reader that lets kMaxLive records pile up loses the queue and reads the store again
+// from the last record it was sent, at its own pace: commits never wait for it, it misses
+// nothing, and its memory stays bounded. Records are told apart by log_seq (no gaps are
+// sent twice, none skipped).
+class EventStream : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  EventStream(const EventLog* log, v1::EventsRequest req, StreamQuota::Ticket ticket)
-      : log_(log), req_(std::move(req)), ticket_(std::move(ticket)) {}
+  EventStream(const EventLog* log, const v1::EventsRequest& req, StreamQuota::Ticket ticket)
+      : log_(log), follow_(req.follow()), ticket_(std::move(ticket)) {
+    query_.job_id = req.job_id();
+    for (int k : req.kinds()) query_.kinds |= 1u << k;
+    query_.limit = kBatch;
+    after_ = req.after_seq();
+    if (req.tail() > 0) {
+      auto start = log_->TailStart(query_, req.tail());
+      if (!start.ok()) {
+        Finish(ToGrpc(start.status()));
+        return;
+      }
+      after_ = std::max(after_, *start);
+    }
+    sent_ = after_;
+    uint64_t durable = 0;
+    // Before the first store read: whatever the read does not see reaches OnLive.
+    if (follow_)
+      follow_token_ = log_->Follow([this](const v1::Event& ev) { OnLive(ev); }, &durable);
+    std::unique_lock<std::mutex> lock(mu_);
+    Pump(lock, /*may_read=*/true);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) Stop(grpc::Status::CANCELLED);
+    Pump(lock, /*may_read=*/true);
+  }
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    Stop(grpc::Status::CANCELLED);
+    Pump(lock, /*may_read=*/false);
+  }
+  void OnDone() override {
+    if (follow_token_) log_->Unfollow(follow_token_);  // no OnLive runs after this
+    queued_records -= static_cast<int64_t>(accounted_);
+    delete this;
+  }
 
  private:
   static constexpr size_t kBatch = 512;
+  static constexpr size_t kMaxLive = 1024;
 
-  grpc::Status Produce() override {
-    LogQuery q;
-    q.job_id = req_.job_id();
-    for (int k : req_.kinds()) q.kinds |= 1u << k;
-    uint64_t after = req_.after_seq();
-    if (req_.tail() > 0) {
-      auto start = log_->TailStart(q, req_.tail());
-      if (!start.ok()) return ToGrpc(start.status());
-      after = std::max(after, *start);
+  // Keeps queued_records (all streams' held records) up to date; under mu_.
+  void Account() {
+    size_t now = queue_.size() + live_.size();
+    queued_records += static_cast<int64_t>(now) - static_cast<int64_t>(accounted_);
+    accounted_ = now;
+  }
+
+  // On the committer's thread, with the log's mutex held: queue and start, never wait.
+  void OnLive(const v1::Event& ev) {
+    if (query_.job_id != 0 && ev.job_id() != query_.job_id) return;
+    if (query_.kinds != 0 && (query_.kinds & (1u << static_cast<int>(ev.kind()))) == 0) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (behind_) {  // the store pass in progress decides what of this it covers
+      if (live_lost_) return;
+      if (live_.size() >= kMaxLive) {
+        live_.clear();
+        live_lost_ = true;
+      } else {
+        live_.push_back(ev);
+      }
+      return Account();
     }
-    q.limit = kBatch;
+    if (ev.log_seq() <= after_) return;
+    if (queue_.size() >= kMaxLive) {
+      // A slow reader: drop what waits and read it from the store once the write in
+      // flight completes (one always is while anything waits).
+      queue_.clear();
+      after_ = sent_;
+      behind_ = true;
+      return Account();
+    }
+    queue_.push_back(ev);
+    after_ = ev.log_seq();
+    Account();
+    Pump(lock, /*may_read=*/false);
+  }
+
+  // Ends the stream with `status`: once what is queued is sent when OK, at once otherwise.
+  void Stop(const grpc::Status& status) {
+    if (stopping_) return;
+    stopping_ = true;
+    status_ = status;
+    if (!status.ok()) queue_.clear();
+    live_.clear();
+    Account();
+  }
+
+  // Starts the next write, reads the store when behind (only where `may_read`: never on
+  // the committer's thread), or finishes. Called with `lock` held; returns with it
+  // released or not, after which the caller touches nothing of the stream.
+  void Pump(std::unique_lock<std::mutex>& lock, bool may_read) {
     for (;;) {
-      uint64_t durable = log_->durable_seq();  // all of it is in the store by now
-      q.after_seq = after;
-      auto batch = log_->Read(q);
-      if (!batch.ok()) return ToGrpc(batch.status());
-      for (const auto& ev : *batch) {
-        if (!Write(ev)) return grpc::Status::CANCELLED;
-        after = ev.log_seq();
+      if (writing_ || finished_ || reading_) return;
+      if (!queue_.empty()) {
+        current_ = std::move(queue_.front());
+        queue_.pop_front();
+        Account();
+        sent_ = current_.log_seq();
+        writing_ = true;
+        lock.unlock();  // not taken again: the stream may be gone once the write is done
+        StartWrite(&current_);
+        return;
       }
-      if (batch->size() == kBatch) continue;
-      after = std::max(after, durable);  // nothing else up to `durable` matches
-      if (!req_.follow()) return grpc::Status::OK;
-      while (log_->WaitPast(after, std::chrono::milliseconds(250)) <= after) {
-        if (!Pause(std::chrono::milliseconds(0))) return grpc::Status::CANCELLED;
+      if (stopping_) {
+        finished_ = true;
+        grpc::Status status = status_;
+        lock.unlock();
+        Finish(status);
+        return;
       }
+      if (!behind_ || !may_read) return;
+      ReadStore(lock);
     }
   }
 
+  // One store batch after after_. A short batch means the store is read up to what was
+  // durable before it: the records followers handed over meanwhile continue from there.
+  void ReadStore(std::unique_lock<std::mutex>& lock) {
+    reading_ = true;
+    LogQuery q = query_;
+    q.after_seq = after_;
+    lock.unlock();
+    uint64_t durable = log_->durable_seq();  // all of it is in the store by now
+    auto batch = log_->Read(q);
+    lock.lock();
+    reading_ = false;
+    if (stopping_) return;
+    if (!batch.ok()) {
+      Stop(ToGrpc(batch.status()));
+      return;
+    }
+    for (auto& ev : *batch) {
+      after_ = ev.log_seq();
+      queue_.push_back(std::move(ev));
+    }
+    Account();
+    if (batch->size() == kBatch) return;  // more to read once these are sent
+    after_ = std::max(after_, durable);   // nothing else up to `durable` matches
+    if (!follow_) {
+      Stop(grpc::Status::OK);
+      return;
+    }
+    if (live_lost_) {  // too much arrived meanwhile: read the store again
+      live_lost_ = false;
+      return;
+    }
+    for (auto& ev : live_) {
+      if (ev.log_seq() <= after_) continue;
+      after_ = ev.log_seq();
+      queue_.push_back(std::move(ev));
+    }
+    live_.clear();
+    Account();
+    behind_ = false;
+  }
+
   const EventLog* const log_;
-  const v1::EventsRequest req_;
+  const bool follow_;
   StreamQuota::Ticket ticket_;  // a followed stream's place, given back with the reactor
+  LogQuery query_;
+  uint64_t follow_token_ = 0;
+
+  std::mutex mu_;
+  std::deque<v1::Event> queue_;  // to send, in log_seq order
+  std::deque<v1::Event> live_;   // handed over while a store pass runs
+  v1::Event current_;            // the write in flight
+  uint64_t after_ = 0;           // the newest record queued (or known not to match)
+  uint64_t sent_ = 0;            // the newest record handed to gRPC
+  bool behind_ = true;           // the store holds records not yet queued
+  bool live_lost_ = false;       // live_ overflowed during this store pass
+  bool reading_ = false;
+  bool writing_ = false;
+  bool stopping_ = false;
+  bool finished_ = false;
+  grpc::Status status_;
+  size_t accounted_ = 0;  // this stream's part of queued_records
 };
 
 class AgentStream;
@@ -309,21 +501,19 @@ grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller call
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
                                                     v1::ReadLogsRequest req,
                                                     StreamQuota::Ticket ticket) {
-  auto* relay = new LogRelay(std::move(agent), std::move(req), std::move(ticket));
-  relay->Start();
-  return relay;
+  return new LogRelay(agent, std::move(req), std::move(ticket));
 }
 
 grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req,
                                                     StreamQuota::Ticket ticket) {
-  auto* stream = new EventStream(log, std::move(req), std::move(ticket));
-  stream->Start();
-  return stream;
+  return new EventStream(log, req, std::move(ticket));
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(
     JobManager* jobs, const absl::Status& allowed, std::string certified_node) {
   return new AgentStream(jobs, allowed, std::move(certified_node));
 }
+
+int64_t EventRecordsQueued() { return queued_records.load(); }
 
 }  // namespace baton

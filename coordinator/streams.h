@@ -19,12 +19,17 @@ grpc::ServerWriteReactor<v1::Job>* NewWatchReactor(JobManager* jobs, Caller call
                                                    uint64_t job_id);
 // Job updates as `caller` may see them (access::ForViewer). A client that falls 256
 // updates behind is cut off (ResourceExhausted): commits never wait for it.
-// Relays and event streams hold `ticket` (null when not followed) until they end.
+// Relays and event streams hold `ticket` (null when not followed) until they end. The log
+// relay reads the agent's stream with the client callback API: no thread of its own.
 grpc::ServerWriteReactor<v1::LogChunk>* NewLogRelay(std::shared_ptr<grpc::Channel> agent,
                                                     v1::ReadLogsRequest req,
                                                     StreamQuota::Ticket ticket);
+// The event log as `req` asks, followed without a thread: live records are queued (at
+// most 1,024 a stream; a reader that falls further behind reads the store again).
 grpc::ServerWriteReactor<v1::Event>* NewEventStream(const EventLog* log, v1::EventsRequest req,
                                                     StreamQuota::Ticket ticket);
+// Event records all event streams hold in memory now (for tests and metrics).
+int64_t EventRecordsQueued();
 // `allowed` not OK: the stream is refused with it. `certified_node`: the node the peer's
 // certificate names; a Register for any other node is refused ("" : insecure, unchecked).
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* NewAgentStream(

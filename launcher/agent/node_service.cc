@@ -15,53 +15,71 @@ namespace baton {
 namespace {
 
 constexpr size_t kChunkBytes = 64 * 1024;
-constexpr auto kFollowPoll = std::chrono::milliseconds(100);
 
-// Reads the file on its own thread; one chunk in flight at a time.
-class LogReader : public ThreadedWriteReactor<v1::LogChunk> {
+}  // namespace
+
+// Reads an attempt's output file, one chunk in flight at a time, with no thread of its
+// own: the next chunk is read on gRPC's callback thread when a write is done, and a
+// followed reader at the end of the file waits in the NodeService's LogFollowers, whose
+// one thread looks again every 100 ms. A cancelled reader ends at its next step.
+class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
-  LogReader(const Agent* agent, v1::ReadLogsRequest req) : agent_(agent), req_(std::move(req)) {}
+  LogReader(const Agent* agent, LogFollowers* followers, v1::ReadLogsRequest req)
+      : agent_(agent), followers_(followers), req_(std::move(req)) {
+    offset_ = std::max<int64_t>(0, req_.offset());
+  }
 
- private:
-  grpc::Status Produce() override {
-    std::string path = agent_->LogPath(req_.job_id(), req_.attempt());
-    int fd = -1;
-    while ((fd = open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0) {
-      if (!req_.follow() || !agent_->IsLive(req_.job_id(), req_.attempt())) {
-        return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                            "no output for job " + std::to_string(req_.job_id()) + " attempt " +
-                                std::to_string(req_.attempt()) + " on this node");
+  // Runs until a write is in flight, the reader waits for more, or the call ends. Only
+  // one Step runs at a time: it is started by the handler, a write done or the followers.
+  void Step() {
+    if (cancelled_.load()) return End(grpc::Status::CANCELLED);
+    if (fd_ < 0) {
+      fd_ = open(agent_->LogPath(req_.job_id(), req_.attempt()).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) {
+        if (!req_.follow() || !agent_->IsLive(req_.job_id(), req_.attempt())) {
+          return End(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                  "no output for job " + std::to_string(req_.job_id()) +
+                                      " attempt " + std::to_string(req_.attempt()) +
+                                      " on this node"));
+        }
+        return followers_->Wait(this);
       }
-      if (!Pause(kFollowPoll)) return grpc::Status::CANCELLED;
     }
-    int64_t offset = std::max<int64_t>(0, req_.offset());
-    std::string buf(kChunkBytes, '\0');
-    v1::LogChunk chunk;
     for (;;) {
       // Check liveness before reading: output written before the exit is then seen.
       bool live = req_.follow() && agent_->IsLive(req_.job_id(), req_.attempt());
-      ssize_t n = pread(fd, buf.data(), buf.size(), offset);
-      if (n < 0) {
-        close(fd);
-        return grpc::Status(grpc::StatusCode::INTERNAL, "read " + path + " failed");
-      }
+      buf_.resize(kChunkBytes);
+      ssize_t n = pread(fd_, buf_.data(), buf_.size(), offset_);
+      if (n < 0) return End(grpc::Status(grpc::StatusCode::INTERNAL, "reading the log failed"));
       if (n == 0) {
-        if (!live || !Pause(kFollowPoll)) break;
-        continue;
+        if (!live) return End(grpc::Status::OK);
+        return followers_->Wait(this);
       }
-      chunk.set_offset(offset);
-      offset += n;
+      chunk_.set_offset(offset_);
+      offset_ += n;
       if (req_.has_rank()) {
-        chunk.set_data(FilterRank(buf.data(), static_cast<size_t>(n), !live));
-        if (chunk.data().empty()) continue;
+        chunk_.set_data(FilterRank(buf_.data(), static_cast<size_t>(n), !live));
+        if (chunk_.data().empty()) continue;
       } else {
-        chunk.set_data(buf.data(), static_cast<size_t>(n));
+        chunk_.set_data(buf_.data(), static_cast<size_t>(n));
       }
-      if (!Write(chunk)) break;
+      return StartWrite(&chunk_);
     }
-    close(fd);
-    return grpc::Status::OK;
   }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return End(grpc::Status::CANCELLED);
+    Step();
+  }
+  // A waiting reader is ended by the followers' next look; one writing by its write.
+  void OnCancel() override { cancelled_ = true; }
+  void OnDone() override {
+    if (fd_ >= 0) close(fd_);
+    delete this;
+  }
+
+ private:
+  void End(const grpc::Status& status) { Finish(status); }
 
   // Whole lines of the requested rank; a partial last line waits for the next read.
   std::string FilterRank(const char* data, size_t n, bool at_end) {
@@ -79,9 +97,17 @@ class LogReader : public ThreadedWriteReactor<v1::LogChunk> {
   }
 
   const Agent* const agent_;
+  LogFollowers* const followers_;
   const v1::ReadLogsRequest req_;
+  std::atomic<bool> cancelled_{false};
+  int fd_ = -1;
+  int64_t offset_ = 0;
+  std::string buf_;
   std::string partial_;
+  v1::LogChunk chunk_;  // the write in flight
 };
+
+namespace {
 
 // Runs one exec'ed command and streams its output, then its exit status.
 class ExecRunner : public ThreadedWriteReactor<v1::ExecOutput> {
@@ -191,8 +217,8 @@ grpc::ServerWriteReactor<v1::LogChunk>* NodeService::ReadLogs(grpc::CallbackServ
     return FinishedStream<v1::LogChunk>(
         grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "ReadLogs needs a job id and an attempt"));
   }
-  auto* reader = new LogReader(agent_, *req);
-  reader->Start();
+  auto* reader = new LogReader(agent_, followers_.get(), *req);
+  reader->Step();
   return reader;
 }
 
@@ -206,6 +232,40 @@ grpc::ServerWriteReactor<v1::ExecOutput>* NodeService::Exec(grpc::CallbackServer
   auto* runner = new ExecRunner(agent_, *req);
   runner->Start();
   return runner;
+}
+
+LogFollowers::LogFollowers() : thread_([this] { Run(); }) {}
+
+LogFollowers::~LogFollowers() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void LogFollowers::Wait(LogReader* reader) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_.push_back(reader);
+}
+
+size_t LogFollowers::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_.size();
+}
+
+void LogFollowers::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, kLook, [this] { return stopping_; });
+    std::vector<LogReader*> ready;
+    ready.swap(waiting_);
+    lock.unlock();
+    // Each steps once: it writes, waits here again, or ends (and may be deleted).
+    for (LogReader* r : ready) r->Step();
+    lock.lock();
+  }
 }
 
 }  // namespace baton

@@ -53,9 +53,10 @@ class HostileInput : public ::testing::Test {
     chmod(path.c_str(), 0644);
     return path;
   }
-  // The coordinator's thread count, from /proc (its command line names its data dir).
-  static int CoordinatorThreads() {
-    std::string marker = cluster_->dir() + "/coordinator";
+  // The thread count of this cluster's `binary` (its command line names the cluster's
+  // directory), from /proc; -1 when it is not running. The agent's keepers are forks with
+  // its command line and one thread: the daemon is the one with the most.
+  static int Threads(const std::string& binary) {
     DIR* proc = opendir("/proc");
     int threads = -1;
     for (dirent* d; proc && (d = readdir(proc));) {
@@ -63,18 +64,19 @@ class HostileInput : public ::testing::Test {
       if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
       std::ifstream cmd("/proc/" + pid + "/cmdline");
       std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-      if (argv.find("baton-coordinator") == std::string::npos ||
-          argv.find(marker) == std::string::npos) {
+      if (argv.find(binary) == std::string::npos ||
+          argv.find(cluster_->dir()) == std::string::npos) {
         continue;
       }
       std::ifstream status("/proc/" + pid + "/status");
       for (std::string line; std::getline(status, line);) {
-        if (line.rfind("Threads:", 0) == 0) threads = std::stoi(line.substr(8));
+        if (line.rfind("Threads:", 0) == 0) threads = std::max(threads, std::stoi(line.substr(8)));
       }
     }
     if (proc) closedir(proc);
     return threads;
   }
+  static int CoordinatorThreads() { return Threads("baton-coordinator"); }
 
   static inline LocalCluster* cluster_ = nullptr;
   static inline TempDir* files_ = nullptr;
@@ -212,7 +214,8 @@ TEST_F(HostileInput, FollowersPastTheCapAreRefusedAndThreadsStayBounded) {
       EXPECT_THAT(s.error_message(), HasSubstr("already follows 16 streams"));
     }
   }
-  EXPECT_LE(CoordinatorThreads(), before + 16 + 8) << "refused followers hold no thread";
+  // A thread per follower would add 16.
+  EXPECT_LE(CoordinatorThreads(), before + 6) << "followers and refusals hold no thread";
   // A follower that ends gives its place back.
   open.back()->ctx.TryCancel();
   open.back()->reader->Finish();
@@ -234,6 +237,61 @@ TEST_F(HostileInput, FollowersPastTheCapAreRefusedAndThreadsStayBounded) {
   EXPECT_TRUE(again);
   for (auto& f : open) f->ctx.TryCancel();
   for (auto& f : open) f->reader->Finish();
+}
+
+TEST_F(HostileInput, FollowedLogsHoldNoThreadInTheCoordinatorOrTheAgent) {
+  // This cluster's submit budget is small (one per 5 s after 3): wait for it if need be.
+  CommandResult sub;
+  for (int i = 0; i < 20; ++i) {
+    sub = cluster_->Baton(
+        {"submit", "-q", "--", "sh", "-c", "echo started; while :; do echo tick; sleep 0.2; done"},
+        kBob);
+    if (sub.exit_code != 7) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  uint64_t job = std::stoull(sub.out);
+  ASSERT_TRUE(cluster_->WaitForState(job, "JOB_STATE_RUNNING")) << cluster_->Describe(job);
+  auto stub = Coordinator();
+  struct Follower {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::LogChunk>> reader;
+  };
+  v1::LogsRequest req;
+  req.set_job_id(job);
+  req.set_follow(true);
+  auto open_one = [&] {
+    auto f = std::make_unique<Follower>();
+    Prove(&f->ctx);
+    f->reader = stub->Logs(&f->ctx, req);
+    std::string seen;
+    v1::LogChunk chunk;
+    while (seen.find("started") == std::string::npos && f->reader->Read(&chunk)) {
+      seen += chunk.data();
+    }
+    EXPECT_THAT(seen, HasSubstr("started"));
+    return f;
+  };
+  open_one()->ctx.TryCancel();  // warm both sides' gRPC up before counting
+  int coordinator_before = CoordinatorThreads();
+  int agent_before = Threads("baton-agent");
+  ASSERT_GT(agent_before, 0);
+  std::vector<std::unique_ptr<Follower>> open;
+  for (int i = 0; i < 16; ++i) open.push_back(open_one());
+  // A thread per follower would add 16 to each.
+  EXPECT_LE(CoordinatorThreads(), coordinator_before + 6);
+  EXPECT_LE(Threads("baton-agent"), agent_before + 6);
+  // They still follow: each gets lines written after it was counted.
+  for (auto& f : open) {
+    v1::LogChunk chunk;
+    std::string seen;
+    while (seen.find("tick") == std::string::npos && f->reader->Read(&chunk)) seen = chunk.data();
+    EXPECT_THAT(seen, HasSubstr("tick"));
+  }
+  for (auto& f : open) f->ctx.TryCancel();
+  for (auto& f : open) f->reader->Finish();
+  CommandResult cancel = cluster_->Baton({"cancel", std::to_string(job)}, kBob);
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
 }
 
 TEST_F(HostileInput, AnOverlongCancelReasonIsRefused) {
