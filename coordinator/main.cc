@@ -14,6 +14,7 @@
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "common/net.h"
+#include "common/version.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/metrics.h"
 #include "coordinator/policy_config.h"
@@ -88,11 +89,16 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "max-follows", "followed streams open in all",
       cxxopts::value<size_t>()->default_value("1024"))(
       "log-level", "trace, debug, info, warn, error",
-      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help")(
+      "version", "print the version and exit");
   try {
     auto r = opts.parse(argc, argv);
     if (r.count("help")) {
       std::cout << opts.help() << "\n";
+      std::exit(0);
+    }
+    if (r.count("version")) {
+      std::cout << "baton-coordinator " << baton::Version() << "\n";
       std::exit(0);
     }
     if (!r.unmatched().empty())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/version.h"
 #include "proto/rpc_util.h"
 
 namespace baton {
@@ -160,7 +161,7 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
       .Name("baton_build_info")
       .Help("Always 1: the version of this build")
       .Register(*registry_)
-      .Add({{"component", "coordinator"}, {"version", BATON_VERSION}})
+      .Add({{"component", "coordinator"}, {"version", Version()}})
       .Set(1);
   std::lock_guard<std::mutex> lock(mu_);
   SetNodesLocked();

@@ -220,8 +220,9 @@ absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec
   if (spec->restart_policy() == v1::RESTART_POLICY_UNSPECIFIED) {
     spec->set_restart_policy(cls->service ? v1::RESTART_POLICY_ALWAYS
                                           : v1::RESTART_POLICY_ON_FAILURE);
-    if (spec->max_restarts() == 0) spec->set_max_restarts(policy.default_max_restarts);
   }
+  // Unset takes the default; 0 set by the user means no retries.
+  if (!spec->has_max_restarts()) spec->set_max_restarts(policy.default_max_restarts);
   if (!v1::LaunchMode_IsValid(spec->launch_mode())) return Invalid("launch_mode", "unknown mode");
   if (!v1::RestartPolicy_IsValid(spec->restart_policy())) {
     return Invalid("restart_policy", "unknown policy");

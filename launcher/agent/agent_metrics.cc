@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/version.h"
 #include "prometheus/metric_family.h"
 
 namespace baton {
@@ -83,7 +84,7 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   constexpr auto kCounter = MetricType::Counter;
   Labels node{{"node", node_}};
   f.Add("baton_build_info", kGauge, "Always 1: the version of this build",
-        {{"component", "agent"}, {"version", BATON_VERSION}}, 1);
+        {{"component", "agent"}, {"version", Version()}}, 1);
   f.Add("baton_agent_connected", kGauge, "1 while the coordinator stream is up", node,
         connected_ && connected_() ? 1 : 0);
   std::lock_guard<std::mutex> lock(mu_);

@@ -15,6 +15,7 @@
 #include "common/metrics_server.h"
 #include "common/net.h"
 #include "common/resources.h"
+#include "common/version.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/agent_metrics.h"
 #include "launcher/agent/exec_client.h"
@@ -132,11 +133,16 @@ Flags ParseFlags(int argc, char** argv) {
        "--coordinator are loopback")
       ("log-level", "trace, debug, info, warn, error",
        cxxopts::value<std::string>()->default_value("info"))
-      ("h,help", "show this help");
+      ("h,help", "show this help")
+      ("version", "print the version and exit");
   // clang-format on
   auto r = opts.parse(argc, argv);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
+    std::exit(0);
+  }
+  if (r.count("version")) {
+    std::cout << "baton-agent " << baton::Version() << "\n";
     std::exit(0);
   }
   if (!r.unmatched().empty()) {

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/version.h"
 #include "launcher/cli/client.h"
 #include "launcher/cli/commands.h"
 
@@ -26,6 +27,7 @@ constexpr char kUsageText[] =
     "                             specs, policy and node changes\n"
     "  whoami                     who the coordinator takes you to be, your tenants\n"
     "  admin token create|list|revoke   service tokens for automation (admins)\n"
+    "  version                    this client's version (also --version)\n"
     "\n"
     "environment: BATON_COORDINATOR (host:port), BATON_CA (cluster CA bundle, default\n"
     "  /etc/baton/tls/ca.crt), BATON_MUNGE_SOCKET (default /run/munge/munge.socket.2),\n"
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
       {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
       {"whoami", baton::cli::RunWhoAmI},
   };
+  if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
+    std::cout << "baton " << baton::Version() << "\n";
+    return baton::cli::kOk;
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     std::cout << kUsageText;

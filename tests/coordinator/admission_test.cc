@@ -59,6 +59,18 @@ TEST(Admission, FillsDefaultsFromCallerAndPolicy) {
   EXPECT_EQ(s.max_restarts(), 3u);
 }
 
+TEST(Admission, MaxRestartsZeroMeansNoRetriesAndUnsetTakesTheDefault) {
+  v1::JobSpec zero = Minimal();
+  zero.set_max_restarts(0);
+  ASSERT_TRUE(Admit(&zero).ok());
+  EXPECT_EQ(zero.max_restarts(), 0u) << "0 is the user's choice, not 'unset'";
+  // An explicit restart policy without a count still gets the policy's default.
+  v1::JobSpec on_failure = Minimal();
+  on_failure.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  ASSERT_TRUE(Admit(&on_failure).ok());
+  EXPECT_EQ(on_failure.max_restarts(), 3u);
+}
+
 TEST(Admission, InferenceIsAServiceThatAlwaysRestarts) {
   v1::JobSpec s = Minimal();
   s.set_priority_class("inference");

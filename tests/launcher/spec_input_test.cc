@@ -236,6 +236,7 @@ TEST(SetSpecField, SetsEveryScalarField) {
       {"restart_policy", "always",
        [](auto& s) { return s.restart_policy() == v1::RESTART_POLICY_ALWAYS; }},
       {"max_restarts", "5", [](auto& s) { return s.max_restarts() == 5; }},
+      {"max_restarts", "0", [](auto& s) { return s.has_max_restarts() && s.max_restarts() == 0; }},
       {"pool", "batch", [](auto& s) { return s.pool() == "batch"; }},
       {"working_dir", "/w", [](auto& s) { return s.working_dir() == "/w"; }},
       {"checkpoint_dir", "/c", [](auto& s) { return s.checkpoint_dir() == "/c"; }},
