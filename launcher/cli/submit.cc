@@ -69,8 +69,8 @@ cxxopts::Options SubmitOptions() {
       "checkpoint-dir", "checkpoint directory every node sees", cxxopts::value<std::string>())(
       "grace", "time to checkpoint and exit when stopped (30s)", cxxopts::value<std::string>())(
       "max-runtime", "kill after this long (2h)", cxxopts::value<std::string>())(
-      "w,wait", "follow the job to its end and exit with its exit code")("q,quiet",
-                                                                         "print only the job id");
+      "w,wait", "follow the job to its end and exit with its exit code")(
+      "q,quiet", "print only the job id")("parsable", "print only the job id (as sbatch does)");
   AddCommonFlags(opts);
   return opts;
 }
@@ -203,7 +203,7 @@ int RunSubmit(const Args& args) {
   bool json = r->count("json");
   if (json && !r->count("wait")) {
     std::cout << ToJson(resp) << "\n";
-  } else if (r->count("quiet")) {
+  } else if (r->count("quiet") || r->count("parsable")) {
     std::cout << resp.job_id() << "\n";
   } else {
     std::cout << "Submitted job " << resp.job_id() << "\n";
