@@ -11,5 +11,7 @@ namespace baton {
 
 // `level`: trace, debug, info, warn, error. Unknown levels fall back to info.
 void InitLogging(std::string_view component, std::string_view level);
+// Changes the level of the running logger (a daemon's SIGHUP reload).
+void SetLogLevel(std::string_view level);
 
 }  // namespace baton

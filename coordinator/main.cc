@@ -5,11 +5,13 @@
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 
+#include <csignal>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "common/config_file.h"
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
@@ -39,7 +41,10 @@ struct Flags {
   size_t max_follows = 1024;
 };
 
-std::optional<Flags> ParseFlags(int argc, char** argv) {
+constexpr char kDefaultConfig[] = "/etc/baton/coordinator.yaml";
+
+// The flags, with the config file's settings (common/config_file.h) under them.
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   cxxopts::Options opts("baton-coordinator", "baton's job service (gRPC + RocksDB)");
   opts.add_options()("listen", "host:port to serve on (loopback or private; port 0 picks one)",
                      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
@@ -91,8 +96,11 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
       "log-level", "trace, debug, info, warn, error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help")(
       "version", "print the version and exit");
+  baton::AddConfigFileFlags(opts, kDefaultConfig);
   try {
-    auto r = opts.parse(argc, argv);
+    auto parsed = baton::ParseWithConfigFile(opts, argc, argv, kDefaultConfig);
+    if (!parsed.ok()) return parsed.status();
+    const cxxopts::ParseResult& r = *parsed;
     if (r.count("help")) {
       std::cout << opts.help() << "\n";
       std::exit(0);
@@ -148,8 +156,7 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
     }
     return f;
   } catch (const cxxopts::exceptions::exception& e) {
-    std::cerr << "baton-coordinator: " << e.what() << "\n";
-    return std::nullopt;
+    return absl::InvalidArgumentError(e.what());
   }
 }
 
@@ -158,7 +165,10 @@ std::optional<Flags> ParseFlags(int argc, char** argv) {
 int main(int argc, char** argv) {
   baton::BlockStopSignals();
   auto flags = ParseFlags(argc, argv);
-  if (!flags) return 2;
+  if (!flags.ok()) {
+    std::cerr << "baton-coordinator: " << flags.status().message() << "\n";
+    return 2;
+  }
   baton::InitLogging("coordinator", flags->log_level);
   if (auto hp = baton::SplitHostPort(flags->listen); !hp.ok()) {
     spdlog::error("--listen: {}", std::string(hp.status().message()));
@@ -267,7 +277,22 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  int sig = baton::WaitForStopSignal();
+  int sig;
+  // SIGHUP re-reads the flags and config file: the log level and the follow limits
+  // change at once; the rest (addresses, paths, timings) needs a restart. The policy is
+  // not reloaded: its truth is the stored versions (baton admin policy set).
+  while ((sig = baton::WaitForStopSignal()) == SIGHUP) {
+    auto next = ParseFlags(argc, argv);
+    if (!next.ok()) {
+      spdlog::error("SIGHUP: kept the settings in effect: {}",
+                    std::string(next.status().message()));
+      continue;
+    }
+    baton::SetLogLevel(next->log_level);
+    api.SetFollowLimits(next->max_follows_per_user, next->max_follows);
+    spdlog::info("SIGHUP: reloaded: log-level {}, max-follows-per-user {}, max-follows {}",
+                 next->log_level, next->max_follows_per_user, next->max_follows);
+  }
   spdlog::info("signal {}: shutting down", sig);
   metrics_server.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -42,6 +42,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
         follows_(std::make_shared<StreamQuota>(deps_.max_follows_per_user, deps_.max_follows)) {}
   // Followed streams open now (for tests and metrics).
   size_t follows() const { return follows_->open(); }
+  // New follow limits (a SIGHUP reload): for new streams; open ones stay.
+  void SetFollowLimits(size_t per_user, size_t total) { follows_->SetLimits(per_user, total); }
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const v1::SubmitRequest* req,
                                    v1::SubmitResponse* resp) override;

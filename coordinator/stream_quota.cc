@@ -36,4 +36,10 @@ size_t StreamQuota::open() const {
   return open_;
 }
 
+void StreamQuota::SetLimits(size_t per_user, size_t total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  per_user_ = per_user;
+  total_ = total;
+}
+
 }  // namespace baton

@@ -21,12 +21,14 @@ class StreamQuota : public std::enable_shared_from_this<StreamQuota> {
   // Create with std::make_shared: tickets keep the quota alive.
   absl::StatusOr<Ticket> Acquire(const std::string& user);
   size_t open() const;
+  // New limits for new streams (a SIGHUP reload); open ones keep their places.
+  void SetLimits(size_t per_user, size_t total);
 
  private:
   void Release(const std::string& user);
 
-  const size_t per_user_;
-  const size_t total_;
+  size_t per_user_;  // guarded by mu_
+  size_t total_;
   mutable std::mutex mu_;
   std::map<std::string, size_t> by_user_;
   size_t open_ = 0;

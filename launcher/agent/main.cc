@@ -4,11 +4,13 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
+#include "common/config_file.h"
 #include "common/daemon.h"
 #include "common/ids.h"
 #include "common/logging.h"
@@ -57,6 +59,10 @@ std::string Hostname() {
   return buf;
 }
 
+constexpr char kDefaultConfig[] = "/etc/baton/agent.yaml";
+
+// The flags, with the config file's settings (common/config_file.h) under them. Throws
+// cxxopts' exception on a bad flag or config file.
 Flags ParseFlags(int argc, char** argv) {
   cxxopts::Options opts("baton-agent", "baton's node agent");
   // clang-format off
@@ -136,7 +142,10 @@ Flags ParseFlags(int argc, char** argv) {
       ("h,help", "show this help")
       ("version", "print the version and exit");
   // clang-format on
-  auto r = opts.parse(argc, argv);
+  baton::AddConfigFileFlags(opts, kDefaultConfig);
+  auto parsed = baton::ParseWithConfigFile(opts, argc, argv, kDefaultConfig);
+  if (!parsed.ok()) throw cxxopts::exceptions::exception(std::string(parsed.status().message()));
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
     std::exit(0);
@@ -360,7 +369,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  int sig = baton::WaitForStopSignal();
+  int sig;
+  // SIGHUP re-reads the flags and config file: the log level changes at once; the rest
+  // (addresses, paths, isolation) needs a restart, which jobs survive.
+  while ((sig = baton::WaitForStopSignal()) == SIGHUP) {
+    try {
+      Flags next = ParseFlags(argc, argv);
+      baton::SetLogLevel(next.log_level);
+      spdlog::info("SIGHUP: reloaded: log-level {}", next.log_level);
+    } catch (const cxxopts::exceptions::exception& e) {
+      spdlog::error("SIGHUP: kept the settings in effect: {}", e.what());
+    }
+  }
   spdlog::info("signal {}: stopping", sig);
   metrics_server.reset();
   agent.Stop();

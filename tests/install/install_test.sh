@@ -20,7 +20,7 @@ libdir=$(find "$prefix" -name libbaton_checkpoint.a -printf '%h\n' | head -1)
 for f in bin/baton bin/baton-agent bin/baton-exec bin/baton-coordinator \
          include/baton/checkpoint/checkpoint.h include/baton/common/clock.h \
          lib/systemd/system/baton-coordinator.service lib/systemd/system/baton-agent.service \
-         etc/default/baton-coordinator etc/default/baton-agent; do
+         etc/baton/coordinator.yaml etc/baton/agent.yaml; do
   [ -e "$prefix/$f" ] || fail "$f not installed"
 done
 for f in libbaton_checkpoint.so pkgconfig/baton-checkpoint.pc cmake/baton/batonConfig.cmake; do
@@ -48,7 +48,8 @@ if command -v systemd-analyze >/dev/null; then
   for u in baton-coordinator baton-agent; do
     sed -E "s#^ExecStart=[^ ]*/bin/#ExecStart=$prefix/bin/#" \
       "$prefix/lib/systemd/system/$u.service" >"$work/units/$u.service"
-    grep -q "^ExecStart=$prefix/bin/$u " "$work/units/$u.service" || fail "$u: no ExecStart"
+    grep -q "^ExecStart=$prefix/bin/$u --config $prefix/etc/baton/${u#baton-}.yaml$" \
+      "$work/units/$u.service" || fail "$u: ExecStart is not the installed binary and config"
     out=$(cd "$work/units" && systemd-analyze verify "./$u.service" 2>&1) ||
       fail "systemd-analyze verify $u.service: $out"
     [ -z "$out" ] || fail "systemd-analyze verify $u.service warns: $out"
@@ -56,6 +57,11 @@ if command -v systemd-analyze >/dev/null; then
   grep -q '^Delegate=yes' "$work/units/baton-agent.service" || fail "agent unit: no Delegate=yes"
   grep -q '^KillMode=process' "$work/units/baton-agent.service" || fail "agent unit: jobs die with it"
   echo "install_test: units verified"
+  # The installed config files are read: their settings show in --print-config.
+  "$prefix/bin/baton-coordinator" --config "$prefix/etc/baton/coordinator.yaml" --print-config |
+    grep -qx 'listen: 0.0.0.0:7070' || fail "coordinator.yaml is not read"
+  "$prefix/bin/baton-agent" --config "$prefix/etc/baton/agent.yaml" --print-config >"$work/agent.cfg"
+  grep -qx 'coordinator: coordinator.example:7070' "$work/agent.cfg" || fail "agent.yaml is not read"
 else
   echo "install_test: systemd-analyze not found: units not verified"
 fi

@@ -3,7 +3,8 @@
 # contents and maintainer scripts, extracts them (dpkg-deb -x) into a temporary root —
 # never installing into the host — verifies the units there with systemd-analyze, starts
 # the coordinator and an agent from the extracted tree with their units' ExecStart lines
-# (data dirs and addresses moved into the temporary directory), and runs a job.
+# and packaged config files (data dirs and addresses moved into the temporary directory
+# by flags, which win over the files), and runs a job.
 # usage: package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -45,7 +46,8 @@ has() {  # package, path
 }
 has baton-coordinator usr/bin/baton-coordinator
 has baton-coordinator usr/lib/systemd/system/baton-coordinator.service
-has baton-coordinator etc/default/baton-coordinator
+has baton-coordinator etc/baton/coordinator.yaml
+has baton-agent etc/baton/agent.yaml
 has baton-agent usr/bin/baton-agent
 has baton-agent usr/bin/baton-exec
 has baton-agent usr/lib/systemd/system/baton-agent.service
@@ -54,7 +56,7 @@ has libbaton-checkpoint-dev usr/include/baton/checkpoint/checkpoint.h
 has libbaton-checkpoint-dev usr/lib/pkgconfig/baton-checkpoint.pc
 has libbaton-checkpoint-dev usr/lib/cmake/baton/batonConfig.cmake
 dpkg-deb -e "$(deb baton-coordinator)" "$work/control"
-grep -qx /etc/default/baton-coordinator "$work/control/conffiles" || fail "no conffiles"
+grep -qx /etc/baton/coordinator.yaml "$work/control/conffiles" || fail "no conffiles"
 grep -q 'useradd --system' "$work/control/postinst" || fail "postinst makes no baton user"
 sh -n "$work/control/postinst" || fail "postinst does not parse"
 
@@ -75,24 +77,25 @@ version=$("$root/usr/bin/baton" --version)
 echo "package_test: packages of $version verified"
 
 # The daemons as their units start them, from the extracted tree.
-execstart() {  # unit -> its command line, /usr/bin moved into the root, $VARS dropped
+execstart() {  # unit -> its command line, /usr/bin and /etc moved into the root
   sed -n 's/^ExecStart=//p' "$root/usr/lib/systemd/system/$1.service" |
-    sed -e "s#/usr/bin/#$root/usr/bin/#" -e 's/\$[A-Z_]*//g'
+    sed -e "s# /usr/bin/# $root/usr/bin/#; s#^/usr/bin/#$root/usr/bin/#; s# /etc/# $root/etc/#g"
 }
 read -r -a coordinator <<<"$(execstart baton-coordinator)"
 read -r -a agent <<<"$(execstart baton-agent)"
 [ "${coordinator[0]}" = "$root/usr/bin/baton-coordinator" ] || fail "coordinator ExecStart: ${coordinator[*]}"
 [ "${agent[0]}" = "$root/usr/bin/baton-agent" ] || fail "agent ExecStart: ${agent[*]}"
-move() { local a; for a in "$@"; do printf '%s\n' "${a//\/var\/lib\/baton/$work/state}"; done; }
-mapfile -t coordinator < <(move "${coordinator[@]}")
-mapfile -t agent < <(move "${agent[@]}")
+[ "${coordinator[2]}" = "$root/etc/baton/coordinator.yaml" ] || fail "coordinator config: ${coordinator[*]}"
+"${coordinator[@]}" --print-config | grep -qx 'listen: 0.0.0.0:7070' ||
+  fail "the packaged coordinator.yaml is not read"
 mkdir -p "$work/state/coordinator" "$work/state/agent"
 "$src/scripts/munged.sh" start "$work/munge" >/dev/null
 "$src/scripts/certs.sh" "$work/tls" ca >/dev/null
 "$src/scripts/certs.sh" "$work/tls" coordinator >/dev/null
 "$src/scripts/certs.sh" "$work/tls" node pkg1 IP:127.0.0.1 >/dev/null
 export BATON_CA=$work/tls/ca.crt BATON_MUNGE_SOCKET=$work/munge/munge.socket
-"${coordinator[@]}" --listen 127.0.0.1:0 --ready-file "$work/coordinator.addr" \
+"${coordinator[@]}" --listen 127.0.0.1:0 --data-dir "$work/state/coordinator" \
+  --ready-file "$work/coordinator.addr" \
   --tls-ca "$BATON_CA" --tls-cert "$work/tls/coordinator.crt" \
   --tls-key "$work/tls/coordinator.key" --munge-socket "$BATON_MUNGE_SOCKET" \
   >"$work/coordinator.log" 2>&1 &
@@ -102,6 +105,7 @@ for _ in $(seq 100); do [ -s "$work/coordinator.addr" ] && break; sleep 0.1; don
 export BATON_COORDINATOR=$(cat "$work/coordinator.addr")
 # The unit's cgroup parent is systemd's delegated subtree; here there is no isolation.
 "${agent[@]}" --name pkg1 --coordinator "$BATON_COORDINATOR" --listen 127.0.0.1:0 \
+  --data-dir "$work/state/agent" \
   --isolation none --tls-ca "$BATON_CA" --tls-cert "$work/tls/node-pkg1.crt" \
   --tls-key "$work/tls/node-pkg1.key" >"$work/agent.log" 2>&1 &
 PIDS+=($!)
