@@ -14,7 +14,7 @@ PACKAGES=(
   nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl
   clang libclang-rt-14-dev
-  systemd dpkg-dev
+  systemd dpkg-dev help2man
 )
 
 # Users the tests and the demo act as (never created by baton's packages): alice is in

@@ -33,6 +33,23 @@ if grep -rhoE '#include "[^"]+"' "$prefix/include/baton" | sed -E 's/#include "(
   fail "installed headers include headers that are not installed (above)"
 fi
 
+# Man pages from the --help texts, and the CLI's bash completion.
+for page in share/man/man1/baton.1 share/man/man8/baton-coordinator.8 share/man/man8/baton-agent.8; do
+  [ -s "$prefix/$page" ] || fail "$page not installed"
+done
+grep -q 'submit' "$prefix/share/man/man1/baton.1" || fail "baton.1 does not describe submit"
+grep -q 'print\\-config\|print-config' "$prefix/share/man/man8/baton-agent.8" ||
+  fail "baton-agent.8 does not list --print-config"
+completion=$prefix/share/bash-completion/completions/baton
+complete_words() {  # words of the command line so far -> what completion offers
+  PATH="$prefix/bin:$PATH" bash -c 'source "$1"; shift; COMP_WORDS=("$@");
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _baton; echo "${COMPREPLY[*]}"' _ "$completion" "$@"
+}
+[ "$(complete_words baton su)" = submit ] || fail "completion of 'baton su': $(complete_words baton su)"
+[ "$(complete_words baton submit --max-res)" = --max-restarts ] ||
+  fail "completion of 'baton submit --max-res': $(complete_words baton submit --max-res)"
+[ "$(complete_words baton submit --mode d)" = direct ] || fail "completion of --mode"
+
 # One version everywhere, the build's.
 version=$("$prefix/bin/baton" --version | awk '{print $2}')
 [ -n "$version" ] || fail "baton --version printed nothing"

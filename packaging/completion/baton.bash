@@ -1,0 +1,38 @@
+# bash completion for baton: commands, each command's flags (read from its --help, so
+# they never go stale), and job ids of the queue for commands that take jobs.
+_baton() {
+  local cur prev cmd
+  cur=${COMP_WORDS[COMP_CWORD]}
+  prev=${COMP_WORDS[COMP_CWORD - 1]}
+  local commands="submit queue status explain logs cancel signal nodes share policy events whoami admin version"
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    mapfile -t COMPREPLY < <(compgen -W "$commands --help --version" -- "$cur")
+    return 0
+  fi
+  cmd=${COMP_WORDS[1]}
+  case "$prev" in
+    -f | --file) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return 0 ;;
+    --mode) mapfile -t COMPREPLY < <(compgen -W "direct mpi" -- "$cur"); return 0 ;;
+    --restart) mapfile -t COMPREPLY < <(compgen -W "never on-failure always" -- "$cur"); return 0 ;;
+    -s | --signal) mapfile -t COMPREPLY < <(compgen -W "USR1 USR2" -- "$cur"); return 0 ;;
+  esac
+  case "$cur" in
+    -*)
+      local flags
+      flags=$(baton "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+      mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
+      return 0
+      ;;
+  esac
+  case "$cmd" in
+    status | explain | logs | cancel | signal)
+      local jobs
+      jobs=$(baton queue --timeout 2s 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }')
+      mapfile -t COMPREPLY < <(compgen -W "$jobs" -- "$cur")
+      ;;
+    admin) mapfile -t COMPREPLY < <(compgen -W "token policy" -- "$cur") ;;
+    policy) mapfile -t COMPREPLY < <(compgen -W "get set" -- "$cur") ;;
+  esac
+  return 0
+}
+complete -F _baton baton
