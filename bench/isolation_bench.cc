@@ -112,8 +112,8 @@ class Cluster {
                                  "1gbit",
                                  "--nvml",
                                  "",
-                                 "--stats-interval-ms",
-                                 "500",
+                                 "--stats-interval",
+                                 "500ms",
                                  "--log-level",
                                  "warn"},
         std::map<std::string, std::string>{}, dir + "/agent"));

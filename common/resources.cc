@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <string>
-
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace baton {
 namespace {
@@ -75,9 +74,9 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
   auto [value, unit] = *q;
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "GiB" -> "gi"
   static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"", 1},          {"k", 1e3},       {"m", 1e6},       {"g", 1e9},
-      {"t", 1e12},      {"ki", 1024.0},   {"mi", 1048576.0}, {"gi", 1073741824.0},
-      {"ti", 1099511627776.0}};
+      {"", 1},           {"k", 1e3},           {"m", 1e6},
+      {"g", 1e9},        {"t", 1e12},          {"ki", 1024.0},
+      {"mi", 1048576.0}, {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) return Scale(value, factor, text, "size", 9.2e18);
   }
@@ -85,17 +84,44 @@ absl::StatusOr<uint64_t> ParseBytes(std::string_view text) {
       Cat({"invalid size '", text, "': use a number with K, M, G, T, Ki, Mi, Gi or Ti"}));
 }
 
-absl::StatusOr<uint64_t> ParseDurationSeconds(std::string_view text) {
-  auto q = SplitQuantity(text, "duration");
-  if (!q.ok()) return q.status();
-  auto [value, unit] = *q;
-  static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-  for (const auto& [name, factor] : kUnits) {
-    if (unit == name) return Scale(value, factor, text, "duration", 1e12);
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text) {
+  std::string t(text);
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(
+        Cat({"invalid duration '", text, "': use e.g. 90s, 500ms, 15m, 1h30m, 2d"}));
+  };
+  if (t.empty()) return invalid();
+  if (t.find_first_not_of("0123456789.") == std::string::npos) t += "s";  // seconds
+  // Days first ("2d", "1d12h"), then absl's units for the rest.
+  absl::Duration days;
+  size_t d = t.find('d');
+  if (d != std::string::npos) {
+    double n = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + d, n);
+    if (ec != std::errc() || end != t.data() + d || d == 0 || !(n >= 0) || n > 1e9) {
+      return invalid();
+    }
+    days = absl::Hours(24) * n;
+    t = t.substr(d + 1);
   }
-  return absl::InvalidArgumentError(
-      Cat({"invalid duration '", text, "': use s, m, h or d (90s, 15m, 2h)"}));
+  absl::Duration rest;
+  if (!t.empty() && !absl::ParseDuration(t, &rest)) return invalid();
+  absl::Duration total = days + rest;
+  if (total < absl::ZeroDuration() || total == absl::InfiniteDuration()) return invalid();
+  if (total > absl::Hours(24) * 365 * 1000) {
+    return absl::InvalidArgumentError(Cat({"duration '", text, "' is out of range"}));
+  }
+  return total;
+}
+
+absl::StatusOr<uint64_t> ParseDurationSeconds(std::string_view text) {
+  auto d = ParseDuration(text);
+  if (!d.ok()) return d.status();
+  if (*d != absl::Seconds(absl::ToInt64Seconds(*d))) {
+    return absl::InvalidArgumentError(
+        Cat({"duration '", text, "' is not a whole number of seconds"}));
+  }
+  return static_cast<uint64_t>(absl::ToInt64Seconds(*d));
 }
 
 absl::StatusOr<uint64_t> ParseMbps(std::string_view text) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace baton {
 
@@ -18,8 +19,7 @@ struct Resources {
   uint32_t gpus = 0;
 
   bool Fits(const Resources& free) const {
-    return cpu_millis <= free.cpu_millis && memory_bytes <= free.memory_bytes &&
-           gpus <= free.gpus;
+    return cpu_millis <= free.cpu_millis && memory_bytes <= free.memory_bytes && gpus <= free.gpus;
   }
   Resources& operator+=(const Resources& o);
   // Saturates at zero: freeing more than was held is a bug upstream, not an underflow.
@@ -32,7 +32,11 @@ absl::StatusOr<uint64_t> ParseCpuMillis(std::string_view text);
 // "1024", "4K", "4Ki", "16G", "16Gi", "16GiB", "1.5Gi". Binary suffixes are powers of
 // 1024, decimal ones powers of 1000 (Kubernetes quantities).
 absl::StatusOr<uint64_t> ParseBytes(std::string_view text);
-// "90" (seconds), "90s", "15m", "2h", "1d" -> seconds.
+// Every duration baton reads, flags, specs and policies alike: absl::ParseDuration's
+// form ("500ms", "1h30m", "1.5s") plus a `d` suffix for days ("30d", "1d12h"), and a bare
+// number meaning seconds ("90"). Not negative, not infinite.
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text);
+// ParseDuration in whole seconds ("500ms" is refused here: the field counts seconds).
 absl::StatusOr<uint64_t> ParseDurationSeconds(std::string_view text);
 // "100" (Mbit/s), "100mbit", "1gbit", "1.5gbit" -> Mbit/s.
 absl::StatusOr<uint64_t> ParseMbps(std::string_view text);

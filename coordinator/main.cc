@@ -58,15 +58,15 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "metrics-ready-file", "write the bound metrics address here once serving",
       cxxopts::value<std::string>()->default_value(""))(
-      "heartbeat-ms", "agent heartbeat interval", cxxopts::value<int64_t>()->default_value("1000"))(
-      "lease-ms", "agent lease: a node silent this long stops its jobs",
-      cxxopts::value<int64_t>()->default_value("10000"))(
+      "heartbeat", "agent heartbeat interval", cxxopts::value<std::string>()->default_value("1s"))(
+      "lease", "agent lease: a node silent this long stops its jobs",
+      cxxopts::value<std::string>()->default_value("10s"))(
       "policy",
       "scheduling policy YAML (classes, tenants, quotas, pools; see "
       "scripts/policy.example.yaml); default: the built-in classes",
       cxxopts::value<std::string>()->default_value(""))(
-      "lost-margin-ms", "a node is declared lost after lease + this margin",
-      cxxopts::value<int64_t>()->default_value("5000"))(
+      "lost-margin", "a node is declared lost after lease + this margin",
+      cxxopts::value<std::string>()->default_value("5s"))(
       "grace-cap-factor",
       "an eviction's grace extends while its checkpoint is written, up to this many times "
       "the job's grace after the signal (then the job is killed)",
@@ -118,9 +118,17 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     f.metrics_listen = r["metrics-listen"].as<std::string>();
     f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
     f.log_level = r["log-level"].as<std::string>();
-    f.jm.heartbeat_interval_ms = r["heartbeat-ms"].as<int64_t>();
-    f.jm.lease_ms = r["lease-ms"].as<int64_t>();
-    f.jm.lost_margin_ms = r["lost-margin-ms"].as<int64_t>();
+    auto ms = [&](const char* flag) {
+      auto d = baton::ParseDuration(r[flag].as<std::string>());
+      if (!d.ok()) {
+        throw cxxopts::exceptions::exception("--" + std::string(flag) + ": " +
+                                             std::string(d.status().message()));
+      }
+      return absl::ToInt64Milliseconds(*d);
+    };
+    f.jm.heartbeat_interval_ms = ms("heartbeat");
+    f.jm.lease_ms = ms("lease");
+    f.jm.lost_margin_ms = ms("lost-margin");
     f.policy_file = r["policy"].as<std::string>();
     f.jm.grace_cap_factor = r["grace-cap-factor"].as<double>();
     f.tls.ca_file = r["tls-ca"].as<std::string>();
@@ -148,8 +156,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
     if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
         f.jm.lost_margin_ms < 0) {
-      throw cxxopts::exceptions::exception(
-          "--heartbeat-ms must be > 0 and --lease-ms at least twice it; --lost-margin-ms >= 0");
+      throw cxxopts::exceptions::exception("--heartbeat must be > 0 and --lease at least twice it");
     }
     if (!(f.jm.grace_cap_factor >= 1 && f.jm.grace_cap_factor <= 100)) {
       throw cxxopts::exceptions::exception("--grace-cap-factor must be between 1 and 100");

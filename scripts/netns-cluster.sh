@@ -81,8 +81,8 @@ start_cluster() {
 start_coordinator() {
   rm -f "$STATE/coordinator.addr"
   "$BIN/baton-coordinator" --listen "$1" --data-dir "$STATE/coordinator" \
-    --ready-file "$STATE/coordinator.addr" --heartbeat-ms 500 --lease-ms 4000 \
-    --lost-margin-ms 2000 --tls-ca "$STATE/tls/ca.crt" --tls-cert "$STATE/tls/coordinator.crt" \
+    --ready-file "$STATE/coordinator.addr" --heartbeat 500ms --lease 4000ms \
+    --lost-margin 2000ms --tls-ca "$STATE/tls/ca.crt" --tls-cert "$STATE/tls/coordinator.crt" \
     --tls-key "$STATE/tls/coordinator.key" --munge-socket "$STATE/munge/munge.socket" \
     ${BATON_COORDINATOR_ARGS:-} >>"$STATE/coordinator.log" 2>&1 &
   echo $! >"$STATE/coordinator.pid"

@@ -119,8 +119,8 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<uint32_t>()->default_value("70"))
       ("net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
        cxxopts::value<uint32_t>()->default_value("30"))
-      ("stats-interval-ms", "how often limits and throttling are reported",
-       cxxopts::value<int64_t>()->default_value("5000"))
+      ("stats-interval", "how often limits and throttling are reported",
+       cxxopts::value<std::string>()->default_value("5s"))
       ("nvml", "NVML library to load for GPU discovery (\"\" skips it)",
        cxxopts::value<std::string>()->default_value("libnvidia-ml.so.1"))
       ("ready-file", "write the bound address here once serving",
@@ -226,7 +226,12 @@ Flags ParseFlags(int argc, char** argv) {
       f.isolation.net.guaranteed_percent == 0 || f.isolation.net.guaranteed_percent > 100) {
     throw cxxopts::exceptions::exception("--net-default-ceil and --net-guaranteed: 1..100");
   }
-  f.agent.stats_interval_ms = std::max<int64_t>(100, r["stats-interval-ms"].as<int64_t>());
+  auto stats = baton::ParseDuration(r["stats-interval"].as<std::string>());
+  if (!stats.ok()) {
+    throw cxxopts::exceptions::exception("--stats-interval: " +
+                                         std::string(stats.status().message()));
+  }
+  f.agent.stats_interval_ms = std::max<int64_t>(100, absl::ToInt64Milliseconds(*stats));
   f.agent.inference_classes.clear();
   {
     std::stringstream classes(r["inference-classes"].as<std::string>());

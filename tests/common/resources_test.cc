@@ -32,6 +32,19 @@ TEST(Resources, ParsesDurationsAndRates) {
   EXPECT_EQ(*ParseDurationSeconds("15m"), 900u);
   EXPECT_EQ(*ParseDurationSeconds("2h"), 7200u);
   EXPECT_FALSE(ParseDurationSeconds("2 weeks").ok());
+  // One grammar everywhere: absl's units, a `d` for days, composites.
+  EXPECT_EQ(*ParseDurationSeconds("30d"), 30u * 86400);
+  EXPECT_EQ(*ParseDurationSeconds("1d12h"), 36u * 3600);
+  EXPECT_EQ(*ParseDurationSeconds("1h30m"), 5400u);
+  EXPECT_EQ(*ParseDurationSeconds("1.5m"), 90u);
+  EXPECT_EQ(*ParseDurationSeconds("0"), 0u);
+  EXPECT_EQ(*ParseDuration("500ms"), absl::Milliseconds(500));
+  EXPECT_EQ(*ParseDuration("1.5s"), absl::Milliseconds(1500));
+  EXPECT_EQ(*ParseDuration("2"), absl::Seconds(2));
+  EXPECT_FALSE(ParseDurationSeconds("500ms").ok()) << "a field of seconds";
+  for (const char* bad : {"", "-5s", "inf", "1w", "d", "1dd", "5 s", "1e400s", "100000000d"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
   EXPECT_EQ(*ParseMbps("100mbit"), 100u);
   EXPECT_EQ(*ParseMbps("1.5gbit"), 1500u);
   EXPECT_FALSE(ParseMbps("10kbit").ok());

@@ -53,12 +53,12 @@ void LocalCluster::StartCoordinator() {
                                    dir() + "/coordinator",
                                    "--ready-file",
                                    ready,
-                                   "--lease-ms",
-                                   "4000",
-                                   "--heartbeat-ms",
-                                   "500",
-                                   "--lost-margin-ms",
-                                   "2000",
+                                   "--lease",
+                                   "4000ms",
+                                   "--heartbeat",
+                                   "500ms",
+                                   "--lost-margin",
+                                   "2000ms",
                                    "--policy",
                                    dir() + "/policy.yaml"};
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
