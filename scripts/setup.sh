@@ -14,6 +14,7 @@ PACKAGES=(
   nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl
   clang libclang-rt-14-dev
+  python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
 )
 
 # Users the tests and the demo act as (never created by baton's packages): alice is in
