@@ -59,7 +59,9 @@ class TorchCollective:
 def _global_rank(group, rank):
     if group is None or group is dist.group.WORLD:
         return rank
-    return dist.distributed_c10d._get_global_rank(group, rank)
+    c10d = dist.distributed_c10d
+    get = getattr(c10d, "get_global_rank", None) or c10d._get_global_rank
+    return get(group, rank)
 
 
 def _to_tensor(data, width, device):

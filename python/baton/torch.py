@@ -35,6 +35,7 @@ nothing extra; after a restore read them back from `ckpt.extra`.
 DDP: pass the DDP module or the module inside, the same on every rank; every rank writes
 its own shard of what it holds (the structure recorded is rank 0's).
 """
+import json
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -104,13 +105,12 @@ class Checkpoint:
         """Collective: restores the newest checkpoint whose shards all verify and returns its
         step, or None when there is none (nothing is changed then)."""
         self.wait()
-        probe = self._checkpointer([])
-        infos = probe.list()
-        if not infos:
+        newest = self._newest()
+        if newest is None:
             return None
-        newest = infos[0]
-        tensors, _ = _tree.decode(_read_description(newest.metadata, newest.step))
-        targets = self._restore_targets(tensors, newest.step)
+        newest_step, description = newest
+        tensors, _ = _tree.decode(description)
+        targets = self._restore_targets(tensors, newest_step)
         impl = self._checkpointer(list(zip((e["name"] for e in tensors), targets)))
         info = impl.restore_latest()
         if info is None:
@@ -118,9 +118,9 @@ class Checkpoint:
         restored, tree = _tree.decode(_read_description(impl.metadata, info.step))
         if restored != tensors:
             raise StateMismatchError(
-                f"step {newest.step} did not verify and step {info.step}, restored instead, "
+                f"step {newest_step} did not verify and step {info.step}, restored instead, "
                 "has another set of tensors; restore refuses to mix them: remove the damaged "
-                f"step-{newest.step} or restore with the state that step {info.step} had")
+                f"step-{newest_step} or restore with the state that step {info.step} had")
         self._apply(_tree.unflatten(tree, targets))
         self._replace(impl, None)
         return info.step
@@ -137,6 +137,19 @@ class Checkpoint:
         self.close()
 
     # -- internals ---------------------------------------------------------------------
+
+    def _newest(self):
+        """(step, description) of the newest committed checkpoint as rank 0 sees it, on
+        every rank (the others may look before rank 0 even created the directory)."""
+        payload = b""
+        if self._collective is None or self._collective.rank() == 0:
+            infos = self._checkpointer([]).list()
+            if infos:
+                text = _read_description(infos[0].metadata, infos[0].step)
+                payload = json.dumps([infos[0].step, text]).encode()
+        if self._collective is not None:
+            payload = self._collective.broadcast(payload)
+        return tuple(json.loads(payload)) if payload else None
 
     def _state(self):
         state = {}
