@@ -94,6 +94,11 @@ class Checkpoint:
         background write fails."""
         self._sync(step).save_async(step)
 
+    def reserve_staging(self) -> None:
+        """Allocates the async saves' staging memory for the current state now, instead of
+        at the first save_async."""
+        self._sync(0).reserve_staging()
+
     def wait(self) -> None:
         if self._impl is not None:
             self._impl.wait()
@@ -122,7 +127,9 @@ class Checkpoint:
                 "has another set of tensors; restore refuses to mix them: remove the damaged "
                 f"step-{newest_step} or restore with the state that step {info.step} had")
         self._apply(_tree.unflatten(tree, targets))
-        self._replace(impl, None)
+        registered = list(zip((e["name"] for e in tensors), targets))
+        self._owned.update((n, t) for n, t in registered if n.startswith("extra."))
+        self._replace(impl, _signature(registered))  # no new registrations if unchanged
         return info.step
 
     def close(self) -> None:
@@ -180,8 +187,7 @@ class Checkpoint:
         skeleton, leaves = _tree.flatten(self._state())
         leaves = [(name, self._own(name, t) if name.startswith("extra.") else t)
                   for name, t in _unique(leaves)]
-        signature = [(n, _address(t), _nbytes(t), _tree.dtype_name(t), tuple(t.shape))
-                     for n, t in leaves]
+        signature = _signature(leaves)
         if signature != self._signature:
             self.wait()  # an async save in flight reads the old registrations
             self._replace(self._checkpointer(leaves), signature)
@@ -257,6 +263,10 @@ def _unique(leaves):
         seen.add(unique)
         out.append((unique, t))
     return out
+
+
+def _signature(leaves):
+    return [(n, _address(t), _nbytes(t), _tree.dtype_name(t), tuple(t.shape)) for n, t in leaves]
 
 
 def _address(t):
