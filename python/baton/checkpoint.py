@@ -13,8 +13,10 @@ torch.distributed initialized, the ranks agree through a gloo group of the Check
 own (creating it is collective: every rank creates its Checkpointer in the same order).
 Not thread-safe: use it from one thread.
 """
+import atexit
 import dataclasses
 import sys
+import weakref
 from typing import Dict, List, Optional
 
 from baton import _baton, _collective
@@ -83,6 +85,7 @@ class Checkpointer:
             progress_file=progress_file, collective=collective,
             device_memory=_baton.HAVE_CUDA and _cuda_available(), log=log)
         self._collective = collective
+        _live.add(self)
 
     # -- registration ------------------------------------------------------------------
 
@@ -190,6 +193,17 @@ class Checkpointer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# Background saves still running at exit are joined while the interpreter (and
+# torch.distributed, which they may call) is still whole.
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for ckpt in list(_live):
+        ckpt.close()
 
 
 def _step(step):
