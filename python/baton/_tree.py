@@ -3,8 +3,9 @@
 The skeleton keeps everything that is not a tensor, with its type: dicts as lists of
 [key, value] pairs (str and int keys, so the optimizer's integer parameter ids survive),
 {"l": [...]} lists, {"u": [...]} tuples, {"t": i} the i-th tensor, {"n": i} the i-th numpy
-array, and None, bools, ints, floats (inf and nan included) and strings as themselves. JSON
-rather than pickle: restoring a checkpoint never runs code.
+array, {"c": name} a function (not restored: the live object keeps its own), and None,
+bools, ints, floats (inf and nan as {"f": "inf"}) and strings as themselves. JSON rather
+than pickle: restoring a checkpoint never runs code.
 """
 import json
 import math
@@ -69,6 +70,10 @@ def _flatten(x, path, leaves):
         return x if math.isfinite(x) else {"f": repr(x)}
     if isinstance(x, np.generic) and not isinstance(x, np.object_):
         return _flatten(x.item(), path, leaves)
+    if callable(x):
+        # Functions in state dicts (OneCycleLR's anneal_func, LambdaLR's lambdas are left
+        # out by torch itself) are code, not state: the live object keeps its own.
+        return {"c": getattr(x, "__qualname__", type(x).__name__)}
     raise TypeError(f"{path}: cannot checkpoint a value of type {type(x).__name__}: use "
                     "tensors, numpy arrays, numbers, strings, None, and lists, tuples and "
                     "dicts of them")
@@ -85,15 +90,21 @@ def unflatten(skeleton, leaves):
         if kind in ("t", "n"):
             return leaves[v]
         if kind == "d":
-            return {k: unflatten(item, leaves) for k, item in v}
+            return {k: unflatten(item, leaves) for k, item in v if not _is_code(item)}
         if kind == "l":
             return [unflatten(item, leaves) for item in v]
         if kind == "u":
             return tuple(unflatten(item, leaves) for item in v)
         if kind == "f":
             return float(v)
+        if kind == "c":
+            return None
         raise ValueError(f"damaged state skeleton: unknown node {kind!r}")
     return skeleton
+
+
+def _is_code(node):
+    return isinstance(node, dict) and "c" in node
 
 
 def describe(leaves):

@@ -237,3 +237,17 @@ def test_progress_committed_is_one_line_the_agent_parses(tmp_path, monkeypatch):
     assert not os.path.exists(str(path) + ".tmp")
     with pytest.raises(ValueError):
         baton.progress.committed(-1)
+
+
+def test_a_superseded_attempt_cannot_save(tmp_path):
+    a = np.ones(100)
+    old = Checkpointer(str(tmp_path), attempt=1)
+    old.register("a", a)
+    old.save(1)
+    new = Checkpointer(str(tmp_path), attempt=2)  # the relaunch raises the fence
+    new.register("a", a)
+    with pytest.raises(baton.SupersededError, match="superseded by attempt 2") as e:
+        old.save(2)
+    assert e.value.code == "FAILED_PRECONDITION"
+    new.save(2)
+    assert [(i.step, i.attempt) for i in new.list()] == [(2, 2), (1, 1)]

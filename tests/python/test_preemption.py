@@ -3,6 +3,7 @@ rank stops at the same step and saves it; the progress note reaches the agent's 
 import json
 import os
 import signal
+import time
 
 import pytest
 import torch
@@ -96,3 +97,22 @@ def nccl_worker(rank, port, out_dir):
         if rank == 0 and step == 3:
             baton.preemption.request_stop()
     dist.destroy_process_group()
+
+
+def test_a_superseded_attempt_is_told_to_stop_without_saving(tmp_path):
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            from baton.checkpoint import Checkpointer
+            baton.preemption.install(fence_dir=str(tmp_path), attempt=1)
+            first = baton.preemption.should_stop()
+            Checkpointer(str(tmp_path), attempt=2).close()  # the relaunch starts elsewhere
+            deadline = time.monotonic() + 10  # the fence is read at most once a second
+            while not baton.preemption.should_stop() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            code = 0 if not first and baton.preemption.superseded() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -186,3 +186,20 @@ def test_cuda_tensors_round_trip(tmp_path):
     opt2 = torch.optim.Adam(model2.parameters())
     assert Checkpoint(model2, opt2, dir=str(tmp_path)).restore() == 1
     assert torch.equal(model.weight, model2.weight)
+
+
+def test_scheduler_with_functions_in_its_state(tmp_path):
+    model, _, _ = make()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=20)
+    train(model, opt, sched, 3)
+    Checkpoint(model, opt, sched, dir=str(tmp_path)).save(3)
+    model2, _, _ = make(seed=4)
+    opt2 = torch.optim.SGD(model2.parameters(), lr=0.1, momentum=0.9)
+    sched2 = torch.optim.lr_scheduler.OneCycleLR(opt2, max_lr=1.0, total_steps=20)
+    assert Checkpoint(model2, opt2, sched2, dir=str(tmp_path)).restore() == 3
+    assert sched2.last_epoch == sched.last_epoch and callable(sched2.anneal_func)
+    train(model, opt, sched, 2, seed=9)
+    train(model2, opt2, sched2, 2, seed=9)
+    assert torch.equal(model.fc1.weight, model2.fc1.weight)
+    assert sched.get_last_lr() == sched2.get_last_lr()
