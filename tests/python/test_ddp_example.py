@@ -1,7 +1,7 @@
 """examples/pytorch_ddp/train.py for real: 2 ranks with torchrun-style env on localhost
-(gloo). One rank gets SIGUSR1 between two periodic saves; both stop at the same step and
-save it, exit 0; the relaunch resumes there and ends with exactly the parameters of an
-uninterrupted run."""
+(gloo). One rank gets SIGUSR1 between two periodic saves, and after the relaunch again
+right after one; each time both ranks stop at the same step, save it and exit 0; the last
+relaunch ends with exactly the parameters of an uninterrupted run."""
 import os
 import re
 import signal
@@ -42,16 +42,15 @@ def final_hash(out):
     return m.group(1)
 
 
-def test_evicted_run_resumes_to_the_uninterrupted_parameters(tmp_path):
-    reference = final_hash(finish(launch(str(tmp_path / "reference")))[0])
-
-    ckpt = str(tmp_path / "ckpt")
+def evict(ckpt, when):
+    """Runs the example until rank 0 prints a line starting with `when`, sends SIGUSR1 to
+    rank 1 only, and returns the step both ranks saved (and rank 0's output)."""
     procs = launch(ckpt, ["--step-ms", "30"])
     deadline = time.monotonic() + 60
     lines = []
     for line in procs[0].stdout:  # rank 0 reports every 10 steps
         lines.append(line)
-        if line.startswith("step 30 "):  # after the save of step 24, before that of 49
+        if line.startswith(when):
             os.kill(procs[1].pid, signal.SIGUSR1)  # only rank 1 hears the agent
             break
         assert time.monotonic() < deadline, "".join(lines)
@@ -61,12 +60,26 @@ def test_evicted_run_resumes_to_the_uninterrupted_parameters(tmp_path):
     assert all(saved), outs
     steps = {int(m.group(1)) for m in saved}
     assert len(steps) == 1, outs  # every rank saved the same step
-    stop = steps.pop()
-    assert 30 <= stop < 89, outs
     assert "final_hash" not in outs[0]
+    stop = steps.pop()
     assert os.path.exists(os.path.join(ckpt, f"step-{stop}", "MANIFEST"))
+    return stop, outs[0]
+
+
+def test_evicted_run_resumes_to_the_uninterrupted_parameters(tmp_path):
+    reference = final_hash(finish(launch(str(tmp_path / "reference")))[0])
+    ckpt = str(tmp_path / "ckpt")
+
+    # Between the periodic saves of steps 24 and 49.
+    first, _ = evict(ckpt, "step 30 ")
+    assert 30 <= first < 49
     assert os.path.exists(os.path.join(ckpt, "step-24", "MANIFEST"))
+    # Resumed, then evicted again right after the save_async of step 49 began: the
+    # eviction save waits for it and saves its own step.
+    second, out = evict(ckpt, "step 50 ")
+    assert f"start at step {first + 1} (restored {first})" in out, out
+    assert second >= 50 and os.path.exists(os.path.join(ckpt, "step-49", "MANIFEST"))
 
     outs = finish(launch(ckpt))
-    assert f"start at step {stop + 1} (restored {stop})" in outs[0], outs[0]
+    assert f"start at step {second + 1} (restored {second})" in outs[0], outs[0]
     assert final_hash(outs[0]) == reference
