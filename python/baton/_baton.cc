@@ -86,28 +86,29 @@ class PyCollective final : public ck::Collective {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   absl::StatusOr<int64_t> AllReduceMax(int64_t value) override {
-    return Call<int64_t>("all_reduce_max", value);
+    py::gil_scoped_acquire gil;
+    return Call<int64_t>("all_reduce_max", py::int_(value));
   }
   absl::StatusOr<std::vector<std::string>> AllGather(const std::string& value) override {
+    py::gil_scoped_acquire gil;  // before the bytes object is made
     return Call<std::vector<std::string>>("all_gather", py::bytes(value));
   }
   absl::StatusOr<std::string> Broadcast(const std::string& value) override {
+    py::gil_scoped_acquire gil;
     return Call<std::string>("broadcast", py::bytes(value));
   }
   // The Python side uses a process group of its own for the Checkpointer.
   bool SupportsBackgroundThread() const override { return true; }
 
  private:
-  template <typename T, typename Arg>
-  absl::StatusOr<T> Call(const char* method, Arg&& arg) {
-    py::gil_scoped_acquire gil;
+  // Needs the GIL. Any exception becomes Unavailable: nothing may escape into the library
+  // (the async save's thread would terminate the process).
+  template <typename T>
+  absl::StatusOr<T> Call(const char* method, const py::object& arg) {
     try {
-      return impl_.attr(method)(std::forward<Arg>(arg)).template cast<T>();
-    } catch (py::error_already_set& e) {
+      return impl_.attr(method)(arg).template cast<T>();
+    } catch (const std::exception& e) {  // py::error_already_set among them
       return absl::UnavailableError(std::string("collective ") + method + " failed: " + e.what());
-    } catch (py::cast_error& e) {
-      return absl::UnavailableError(std::string("collective ") + method +
-                                    " returned the wrong type: " + e.what());
     }
   }
 

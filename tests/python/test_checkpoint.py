@@ -251,3 +251,21 @@ def test_a_superseded_attempt_cannot_save(tmp_path):
     assert e.value.code == "FAILED_PRECONDITION"
     new.save(2)
     assert [(i.step, i.attempt) for i in new.list()] == [(2, 2), (1, 1)]
+
+
+class BrokenCollective(BlockingCollective):
+    def all_gather(self, b):
+        raise ConnectionError("peer 1 went away")
+
+
+def test_a_collective_failure_fails_the_save_with_its_message(tmp_path):
+    a = np.ones(100)
+    with Checkpointer(str(tmp_path), collective=BrokenCollective()) as ckpt:
+        ckpt.register("a", a)
+        with pytest.raises(baton.CheckpointError,
+                           match="collective all_gather failed: ConnectionError: peer 1 went away"):
+            ckpt.save(1)
+        ckpt.save_async(2)  # the same from the background thread
+        with pytest.raises(baton.CheckpointError, match="peer 1 went away"):
+            ckpt.wait()
+        assert ckpt.list() == []
