@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from baton import _collective, _tree
-from baton._baton import CheckpointValueError
+from baton._baton import CheckpointError, CheckpointValueError
 from baton.checkpoint import Checkpointer
 
 __all__ = ["Checkpoint", "StateMismatchError"]
@@ -77,8 +77,10 @@ class Checkpoint:
         self._options = options
         self._collective = (_collective.for_checkpointer(group) if collective is None else
                             None if collective == "local" else collective)
-        self._owned = {}      # extra's leaves: name -> the copy we register
-        self._impl = None     # a Checkpointer whose registrations match _signature
+        self._owned = {}  # extra's leaves: name -> the copy we register
+        # A Checkpointer whose registrations match _signature. One now, so that bad options
+        # fail here and a relaunched attempt raises the directory's fence at once.
+        self._impl = self._checkpointer([])
         self._signature = None
         import baton.preemption  # the SIGUSR1 handler, before any signal can come
         baton.preemption.install()
@@ -104,6 +106,7 @@ class Checkpoint:
             self._impl.wait()
 
     def list(self):
+        """Committed checkpoints, newest first (baton.checkpoint.CheckpointInfo)."""
         return self._checkpointer([]).list()
 
     def restore(self) -> Optional[int]:
@@ -117,7 +120,16 @@ class Checkpoint:
         tensors, _ = _tree.decode(description)
         targets = self._restore_targets(tensors, newest_step)
         impl = self._checkpointer(list(zip((e["name"] for e in tensors), targets)))
-        info = impl.restore_latest()
+        try:
+            info = impl.restore_latest()
+        except CheckpointError as e:
+            if getattr(e, "code", "") != "FAILED_PRECONDITION":
+                raise
+            raise StateMismatchError(
+                f"step {newest_step} did not verify, and the checkpoint restore fell back to "
+                f"has another set of tensors (saved before the optimizer had state?): {e}. "
+                "The live tensors may hold part of the damaged step: remove "
+                f"step-{newest_step} and restore into a freshly built model") from e
         if info is None:
             return None
         restored, tree = _tree.decode(_read_description(impl.metadata, info.step))

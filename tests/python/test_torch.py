@@ -203,3 +203,47 @@ def test_scheduler_with_functions_in_its_state(tmp_path):
     train(model2, opt2, sched2, 2, seed=9)
     assert torch.equal(model.fc1.weight, model2.fc1.weight)
     assert sched.get_last_lr() == sched2.get_last_lr()
+
+
+def damage(shard):
+    with open(shard, "r+b") as f:
+        f.seek(4096 + 100)
+        b = f.read(1)
+        f.seek(4096 + 100)
+        f.write(bytes([b[0] ^ 1]))
+
+
+def test_damaged_newest_falls_back_to_the_previous_step(tmp_path):
+    model, opt, sched = make()
+    train(model, opt, sched, 1)
+    ckpt = Checkpoint(model, opt, sched, dir=str(tmp_path), direct_io=False,
+                      log=lambda line: None)
+    ckpt.save(1)
+    at_1 = snapshot(model, opt, sched)
+    train(model, opt, sched, 1)
+    ckpt.save(2)
+    damage(tmp_path / "step-2" / "rank-0.shard")
+    model2, opt2, sched2 = make(seed=6)
+    lines = []
+    assert Checkpoint(model2, opt2, sched2, dir=str(tmp_path), log=lines.append).restore() == 1
+    assert_same(at_1, snapshot(model2, opt2, sched2))
+    assert any("skipping" in line and "step-2" in line for line in lines), lines
+
+
+def test_no_fallback_across_a_change_of_layout(tmp_path):
+    model, opt, sched = make()
+    ckpt = Checkpoint(model, opt, dir=str(tmp_path), log=lambda line: None)
+    ckpt.save(0)  # before the first step: no optimizer state
+    train(model, opt, sched, 1)
+    ckpt.save(1)
+    damage(tmp_path / "step-1" / "rank-0.shard")
+    model2, opt2, _ = make(seed=6)
+    with pytest.raises(StateMismatchError, match="step 1 did not verify.*another set of tensors.*"
+                                                 "registered buffers"):
+        Checkpoint(model2, opt2, dir=str(tmp_path), log=lambda line: None).restore()
+
+
+def test_bad_options_fail_at_construction(tmp_path):
+    model, _, _ = make()
+    with pytest.raises(baton.CheckpointValueError, match="io_threads must be in 1..64"):
+        Checkpoint(model, dir=str(tmp_path), io_threads=0)
