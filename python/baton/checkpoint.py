@@ -15,6 +15,7 @@ Not thread-safe: use it from one thread.
 """
 import atexit
 import dataclasses
+import os
 import sys
 import weakref
 from typing import Dict, List, Optional
@@ -74,6 +75,10 @@ class Checkpointer:
                             ("io_unit_bytes", io_unit_bytes), ("attempt", attempt)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if dir is None and not os.environ.get("BATON_CHECKPOINT_DIR"):
+            raise CheckpointValueError("no checkpoint directory: pass dir= or set "
+                                       "BATON_CHECKPOINT_DIR (baton sets it from the job's "
+                                       "--checkpoint-dir)")
         if collective is None:
             collective = _collective.for_checkpointer(group)
         elif collective == "local":
