@@ -79,7 +79,10 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(x.shape[1], args.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(args.hidden, args.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(args.hidden, y.shape[1])).to(device)
-    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None)
+    # find_unused_parameters keeps DDP's first gradient buckets instead of rebuilding them
+    # after the first step; a resumed run's first step would otherwise sum in another order
+    # and drift in the last bits from an uninterrupted run (with more than 2 ranks).
+    ddp = DDP(model, device_ids=[local_rank] if use_cuda else None, find_unused_parameters=True)
     opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=100, gamma=0.5)
 

@@ -114,10 +114,8 @@ TEST_F(PytorchEviction, DdpExampleCheckpointsTheAgreedStepAndResumesExactly) {
   // Both ranks of the first node saved the same step (the other node's are in its log).
   const std::string log1 = cluster_->Baton({"logs", std::to_string(train), "--attempt", "1"}).out;
   std::set<std::string> saved;
-  for (std::sregex_iterator
-           it(log1.begin(), log1.end(), std::regex("rank \\d: evicted, saved step (\\d+)")),
-       end;
-       it != end; ++it) {
+  const std::regex evicted("rank \\d: evicted, saved step (\\d+)");
+  for (std::sregex_iterator it(log1.begin(), log1.end(), evicted), end; it != end; ++it) {
     saved.insert((*it)[1]);
   }
   ASSERT_EQ(saved.size(), 1u) << log1;
