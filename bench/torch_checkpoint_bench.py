@@ -9,7 +9,7 @@ the same run, on the same filesystem, interleaved, medians of --reps repetitions
   restore  Checkpoint.restore into the live model, cold (page cache dropped first)
              vs              torch.load of torch.save's file, cold (no load_state_dict:
                              the reference does less than restore)
-  stall    Checkpoint.save_async's return time (staging reserved by an earlier save)
+  stall    Checkpoint.save_async's return time (staging reserved before, untimed)
              vs              one memcpy of the same bytes between pre-faulted buffers
 
 The state is a model of --size-mib MiB (default 1 GiB) of float32 parameters in --tensors
