@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds baton and runs every benchmark found as build/bin/baton-bench-*, then prints each
+# Builds baton and runs every benchmark found as build/bin/baton-bench-* and
+# bench/torch_checkpoint_bench.py (where the Python package is built), then prints each
 # one's last JSON line (the figures; keys in DESIGN.md "Benchmarks").
 #   scripts/bench.sh                 every benchmark
 #   scripts/bench.sh checkpoint      only those whose name contains "checkpoint"
@@ -19,14 +20,15 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 
 results=()
 failed=0
-shopt -s nullglob
-for bin in "$BUILD_DIR"/bin/baton-bench-*; do
-  [ -x "$bin" ] || continue
-  name=$(basename "$bin")
-  [[ -z "$FILTER" || "$name" == *"$FILTER"* ]] || continue
+# run_bench NAME COMMAND...: runs one benchmark if NAME matches the filter.
+run_bench() {
+  local name=$1
+  shift
+  [[ -z "$FILTER" || "$name" == *"$FILTER"* ]] || return 0
   echo "== $name" >&2
+  local out
   out=$(mktemp)
-  if "$bin" "$@" | tee "$out"; then
+  if "$@" | tee "$out"; then
     json=$(grep '^{' "$out" | tail -n 1 || true)
     results+=("$name ${json:-(no JSON line)}")
   else
@@ -34,7 +36,19 @@ for bin in "$BUILD_DIR"/bin/baton-bench-*; do
     failed=1
   fi
   rm -f "$out"
+}
+
+shopt -s nullglob
+for bin in "$BUILD_DIR"/bin/baton-bench-*; do
+  [ -x "$bin" ] || continue
+  run_bench "$(basename "$bin")" "$bin" "$@"
 done
+# The Python package's benchmark, with the interpreter it was built for.
+PY=$(sed -n 's/^BATON_PYTHON_EXECUTABLE:INTERNAL=//p' "$BUILD_DIR/CMakeCache.txt")
+if [ -n "$PY" ] && [ -d "$BUILD_DIR/python/baton" ]; then
+  run_bench torch_checkpoint_bench env PYTHONPATH="$BUILD_DIR/python" "$PY" \
+    bench/torch_checkpoint_bench.py "$@"
+fi
 
 if [ ${#results[@]} -eq 0 ]; then
   echo "bench.sh: no benchmark matches '$FILTER' in $BUILD_DIR/bin" >&2

@@ -15,6 +15,7 @@ PACKAGES=(
   munge libmunge-dev libssl-dev openssl
   clang libclang-rt-14-dev
   systemd dpkg-dev help2man
+  python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
 )
 
 # Users the tests and the demo act as (never created by baton's packages): alice is in

@@ -55,6 +55,9 @@ has baton-client usr/bin/baton
 has libbaton-checkpoint-dev usr/include/baton/checkpoint/checkpoint.h
 has libbaton-checkpoint-dev usr/lib/pkgconfig/baton-checkpoint.pc
 has libbaton-checkpoint-dev usr/lib/cmake/baton/batonConfig.cmake
+if [ -d "$build/python/baton" ]; then
+  has libbaton-checkpoint-dev usr/lib/python3/dist-packages/baton/__init__.py
+fi
 dpkg-deb -e "$(deb baton-coordinator)" "$work/control"
 grep -qx /etc/baton/coordinator.yaml "$work/control/conffiles" || fail "no conffiles"
 grep -q 'useradd --system' "$work/control/postinst" || fail "postinst makes no baton user"
