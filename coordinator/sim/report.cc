@@ -46,6 +46,7 @@ nlohmann::json GroupJson(const Group& g, double gpu_ms, double capacity_ms) {
   return {{"jobs", g.jobs},
           {"started", g.started},
           {"finished", g.finished},
+          {"never_started", feasible - g.started},
           {"infeasible", g.infeasible},
           {"wait_s", Waits(g.waits_s)},
           {"utilisation", capacity_ms > 0 ? Round(gpu_ms / capacity_ms, 1e-4) : 0},
@@ -200,6 +201,16 @@ std::string SummaryText(const nlohmann::json& s) {
                   g["weight"].get<double>(), g["weight_share"].get<double>() * 100,
                   g["gpu_share"].get<double>() * 100);
     out += buf;
+  }
+  std::string never;
+  for (const auto& [name, g] : s["classes"].items()) {
+    if (g["never_started"].get<uint32_t>() > 0) {
+      never += " " + name + " " + std::to_string(g["never_started"].get<uint32_t>());
+    }
+  }
+  if (!never.empty()) {
+    out += "\n  never started (waiting when the run ended; their wait counts to the end):" + never +
+           "\n";
   }
   const nlohmann::json& big = s["big_gangs"];
   out += "\n  big gangs (>= " + std::to_string(big["min_gpus"].get<uint32_t>()) +

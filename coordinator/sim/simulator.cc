@@ -63,6 +63,8 @@ void Simulator::Submit(sched::PendingJob job, SimWork work) {
   rec.submitted = job.submitted;
   Live& live = live_[job.id];
   live.work = work;
+  const sched::PriorityClass* cls = policy_.Find(job.priority_class);
+  live.class_value = cls ? cls->value : std::numeric_limits<int32_t>::min();
   live.spec = std::move(job);
   ++to_submit_;
   Push(live.spec.submitted, Kind::kSubmit, live.spec.id);
@@ -86,8 +88,16 @@ void Simulator::Step(Time step_ms) {
   if (last_pass_ != now_) Pass();
 }
 
+// Nothing runs, nothing is to come, and no cooldown ends: the jobs still waiting wait
+// for good (a gang its quota can never gather, say); passes would change nothing.
+bool Simulator::Stuck() const {
+  if (to_submit_ > 0 || !view_.running.empty()) return false;
+  return std::none_of(view_.pending.begin(), view_.pending.end(),
+                      [&](const sched::PendingJob& j) { return j.cooldown_until > now_; });
+}
+
 void Simulator::Loop(Time until, bool stop_when_idle) {
-  while (!(stop_when_idle && Idle())) {
+  while (!(stop_when_idle && (Idle() || (Stuck() && last_pass_ == now_)))) {
     Time te = events_.empty() ? kNever : events_.top().t;
     Time tp = pass_wanted_ ? pass_at_ : kNever;
     if (!view_.pending.empty()) {
@@ -145,9 +155,17 @@ void Simulator::Handle(const Event& e) {
       Exit(e.job, /*finished=*/now_ >= it->second.finish_at);
       break;
     }
-    case Kind::kWake:  // a cooldown or a minimum runtime ended
+    case Kind::kWake:  // a cooldown ended
       if (!view_.pending.empty()) Want(now_);
       break;
+    case Kind::kMinRuntime: {  // the gang may be evicted from now on
+      auto it = live_.find(e.job);
+      if (it != live_.end() && it->second.running && it->second.attempt == e.attempt &&
+          it->second.class_value <= waiting_class_) {
+        Want(now_);
+      }
+      break;
+    }
     case Kind::kSample:
       Sample();
       if (!Idle() || to_submit_ > 0) Push(now_ + options_.sample_interval_ms, Kind::kSample, 0);
@@ -225,7 +243,12 @@ void Simulator::Apply(const sched::Decisions& d) {
     Start(p);
     gone.insert(p.job);
   }
+  waiting_class_ = std::numeric_limits<int32_t>::min();
   for (const sched::JobOutcome& o : d.outcomes) {
+    if (o.outcome == sched::Outcome::kWaitForCapacity ||
+        o.outcome == sched::Outcome::kWaitForQuota || o.outcome == sched::Outcome::kReserved) {
+      waiting_class_ = std::max(waiting_class_, live_.at(o.job).class_value);
+    }
     if (o.outcome != sched::Outcome::kInfeasible) continue;
     SimJob& rec = jobs_[o.job];
     rec.infeasible = true;
@@ -276,7 +299,7 @@ void Simulator::Start(const sched::Placement& p) {
   Push(l.finish_at, Kind::kExit, p.job, l.attempt);
   const sched::PriorityClass* cls = policy_.Find(l.spec.priority_class);
   if (cls && cls->preemptible && cls->min_runtime_s > 0) {
-    Push(now_ + cls->min_runtime_s * 1000, Kind::kWake, p.job);
+    Push(now_ + cls->min_runtime_s * 1000, Kind::kMinRuntime, p.job, l.attempt);
   }
   Hold(l, +1);
   running_index_[g.id] = view_.running.size();

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <queue>
 #include <string>
@@ -85,9 +86,11 @@ class Simulator {
   void RunUntil(Time t);
   // RunUntil(now + step) with a pass at the end, whatever happened (the fixed-step loop).
   void Step(Time step_ms = 10'000);
-  // Runs until nothing is running, waiting or still to be submitted, or `limit` passes.
+  // Runs until nothing is running, waiting or still to be submitted (or what waits can
+  // never start: nothing runs, nothing is to come, no cooldown ends), or `limit`.
   void RunToCompletion(Time limit);
   bool Idle() const;
+  bool Stuck() const;
 
   // Called after every pass with its input and output (the tests check invariants).
   void set_pass_observer(PassObserver observer) { observer_ = std::move(observer); }
@@ -109,7 +112,7 @@ class Simulator {
   double plan_seconds() const { return plan_seconds_; }
 
  private:
-  enum class Kind : uint8_t { kExit, kSubmit, kWake, kSample };
+  enum class Kind : uint8_t { kExit, kSubmit, kWake, kMinRuntime, kSample };
   struct Event {
     Time t;
     Kind kind;
@@ -131,6 +134,7 @@ class Simulator {
     int64_t cooldown_ms = 0;  // of the pending eviction
     uint32_t attempt = 0;
     uint32_t gpus = 0;
+    int32_t class_value = 0;
     bool running = false;
   };
 
@@ -173,6 +177,9 @@ class Simulator {
   uint32_t total_gpus_ = 0;
   uint64_t to_submit_ = 0;
   std::vector<JobId> reserved_;  // pending jobs holding a preemption reservation
+  // The highest class among the jobs the last pass left waiting for room or quota: a
+  // gang whose minimum runtime ends can become a victim only of a class at least its own.
+  int32_t waiting_class_ = std::numeric_limits<int32_t>::min();
   std::vector<SimSample> samples_;
   PassObserver observer_;
   uint64_t evictions_ = 0;
