@@ -425,4 +425,70 @@ std::string PlanClusterYaml(const CapacityInput& in, const CapacityPlan& plan) {
   return out.str();
 }
 
+namespace {
+
+double At(const nlohmann::json& j, const char* pointer) {
+  nlohmann::json::json_pointer p(pointer);
+  return j.contains(p) && j[p].is_number() ? j[p].get<double>() : 0;
+}
+
+}  // namespace
+
+std::vector<RuleCheck> CheckPlan(const CapacityInput& in, const CapacityPlan& plan,
+                                 const nlohmann::json& s) {
+  std::vector<RuleCheck> out;
+  if (!plan.services.empty()) {
+    // One pass is 250 ms; a service that waits longer found its pool full.
+    double p99 = At(s, "/inference/placement_delay_s/p99");
+    double most = At(s, "/inference/placement_delay_s/max");
+    out.push_back({"inference pool: weights + peak KV cache, 70% of peak compute",
+                   most <= 1 && At(s, "/classes/inference/never_started") == 0,
+                   "services waited p99 " + Num(p99, 2) + " s, at most " + Num(most, 2) +
+                       " s (held: no wait beyond a scheduling pass)"});
+  }
+  double used = At(s, "/all/gpu_hours"), lost = At(s, "/all/gpu_hours_lost_to_evictions");
+  for (const ProjectPlan& p : plan.projects) {
+    std::string t = "/tenants/" + p.name;
+    if (!s.contains(nlohmann::json::json_pointer(t))) {
+      out.push_back({"project " + p.name, false, "no jobs of tenant " + p.name + " in the trace"});
+      continue;
+    }
+    double never = At(s, (t + "/never_started").c_str());
+    double p95 = At(s, (t + "/wait_s/p95").c_str());
+    double deadline_s = 0;
+    for (const Project& pr : in.projects) {
+      if (pr.name == p.name) deadline_s = pr.deadline_days * 86400;
+    }
+    out.push_back({"project " + p.name + ": nominal " + std::to_string(p.nominal) +
+                       " GPUs, lending at most " + std::to_string(p.lending_limit),
+                   never == 0 && p95 <= 0.1 * deadline_s,
+                   Num(never, 0) + " jobs never started, p95 wait " + Num(p95 / 3600, 2) +
+                       " h (held: all started, p95 within 10% of the deadline)"});
+  }
+  if (!plan.projects.empty()) {
+    double share = used > 0 ? lost / used : 0;
+    out.push_back({"lending at most " + Num(plan.lend_fraction * 100, 0) +
+                       "%: reclaiming lent GPUs stays cheap",
+                   share <= 0.05,
+                   Num(lost, 1) + " GPU-h lost to evictions of " + Num(used, 1) + " used (" +
+                       Num(share * 100, 1) + "%; held: at most 5%)"});
+    double longest = At(s, "/big_gangs/longest_wait_s");
+    out.push_back({"big gangs gather their GPUs", At(s, "/big_gangs/never_started") == 0,
+                   Num(At(s, "/big_gangs/jobs"), 0) + " gangs of at least " +
+                       Num(At(s, "/big_gangs/min_gpus"), 0) + " GPUs, longest wait " +
+                       Num(longest / 3600, 2) + " h, " + Num(At(s, "/big_gangs/never_started"), 0) +
+                       " never started"});
+  }
+  return out;
+}
+
+std::string CheckTable(const std::vector<RuleCheck>& checks) {
+  std::string out = "the plan on the trace (baton-sim):\n";
+  for (const RuleCheck& c : checks) {
+    out += std::string("  ") + (c.held ? "held         " : "DID NOT HOLD ") + c.rule + "\n" +
+           std::string(15, ' ') + c.detail + "\n";
+  }
+  return out;
+}
+
 }  // namespace baton::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 
 namespace baton::cli {
 
@@ -103,5 +104,20 @@ std::string PlanTable(const CapacityInput& input, const CapacityPlan& plan);
 std::string PlanPolicyYaml(const CapacityInput& input, const CapacityPlan& plan);
 // A baton-sim cluster file of the two pools.
 std::string PlanClusterYaml(const CapacityInput& input, const CapacityPlan& plan);
+
+// One rule of thumb against a simulation of the plan.
+struct RuleCheck {
+  std::string rule;  // "inference pool (weights + KV cache, 70% of peak)"
+  bool held = false;
+  std::string detail;  // the figures it was judged on
+};
+
+// Judges the article's rules on baton-sim's JSON summary (coordinator/sim/report.h) of a
+// trace replayed on PlanClusterYaml under PlanPolicyYaml: services placed without
+// waiting; every project's gangs gathered (none waiting for good) within the deadline
+// horizon; evictions of borrowers costing under 5% of the GPU time used.
+std::vector<RuleCheck> CheckPlan(const CapacityInput& input, const CapacityPlan& plan,
+                                 const nlohmann::json& summary);
+std::string CheckTable(const std::vector<RuleCheck>& checks);
 
 }  // namespace baton::cli

@@ -2,6 +2,11 @@
 // training pool, quotas and lending limits (capacity.h; docs/capacity.md). Local: it
 // talks to no coordinator. Writes the policy fragment and a baton-sim cluster file on
 // request, so that the plan can be tried on a trace before it is bought.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -29,6 +34,65 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// baton-sim next to this binary, else the one on PATH.
+std::string SimBinary() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(self.parent_path() / "baton-sim")) {
+    return (self.parent_path() / "baton-sim").string();
+  }
+  return "baton-sim";
+}
+
+// Runs `argv` with stdout into `out_path`; its exit code, or -1 when it could not run.
+int RunTo(const std::vector<std::string>& argv, const std::string& out_path) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::FILE* out = std::fopen(out_path.c_str(), "w");
+    if (!out || dup2(fileno(out), STDOUT_FILENO) < 0) _exit(127);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// Replays `trace` on the plan with baton-sim and judges the rules of thumb on it.
+int Check(const CapacityInput& in, const CapacityPlan& plan, const std::string& trace,
+          const std::string& sim) {
+  char dir_template[] = "/tmp/baton-capacity-XXXXXX";
+  if (!mkdtemp(dir_template)) return kError;
+  std::string dir = dir_template, policy = dir + "/policy.yaml", cluster = dir + "/cluster.yaml",
+              json = dir + "/summary.json";
+  int code = kError;
+  if (WriteFile(policy, PlanPolicyYaml(in, plan)) &&
+      WriteFile(cluster, PlanClusterYaml(in, plan))) {
+    int rc = RunTo({sim, "--cluster", cluster, "--trace", trace, "--policy", policy, "--json",
+                    "--big-gang-gpus", std::to_string(2 * in.gpus_per_node)},
+                   json);
+    std::string text;
+    nlohmann::json summary;
+    if (rc == 0 && ReadFile(json, &text)) {
+      summary = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    }
+    if (summary.is_object()) {
+      std::cout << "\n" << CheckTable(CheckPlan(in, plan, summary));
+      code = kOk;
+    } else {
+      std::cerr << "baton capacity: " << sim << " on " << trace << " failed (exit " << rc
+                << "); run it by hand with the files in " << dir << "\n";
+      return kUsage;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return code;
+}
+
 }  // namespace
 
 int RunCapacity(const Args& args) {
@@ -41,7 +105,10 @@ int RunCapacity(const Args& args) {
       "plan", "training plan YAML (GPU-days, deadlines, guarantee)", cxxopts::value<std::string>())(
       "policy-out", "write the policy fragment here", cxxopts::value<std::string>())(
       "cluster-out", "write a baton-sim cluster file of the plan here",
-      cxxopts::value<std::string>())("h,help", "this help");
+      cxxopts::value<std::string>())(
+      "check", "replay this trace on the plan with baton-sim and say which rules held",
+      cxxopts::value<std::string>())("sim", "the baton-sim binary (default: next to baton)",
+                                     cxxopts::value<std::string>())("h,help", "this help");
   int code = kOk;
   auto r = Parse(opts, args, &code);
   if (!r) return code;
@@ -75,6 +142,10 @@ int RunCapacity(const Args& args) {
       std::cerr << "baton capacity: cannot write " << path << "\n";
       return kError;
     }
+  }
+  if (r->count("check")) {
+    return Check(*in, *plan, (*r)["check"].as<std::string>(),
+                 r->count("sim") ? (*r)["sim"].as<std::string>() : SimBinary());
   }
   return kOk;
 }

@@ -5,6 +5,9 @@
 #include "launcher/cli/capacity.h"
 
 #include "coordinator/policy_config.h"
+#include "coordinator/sim/cluster_file.h"
+#include "coordinator/sim/report.h"
+#include "coordinator/sim/trace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -136,6 +139,70 @@ TEST(Capacity, InconsistentInputsAreRefusedWithTheFieldNamed) {
   EXPECT_THAT(error("", std::string(kTraining) + "budget_gpus: 400\n"),
               HasSubstr("budget_gpus: the plan needs 432 GPUs"));
   EXPECT_THAT(error("services: [{name: a, colour: red}]"), HasSubstr("services[0].colour"));
+}
+
+// The plan's own files through baton-sim, judged by CheckPlan: small jobs within quota
+// keep every rule; a gang larger than its tenant's nominal quota plus what the others may
+// lend it (8 + 30% of 8; the inference pool is all serving's) waits for good, and the
+// check says the plan did not hold.
+TEST(Capacity, CheckPlanJudgesTheRulesOnASimulation) {
+  CapacityInput in;
+  absl::StatusOr<CapacityPlan> plan = Plan(R"(
+gpu: H100-80GB
+services:
+  - {name: chat, weights_gib: 40, peak_kv_cache_gib: 30, peak_qps: 20, qps_per_gpu: 10, replicas: 8}
+)",
+                                           R"(
+guarantee: 0.9
+projects:
+  - {name: team-a, gpu_days: 50, deadline_days: 7}
+  - {name: team-b, gpu_days: 50, deadline_days: 7}
+)",
+                                           &in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->projects[0].nominal, 8u);
+  auto nodes = sim::ParseClusterFile(PlanClusterYaml(in, *plan), "cluster");
+  absl::StatusOr<Policy> policy = ParsePolicy(PlanPolicyYaml(in, *plan));
+  ASSERT_TRUE(nodes.ok() && policy.ok());
+  auto run = [&](uint32_t gang_nodes) {
+    std::vector<sim::TraceJob> trace;
+    for (uint32_t i = 0; i < 40; ++i) {
+      sim::TraceJob j;
+      j.id = i + 1;
+      j.submit_ms = i * 60'000;
+      j.tenant = i % 2 ? "team-a" : "team-b";
+      j.priority_class = "training";
+      j.gpus_per_node = 2;
+      j.duration_ms = 1'800'000;
+      trace.push_back(j);
+    }
+    sim::TraceJob gang = trace[0];
+    gang.id = 100;
+    gang.tenant = "team-a";
+    gang.nodes = gang_nodes;
+    gang.gpus_per_node = 8;
+    trace.push_back(gang);
+    for (uint32_t r = 0; r < 2; ++r) {
+      sim::TraceJob s = trace[0];
+      s.id = 200 + r;
+      s.tenant = "serving";
+      s.priority_class = "inference";
+      s.gpus_per_node = 1;
+      s.pool = "inference";
+      trace.push_back(s);
+    }
+    auto s = sim::SimulateTrace(*nodes, *policy, trace, sim::SimOptions{}, 86'400'000);
+    return CheckPlan(in, *plan, sim::Summarize(*s, {.big_gang_gpus = 16}));
+  };
+  std::vector<RuleCheck> fits = run(/*gang_nodes=*/1);
+  for (const RuleCheck& c : fits) EXPECT_TRUE(c.held) << c.rule << ": " << c.detail;
+  std::vector<RuleCheck> starves = run(/*gang_nodes=*/2);
+  ASSERT_EQ(starves.size(), fits.size());
+  EXPECT_TRUE(starves[0].held) << "the services still placed at once";
+  EXPECT_FALSE(starves[1].held) << starves[1].detail;
+  EXPECT_THAT(starves[1].detail, HasSubstr("1 jobs never started"));
+  EXPECT_FALSE(starves.back().held) << "the big gang never gathered its GPUs";
+  EXPECT_THAT(CheckTable(starves), HasSubstr("DID NOT HOLD project team-a"));
 }
 
 }  // namespace
