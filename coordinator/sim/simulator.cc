@@ -168,7 +168,7 @@ void Simulator::Handle(const Event& e) {
     }
     case Kind::kSample:
       Sample();
-      if (!Idle() || to_submit_ > 0) Push(now_ + options_.sample_interval_ms, Kind::kSample, 0);
+      if (!Idle()) Push(now_ + options_.sample_interval_ms, Kind::kSample, 0);
       break;
   }
 }

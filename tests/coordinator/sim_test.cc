@@ -278,5 +278,23 @@ TEST(SimTraces, HeliosLogConvertsColumnByColumn) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("log.csv:2: submit_time"));
 }
 
+// The checked-in examples (docs/simulator.md, docs/capacity.md) stay valid and quick.
+TEST(SimExamples, ExampleClusterAndTraceRunUnderTheExamplePolicy) {
+  const std::string dir = std::string(BATON_SOURCE_DIR) + "/";
+  auto nodes = LoadClusterFile(dir + "docs/examples/cluster.yaml");
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  auto trace = LoadTrace(dir + "docs/examples/trace.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  absl::StatusOr<Policy> policy = LoadPolicyFile(dir + "scripts/policy.example.yaml");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  ASSERT_TRUE(CheckTrace(*trace, "trace.csv", *nodes, *policy).ok());
+  std::unique_ptr<Simulator> sim =
+      SimulateTrace(*nodes, *policy, *trace, SimOptions{}, 30 * 24 * kHour);
+  nlohmann::json s = Summarize(*sim);
+  EXPECT_EQ(s["all"]["finished"].get<uint32_t>(), trace->size());
+  EXPECT_LE(s["inference"]["placement_delay_s"]["max"].get<double>(), 0.25)
+      << "services wait at most one tick: the inference pool holds them";
+}
+
 }  // namespace
 }  // namespace baton::sim
