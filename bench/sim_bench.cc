@@ -66,7 +66,7 @@ Policy BenchPolicy(uint32_t nodes) {
 struct Result {
   double simulated_s = 0, wall_s = 0, plan_s = 0;
   double window_simulated_s = 0, window_wall_s = 0;  // up to the last submit
-  uint64_t passes = 0, evictions = 0, finished = 0, jobs = 0;
+  uint64_t passes = 0, plans = 0, evictions = 0, finished = 0, jobs = 0;
   double utilisation = 0;
   bool cut = false;  // the wall budget ran out first
 };
@@ -114,6 +114,7 @@ Result RunOnce(uint32_t nodes, uint64_t jobs, double days, double budget_s) {
   r.simulated_s = static_cast<double>(sim.now() - sim.start()) / 1000;
   r.plan_s = sim.plan_seconds();
   r.passes = sim.passes();
+  r.plans = sim.plans();
   r.evictions = sim.evictions();
   r.jobs = sim.jobs().size();
   for (const auto& [id, j] : sim.jobs()) r.finished += j.finished;
@@ -124,12 +125,13 @@ Result RunOnce(uint32_t nodes, uint64_t jobs, double days, double budget_s) {
 void Print(const char* name, uint32_t nodes, const Result& r) {
   std::printf(
       "%s: %u nodes, %llu jobs: submissions (%.0f simulated s) in %.1f wall s = %.0fx real "
-      "time%s; whole run %.0f simulated s in %.1f wall s = %.0fx; %llu passes (%.2f ms each "
-      "in Plan, %.1f s outside Plan), %llu evictions, %llu finished, utilisation %.1f%%\n",
+      "time%s; whole run %.0f simulated s in %.1f wall s = %.0fx; %llu passes, %llu with a "
+      "job to decide (%.2f ms each in Plan, %.1f s outside Plan), %llu evictions, %llu "
+      "finished, utilisation %.1f%%\n",
       name, nodes, static_cast<unsigned long long>(r.jobs), r.window_simulated_s, r.window_wall_s,
       r.window_simulated_s / r.window_wall_s, r.cut ? " (cut at the wall budget)" : "",
-      r.simulated_s, r.wall_s, r.simulated_s / r.wall_s,
-      static_cast<unsigned long long>(r.passes), r.passes ? r.plan_s * 1000 / r.passes : 0,
+      r.simulated_s, r.wall_s, r.simulated_s / r.wall_s, static_cast<unsigned long long>(r.passes),
+      static_cast<unsigned long long>(r.plans), r.plans ? r.plan_s * 1000 / r.plans : 0,
       r.wall_s - r.plan_s, static_cast<unsigned long long>(r.evictions),
       static_cast<unsigned long long>(r.finished), r.utilisation * 100);
   std::fflush(stdout);

@@ -107,6 +107,7 @@ nlohmann::json Summarize(const Simulator& sim, const ReportOptions& options) {
   nlohmann::json out;
   out["sim"] = {{"simulated_s", Round(span_ms / 1000)},
                 {"passes", sim.passes()},
+                {"passes_planned", sim.plans()},
                 {"evictions", sim.evictions()},
                 {"plan_s", Round(sim.plan_seconds())}};
   out["cluster"] = {{"nodes", sim.view().nodes.size()}, {"gpus", sim.total_gpus()}};

@@ -219,6 +219,14 @@ void Simulator::Pass() {
   pass_wanted_ = false;
   last_pass_ = now_;
   ++passes_;
+  // Without a pending job that may start, Plan places, evicts and reserves nothing (every
+  // eviction is for a pending preemptor): the pass is counted, its work skipped.
+  if (std::none_of(view_.pending.begin(), view_.pending.end(),
+                   [&](const sched::PendingJob& j) { return j.cooldown_until <= now_; })) {
+    waiting_class_ = std::numeric_limits<int32_t>::min();
+    return;
+  }
+  ++plans_;
   ledger_.Advance(now_, held_tenant_);
   view_.usage = ledger_.Snapshot();
   for (sched::RunningGang& g : view_.running) {

@@ -92,7 +92,9 @@ class Simulator {
   bool Idle() const;
   bool Stuck() const;
 
-  // Called after every pass with its input and output (the tests check invariants).
+  // Called after every pass that ran Plan, with its input and output (the tests check
+  // invariants). A pass with no pending job out of its cooldown decides nothing: it is
+  // counted in passes() but neither planned nor observed.
   void set_pass_observer(PassObserver observer) { observer_ = std::move(observer); }
 
   Time now() const { return now_; }
@@ -108,6 +110,7 @@ class Simulator {
   uint32_t total_gpus() const { return total_gpus_; }
   uint64_t evictions() const { return evictions_; }
   uint64_t passes() const { return passes_; }
+  uint64_t plans() const { return plans_; }  // passes that ran Plan
   // Wall time spent inside Plan, for the benchmark's profile.
   double plan_seconds() const { return plan_seconds_; }
 
@@ -184,6 +187,7 @@ class Simulator {
   PassObserver observer_;
   uint64_t evictions_ = 0;
   uint64_t passes_ = 0;
+  uint64_t plans_ = 0;
   double plan_seconds_ = 0;
 };
 
