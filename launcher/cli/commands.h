@@ -23,5 +23,6 @@ int RunShare(const Args& args);
 int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`; tokens
 int RunWhoAmI(const Args& args);
 int RunEvents(const Args& args);
+int RunCapacity(const Args& args);  // local: sizes pools and quotas, no coordinator
 
 }  // namespace baton::cli

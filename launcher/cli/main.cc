@@ -27,6 +27,8 @@ constexpr char kUsageText[] =
     "                             specs, policy and node changes\n"
     "  whoami                     who the coordinator takes you to be, your tenants\n"
     "  admin token create|list|revoke   service tokens for automation (admins)\n"
+    "  capacity --services F --plan F   size the inference and training pools, quotas and\n"
+    "                             lending limits; prints the policy YAML (no coordinator)\n"
     "  version                    this client's version (also --version)\n"
     "\n"
     "environment: BATON_COORDINATOR (host:port), BATON_CA (cluster CA bundle, default\n"
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
       {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
       {"policy", baton::cli::RunPolicy}, {"share", baton::cli::RunShare},
       {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
-      {"whoami", baton::cli::RunWhoAmI},
+      {"whoami", baton::cli::RunWhoAmI}, {"capacity", baton::cli::RunCapacity},
   };
   if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
     std::cout << "baton " << baton::Version() << "\n";

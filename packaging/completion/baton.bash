@@ -4,7 +4,7 @@ _baton() {
   local cur prev cmd
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="submit queue status explain logs cancel signal nodes share policy events whoami admin version"
+  local commands="submit queue status explain logs cancel signal nodes share policy events whoami admin capacity version"
   if [ "$COMP_CWORD" -eq 1 ]; then
     mapfile -t COMPREPLY < <(compgen -W "$commands --help --version" -- "$cur")
     return 0

@@ -2,12 +2,12 @@
 // thrash (evictions per job stay bounded and every job finishes), and weighted fair
 // share converges to the weights while a tenant that ran alone waits for its usage to
 // decay.
-#include "tests/coordinator/scheduler_sim.h"
-
 #include <algorithm>
 
+#include "coordinator/sim/simulator.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/scheduler_fixtures.h"
+#include "tests/coordinator/scheduler_invariants.h"
 
 namespace baton::sched {
 namespace {
@@ -15,7 +15,24 @@ namespace {
 using testing::JobSpec;
 using testing::MakeJob;
 using testing::MakeNode;
-using testing::Simulator;
+
+// The coordinator's loop on a simulated clock (coordinator/sim), every pass checked
+// against the invariants.
+class Simulator : public sim::Simulator {
+ public:
+  Simulator(std::vector<NodeInfo> nodes, Policy policy, sim::SimOptions options)
+      : sim::Simulator(std::move(nodes), std::move(policy), options) {
+    set_pass_observer([this](const ClusterView& view, Time now, const Decisions& d) {
+      for (const std::string& p : testing::CheckDecisions(view, this->policy(), now, d)) {
+        problems_.push_back("t=" + std::to_string(now / 1000) + "s: " + p);
+      }
+    });
+  }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::vector<std::string> problems_;
+};
 
 constexpr Time kMinute = 60'000;
 constexpr Time kHour = 60 * kMinute;
@@ -42,7 +59,7 @@ TEST(SchedulerSimulation, AlternatingClassesDoNotThrash) {
   // or six 4-GPU experiments (25 min): 84% load on 32 GPUs, and every training burst
   // needs more than is free. Training preempts the experiments, which lose what they did
   // since their last checkpoint.
-  testing::SimOptions options;
+  sim::SimOptions options;
   options.save_on_eviction = false;
   Simulator sim(Nodes(4), AntiThrashPolicy(), options);
   JobId next = 1;
