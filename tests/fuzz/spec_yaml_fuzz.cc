@@ -83,7 +83,8 @@ std::string ToYaml(const JobSpec& s) {
   if (s.restart_policy() > 0 && s.restart_policy() < 4) {
     Key(out, "restart_policy") << policies[s.restart_policy()];
   }
-  Number(out, "max_restarts", s.max_restarts());
+  // Present even when 0: an explicit 0 means "no retries", unset the policy's default.
+  if (s.has_max_restarts()) Key(out, "max_restarts") << std::to_string(s.max_restarts());
   Text(out, "pool", s.pool());
   Text(out, "working_dir", s.working_dir());
   Text(out, "checkpoint_dir", s.checkpoint_dir());
