@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 #include "yaml-cpp/yaml.h"
@@ -172,10 +173,19 @@ TEST(ConfigFile, SighupReloadsOrKeepsTheSettingsAndSigtermStopsCleanly) {
   TempDir dir("baton-config");
   std::string config = Write(dir, "coordinator.yaml", "log-level: info\nmax-follows: 50\n");
   std::string ready = dir.Sub("ready");
-  Subprocess coordinator(
-      {std::string(BATON_BIN_DIR) + "/baton-coordinator", "--config", config, "--insecure",
-       "--listen", "127.0.0.1:0", "--data-dir", dir.Sub("data"), "--ready-file", ready},
-      {}, dir.Sub("coordinator"));
+  TestSecurity security(dir.Sub("security"));  // TLS and munged, as a real coordinator has
+  ASSERT_TRUE(security.ok()) << security.why();
+  std::vector<std::string> argv = {std::string(BATON_BIN_DIR) + "/baton-coordinator",
+                                   "--config",
+                                   config,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--data-dir",
+                                   dir.Sub("data"),
+                                   "--ready-file",
+                                   ready};
+  for (auto& f : security.CoordinatorFlags()) argv.push_back(f);
+  Subprocess coordinator(argv, {}, dir.Sub("coordinator"));
   ASSERT_TRUE(WaitFor([&] { return !ReadFile(ready).empty(); }, std::chrono::seconds(30)))
       << ReadFile(dir.Sub("coordinator.err"));
   auto log = [&] { return ReadFile(dir.Sub("coordinator.err")); };

@@ -21,6 +21,8 @@
 #include "gtest/gtest.h"
 #include "proto/api.grpc.pb.h"
 #include "proto/threaded_writer.h"
+#include "proto/tls.h"
+#include "tests/util/security.h"
 #include "tests/util/temp_dir.h"
 
 namespace baton::testing {
@@ -36,8 +38,30 @@ int ThreadsNow() {
   return -1;
 }
 
+// TLS as the daemons have it: a CA, the coordinator's certificate, node n1's (made once
+// for the suite, see Streams::SetUpTestSuite).
+TempDir* tls_dir = nullptr;
+TestSecurity* security = nullptr;
+TestSecurity& Security() { return *security; }
+TlsMaterial Tls(const std::string& cert = "", const std::string& key = "") {
+  auto tls = LoadTls({Security().ca(), cert, key}, /*need_cert=*/!cert.empty());
+  EXPECT_TRUE(tls.ok()) << tls.status();
+  return tls.value();
+}
+TlsMaterial CoordinatorTls() {
+  std::string dir = Security().ca().substr(0, Security().ca().rfind('/'));
+  return Tls(dir + "/coordinator.crt", dir + "/coordinator.key");
+}
+// A channel to `target` over TLS; `node`: the server must hold that node's certificate.
+std::shared_ptr<grpc::Channel> Channel(const TlsMaterial& tls, const std::string& target,
+                                       const std::string& node = "") {
+  grpc::ChannelArguments args;
+  if (!node.empty()) VerifyServerAs(node, &args);
+  return grpc::CreateCustomChannel(target, ChannelCredentials(tls, target).value(), args);
+}
+
 // A coordinator's Events and Logs on an in-process server, over a real store; Logs
-// relays to `agent` (an address) as the coordinator does.
+// relays to `agent` (node n1's address) as the coordinator does, with its certificate.
 class Service final : public v1::Coordinator::CallbackService {
  public:
   Service(const EventLog* log, std::string agent) : log_(log), agent_(std::move(agent)) {}
@@ -51,8 +75,7 @@ class Service final : public v1::Coordinator::CallbackService {
     agent_req.set_job_id(req->job_id());
     agent_req.set_attempt(1);
     agent_req.set_follow(req->follow());
-    return NewLogRelay(grpc::CreateChannel(agent_, grpc::InsecureChannelCredentials()), agent_req,
-                       nullptr);
+    return NewLogRelay(Channel(CoordinatorTls(), agent_, "n1"), agent_req, nullptr);
   }
 
  private:
@@ -113,7 +136,16 @@ class FakeAgent final : public v1::Agent::CallbackService {
 
 class Streams : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    tls_dir = new TempDir("baton-streams-tls");
+    security = new TestSecurity(tls_dir->path());
+  }
+  static void TearDownTestSuite() {
+    delete security;  // stops its munged
+    delete tls_dir;
+  }
   void SetUp() override {
+    ASSERT_TRUE(Security().ok()) << Security().why();
     auto store = Store::Open(dir_.Sub("store"), StoreOptions{});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
@@ -121,19 +153,22 @@ class Streams : public ::testing::Test {
     log_->Recover(0);
     grpc::ServerBuilder agent_builder;
     int agent_port = 0;
-    agent_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &agent_port);
+    auto [node_cert, node_key] = Security().NodeCert("n1", {"IP:127.0.0.1"});
+    agent_builder.AddListeningPort(
+        "127.0.0.1:0", ServerCredentials(Tls(node_cert, node_key), "127.0.0.1:0").value(),
+        &agent_port);
     agent_builder.RegisterService(&agent_);
     agent_server_ = agent_builder.BuildAndStart();
     ASSERT_GT(agent_port, 0);
     service_ = std::make_unique<Service>(log_.get(), "127.0.0.1:" + std::to_string(agent_port));
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0",
+                             ServerCredentials(CoordinatorTls(), "127.0.0.1:0").value(), &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_GT(port, 0);
-    stub_ = v1::Coordinator::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                                         grpc::InsecureChannelCredentials()));
+    stub_ = v1::Coordinator::NewStub(Channel(Tls(), "127.0.0.1:" + std::to_string(port)));
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
