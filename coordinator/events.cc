@@ -96,13 +96,14 @@ v1::Event AccessChange(const std::string& actor, const std::string& code,
   return ev;
 }
 
-v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text) {
+v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text,
+                     const std::string& actor) {
   v1::Event ev;
   ev.set_kind(v1::EVENT_KIND_NODE);
   ev.set_code(code);
   ev.set_node(node.name());
   ev.set_node_state(node.state());
-  ev.set_actor(code == "lost" ? "coordinator" : "agent:" + node.name());
+  ev.set_actor(!actor.empty() ? actor : code == "lost" ? "coordinator" : "agent:" + node.name());
   ev.set_reason(text);
   return ev;
 }

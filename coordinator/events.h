@@ -28,7 +28,9 @@ v1::Event PolicyChange(const std::string& actor, const std::string& summary);
 v1::Event AccessChange(const std::string& actor, const std::string& code,
                        const std::string& summary);
 // A node's state changed: `code` "registered", "reconnected", "disconnected", "lost".
-v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text);
+// `actor` "": the node's agent ("coordinator" for a node declared lost).
+v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::string& text,
+                     const std::string& actor = "");
 
 // GPU-seconds the job's current attempt ran since its last committed checkpoint (or its
 // start), up to its end or `now_ms`: what an eviction throws away. 0 before it started,

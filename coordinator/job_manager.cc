@@ -112,7 +112,9 @@ absl::Status JobManager::Recover() {
         // An eviction in progress: the agents get the Preempt again when they return.
         const v1::Attempt& last = *e.job.attempts().rbegin();
         a.outcome = Outcome::kEvicted;
-        a.outcome_reason = "evicted for job " + std::to_string(last.evicted_for());
+        a.outcome_reason = !last.drained_node().empty()
+                               ? "node " + last.drained_node() + " drained"
+                               : "evicted for job " + std::to_string(last.evicted_for());
         a.evicting_for = last.evicted_for();
         a.kill_signal = SIGUSR1;
         a.kill_grace = e.job.spec().grace_seconds();

@@ -113,6 +113,14 @@ class JobManager {
   // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
   absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
+  // Admins (the service checks): a drained node takes no new work; with `evict` its jobs
+  // are told to checkpoint and exit, then placed elsewhere with no cooldown and no
+  // eviction counted. NotFound for a node that never registered. `done` gets the node
+  // once the change is durable.
+  void DrainNode(const Caller& caller, const v1::DrainNodeRequest& req,
+                 std::function<void(absl::StatusOr<v1::Node>)> done);
+  void UndrainNode(const Caller& caller, const std::string& node,
+                   std::function<void(absl::StatusOr<v1::Node>)> done);
   absl::StatusOr<LogTarget> FindLogs(const Caller& caller, const v1::LogsRequest& req) const;
 
   // Stores `batch` (an admin's change outside jobs: a service token) with an audit event
@@ -213,7 +221,8 @@ class JobManager {
                                 const sched::ClusterView& view) const;
   void PlaceLocked(JobEntry& e, const sched::Placement& p, const sched::ClusterView& view,
                    Txn& txn);
-  void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn);
+  void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
+                   const std::string& actor = "scheduler");
   v1::CoordinatorCommand PreemptCommandLocked(const JobEntry& e) const;
   // Evictions: pushes the kill deadline out while a checkpoint is being written, up to
   // the cap, and tells the gang's agents (job_manager_schedule.cc).

@@ -1,5 +1,5 @@
 // JobManager: agent registration and reconciliation, attempt reports, stops, node loss,
-// and the periodic tick (leases, max runtimes).
+// admins' drains, and the periodic tick (leases, max runtimes).
 #include <csignal>
 
 #include "common/ids.h"
@@ -96,6 +96,79 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
   CommitLocked(std::move(txn));
   Kick();
   return absl::OkStatus();
+}
+
+void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req,
+                           std::function<void(absl::StatusOr<v1::Node>)> done) {
+  constexpr size_t kMaxReasonBytes = 512;
+  if (req.reason().size() > kMaxReasonBytes) {
+    return done(absl::InvalidArgumentError("reason: at most 512 bytes"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(req.node());
+  if (it == nodes_.end()) {
+    return done(absl::NotFoundError("node '" + req.node().substr(0, 64) +
+                                    "' has never registered (`baton nodes` lists them)"));
+  }
+  v1::Node& node = it->second.node;
+  const int64_t now = clock_->NowMs();
+  v1::NodeDrain* d = node.mutable_drain();
+  if (d->since_ms() == 0) d->set_since_ms(now);
+  d->set_by(caller.user);
+  d->set_reason(req.reason());
+  d->set_evict(d->evict() || req.evict());
+  const std::string why = "node " + node.name() + " drained by " + caller.user +
+                          (req.reason().empty() ? "" : " (" + req.reason() + ")");
+  Txn txn;
+  txn.batch.nodes.push_back(node);
+  LogLocked(events::NodeChange(
+                node, "drained",
+                why + (req.evict() ? "; its jobs checkpoint and move" : "; what runs there stays"),
+                caller.user),
+            nullptr, txn);
+  if (req.evict()) {
+    for (uint64_t id : std::set<uint64_t>(active_)) {
+      JobEntry& e = jobs_.at(id);
+      auto phase = e.live->nodes.find(node.name());
+      if (phase == e.live->nodes.end() || phase->second == Phase::kExited) continue;
+      if (e.live->outcome != Outcome::kNone) continue;  // already leaving
+      sched::Eviction ev;
+      ev.victim = id;
+      ev.lost_gpu_seconds = events::LostGpuSeconds(e.job, now);
+      ev.message = why;
+      EvictLocked(e, ev, txn, caller.user);
+      e.job.mutable_attempts(e.job.attempts_size() - 1)->set_drained_node(node.name());
+      txn.touched.insert(id);
+    }
+  }
+  spdlog::info("{}{}", why, req.evict() ? ", its jobs evicted" : "");
+  txn.reply = [done = std::move(done), out = node] { done(out); };
+  CommitLocked(std::move(txn));
+  Kick();
+}
+
+void JobManager::UndrainNode(const Caller& caller, const std::string& name,
+                             std::function<void(absl::StatusOr<v1::Node>)> done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return done(absl::NotFoundError("node '" + name.substr(0, 64) +
+                                    "' has never registered (`baton nodes` lists them)"));
+  }
+  v1::Node& node = it->second.node;
+  if (!node.has_drain()) return done(node);  // nothing to do: idempotent, as kubectl uncordon
+  node.clear_drain();
+  Txn txn;
+  txn.batch.nodes.push_back(node);
+  LogLocked(
+      events::NodeChange(node, "undrained",
+                         "node " + name + " undrained by " + caller.user + ": takes work again",
+                         caller.user),
+      nullptr, txn);
+  spdlog::info("node {} undrained by {}", name, caller.user);
+  txn.reply = [done = std::move(done), out = node] { done(out); };
+  CommitLocked(std::move(txn));
+  Kick();
 }
 
 void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn) {

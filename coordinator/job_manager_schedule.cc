@@ -52,9 +52,16 @@ ClusterShape JobManager::ShapeLocked() const {
 }
 
 bool JobManager::HoldsForRestartLocked(const JobEntry& e, int64_t now) const {
-  return e.job.spec().restart_policy() == v1::RESTART_POLICY_ALWAYS &&
-         e.job.state() == v1::JOB_STATE_PENDING && e.job.cooldown_until_ms() > now &&
-         e.job.restarts_in_a_row() > 0 && e.job.attempts_size() > 0;
+  if (e.job.spec().restart_policy() != v1::RESTART_POLICY_ALWAYS ||
+      e.job.state() != v1::JOB_STATE_PENDING || e.job.cooldown_until_ms() <= now ||
+      e.job.restarts_in_a_row() == 0 || e.job.attempts_size() == 0) {
+    return false;
+  }
+  for (const auto& p : e.job.attempts().rbegin()->placement()) {  // not on a drained node
+    auto n = nodes_.find(p.node());
+    if (n != nodes_.end() && n->second.node.has_drain()) return false;
+  }
+  return true;
 }
 
 sched::ClusterView JobManager::BuildViewLocked() const {
@@ -225,7 +232,8 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   }
 }
 
-void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn) {
+void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
+                             const std::string& actor) {
   if (!e.live || e.live->outcome != Outcome::kNone) return;  // already leaving
   LiveAttempt& live = *e.live;
   live.outcome = Outcome::kEvicted;
@@ -243,7 +251,7 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn) {
   Transition(e, v1::JOB_STATE_PREEMPTING,
              ev.message + "; checkpoint and exit within " +
                  std::to_string(e.job.spec().grace_seconds()) + " s",
-             "scheduler", txn);
+             actor, txn);
   for (const auto& [node, phase] : live.nodes) {
     if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
   }
@@ -331,7 +339,14 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   out.set_position(ex.position);
   out.set_queue_length(ex.queue_length);
   for (const auto& ev : ex.evictions) out.add_would_evict(ev.victim);
-  out.set_text(ex.Text(view));
+  std::string text = ex.Text(view);
+  for (const auto& [name, n] : nodes_) {  // capacity an admin took away, and why
+    if (!n.node.has_drain()) continue;
+    const v1::NodeDrain& d = n.node.drain();
+    text += "node " + name + " is drained (by " + d.by() +
+            (d.reason().empty() ? "" : ": " + d.reason()) + "): it takes no new work\n";
+  }
+  out.set_text(text);
   return out;
 }
 
@@ -400,10 +415,12 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   };
   switch (live.outcome) {
     case Outcome::kEvicted: {
-      // Evictions are counted apart from failures; the cooldown doubles with each one.
-      e.job.set_evictions(e.job.evictions() + 1);
+      // Evictions are counted apart from failures; the cooldown doubles with each one. A
+      // drain is the operator's doing, not the job's: no count, no cooldown.
+      const bool drained = !a->drained_node().empty();
+      if (!drained) e.job.set_evictions(e.job.evictions() + 1);
       const PriorityClass* cls = policy_.policy.Find(spec.priority_class());
-      int64_t wait = cls ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
+      int64_t wait = cls && !drained ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
       e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
       std::string how =
           live.term_signal == 0 && live.exit_code == 0 ? "checkpointed and exited"
@@ -416,7 +433,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
           : a->reports_progress()   ? "no checkpoint: restarts from the beginning"
                                     : "checkpoint unknown: the job does not report progress";
       a->set_end_reason("evicted: " + how + "; " + resume);
-      EvictedLocked(e, "preempted", live.outcome_reason, txn);
+      EvictedLocked(e, drained ? "drained" : "preempted", live.outcome_reason, txn);
       Transition(e, v1::JOB_STATE_COOLDOWN,
                  a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
       if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);

@@ -17,6 +17,7 @@
 #include "common/metrics_server.h"
 #include "common/net.h"
 #include "common/version.h"
+#include "coordinator/backup.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/metrics.h"
 #include "coordinator/policy_config.h"
@@ -45,7 +46,11 @@ constexpr char kDefaultConfig[] = "/etc/baton/coordinator.yaml";
 
 // The flags, with the config file's settings (common/config_file.h) under them.
 absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  cxxopts::Options opts("baton-coordinator", "baton's job service (gRPC + RocksDB)");
+  cxxopts::Options opts(
+      "baton-coordinator",
+      "baton's job service (gRPC + RocksDB).\n\n`baton-coordinator restore BACKUP_DIR [--config "
+      "FILE] [--data-dir DIR]` restores a backup written by `baton admin backup` into the data "
+      "dir, which must be absent or empty (stop the coordinator first), and exits.");
   opts.add_options()("listen", "host:port to serve on (loopback or private; port 0 picks one)",
                      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
       "data-dir", "directory of the RocksDB store (created if missing)",
@@ -167,9 +172,41 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   }
 }
 
+// `baton-coordinator restore BACKUP_DIR [flags]`: the data dir from the flags and config.
+int Restore(int argc, char** argv) {
+  if (argc < 3 || argv[2][0] == '-') {
+    std::cerr << "baton-coordinator restore: usage: baton-coordinator restore BACKUP_DIR "
+                 "[--config FILE] [--data-dir DIR]\n";
+    return 2;
+  }
+  const std::string backup = argv[2];
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 3; i < argc; ++i) rest.push_back(argv[i]);
+  auto flags = ParseFlags(static_cast<int>(rest.size()), rest.data());
+  if (!flags.ok()) {
+    std::cerr << "baton-coordinator restore: " << flags.status().message() << "\n";
+    return 2;
+  }
+  std::cerr << "restoring " << backup << " into " << flags->data_dir << " ...\n";
+  auto done = baton::RestoreStore(backup, flags->data_dir);
+  if (!done.ok()) {
+    std::cerr << "baton-coordinator " << done.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "restored " << flags->data_dir << " from " << backup << " (taken "
+            << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                absl::FromUnixMillis(done->manifest.created_ms()),
+                                absl::UTCTimeZone())
+            << " by coordinator " << done->manifest.coordinator_version() << "): " << done->jobs
+            << " jobs (" << done->unfinished << " not finished), next job id " << done->next_job_id
+            << ", " << done->manifest.files_size() << " files, " << done->bytes << " bytes\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "restore") return Restore(argc, argv);
   baton::BlockStopSignals();
   auto flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
@@ -238,8 +275,8 @@ int main(int argc, char** argv) {
   tokens.Load(*stored_tokens);
   baton::UserDirectory users(baton::RealClock::Get());
   baton::Authenticator authn(flags->authn, &tokens, &users);
-  baton::CoordinatorService api(
-      {&jobs, &authn, &tokens, &users, *tls, flags->max_follows_per_user, flags->max_follows});
+  baton::CoordinatorService api({&jobs, store->get(), &authn, &tokens, &users, *tls,
+                                 flags->max_follows_per_user, flags->max_follows});
   baton::AgentControlService agents(&jobs, tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -297,6 +334,21 @@ int main(int argc, char** argv) {
     }
     baton::SetLogLevel(next->log_level);
     api.SetFollowLimits(next->max_follows_per_user, next->max_follows);
+    if (!next->policy_file.empty()) {
+      // Checked, never applied: the policy in force is the newest stored version.
+      auto policy = baton::LoadPolicyFile(next->policy_file);
+      if (!policy.ok()) {
+        spdlog::error(
+            "SIGHUP: --policy {} does not check; the policy in force (version {}) "
+            "stays: {}",
+            next->policy_file, jobs.GetPolicy().version(), std::string(policy.status().message()));
+      } else {
+        spdlog::info(
+            "SIGHUP: --policy {} checks; the policy in force stays its stored version "
+            "{} (apply a file with `baton admin policy set`)",
+            next->policy_file, jobs.GetPolicy().version());
+      }
+    }
     spdlog::info("SIGHUP: reloaded: log-level {}, max-follows-per-user {}, max-follows {}",
                  next->log_level, next->max_follows_per_user, next->max_follows);
   }

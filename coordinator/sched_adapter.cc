@@ -24,7 +24,8 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
   const v1::Inventory& inv = node.inventory();
   sched::NodeInfo n;
   n.name = node.name();
-  n.schedulable = node.state() == v1::NODE_STATE_READY;
+  // A drained node counts for feasibility (its jobs wait, as for a lost one) but takes no work.
+  n.schedulable = node.state() == v1::NODE_STATE_READY && !node.has_drain();
   n.cpu_millis = uint64_t{inv.cpus()} * 1000;
   n.memory_bytes = inv.memory_bytes();
   for (const auto& numa : inv.numa_nodes()) {

@@ -4,6 +4,7 @@
 #include <deque>
 #include <thread>
 
+#include "coordinator/backup.h"
 #include "coordinator/events.h"
 #include "coordinator/streams.h"
 #include "spdlog/spdlog.h"
@@ -25,6 +26,8 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
 }
 
 constexpr char kManageTokens[] = "manage service tokens";
+constexpr char kManageNodes[] = "drain nodes";
+constexpr char kBackup[] = "back up the coordinator's store";
 constexpr size_t kMaxCancelReasonBytes = 1024;
 
 }  // namespace
@@ -261,6 +264,38 @@ grpc::ServerUnaryReactor* CoordinatorService::RevokeToken(grpc::CallbackServerCo
                                                                revoked->user() + " revoked"),
                                       [r] { r->Finish(grpc::Status::OK); });
                });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::DrainNode(grpc::CallbackServerContext* ctx,
+                                                        const v1::DrainNodeRequest* req,
+                                                        v1::Node* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageNodes),
+               [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+                 jobs_->DrainNode(caller, *req, [r, resp](absl::StatusOr<v1::Node> node) {
+                   if (node.ok()) *resp = std::move(*node);
+                   r->Finish(ToGrpc(node.status()));
+                 });
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::UndrainNode(grpc::CallbackServerContext* ctx,
+                                                          const v1::UndrainNodeRequest* req,
+                                                          v1::Node* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageNodes),
+               [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+                 jobs_->UndrainNode(caller, req->node(), [r, resp](absl::StatusOr<v1::Node> node) {
+                   if (node.ok()) *resp = std::move(*node);
+                   r->Finish(ToGrpc(node.status()));
+                 });
+               });
+}
+
+grpc::ServerWriteReactor<v1::BackupChunk>* CoordinatorService::Backup(
+    grpc::CallbackServerContext* ctx, const v1::BackupRequest*) {
+  auto caller = AuthorizeAdmin(*ctx, kBackup);
+  if (!caller.ok()) return FinishedStream<v1::BackupChunk>(ToGrpc(caller.status()));
+  spdlog::info("backup requested by {}", caller->user);
+  return NewBackupStream(deps_.store);
 }
 
 grpc::ServerWriteReactor<v1::Job>* CoordinatorService::Watch(grpc::CallbackServerContext* ctx,

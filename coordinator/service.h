@@ -25,6 +25,7 @@ namespace baton {
 // What the services work with; everything must outlive them.
 struct ServiceDeps {
   JobManager* jobs = nullptr;
+  Store* store = nullptr;  // for backups
   const Authenticator* authn = nullptr;
   TokenRegistry* tokens = nullptr;
   UserDirectory* users = nullptr;
@@ -87,6 +88,12 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* ctx,
                                         const v1::RevokeTokenRequest* req,
                                         v1::TokenInfo* resp) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* ctx,
+                                      const v1::DrainNodeRequest* req, v1::Node* resp) override;
+  grpc::ServerUnaryReactor* UndrainNode(grpc::CallbackServerContext* ctx,
+                                        const v1::UndrainNodeRequest* req, v1::Node* resp) override;
+  grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
+                                                    const v1::BackupRequest* req) override;
 
  private:
   // The proven caller, allowed to use the cluster at all (admin or tenant member).

@@ -7,6 +7,7 @@
 #include "common/ids.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 
 namespace baton {
@@ -85,6 +86,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
 Store::~Store() {
   for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
   if (db_) db_->Close();
+}
+
+absl::Status Store::Checkpoint(const std::string& dir) const {
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  if (!s.ok()) return FromRocks(s, "checkpoint of " + path_);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: the memtables are flushed first, so the copy needs no WAL replay
+  // of what it holds.
+  s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  return FromRocks(s, "checkpoint of " + path_ + " into " + dir);
 }
 
 uint64_t Store::FreeBytes() const {

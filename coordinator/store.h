@@ -83,6 +83,11 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   absl::Status Commit(const StoreBatch& batch);
+  const std::string& path() const { return path_; }
+  // A consistent copy of the whole store in `dir` (which must not exist), taken while
+  // commits run: a RocksDB checkpoint (SST files hard-linked where the filesystem allows).
+  // Every commit acknowledged before the call is in it.
+  absl::Status Checkpoint(const std::string& dir) const;
   // Bytes free for us on the store's filesystem (statvfs; UINT64_MAX when unknown).
   uint64_t FreeBytes() const;
   absl::StatusOr<StoreSnapshot> Load() const;

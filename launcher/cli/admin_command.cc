@@ -127,9 +127,11 @@ int RunToken(const Args& args) {
 int RunAdmin(const Args& args) {
   if (!args.empty() && args[0] == "policy") return RunPolicy(Args(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "token") return RunToken(Args(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "backup") return RunBackup(Args(args.begin() + 1, args.end()));
   std::cerr << "usage: baton admin policy get | set FILE   (the same as `baton policy`)\n"
                "       baton admin token create --user U [--tenant T] [--ttl 30d] | list | "
-               "revoke ID\n";
+               "revoke ID\n"
+               "       baton admin backup DIR\n";
   return kUsage;
 }
 

@@ -23,6 +23,9 @@ int RunShare(const Args& args);
 int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`; tokens
 int RunWhoAmI(const Args& args);
 int RunEvents(const Args& args);
-int RunCapacity(const Args& args);  // local: sizes pools and quotas, no coordinator
+int RunCapacity(const Args& args);
+// `nodes drain|undrain NODE` (args start with the verb) and `admin backup DIR`: admins.
+int RunNodeDrain(const Args& args);
+int RunBackup(const Args& args);  // local: sizes pools and quotas, no coordinator
 
 }  // namespace baton::cli

@@ -20,6 +20,8 @@ constexpr char kUsageText[] =
     "  cancel JOB...              cancel jobs\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
+    "  nodes drain NODE [--evict] | undrain NODE   no new work on a node; --evict moves\n"
+    "                             its jobs (admins)\n"
     "  share                      tenants' fair-share standing (usage vs weight, quota)\n"
     "  policy get | set FILE      the scheduling policy; admins replace it (versioned;\n"
     "                             also `baton admin policy ...`)\n"
@@ -27,6 +29,7 @@ constexpr char kUsageText[] =
     "                             specs, policy and node changes\n"
     "  whoami                     who the coordinator takes you to be, your tenants\n"
     "  admin token create|list|revoke   service tokens for automation (admins)\n"
+    "  admin backup DIR           a consistent copy of the coordinator's store (admins)\n"
     "  capacity --services F --plan F   size the inference and training pools, quotas and\n"
     "                             lending limits; prints the policy YAML (no coordinator)\n"
     "  version                    this client's version (also --version)\n"
@@ -59,6 +62,10 @@ int main(int argc, char** argv) {
       std::string(argv[1]) == "help") {
     std::cout << kUsageText;
     return argc < 2 ? baton::cli::kUsage : baton::cli::kOk;
+  }
+  if (std::string(argv[1]) == "nodes" && argc >= 3 &&
+      (std::string(argv[2]) == "drain" || std::string(argv[2]) == "undrain")) {
+    return baton::cli::RunNodeDrain(Args(argv + 2, argv + argc));
   }
   auto it = kCommands.find(argv[1]);
   if (it == kCommands.end()) {

@@ -19,7 +19,11 @@ _baton() {
   case "$cur" in
     -*)
       local flags
-      flags=$(baton "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+      local sub=()  # subcommands with flags of their own: nodes drain, admin backup
+      case "$cmd ${COMP_WORDS[2]}" in
+        "nodes drain" | "nodes undrain" | "admin backup") sub=("${COMP_WORDS[2]}") ;;
+      esac
+      flags=$(baton "$cmd" "${sub[@]}" --help 2>/dev/null | grep -oE -- '--[a-z][a-z-]*' | sort -u)
       mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
       return 0
       ;;
@@ -30,7 +34,22 @@ _baton() {
       jobs=$(baton queue --timeout 2s 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }')
       mapfile -t COMPREPLY < <(compgen -W "$jobs" -- "$cur")
       ;;
-    admin) mapfile -t COMPREPLY < <(compgen -W "token policy" -- "$cur") ;;
+    admin)
+      if [ "$COMP_CWORD" -eq 2 ]; then
+        mapfile -t COMPREPLY < <(compgen -W "token policy backup" -- "$cur")
+      elif [ "${COMP_WORDS[2]}" = backup ]; then
+        mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      fi
+      ;;
+    nodes)
+      if [ "$COMP_CWORD" -eq 2 ]; then
+        mapfile -t COMPREPLY < <(compgen -W "drain undrain" -- "$cur")
+      else
+        local nodes
+        nodes=$(baton nodes --timeout 2s 2>/dev/null | awk 'NR > 1 && NF > 1 { print $1 }')
+        mapfile -t COMPREPLY < <(compgen -W "$nodes" -- "$cur")
+      fi
+      ;;
     policy) mapfile -t COMPREPLY < <(compgen -W "get set" -- "$cur") ;;
   esac
   return 0

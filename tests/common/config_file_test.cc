@@ -205,6 +205,18 @@ TEST(ConfigFile, SighupReloadsOrKeepsTheSettingsAndSigtermStopsCleanly) {
                       std::chrono::seconds(10)))
       << log();
   EXPECT_THAT(log(), HasSubstr("max-follows 20"));
+  // A broken policy file: checked on reload, refused with why; the policy in force stays.
+  Write(dir, "policy.yaml", "classes: [{name: x, value: nope}]\n");
+  Write(dir, "coordinator.yaml", "log-level: debug\npolicy: " + dir.Sub("policy.yaml") + "\n");
+  coordinator.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return log().find("does not check; the policy in force (version") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << log();
+  EXPECT_THAT(log(), HasSubstr("stays:"));
+  EXPECT_TRUE(coordinator.running());
   coordinator.Signal(SIGTERM);
   EXPECT_EQ(coordinator.Wait(std::chrono::seconds(20)), 0) << log();
 }

@@ -49,6 +49,10 @@ complete_words() {  # words of the command line so far -> what completion offers
 [ "$(complete_words baton submit --max-res)" = --max-restarts ] ||
   fail "completion of 'baton submit --max-res': $(complete_words baton submit --max-res)"
 [ "$(complete_words baton submit --mode d)" = direct ] || fail "completion of --mode"
+[ "$(complete_words baton nodes dr)" = drain ] || fail "completion of 'baton nodes dr'"
+[ "$(complete_words baton nodes drain n1 --ev)" = --evict ] ||
+  fail "completion of 'baton nodes drain n1 --ev': $(complete_words baton nodes drain n1 --ev)"
+[ "$(complete_words baton admin b)" = backup ] || fail "completion of 'baton admin b'"
 
 # One version everywhere, the build's.
 version=$("$prefix/bin/baton" --version | awk '{print $2}')
