@@ -13,7 +13,7 @@
 // sharing the disk as threads of this process, the size split between them) runs --reps
 // repetitions of: Save, the write references, the read references and RestoreLatest in
 // turn (the order of the readers rotates per repetition), and, for states up to 4 GiB, the
-// stall. Ends with one JSON line (keys in DESIGN.md "Benchmarks"; _8g / _4r name the other
+// stall. Ends with one JSON line (keys in docs/benchmarks.md; _8g / _4r name the other
 // configurations). Needs root for the cache drops (else the reads are marked warm).
 //   baton-bench-checkpoint [--dir=/var/tmp] [--size=2Gi,8Gi] [--ranks=1,4] [--buffers=64]
 //                          [--reps=3] [--io-threads=4] [--io-unit=8Mi] [--no-direct]

@@ -12,7 +12,7 @@
 //   2. Between the root namespace and another (veth, HTB at 1 Gbit/s), the RTT of a TCP
 //      ping-pong probe (an inference job) idle and while a training job floods the link
 //      with iperf3 under its cap; the capped flow ÷ its cap.
-// Needs root, cgroups and tc/nft (as CI has); ends with one JSON line (DESIGN.md keys).
+// Needs root, cgroups and tc/nft (as CI has); ends with one JSON line (keys in docs/benchmarks.md).
 #include <unistd.h>
 
 #include <algorithm>

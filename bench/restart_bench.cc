@@ -6,8 +6,8 @@
 // last checkpoint, the service's silences beyond 2 s), and, as the physical reference, the
 // longest silence of a training rank and of the service against their 1-s heartbeat.
 // Keys: jobs_killed_by_coordinator_outage (summed; target 0), work_lost_s_by_outage
-// (summed; target 0). Needs root (namespace cluster). The other keys DESIGN.md lists for
-// this benchmark (restart_s_*, heartbeat_ack_p99_ms_launch_storm) are not measured here.
+// (summed; target 0). Needs root (namespace cluster). The other keys once planned for
+// it (restart_s_*, heartbeat_ack_p99_ms_launch_storm) are not measured (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -6,7 +6,7 @@
 // Reports the median pass time of each (repetitions interleaved), µs per pending job, and the
 // growth ratio large ÷ small (a pass that is n log n grows about 11.5× for 10× the input). The
 // pending jobs come in id order, which is submission order, as the coordinator keeps its queue.
-// Ends with one JSON line (keys in DESIGN.md "Benchmarks").
+// Ends with one JSON line (keys in docs/benchmarks.md).
 //   baton-bench-scheduler [--reps=7]   (flags for other benchmarks are ignored)
 #include <algorithm>
 #include <chrono>

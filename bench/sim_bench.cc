@@ -6,7 +6,7 @@
 //  10k: the same trace shape on 10,000 nodes (durations scaled to the same load), run
 //        for at most 4 wall minutes: `sim_speedup_10k` (shown).
 // Prints the passes, the time inside Plan and the rest (event handling, accounting), and
-// ends with one JSON line (keys in DESIGN.md "Benchmarks").
+// ends with one JSON line (keys in docs/benchmarks.md).
 //   baton-bench-sim [--jobs=100000] [--days=3] [--skip-10k]
 #include <chrono>
 #include <cstdio>

@@ -10,7 +10,7 @@
 //      per-tenant fair-use limits on (far above the load) and off, interleaved three
 //      times each: throttle_overhead_ratio = on ÷ off (median of the pairs);
 //   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s.
-// Ends with one JSON line (keys in DESIGN.md, Benchmarks).
+// Ends with one JSON line (keys in docs/benchmarks.md).
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>

@@ -15,7 +15,7 @@ the same run, on the same filesystem, interleaved, medians of --reps repetitions
 The state is a model of --size-mib MiB (default 1 GiB) of float32 parameters in --tensors
 tensors and a plain SGD optimizer (no state of its own, so every figure is about the same
 bytes). Needs root for the cache drops (else the reads are marked warm). Ends with one
-JSON line (keys in DESIGN.md "Benchmarks").
+JSON line (keys in docs/benchmarks.md).
 
   PYTHONPATH=build/python /usr/bin/python3 bench/torch_checkpoint_bench.py \
       [--dir=/var/tmp] [--size-mib=1024] [--tensors=64] [--reps=3]

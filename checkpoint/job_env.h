@@ -1,5 +1,6 @@
-// The worker contract's environment (DESIGN.md "Worker contract") as the checkpoint library
-// reads it: BATON_ATTEMPT, BATON_CHECKPOINT_DIR, BATON_GRACE_SECONDS, BATON_PROGRESS_FILE.
+// The worker contract's environment (docs/contracts.md "The worker contract") as the
+// checkpoint library reads it: BATON_ATTEMPT, BATON_CHECKPOINT_DIR, BATON_GRACE_SECONDS,
+// BATON_PROGRESS_FILE.
 // Called by the Checkpointer and PreemptionWatcher at creation. Thread-safe as long as
 // nothing calls setenv concurrently.
 #pragma once

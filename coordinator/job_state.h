@@ -1,4 +1,4 @@
-// The job state machine: which transitions exist (see JobState in baton.proto). The
+// The job state machine: which transitions exist (see JobState in api.proto). The
 // JobManager refuses anything else, so a bug shows up as an error, not a strange job.
 // And an attempt's MASTER_PORT. Pure functions; thread-safe.
 #pragma once

@@ -285,7 +285,8 @@ int main(int argc, char** argv) {
   builder.RegisterService(&api);
   builder.RegisterService(&agents);
   baton::SetServerMessageLimits(&builder);
-  // Agents ping every 10 s on an idle stream; allow it (see RECIPES.md, too_many_pings).
+  // Agents ping every 10 s on an idle stream; allow it (a server that gets pings more often
+  // than it allows drops the channel with too_many_pings: docs/recipes.md, gRPC).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

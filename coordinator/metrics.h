@@ -1,5 +1,5 @@
 // The coordinator's Prometheus metrics, fed by the JobManager as a JobObserver and read
-// at every scrape (MetricsServer). Names follow Kueue and kube-scheduler (RECIPES.md):
+// at every scrape (MetricsServer). Names follow Kueue and kube-scheduler (docs/recipes.md):
 // base units, `_total` on counters, and labels from bounded sets only (class, tenant,
 // state, reason, kind). The one job_id label is on baton_job_evictions_total, whose series
 // exist only while an evicted job is unfinished (the "same job evicted again and again"

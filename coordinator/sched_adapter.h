@@ -1,4 +1,4 @@
-// Translation between the wire model (baton.proto) and the scheduler's plain structs
+// Translation between the wire model (api.proto) and the scheduler's plain structs
 // (coordinator/scheduler/), so that the scheduler core never sees protobuf. Used by the
 // JobManager's pass and by admission. Pure functions; thread-safe.
 #pragma once

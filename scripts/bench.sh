@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds baton and runs every benchmark found as build/bin/baton-bench-* and
 # bench/torch_checkpoint_bench.py (where the Python package is built), then prints each
-# one's last JSON line (the figures; keys in DESIGN.md "Benchmarks").
+# one's last JSON line (the figures; keys in docs/benchmarks.md).
 #   scripts/bench.sh                 every benchmark
 #   scripts/bench.sh checkpoint      only those whose name contains "checkpoint"
 #   scripts/bench.sh '' --reps=5     arguments after the filter go to every benchmark

@@ -1,5 +1,5 @@
-// The worker contract, as environment: what every rank of an attempt sees (DESIGN.md,
-// "Worker contract"): BATON_* ids and dirs, torchrun-style rank variables, and
+// The worker contract, as environment: what every rank of an attempt sees (docs/contracts.md,
+// "The worker contract"): BATON_* ids and dirs, torchrun-style rank variables, and
 // CUDA_VISIBLE_DEVICES by UUID. Pure; thread-safe.
 #pragma once
 

@@ -46,8 +46,9 @@ enum class CgroupLayout {
 };
 const char* CgroupLayoutName(CgroupLayout layout);
 
-// From statfs magics (RECIPES.md): cgroup2 at the root → v2; tmpfs at the root → v1,
-// hybrid when <root>/unified is cgroup2. `unified_magic` is 0 when there is no such dir.
+// From statfs magics (docs/recipes.md "cgroups"): cgroup2 at the root → v2; tmpfs at the
+// root → v1, hybrid when <root>/unified is cgroup2. `unified_magic` is 0 when there is no
+// such dir.
 CgroupLayout ClassifyCgroupLayout(int64_t root_magic, int64_t unified_magic);
 // statfs on `root` ("/sys/fs/cgroup") and `root`/unified.
 CgroupLayout DetectCgroupLayout(const std::string& root);

@@ -1,10 +1,10 @@
-// Per-class CPU and memory limits for the attempts on one node (DESIGN.md "Node agent"):
-// inference holds exclusive whole cores (all SMT siblings), near its GPUs' NUMA node, with
-// a quota of exactly those cores and memory = request + headroom; training shares the
-// cores no inference job holds, bursting up to all of them (quota ceiling = those
-// cores), weighted by its request, memory = request. Inference cores stay put for the
-// attempt's life; training plans follow every arrival and departure (narrowed, widened).
-// Pure bookkeeping, no OS calls; thread-compatible (the Isolator serialises).
+// Per-class CPU and memory limits for the attempts on one node (docs/isolation.md,
+// "Workload kinds"): inference holds exclusive whole cores (all SMT siblings), near its
+// GPUs' NUMA node, with a quota of exactly those cores and memory = request + headroom;
+// training shares the cores no inference job holds, bursting up to all of them (quota
+// ceiling = those cores), weighted by its request, memory = request. Inference cores stay
+// put for the attempt's life; training plans follow every arrival and departure (narrowed,
+// widened). Pure bookkeeping, no OS calls; thread-compatible (the Isolator serialises).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
-// Environment that keeps jobs within their GPU and network share (DESIGN.md "GPU memory
-// and compute", "Network cap"): inference frameworks grow GPU memory on demand instead of
-// grabbing it all; jobs sharing a whole GPU without MIG get CUDA MPS limits (memory =
-// request + headroom, below the physical size; threads in proportion); network-capped
-// jobs keep NCCL on sockets on the cluster NIC, where tc sees them. Pure; thread-safe.
+// Environment that keeps jobs within their GPU and network share (docs/isolation.md, "GPUs"
+// and "Network caps"): inference frameworks grow GPU memory on demand instead of grabbing
+// it all; jobs that ask for less GPU memory than a whole GPU, without MIG, get CUDA MPS
+// limits (memory = request + headroom, below the physical size; threads in proportion);
+// network-capped jobs keep NCCL on sockets on the cluster NIC, where tc sees them.
+// Pure; thread-safe.
 #pragma once
 
 #include <map>

@@ -1,8 +1,8 @@
-// Network caps on the cluster NIC (RECIPES.md "Network caps"): an HTB tree with a
-// guaranteed class for traffic outside capped jobs (the default class) and one class per
-// capped attempt, selected by an nftables rule on the attempt's cgroup v2 path. Created
-// at launch, removed at the attempt's end, rebuilt or cleaned after an agent restart.
-// Called by the Isolator; thread-safe (one mutex).
+// Network caps on the cluster NIC (docs/isolation.md; docs/recipes.md "Network caps"): an
+// HTB tree with a guaranteed class for traffic outside capped jobs (the default class) and
+// one class per capped attempt, selected by an nftables rule on the attempt's cgroup v2
+// path. Created at launch, removed at the attempt's end, rebuilt or cleaned after an agent
+// restart. Called by the Isolator; thread-safe (one mutex).
 #pragma once
 
 #include <cstdint>
