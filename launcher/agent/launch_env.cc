@@ -4,6 +4,10 @@
 
 namespace baton {
 
+bool IsIsolationDefault(const std::string& name) {
+  return name == "NCCL_IB_DISABLE" || name == "NCCL_SOCKET_IFNAME";
+}
+
 absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   const v1::Launch& l = *in.launch;
   const v1::JobSpec& spec = l.spec();
@@ -14,7 +18,11 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   const v1::NodeAssignment& me = l.placement(l.node_rank());
   std::map<std::string, std::string> env = in.inherited;
   for (const auto& [k, v] : spec.env()) env[k] = v;
-  for (const auto& [k, v] : in.isolation_env) env[k] = v;
+  // The isolation's limits (MPS memory) win over the job's; its steering of NCCL onto the
+  // capped NIC does not: a job that set NCCL_IB_DISABLE or NCCL_SOCKET_IFNAME keeps its own.
+  for (const auto& [k, v] : in.isolation_env) {
+    if (!IsIsolationDefault(k) || !spec.env().count(k)) env[k] = v;
+  }
 
   std::string gpus;
   for (const auto& id : me.gpu_ids()) {

@@ -30,8 +30,13 @@ struct RankEnvInput {
   std::map<std::string, std::string> isolation_env;
 };
 
+// Variables of isolation_env that only steer the job (NCCL onto the capped NIC's
+// sockets): the job's own setting of them wins. The rest (MPS limits) are enforced.
+bool IsIsolationDefault(const std::string& name);
+
 // "NAME=value" entries, sorted by name; later sources override earlier ones:
-// inherited < spec.env < isolation_env < baton's own variables. InvalidArgument for an
+// inherited < spec.env < isolation_env < baton's own variables, except that the job's
+// own value of a steering variable (IsIsolationDefault) wins over the isolation's. InvalidArgument for an
 // unknown GPU id or one of the wrong kind (a MIG slice for a whole-GPU job, or back).
 // In mpi mode the rank variables (RANK, WORLD_SIZE, …) are left to Open MPI.
 absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in);

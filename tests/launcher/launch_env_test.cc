@@ -111,6 +111,27 @@ TEST(BuildRankEnv, CollectivesUseTheClusterInterfaceUnlessTheJobChoseOne) {
   EXPECT_EQ(AsMap(*BuildRankEnv(in))["GLOO_SOCKET_IFNAME"], "ib0");
 }
 
+// With --nic-rate the isolation steers NCCL onto the capped NIC's sockets (tc cannot see
+// RDMA), but a job that set the variables itself keeps them; MPS limits are enforced.
+TEST(BuildRankEnv, NetworkCapsNeverOverrideAVariableTheJobSet) {
+  v1::Launch l = TwoByTwoLaunch();
+  RankEnvInput in = InputFor(l, 0);
+  in.isolation_env = {{"NCCL_IB_DISABLE", "1"},
+                      {"NCCL_SOCKET_IFNAME", "eth1"},
+                      {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=8192M"}};
+  auto vars = AsMap(*BuildRankEnv(in));
+  EXPECT_EQ(vars["NCCL_IB_DISABLE"], "1");
+  EXPECT_EQ(vars["NCCL_SOCKET_IFNAME"], "eth1");
+  auto& env = *l.mutable_spec()->mutable_env();
+  env["NCCL_IB_DISABLE"] = "0";
+  env["NCCL_SOCKET_IFNAME"] = "ib0";
+  env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=80000M";
+  vars = AsMap(*BuildRankEnv(in));
+  EXPECT_EQ(vars["NCCL_IB_DISABLE"], "0") << "the job's own choice reaches its ranks";
+  EXPECT_EQ(vars["NCCL_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(vars["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=8192M") << "a limit is not the job's";
+}
+
 TEST(BuildRankEnv, CudaSeesTheAssignedGpusByUuidInOrder) {
   auto env = EnvFor(TwoByTwoLaunch(), 0);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "GPU-b-3,GPU-b-1");
