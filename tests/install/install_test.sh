@@ -49,6 +49,7 @@ complete_words() {  # words of the command line so far -> what completion offers
 [ "$(complete_words baton submit --max-res)" = --max-restarts ] ||
   fail "completion of 'baton submit --max-res': $(complete_words baton submit --max-res)"
 [ "$(complete_words baton submit --mode d)" = direct ] || fail "completion of --mode"
+[ "$(complete_words baton queue -o y)" = yaml ] || fail "completion of -o: $(complete_words baton queue -o y)"
 
 # One version everywhere, the build's.
 version=$("$prefix/bin/baton" --version | awk '{print $2}')
