@@ -3,20 +3,15 @@
 // be, and why.
 #include <iostream>
 
-#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/resources.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
+#include "launcher/cli/listings.h"
 #include "launcher/cli/options.h"
 
 namespace baton::cli {
 namespace {
-
-std::string Date(int64_t unix_ms) {
-  if (unix_ms == 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
-}
 
 int TokenCreate(const Args& args) {
   cxxopts::Options opts("baton admin token create",
@@ -62,6 +57,7 @@ int TokenCreate(const Args& args) {
 int TokenList(const Args& args) {
   cxxopts::Options opts("baton admin token list", "Service tokens (admins); never their secrets.");
   opts.add_options()("a,all", "include revoked and expired tokens");
+  AddOutputFlags(opts);
   return RunOneCall(opts, args, "token list", [](Client& client, const cxxopts::ParseResult& r) {
     v1::ListTokensRequest req;
     req.set_all(r.count("all") > 0);
@@ -69,19 +65,7 @@ int TokenList(const Args& args) {
     auto ctx = client.Context();
     grpc::Status s = client.stub()->ListTokens(ctx.get(), req, &resp);
     if (!s.ok()) return s;
-    if (r.count("json")) {
-      for (const auto& t : resp.tokens()) std::cout << ToJson(t) << "\n";
-      return s;
-    }
-    std::vector<std::vector<std::string>> rows = {
-        {"ID", "USER", "TENANT", "CREATED", "BY", "EXPIRES", "REVOKED", "COMMENT"}};
-    for (const auto& t : resp.tokens()) {
-      rows.push_back({t.id(), t.user(), t.tenant().empty() ? "*" : t.tenant(), Date(t.created_ms()),
-                      t.created_by(), Date(t.expires_ms()),
-                      t.revoked_ms() ? Date(t.revoked_ms()) + " by " + t.revoked_by() : "-",
-                      t.comment()});
-    }
-    std::cout << Table(rows);
+    std::cout << Render(TokensListing(resp.tokens(), RealClock::Get()->NowMs()), Output(r));
     return s;
   });
 }

@@ -4,7 +4,7 @@
 
 #include "common/ids.h"
 #include "launcher/cli/commands.h"
-#include "launcher/cli/format.h"
+#include "launcher/cli/listings.h"
 #include "launcher/cli/options.h"
 
 namespace baton::cli {
@@ -24,6 +24,7 @@ int RunEvents(const Args& args) {
       "since", "only events after this sequence number",
       cxxopts::value<uint64_t>()->default_value("0"));
   AddCommonFlags(opts);
+  AddOutputFlags(opts);
   int code = kOk;
   auto r = Parse(opts, args, &code);
   if (!r) return code;
@@ -55,10 +56,10 @@ int RunEvents(const Args& args) {
   // No deadline: a long history or a follow may take any time.
   auto ctx = client.Context(/*streaming=*/true);
   auto reader = client.stub()->Events(ctx.get(), req);
-  bool json = r->count("json");
+  OutputOptions output = Output(*r);
   v1::Event ev;
   while (reader->Read(&ev)) {
-    std::cout << (json ? ToJson(ev) : EventLine(ev)) << "\n";
+    std::cout << RenderEvent(ev, output);
     std::cout.flush();
   }
   grpc::Status s = reader->Finish();

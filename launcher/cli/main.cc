@@ -34,6 +34,8 @@ constexpr char kUsageText[] =
     "                             lending limits; prints the policy YAML (no coordinator)\n"
     "  version                    this client's version (also --version)\n"
     "\n"
+    "output: every read command takes --json; the listings (queue, status, explain,\n"
+    "  nodes, share, events, admin token list) take -o wide|json|yaml|name and --no-headers too\n"
     "environment: BATON_COORDINATOR (host:port), BATON_CA (cluster CA bundle, default\n"
     "  /etc/baton/tls/ca.crt), BATON_MUNGE_SOCKET (default /run/munge/munge.socket.2),\n"
     "  BATON_TOKEN (a service token instead of MUNGE), BATON_TENANT (submit's --tenant)\n"

@@ -17,6 +17,27 @@ void AddCommonFlags(cxxopts::Options& opts) {
       "h,help", "show this help");
 }
 
+void AddOutputFlags(cxxopts::Options& opts) {
+  opts.add_options("Output")(
+      "o,output", std::string("output format: ") + kOutputValues + " (default: a table)",
+      cxxopts::value<std::string>())("no-headers", "tables without their header row");
+}
+
+namespace {
+
+// -o and --no-headers exist only on the commands that list; --json on every command.
+absl::StatusOr<OutputOptions> OutputOf(const cxxopts::ParseResult& r) {
+  std::string output = r.count("output") ? r["output"].as<std::string>() : "";
+  return ParseOutputOptions(r.count("output") ? &output : nullptr, r.count("json") > 0,
+                            r.count("no-headers") > 0);
+}
+
+}  // namespace
+
+OutputOptions Output(const cxxopts::ParseResult& r) {
+  return OutputOf(r).value_or(OutputOptions{});
+}
+
 std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
                                           const std::vector<std::string>& args, int* code) {
   std::vector<const char*> argv = {opts.program().c_str()};
@@ -26,6 +47,11 @@ std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
     if (r.count("help")) {
       std::cout << opts.help() << "\n";
       *code = kOk;
+      return std::nullopt;
+    }
+    if (auto output = OutputOf(r); !output.ok()) {
+      std::cerr << opts.program() << ": " << output.status().message() << "\n";
+      *code = kUsage;
       return std::nullopt;
     }
     return r;

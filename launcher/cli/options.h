@@ -11,16 +11,25 @@
 #include <vector>
 
 #include "launcher/cli/client.h"
+#include "launcher/cli/output.h"
 
 namespace baton::cli {
 
 // Adds --coordinator, --timeout, --json and --help to `opts`.
 void AddCommonFlags(cxxopts::Options& opts);
 
+// Adds -o/--output and --no-headers to a command that lists (output.h).
+void AddOutputFlags(cxxopts::Options& opts);
+
 // Parses; on error prints "baton <cmd>: <message>" and returns nullopt with *code set
-// (kUsage, or kOk after --help).
+// (kUsage, or kOk after --help). The output flags, where the command has them, are
+// checked here (before any call is made).
 std::optional<cxxopts::ParseResult> Parse(cxxopts::Options& opts,
                                           const std::vector<std::string>& args, int* code);
+
+// The output format of a parsed command line: --json, and -o and --no-headers where the
+// command has them. Parse has checked them; an invalid combination reads as the default.
+OutputOptions Output(const cxxopts::ParseResult& r);
 
 // Environment defaults overridden by --coordinator and --timeout.
 std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* code);

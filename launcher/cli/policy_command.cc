@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
+#include "launcher/cli/listings.h"
 #include "launcher/cli/options.h"
 
 namespace baton::cli {
@@ -101,40 +102,13 @@ int RunShare(const Args& args) {
                         "Every tenant's fair-share standing: decayed GPU usage against its "
                         "weight (inside a class, the tenant furthest below its share goes "
                         "first), what it runs and waits for, its quota.");
+  AddOutputFlags(opts);
   return RunOneCall(opts, args, "share", [](Client& client, const cxxopts::ParseResult& r) {
     v1::SharesResponse resp;
     auto ctx = client.Context();
     grpc::Status s = client.stub()->Shares(ctx.get(), v1::SharesRequest(), &resp);
     if (!s.ok()) return s;
-    if (r.count("json")) {
-      for (const auto& t : resp.tenants()) std::cout << ToJson(t) << "\n";
-      return s;
-    }
-    auto pct = [](double f) {
-      std::ostringstream out;
-      out.setf(std::ios::fixed);
-      out.precision(1);
-      out << f * 100 << "%";
-      return out.str();
-    };
-    std::vector<std::vector<std::string>> rows = {
-        {"TENANT", "WEIGHT", "USAGE", "USED", "FAIR", "RUNNING", "PENDING", "QUOTA"}};
-    for (const auto& t : resp.tenants()) {
-      std::ostringstream usage, weight;
-      usage.setf(std::ios::fixed);
-      usage.precision(1);
-      usage << t.usage_gpu_seconds() / 3600 << " GPU-h";
-      weight << t.weight();
-      rows.push_back({t.tenant(), weight.str(), usage.str(), pct(t.usage_share()),
-                      pct(t.weight_share()), std::to_string(t.running_gpus()) + " GPUs",
-                      std::to_string(t.pending_gpus()) + " GPUs",
-                      t.has_quota() ? std::to_string(t.quota_gpus()) + " GPUs" : "-"});
-    }
-    std::cout << Table(rows);
-    if (!resp.tenants().empty()) {
-      std::cout << "usage decays with a half-life of " << resp.tenants(0).half_life_seconds() / 3600
-                << " h; USED above FAIR: that tenant's jobs queue behind the others' in a class\n";
-    }
+    std::cout << Render(SharesListing(resp), Output(r));
     return s;
   });
 }

@@ -15,6 +15,7 @@ _baton() {
     --mode) mapfile -t COMPREPLY < <(compgen -W "direct mpi" -- "$cur"); return 0 ;;
     --restart) mapfile -t COMPREPLY < <(compgen -W "never on-failure always" -- "$cur"); return 0 ;;
     -s | --signal) mapfile -t COMPREPLY < <(compgen -W "USR1 USR2" -- "$cur"); return 0 ;;
+    -o | --output) mapfile -t COMPREPLY < <(compgen -W "wide json yaml name" -- "$cur"); return 0 ;;
   esac
   case "$cur" in
     -*)
@@ -31,7 +32,7 @@ _baton() {
   case "$cmd" in
     status | explain | logs | cancel | signal)
       local jobs
-      jobs=$(baton queue --timeout 2s 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }')
+      jobs=$(baton queue --timeout 2s -o name 2>/dev/null | sed -n 's#^job/##p')
       mapfile -t COMPREPLY < <(compgen -W "$jobs" -- "$cur")
       ;;
     admin)
@@ -46,7 +47,7 @@ _baton() {
         mapfile -t COMPREPLY < <(compgen -W "drain undrain" -- "$cur")
       else
         local nodes
-        nodes=$(baton nodes --timeout 2s 2>/dev/null | awk 'NR > 1 && NF > 1 { print $1 }')
+        nodes=$(baton nodes -o name --timeout 2s 2>/dev/null | sed -n 's|^node/||p')
         mapfile -t COMPREPLY < <(compgen -W "$nodes" -- "$cur")
       fi
       ;;

@@ -53,6 +53,7 @@ complete_words() {  # words of the command line so far -> what completion offers
 [ "$(complete_words baton nodes drain n1 --ev)" = --evict ] ||
   fail "completion of 'baton nodes drain n1 --ev': $(complete_words baton nodes drain n1 --ev)"
 [ "$(complete_words baton admin b)" = backup ] || fail "completion of 'baton admin b'"
+[ "$(complete_words baton queue -o y)" = yaml ] || fail "completion of -o: $(complete_words baton queue -o y)"
 
 # One version everywhere, the build's.
 version=$("$prefix/bin/baton" --version | awk '{print $2}')

@@ -165,6 +165,15 @@ TEST_F(EndToEnd, ShareShowsWhatEachTenantRuns) {
   EXPECT_NE(share.out.find("\"runningGpus\":2"), std::string::npos) << share.out;
   CommandResult table = cluster().Baton({"share"});
   EXPECT_NE(table.out.find("vision"), std::string::npos) << table.out;
+  // The kubectl-style formats, end to end (their text: tests/launcher/golden/).
+  CommandResult names = cluster().Baton({"queue", "-o", "name"});
+  EXPECT_NE(("\n" + names.out).find("\njob/" + std::to_string(id) + "\n"), std::string::npos)
+      << names.out << names.err;
+  CommandResult yaml = cluster().Baton({"status", std::to_string(id), "-o", "yaml"});
+  EXPECT_EQ(yaml.out.rfind("---\nid: \"" + std::to_string(id) + "\"\n", 0), 0u) << yaml.out;
+  CommandResult bad = cluster().Baton({"nodes", "-o", "xml"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("'xml'"), std::string::npos) << bad.err;
   EXPECT_EQ(cluster().Baton({"cancel", std::to_string(id)}).exit_code, 0);
 }
 

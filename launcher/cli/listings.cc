@@ -1,0 +1,255 @@
+#include "launcher/cli/listings.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/resources.h"
+#include "launcher/cli/format.h"
+#include "proto/rpc_util.h"
+
+namespace baton::cli {
+namespace {
+
+std::string Fixed(double v, int precision) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(precision);
+  out << v;
+  return out.str();
+}
+
+std::string Pct(double f) { return Fixed(f * 100, 1) + "%"; }
+
+// "a, b" of `items`, "-" when there are none.
+std::string JoinOrDash(const std::vector<std::string>& items, const char* sep = ",") {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out.empty() ? "-" : out;
+}
+
+// The nodes of the job's last attempt while it runs, or after the job ended: where it
+// runs or ran. A requeued job's old nodes would mislead, so "-" then.
+std::string PlacementNodes(const v1::Job& job) {
+  if (job.attempts_size() == 0) return "-";
+  const v1::Attempt& a = job.attempts(job.attempts_size() - 1);
+  if (a.ended_ms() != 0 && !IsTerminal(job.state())) return "-";
+  std::vector<std::string> nodes;
+  for (const auto& p : a.placement()) nodes.push_back(p.node());
+  return JoinOrDash(nodes);
+}
+
+// How long the last attempt has run (or ran), "-" before it started.
+std::string Runtime(const v1::Job& job, int64_t now_ms) {
+  if (job.attempts_size() == 0) return "-";
+  const v1::Attempt& a = job.attempts(job.attempts_size() - 1);
+  if (a.started_ms() == 0) return "-";
+  int64_t end = a.ended_ms() != 0 ? a.ended_ms() : now_ms;
+  return FormatDurationMs(std::max<int64_t>(0, end - a.started_ms()));
+}
+
+std::string Failures(const v1::Job& job) {
+  std::string out = std::to_string(job.failures());
+  if (job.spec().has_max_restarts()) out += "/" + std::to_string(job.spec().max_restarts());
+  return out;
+}
+
+// "cgroup-v2, eth1 10000Mbit" / "none".
+std::string NodeIsolationText(const v1::NodeIsolation& iso) {
+  std::string out = iso.mode().empty() ? "none" : iso.mode();
+  if (!iso.nic().empty()) out += ", " + iso.nic() + " " + std::to_string(iso.nic_mbps()) + "Mbit";
+  return out;
+}
+
+// "8x NVIDIA H200" per model (MIG slices with their profile), in first-seen order.
+std::string GpuModels(const v1::Inventory& inv) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& g : inv.gpus()) {
+    std::string model = g.model().empty() ? "unknown" : g.model();
+    if (!g.mig_profile().empty()) model += " " + g.mig_profile();
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == model; });
+    if (it == counts.end()) {
+      counts.emplace_back(model, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [model, n] : counts) parts.push_back(std::to_string(n) + "x " + model);
+  return JoinOrDash(parts, ", ");
+}
+
+// "k=v,k2=v2", sorted by key (a proto map has no order of its own).
+std::string Labels(const google::protobuf::Map<std::string, std::string>& labels) {
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : sorted) parts.push_back(k + "=" + v);
+  return JoinOrDash(parts);
+}
+
+std::string Taints(const Repeated<v1::Taint>& taints) {
+  std::vector<std::string> parts;
+  for (const auto& t : taints) {
+    parts.push_back(t.key() + (t.value().empty() ? "" : "=" + t.value()) +
+                    (t.effect().empty() ? "" : ":" + t.effect()));
+  }
+  return JoinOrDash(parts);
+}
+
+std::string TokenState(const v1::TokenInfo& t, int64_t now_ms) {
+  if (t.revoked_ms() != 0) return "revoked";
+  if (t.expires_ms() != 0 && t.expires_ms() <= now_ms) return "expired";
+  return "active";
+}
+
+}  // namespace
+
+std::string Date(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
+}
+
+Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms) {
+  Listing l;
+  l.columns = {{"ID"},
+               {"NAME", false, 20},
+               {"TENANT"},
+               {"USER"},
+               {"CLASS"},
+               {"STATE"},
+               {"NODES"},
+               {"GPUS"},
+               {"GPUS/NODE", true},
+               {"ATTEMPTS", true},
+               {"FAILURES", true},
+               {"EVICTIONS", true},
+               {"SUBMITTED"},
+               {"RUNTIME", true},
+               {"PLACEMENT", true},
+               {"REASON", false, 60}};
+  for (const auto& job : jobs) {
+    const auto& sp = job.spec();
+    l.rows.push_back({std::to_string(job.id()), sp.name(), sp.tenant(), job.user(),
+                      sp.priority_class(), StateName(job.state()), std::to_string(sp.nodes()),
+                      std::to_string(sp.nodes() * sp.gpus_per_node()),
+                      std::to_string(sp.gpus_per_node()), std::to_string(job.attempts_size()),
+                      Failures(job), std::to_string(job.evictions()),
+                      Ago(job.submitted_ms(), now_ms), Runtime(job, now_ms), PlacementNodes(job),
+                      job.message()});
+    l.objects.push_back(&job);
+    l.names.push_back("job/" + std::to_string(job.id()));
+  }
+  return l;
+}
+
+Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms) {
+  Listing l;
+  l.columns = {
+      {"NAME"},         {"STATE"},        {"CPUS"},           {"MEMORY"}, {"GPUS"},
+      {"POOL"},         {"ISOLATION"},    {"ADDRESS"},        {"JOBS"},   {"GPU MODEL", true},
+      {"LABELS", true}, {"TAINTS", true}, {"LAST SEEN", true}};
+  for (const auto& n : nodes) {
+    const auto& inv = n.inventory();
+    std::vector<std::string> jobs;
+    for (uint64_t j : n.running_jobs()) jobs.push_back(std::to_string(j));
+    l.rows.push_back(
+        {n.name(), NodeStateName(n.state()),
+         FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
+         FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
+         std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
+         n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()), n.address(),
+         JoinOrDash(jobs), GpuModels(inv), Labels(n.labels()), Taints(n.taints()),
+         Ago(n.last_seen_ms(), now_ms)});
+    l.objects.push_back(&n);
+    l.names.push_back("node/" + n.name());
+  }
+  std::string limits = LimitsTable({nodes.begin(), nodes.end()});
+  if (!limits.empty()) l.footer = "\n" + limits;
+  return l;
+}
+
+Listing SharesListing(const v1::SharesResponse& shares) {
+  Listing l;
+  l.columns = {{"TENANT"},      {"WEIGHT"},         {"USAGE"},
+               {"USED"},        {"FAIR"},           {"RUNNING"},
+               {"PENDING"},     {"QUOTA"},          {"GPU-H/WEIGHT", true},
+               {"ORDER", true}, {"HALF-LIFE", true}};
+  // The scheduler's order inside a class: usage / weight, lowest first.
+  auto key = [](const v1::TenantShare& t) {
+    return t.weight() > 0 ? t.usage_gpu_seconds() / 3600 / t.weight() : 0.0;
+  };
+  std::vector<double> keys;
+  for (const auto& t : shares.tenants()) keys.push_back(key(t));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  for (const auto& t : shares.tenants()) {
+    std::ostringstream weight;
+    weight << t.weight();
+    size_t order = std::lower_bound(keys.begin(), keys.end(), key(t)) - keys.begin() + 1;
+    l.rows.push_back({t.tenant(), weight.str(), Fixed(t.usage_gpu_seconds() / 3600, 1) + " GPU-h",
+                      Pct(t.usage_share()), Pct(t.weight_share()),
+                      std::to_string(t.running_gpus()) + " GPUs",
+                      std::to_string(t.pending_gpus()) + " GPUs",
+                      t.has_quota() ? std::to_string(t.quota_gpus()) + " GPUs" : "-",
+                      t.weight() > 0 ? Fixed(key(t), 2) : "-", std::to_string(order),
+                      FormatDurationMs(static_cast<int64_t>(t.half_life_seconds() * 1000))});
+    l.objects.push_back(&t);
+    l.names.push_back("tenant/" + t.tenant());
+  }
+  if (!shares.tenants().empty()) {
+    std::ostringstream note;
+    note << "usage decays with a half-life of " << shares.tenants(0).half_life_seconds() / 3600
+         << " h; USED above FAIR: that tenant's jobs queue behind the others' in a class\n";
+    l.footer = note.str();
+  }
+  return l;
+}
+
+Listing TokensListing(const Repeated<v1::TokenInfo>& tokens, int64_t now_ms) {
+  Listing l;
+  l.columns = {{"ID"}, {"USER"},    {"TENANT"},  {"STATE", true}, {"CREATED"},
+               {"BY"}, {"EXPIRES"}, {"REVOKED"}, {"COMMENT"}};
+  for (const auto& t : tokens) {
+    l.rows.push_back(
+        {t.id(), t.user(), t.tenant().empty() ? "*" : t.tenant(), TokenState(t, now_ms),
+         Date(t.created_ms()), t.created_by(), Date(t.expires_ms()),
+         t.revoked_ms() ? Date(t.revoked_ms()) + " by " + t.revoked_by() : "-", t.comment()});
+    l.objects.push_back(&t);
+    l.names.push_back("token/" + t.id());
+  }
+  return l;
+}
+
+std::string RenderJob(const v1::Job& job, int64_t now_ms, const OutputOptions& options) {
+  bool human = options.format == OutputFormat::kTable || options.format == OutputFormat::kWide;
+  return RenderOne(job, "job/" + std::to_string(job.id()), human ? DescribeJob(job, now_ms) : "",
+                   options);
+}
+
+std::string RenderExplanation(uint64_t id, const v1::ExplainResponse& explanation,
+                              const OutputOptions& options) {
+  return RenderOne(explanation, "job/" + std::to_string(id), explanation.text(), options);
+}
+
+std::string RenderEvent(const v1::Event& e, const OutputOptions& options) {
+  if (options.format != OutputFormat::kWide) {
+    bool human = options.format == OutputFormat::kTable;
+    return RenderOne(e, "event/" + std::to_string(e.log_seq()), human ? EventLine(e) + "\n" : "",
+                     options);
+  }
+  std::vector<std::string> extra;
+  if (e.attempt() != 0) extra.push_back("attempt " + std::to_string(e.attempt()));
+  if (!e.tenant().empty()) extra.push_back("tenant " + e.tenant());
+  if (!e.priority_class().empty()) extra.push_back("class " + e.priority_class());
+  if (e.node_state() != v1::NODE_STATE_UNSPECIFIED) {
+    extra.push_back("node state " + NodeStateName(e.node_state()));
+  }
+  if (e.has_lost_gpu_seconds())
+    extra.push_back("lost " + Fixed(e.lost_gpu_seconds(), 1) + " GPU-s");
+  return EventLine(e) + (extra.empty() ? "" : "  [" + JoinOrDash(extra, ", ") + "]") + "\n";
+}
+
+}  // namespace baton::cli
