@@ -147,22 +147,35 @@ Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms) {
 
 Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms) {
   Listing l;
-  l.columns = {
-      {"NAME"},         {"STATE"},        {"CPUS"},           {"MEMORY"}, {"GPUS"},
-      {"POOL"},         {"ISOLATION"},    {"ADDRESS"},        {"JOBS"},   {"GPU MODEL", true},
-      {"LABELS", true}, {"TAINTS", true}, {"LAST SEEN", true}};
+  l.columns = {{"NAME"},
+               {"STATE"},
+               {"CPUS"},
+               {"MEMORY"},
+               {"GPUS"},
+               {"POOL"},
+               {"ISOLATION"},
+               {"ADDRESS"},
+               {"JOBS"},
+               {"GPU MODEL", true},
+               {"LABELS", true},
+               {"TAINTS", true},
+               {"LAST SEEN", true},
+               {"DRAINED", true}};
   for (const auto& n : nodes) {
     const auto& inv = n.inventory();
     std::vector<std::string> jobs;
     for (uint64_t j : n.running_jobs()) jobs.push_back(std::to_string(j));
     l.rows.push_back(
-        {n.name(), NodeStateName(n.state()),
+        {n.name(), NodeStateName(n.state()) + (n.has_drain() ? ",drained" : ""),
          FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
          FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
          std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
          n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()), n.address(),
          JoinOrDash(jobs), GpuModels(inv), Labels(n.labels()), Taints(n.taints()),
-         Ago(n.last_seen_ms(), now_ms)});
+         Ago(n.last_seen_ms(), now_ms),
+         n.has_drain() ? Ago(n.drain().since_ms(), now_ms) + " by " + n.drain().by() +
+                             (n.drain().reason().empty() ? "" : ": " + n.drain().reason())
+                       : "-"});
     l.objects.push_back(&n);
     l.names.push_back("node/" + n.name());
   }

@@ -166,6 +166,9 @@ v1::ListNodesResponse Nodes() {
   t->set_key("maintenance");
   t->set_value("true");
   t->set_effect("NoSchedule");
+  b->mutable_drain()->set_by("root");
+  b->mutable_drain()->set_since_ms(kNow - 3'600'000);
+  b->mutable_drain()->set_reason("bad DIMM");
   return resp;
 }
 
