@@ -3,13 +3,16 @@
 # and demo need. Safe to run again: it only calls apt when something is missing.
 set -euo pipefail
 
+# Each one is used: libraries by CMake, tools by scripts/, tests/ or bench/ (iperf3, fio,
+# prometheus), procps for the units' /bin/kill (package_test verifies them), dpkg-dev for
+# cpack's dpkg-shlibdeps, clang and libclang-rt for the fuzz and sanitizer builds.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libcxxopts-dev libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libabsl-dev
-  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libxxhash-dev libzstd-dev libhwloc-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev
+  libxxhash-dev libhwloc-dev
   prometheus-cpp-dev libcpp-httplib-dev
   nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl

@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include "launcher/agent/nvml.h"
+#include "launcher/agent/topology.h"
 
 namespace baton {
 namespace {
@@ -43,6 +41,11 @@ absl::StatusOr<uint64_t> MemTotal(const std::string& path) {
 }
 
 std::vector<GpuInfo> FakeGpus(const InventoryOptions& o, const std::vector<v1::NumaNode>& numa) {
+  // Boards put GPUs next to CPUs: memory-only nodes get none.
+  std::vector<int32_t> near;
+  for (const auto& n : numa) {
+    if (n.cpus_size() > 0) near.push_back(n.id());
+  }
   std::vector<GpuInfo> gpus;
   for (uint32_t i = 0; i < o.fake_gpus; ++i) {
     GpuInfo g;
@@ -53,7 +56,7 @@ std::vector<GpuInfo> FakeGpus(const InventoryOptions& o, const std::vector<v1::N
     g.model = o.fake_gpu_model;
     g.memory_bytes = o.fake_gpu_memory_bytes;
     // Spread fake GPUs over NUMA nodes as real boards do: first half on node 0, …
-    g.numa_node = numa.empty() ? -1 : numa[i * numa.size() / o.fake_gpus].id();
+    g.numa_node = near.empty() ? -1 : near[i * near.size() / o.fake_gpus];
     g.fake = true;
     g.minor = static_cast<int32_t>(i);  // as /dev/nvidia<i> would be
     gpus.push_back(std::move(g));
@@ -67,7 +70,6 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(const InventoryOptions& o,
   if (!o.nvml_library.empty()) {
     NvmlOptions nvml;
     nvml.library = o.nvml_library;
-    nvml.sysfs_root = o.sysfs_root;
     auto found = DiscoverNvmlGpus(nvml);
     if (found.ok() && !found->empty()) return found;
     // A node without the driver is normal; a driver that fails is not.
@@ -78,16 +80,19 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverGpus(const InventoryOptions& o,
   return FakeGpus(o, numa);
 }
 
-void AddGpus(const std::vector<GpuInfo>& gpus, const std::vector<v1::NumaNode>& numa,
-             v1::Inventory* inv) {
+void AddGpus(const std::vector<GpuInfo>& gpus, const Topology& topo,
+             const std::vector<v1::NumaNode>& numa, v1::Inventory* inv) {
   for (const GpuInfo& info : gpus) {
     v1::Gpu* g = inv->add_gpus();
     g->set_index(info.index);
     g->set_uuid(info.uuid);
     g->set_model(info.model);
     g->set_memory_bytes(info.memory_bytes);
-    // One NUMA node: every device is on it, whatever the firmware says.
-    g->set_numa_node(info.numa_node < 0 && numa.size() == 1 ? numa[0].id() : info.numa_node);
+    // NVML without the node: the PCI device's locality; one NUMA node: every device is on
+    // it, whatever the firmware says.
+    int32_t node = info.numa_node;
+    if (node < 0 && !info.pci_bus_id.empty()) node = topo.NumaNodeOfPci(info.pci_bus_id);
+    g->set_numa_node(node < 0 && numa.size() == 1 ? numa[0].id() : node);
     g->set_mig_profile(info.mig_profile);
     g->set_parent_uuid(info.parent_uuid);
     g->set_pci_bus_id(info.pci_bus_id);
@@ -96,74 +101,28 @@ void AddGpus(const std::vector<GpuInfo>& gpus, const std::vector<v1::NumaNode>& 
   }
 }
 
-absl::StatusOr<std::vector<v1::NumaNode>> ReadNumaNodes(const InventoryOptions& o,
-                                                        const std::vector<uint32_t>& cpus,
-                                                        uint64_t mem) {
+std::vector<v1::NumaNode> NumaNodes(const Topology& topo, uint64_t mem) {
   std::vector<v1::NumaNode> numa;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(o.sysfs_root + "/devices/system/node", ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename();
-    uint32_t id = 0;
-    if (name.rfind("node", 0) != 0 || !ParseUint(std::string_view(name).substr(4), &id)) continue;
+  for (const NumaNodeTopology& t : topo.numa_nodes()) {
     v1::NumaNode n;
-    n.set_id(static_cast<int32_t>(id));
-    auto list = ReadSmallFile(it->path().string() + "/cpulist");
-    if (!list.ok()) continue;
-    auto node_cpus = ParseCpuList(*list);
-    if (!node_cpus.ok()) return node_cpus.status();
-    for (uint32_t c : *node_cpus) n.add_cpus(c);
-    auto node_mem = MemTotal(it->path().string() + "/meminfo");
-    n.set_memory_bytes(node_mem.ok() ? *node_mem : 0);
+    n.set_id(t.id);
+    for (uint32_t c : t.cpus) n.add_cpus(c);
+    n.set_memory_bytes(t.memory_bytes);
     numa.push_back(std::move(n));
   }
-  std::sort(numa.begin(), numa.end(),
-            [](const v1::NumaNode& a, const v1::NumaNode& b) { return a.id() < b.id(); });
-  if (numa.empty()) {  // kernels without NUMA: one node with everything
-    v1::NumaNode n;
-    for (uint32_t c : cpus) n.add_cpus(c);
-    n.set_memory_bytes(mem);
-    numa.push_back(std::move(n));
-  }
+  // A kernel without NUMA still has hwloc's one node; when hwloc cannot size it, it holds
+  // all the memory.
+  if (numa.size() == 1 && numa[0].memory_bytes() == 0) numa[0].set_memory_bytes(mem);
   return numa;
 }
 
-// Physical cores: online CPUs grouped by their thread_siblings_list (a CPU without
-// topology files is a core of its own).
-absl::Status AddCores(const InventoryOptions& o, const std::vector<uint32_t>& cpus,
-                      const std::vector<v1::NumaNode>& numa, v1::Inventory* inv) {
-  std::set<uint32_t> online(cpus.begin(), cpus.end());
-  std::map<uint32_t, int32_t> node_of;
-  for (const auto& n : numa) {
-    for (uint32_t c : n.cpus()) node_of[c] = n.id();
-  }
-  std::set<uint32_t> seen;
-  for (uint32_t cpu : cpus) {
-    if (seen.count(cpu)) continue;
-    std::vector<uint32_t> siblings = {cpu};
-    auto text = ReadSmallFile(o.sysfs_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
-                              "/topology/thread_siblings_list");
-    if (text.ok()) {
-      auto list = ParseCpuList(*text);
-      if (!list.ok()) return list.status();
-      siblings.clear();
-      for (uint32_t s : *list) {
-        if (online.count(s)) siblings.push_back(s);
-      }
-      if (std::find(siblings.begin(), siblings.end(), cpu) == siblings.end()) {
-        siblings.push_back(cpu);
-      }
-      std::sort(siblings.begin(), siblings.end());
-    }
+void AddCores(const Topology& topo, v1::Inventory* inv) {
+  for (const CoreTopology& t : topo.cores()) {
     v1::CpuCore* core = inv->add_cores();
     core->set_id(static_cast<uint32_t>(inv->cores_size() - 1));
-    for (uint32_t s : siblings) {
-      core->add_cpus(s);
-      seen.insert(s);
-    }
-    core->set_numa_node(node_of.count(cpu) ? node_of[cpu] : -1);
+    for (uint32_t c : t.cpus) core->add_cpus(c);
+    core->set_numa_node(t.numa_node);
   }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -192,22 +151,18 @@ absl::StatusOr<std::vector<uint32_t>> ParseCpuList(const std::string& text) {
 
 absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& o) {
   v1::Inventory inv;
-  auto online = ReadSmallFile(o.sysfs_root + "/devices/system/cpu/online");
-  if (!online.ok()) return online.status();
-  auto cpus = ParseCpuList(*online);
-  if (!cpus.ok()) return cpus.status();
-  if (cpus->empty()) return absl::FailedPreconditionError("no online CPUs in sysfs");
-  inv.set_cpus(static_cast<uint32_t>(cpus->size()));
+  auto topo = Topology::Load(o.topology);
+  if (!topo.ok()) return topo.status();
+  inv.set_cpus(static_cast<uint32_t>((*topo)->cpus().size()));
   auto mem = MemTotal(o.proc_root + "/meminfo");
   if (!mem.ok()) return mem.status();
   inv.set_memory_bytes(*mem);
-  auto numa = ReadNumaNodes(o, *cpus, *mem);
-  if (!numa.ok()) return numa.status();
-  if (auto s = AddCores(o, *cpus, *numa, &inv); !s.ok()) return s;
-  auto gpus = DiscoverGpus(o, *numa);
+  auto numa = NumaNodes(**topo, *mem);
+  AddCores(**topo, &inv);
+  auto gpus = DiscoverGpus(o, numa);
   if (!gpus.ok()) return gpus.status();
-  AddGpus(*gpus, *numa, &inv);
-  for (auto& n : *numa) *inv.add_numa_nodes() = std::move(n);
+  AddGpus(*gpus, **topo, numa, &inv);
+  for (auto& n : numa) *inv.add_numa_nodes() = std::move(n);
   inv.set_nic(o.nic);
   inv.set_nic_mbps(o.nic_mbps);
   return inv;

@@ -1,8 +1,9 @@
-// What a node has: logical CPUs, physical cores (SMT siblings) and NUMA nodes from sysfs,
-// memory from /proc/meminfo, GPUs and MIG slices through NVML (nvml.h), or from the
-// agent's configuration on machines without NVIDIA; both go through the same code after
-// discovery. Read once at start-up by the agent. Functions over a sysfs root (tests point
-// it at a fake tree and a fake NVML library); thread-safe.
+// What a node has: logical CPUs, physical cores (SMT siblings) and NUMA nodes from hwloc
+// (topology.h), memory from /proc/meminfo, GPUs and MIG slices through NVML (nvml.h), or
+// from the agent's configuration on machines without NVIDIA; both go through the same
+// code after discovery, and a GPU NVML places on no NUMA node gets its PCI locality from
+// hwloc. Read once at start-up by the agent. Tests give a synthetic or XML topology, a
+// fake /proc and a fake NVML library; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "launcher/agent/topology.h"
 #include "proto/api.pb.h"
 
 namespace baton {
 
 struct InventoryOptions {
-  std::string sysfs_root = "/sys";  // tests use a fake tree
+  TopologySource topology;  // this machine; tests give a synthetic or XML one
   std::string proc_root = "/proc";
   uint32_t fake_gpus = 0;  // GPUs to invent on a machine without NVIDIA
   std::string fake_gpu_model = "FakeGPU";
@@ -27,7 +29,8 @@ struct InventoryOptions {
   std::string nvml_library = "libnvidia-ml.so.1";
 };
 
-// "0-3,8,10-11" -> {0,1,2,3,8,10,11}. InvalidArgument on malformed lists.
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11} (the kernel's cpuset lists). InvalidArgument on
+// malformed lists.
 absl::StatusOr<std::vector<uint32_t>> ParseCpuList(const std::string& text);
 
 absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& options);

@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cctype>
-#include <fstream>
 #include <memory>
 
 namespace baton {
@@ -72,7 +70,7 @@ absl::StatusOr<NvmlApi> BindApi(void* lib) {
 
 class Discovery {
  public:
-  Discovery(const NvmlApi& api, const NvmlOptions& o) : api_(api), options_(o) {}
+  explicit Discovery(const NvmlApi& api) : api_(api) {}
 
   absl::Status Check(nvmlReturn_t r, const std::string& what) const {
     if (r == NVML_SUCCESS) return absl::OkStatus();
@@ -94,15 +92,12 @@ class Discovery {
     return absl::OkStatus();
   }
 
-  int32_t NumaNode(nvmlDevice_t dev, const std::string& bus_id) const {
+  // -1 when the driver does not say: the inventory then asks hwloc about the PCI device.
+  int32_t NumaNode(nvmlDevice_t dev) const {
     unsigned node = 0;
     if (api_.GetNumaNodeId && api_.GetNumaNodeId(dev, &node) == NVML_SUCCESS) {
       return static_cast<int32_t>(node);
     }
-    std::ifstream in(options_.sysfs_root + "/bus/pci/devices/" + SysfsPciAddress(bus_id) +
-                     "/numa_node");
-    int32_t n = -1;
-    if (in >> n) return n;
     return -1;
   }
 
@@ -125,7 +120,7 @@ class Discovery {
     nvmlPciInfo_t pci{};
     if (auto s = Check(api_.GetPciInfo(dev, &pci), "GetPciInfo " + at); !s.ok()) return s;
     g.pci_bus_id = pci.busId;
-    g.numa_node = NumaNode(dev, g.pci_bus_id);
+    g.numa_node = NumaNode(dev);
     unsigned minor = 0;
     if (api_.GetMinorNumber && api_.GetMinorNumber(dev, &minor) == NVML_SUCCESS) {
       g.minor = static_cast<int32_t>(minor);
@@ -154,7 +149,6 @@ class Discovery {
 
  private:
   const NvmlApi& api_;
-  const NvmlOptions& options_;
 };
 
 }  // namespace
@@ -164,21 +158,12 @@ std::string MigProfileFromName(const std::string& name) {
   return pos == std::string::npos ? "" : name.substr(pos + 5);
 }
 
-std::string SysfsPciAddress(const std::string& bus_id) {
-  std::string s = bus_id;
-  // NVML pads the domain to 8 digits; sysfs uses 4.
-  size_t colon = s.find(':');
-  if (colon != std::string::npos && colon > 4) s = s.substr(colon - 4);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& o) {
   std::unique_ptr<void, DlCloser> lib(dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (!lib) return absl::NotFoundError("cannot load " + o.library + ": " + dlerror());
   auto api = BindApi(lib.get());
   if (!api.ok()) return api.status();
-  Discovery d(*api, o);
+  Discovery d(*api);
   if (auto s = d.Check(api->Init(), "Init"); !s.ok()) return s;
   std::vector<GpuInfo> gpus;
   unsigned count = 0;

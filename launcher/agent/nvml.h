@@ -19,7 +19,7 @@ struct GpuInfo {
   std::string uuid;    // "GPU-…" or "MIG-…"
   std::string model;   // "NVIDIA H200"
   uint64_t memory_bytes = 0;
-  int32_t numa_node = -1;   // -1 when unknown
+  int32_t numa_node = -1;   // -1 when NVML does not say
   std::string mig_profile;  // "1g.18gb" for slices
   std::string parent_uuid;  // for slices
   std::string pci_bus_id;   // "00000000:3B:00.0"
@@ -29,7 +29,6 @@ struct GpuInfo {
 
 struct NvmlOptions {
   std::string library = "libnvidia-ml.so.1";  // a path in tests (the fake library)
-  std::string sysfs_root = "/sys";            // NUMA node of a PCI device, when NVML lacks it
 };
 
 // NotFound when the library cannot be loaded (a node without the NVIDIA driver);
@@ -38,7 +37,5 @@ absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& options
 
 // "NVIDIA H200 MIG 1g.18gb" -> "1g.18gb"; "" when the name has no MIG part.
 std::string MigProfileFromName(const std::string& name);
-// "00000000:3B:00.0" -> "0000:3b:00.0" (the sysfs spelling).
-std::string SysfsPciAddress(const std::string& nvml_bus_id);
 
 }  // namespace baton

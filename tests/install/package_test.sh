@@ -38,6 +38,7 @@ depends_on baton-coordinator libgrpc++1.51
 depends_on baton-agent nftables
 depends_on baton-agent iproute2
 depends_on baton-agent openmpi-bin
+depends_on baton-agent libhwloc15  # dpkg-shlibdeps, from the topology (hwloc)
 depends_on libbaton-checkpoint-dev libabsl-dev
 has() {  # package, path
   local c

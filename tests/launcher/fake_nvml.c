@@ -1,11 +1,12 @@
 // A stand-in libnvidia-ml.so.1 for the inventory tests: two H200s on NUMA nodes 0 and 1,
 // the second in MIG mode with a 1g.18gb and a 3g.71gb slice (slot 1 empty). Setting
-// FAKE_NVML_INIT_ERROR=<code> makes nvmlInit_v2 fail with that code.
+// FAKE_NVML_INIT_ERROR=<code> makes nvmlInit_v2 fail with that code; FAKE_NVML_NO_NUMA=1
+// makes nvmlDeviceGetNumaNodeId unsupported, as older drivers have it.
 #include <stdlib.h>
 #include <string.h>
 
 typedef int nvmlReturn_t;
-enum { kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotFound = 6 };
+enum { kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotSupported = 3, kNotFound = 6 };
 
 typedef struct {
   unsigned long long total, free, used;
@@ -100,6 +101,8 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(Device* d, nvmlPciInfo_t* p) {
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetNumaNodeId(Device* d, unsigned* node) {
+  const char* off = getenv("FAKE_NVML_NO_NUMA");
+  if (off && *off == '1') return kNotSupported;
   *node = d->numa;
   return kSuccess;
 }

@@ -45,27 +45,16 @@ TEST(ParseCpuList, RejectsMalformedListsNamingThem) {
   }
 }
 
-// A fake /sys and /proc: 8 CPUs on two NUMA nodes, 32 GiB.
+// A synthetic hwloc topology and a fake /proc: 8 CPUs on two NUMA nodes, 32 GiB.
 class InventoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteFile(Sys("devices/system/cpu/online"), "0-7\n");
-    WriteFile(Sys("devices/system/node/node0/cpulist"), "0-3\n");
-    WriteFile(Sys("devices/system/node/node0/meminfo"),
-              "Node 0 MemTotal:       16777216 kB\nNode 0 MemFree:        1000 kB\n");
-    WriteFile(Sys("devices/system/node/node1/cpulist"), "4-7\n");
-    WriteFile(Sys("devices/system/node/node1/meminfo"),
-              "Node 1 MemTotal:       16777216 kB\nNode 1 MemFree:        1000 kB\n");
-    // Entries next to the node directories that are not nodes.
-    WriteFile(Sys("devices/system/node/possible"), "0-1\n");
-    WriteFile(Sys("devices/system/node/has_cpu"), "0-1\n");
     WriteFile(Proc("meminfo"), "MemTotal:       33554432 kB\nMemFree:        1234 kB\n");
-    options_.sysfs_root = dir_.Sub("sys");
+    options_.topology.synthetic = "numa:2(memory=16GiB) core:4 pu:1";
     options_.proc_root = dir_.Sub("proc");
     options_.node_name = "node-a";
     options_.nvml_library = "";  // the fake GPUs, even on a machine with NVIDIA
   }
-  std::string Sys(const std::string& p) const { return dir_.Sub("sys/" + p); }
   std::string Proc(const std::string& p) const { return dir_.Sub("proc/" + p); }
 
   ScratchDir dir_;
@@ -86,20 +75,29 @@ TEST_F(InventoryTest, CountsCpusMemoryAndNumaNodes) {
   EXPECT_EQ(inv->numa_nodes(1).id(), 1);
   EXPECT_THAT(inv->numa_nodes(1).cpus(), ElementsAre(4, 5, 6, 7));
   EXPECT_EQ(inv->numa_nodes(1).memory_bytes(), 16ull << 30);
+  ASSERT_EQ(inv->cores_size(), 8);
+  EXPECT_THAT(inv->cores(5).cpus(), ElementsAre(5));
+  EXPECT_EQ(inv->cores(5).numa_node(), 1);
   EXPECT_EQ(inv->gpus_size(), 0);
   EXPECT_EQ(inv->nic(), "eth1");
   EXPECT_EQ(inv->nic_mbps(), 25000u);
 }
 
-TEST_F(InventoryTest, OrdersNumaNodesByNumberNotByName) {
-  WriteFile(Sys("devices/system/node/node10/cpulist"), "\n");
-  WriteFile(Sys("devices/system/node/node2/cpulist"), "\n");
+TEST_F(InventoryTest, MemoryOnlyNodesComeInNumberOrderWithoutCpus) {
+  options_.topology = {.xml_file = std::string(BATON_SOURCE_DIR) +
+                                   "/tests/launcher/testdata/two_sockets_gpus.xml"};
   auto inv = ReadInventory(options_);
   ASSERT_TRUE(inv.ok()) << inv.status();
   std::vector<int> ids;
   for (const auto& n : inv->numa_nodes()) ids.push_back(n.id());
-  EXPECT_THAT(ids, ElementsAre(0, 1, 2, 10));
-  EXPECT_EQ(inv->numa_nodes(3).memory_bytes(), 0u);  // no meminfo there
+  EXPECT_THAT(ids, ElementsAre(0, 1, 10));
+  EXPECT_THAT(inv->numa_nodes(2).cpus(), IsEmpty());
+  EXPECT_EQ(inv->numa_nodes(2).memory_bytes(), 64ull << 30);
+  EXPECT_THAT(inv->numa_nodes(1).cpus(), ElementsAre(2, 3, 6, 7));
+  options_.fake_gpus = 3;
+  auto with_gpus = ReadInventory(options_);
+  ASSERT_TRUE(with_gpus.ok()) << with_gpus.status();
+  for (const auto& g : with_gpus->gpus()) EXPECT_NE(g.numa_node(), 10) << "memory only";
 }
 
 TEST_F(InventoryTest, InventsFakeGpusSpreadOverNumaNodes) {
@@ -136,23 +134,23 @@ TEST_F(InventoryTest, FakeGpuUuidsDifferBetweenNodes) {
   }
 }
 
-TEST_F(InventoryTest, WithoutNumaInSysfsOneNodeHoldsEverything) {
-  std::filesystem::remove_all(Sys("devices/system/node"));
+TEST_F(InventoryTest, WithoutNumaOneNodeHoldsEverything) {
+  options_.topology.synthetic = "core:8 pu:1";  // hwloc still makes the one node
   options_.fake_gpus = 2;
   auto inv = ReadInventory(options_);
   ASSERT_TRUE(inv.ok()) << inv.status();
   ASSERT_EQ(inv->numa_nodes_size(), 1);
+  EXPECT_EQ(inv->numa_nodes(0).id(), 0);
   EXPECT_THAT(inv->numa_nodes(0).cpus(), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
-  EXPECT_EQ(inv->numa_nodes(0).memory_bytes(), 32ull << 30);
   for (const auto& g : inv->gpus()) EXPECT_EQ(g.numa_node(), 0);
 }
 
-TEST_F(InventoryTest, MissingCpuOnlineFileIsAnErrorNamingIt) {
-  std::filesystem::remove(Sys("devices/system/cpu/online"));
+TEST_F(InventoryTest, AMalformedTopologyIsAnErrorNamingIt) {
+  options_.topology.synthetic = "numa:2 core:x";
   auto inv = ReadInventory(options_);
   ASSERT_FALSE(inv.ok());
-  EXPECT_EQ(inv.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(inv.status().message()), HasSubstr(Sys("devices/system/cpu/online")));
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("numa:2 core:x"));
 }
 
 TEST_F(InventoryTest, MissingMeminfoIsAnErrorNamingIt) {
@@ -169,21 +167,6 @@ TEST_F(InventoryTest, MeminfoWithoutMemTotalIsDataLoss) {
   ASSERT_FALSE(inv.ok());
   EXPECT_EQ(inv.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(inv.status().message()), HasSubstr("MemTotal"));
-}
-
-TEST_F(InventoryTest, MalformedNodeCpulistIsAnError) {
-  WriteFile(Sys("devices/system/node/node1/cpulist"), "4-x\n");
-  auto inv = ReadInventory(options_);
-  ASSERT_FALSE(inv.ok());
-  EXPECT_EQ(inv.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("4-x"));
-}
-
-TEST_F(InventoryTest, NoOnlineCpusIsAFailedPrecondition) {
-  WriteFile(Sys("devices/system/cpu/online"), "\n");
-  auto inv = ReadInventory(options_);
-  ASSERT_FALSE(inv.ok());
-  EXPECT_EQ(inv.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

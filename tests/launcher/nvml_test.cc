@@ -51,26 +51,17 @@ TEST(Nvml, AFailingDriverNamesTheCall) {
   EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("Init: Driver Not Loaded"));
 }
 
-TEST(Nvml, NamesAndPciAddresses) {
+TEST(Nvml, MigProfilesFromNames) {
   EXPECT_EQ(MigProfileFromName("NVIDIA H200 MIG 1g.18gb"), "1g.18gb");
   EXPECT_EQ(MigProfileFromName("NVIDIA H200"), "");
-  EXPECT_EQ(SysfsPciAddress("00000000:3B:00.0"), "0000:3b:00.0");
 }
 
 class NvmlInventoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteFile(dir_.Sub("sys/devices/system/cpu/online"), "0-3\n");
-    // Two SMT cores: (0,2) and (1,3).
-    for (int c = 0; c < 4; ++c) {
-      WriteFile(dir_.Sub("sys/devices/system/cpu/cpu" + std::to_string(c) +
-                         "/topology/thread_siblings_list"),
-                c % 2 == 0 ? "0,2\n" : "1,3\n");
-    }
-    WriteFile(dir_.Sub("sys/devices/system/node/node0/cpulist"), "0,2\n");
-    WriteFile(dir_.Sub("sys/devices/system/node/node1/cpulist"), "1,3\n");
+    // Two SMT cores, (0,2) on NUMA node 0 and (1,3) on node 1.
+    o_.topology.synthetic = "numa:2 core:1 pu:2(indexes=0,2,1,3)";
     WriteFile(dir_.Sub("proc/meminfo"), "MemTotal:       33554432 kB\n");
-    o_.sysfs_root = dir_.Sub("sys");
     o_.proc_root = dir_.Sub("proc");
     o_.node_name = "n1";
     o_.fake_gpus = 4;
@@ -111,6 +102,30 @@ TEST_F(NvmlInventoryTest, CoresGroupSmtSiblingsWithTheirNumaNode) {
   EXPECT_EQ(inv->cores(0).numa_node(), 0);
   EXPECT_THAT(inv->cores(1).cpus(), ::testing::ElementsAre(1, 3));
   EXPECT_EQ(inv->cores(1).numa_node(), 1);
+}
+
+TEST_F(NvmlInventoryTest, WithoutTheDriversNumaNodeAGpuGetsItsPciLocality) {
+  o_.nvml_library = FAKE_NVML_LIBRARY;
+  o_.topology = {.xml_file = std::string(BATON_SOURCE_DIR) +
+                             "/tests/launcher/testdata/two_sockets_gpus.xml"};
+  setenv("FAKE_NVML_NO_NUMA", "1", 1);
+  auto inv = ReadInventory(o_);
+  unsetenv("FAKE_NVML_NO_NUMA");
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->gpus_size(), 3);
+  EXPECT_EQ(inv->gpus(0).numa_node(), 0) << inv->gpus(0).pci_bus_id();
+  EXPECT_EQ(inv->gpus(1).numa_node(), 1) << "a slice: its GPU's";
+  EXPECT_EQ(inv->gpus(2).numa_node(), 1);
+}
+
+TEST_F(NvmlInventoryTest, WithoutTheDriversNumaNodeAGpuOffTheMachineHasNone) {
+  o_.nvml_library = FAKE_NVML_LIBRARY;
+  o_.topology.synthetic = "numa:2 core:2 pu:1";  // no PCI devices at all
+  setenv("FAKE_NVML_NO_NUMA", "1", 1);
+  auto inv = ReadInventory(o_);
+  unsetenv("FAKE_NVML_NO_NUMA");
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  for (const auto& g : inv->gpus()) EXPECT_EQ(g.numa_node(), -1) << g.uuid();
 }
 
 TEST_F(NvmlInventoryTest, ADriverThatFailsFailsTheInventory) {

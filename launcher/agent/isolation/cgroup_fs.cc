@@ -118,6 +118,15 @@ std::map<std::string, std::string> ParseV1Mounts(const std::string& mounts) {
   return out;
 }
 
+absl::StatusOr<std::string> ParseV2CgroupPath(const std::string& proc_cgroup) {
+  std::istringstream in(proc_cgroup);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::/", 0) == 0) return line.substr(4);
+  }
+  return absl::NotFoundError("no cgroup v2 line (0::/...) in '" + proc_cgroup + "'");
+}
+
 std::vector<pid_t> ParsePids(const std::string& text) {
   std::vector<pid_t> pids;
   std::istringstream in(text);

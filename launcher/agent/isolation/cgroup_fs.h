@@ -57,6 +57,11 @@ CgroupLayout DetectCgroupLayout(const std::string& root);
 // both names the same directory).
 std::map<std::string, std::string> ParseV1Mounts(const std::string& mounts);
 
+// The cgroup v2 path in /proc/<pid>/cgroup text, relative to the v2 root:
+// "0::/system.slice/baton-agent.service" -> "system.slice/baton-agent.service", "0::/" -> "".
+// NotFound when the text has no v2 ("0::") line.
+absl::StatusOr<std::string> ParseV2CgroupPath(const std::string& proc_cgroup);
+
 // Parses cgroup.procs: one pid a line.
 std::vector<pid_t> ParsePids(const std::string& text);
 

@@ -24,6 +24,17 @@ CgroupV2Driver::CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, s
       net_prefix_(std::move(net_prefix)),
       devices_(std::move(devices)) {}
 
+void CgroupV2Driver::SetAgentCgroup(std::string own, pid_t pid) {
+  agent_cgroup_ = std::move(own);
+  agent_pid_ = pid;
+}
+
+absl::Status CgroupV2Driver::MoveAgentOutOf(const std::string& dir) {
+  BATON_RETURN_IF_ERROR(fs_->MakeDir(dir + "/agent"));
+  // cgroup.procs moves the whole process, every thread with it.
+  return fs_->Write(dir + "/agent/cgroup.procs", std::to_string(agent_pid_));
+}
+
 absl::Status CgroupV2Driver::Init() {
   if (ready_) return absl::OkStatus();
   // Enable each wanted controller the root offers down the chain: root, baton, baton/n1.
@@ -39,6 +50,10 @@ absl::Status CgroupV2Driver::Init() {
   for (size_t i = 0; i < levels.size(); ++i) {
     std::string dir = levels[i].empty() ? root_ : root_ + "/" + levels[i];
     if (i > 0) BATON_RETURN_IF_ERROR(fs_->MakeDir(dir));
+    // The root may hold processes; any other level that holds the agent may not.
+    if (i > 0 && agent_pid_ > 0 && levels[i] == agent_cgroup_) {
+      BATON_RETURN_IF_ERROR(MoveAgentOutOf(dir));
+    }
     auto enabled = fs_->Read(dir + "/cgroup.subtree_control");
     if (!enabled.ok()) return enabled.status();
     for (const auto& c : wanted) {

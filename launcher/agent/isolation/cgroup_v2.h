@@ -1,7 +1,8 @@
 // cgroup v2 backend: one leaf cgroup per attempt under <root>/<parent>, with cpu, cpuset
-// and memory enabled through every ancestor's cgroup.subtree_control (v2 keeps processes
-// out of inner cgroups, so the agent itself must not live in <parent>). Limits: cpu.max,
-// cpu.weight, cpuset.cpus/mems, memory.max; kill through cgroup.kill.
+// and memory enabled through every ancestor's cgroup.subtree_control. v2 keeps processes
+// out of cgroups that enable controllers for their children, so an agent living in one of
+// those (systemd's delegated unit cgroup) first moves itself into a leaf "agent" there.
+// Limits: cpu.max, cpu.weight, cpuset.cpus/mems, memory.max; kill through cgroup.kill.
 // Called by the Isolator; not thread-safe (the Isolator serialises).
 #pragma once
 
@@ -19,6 +20,12 @@ class CgroupV2Driver : public CgroupDriver {
   // `devices`: the BPF device filter (null: GPUs cannot be fenced here).
   CgroupV2Driver(std::shared_ptr<CgroupFs> fs, std::string root, std::string parent,
                  std::string net_prefix = "", std::shared_ptr<DeviceFilter> devices = nullptr);
+
+  // The agent's own cgroup (relative to `root`, as ParseV2CgroupPath gives it) and pid.
+  // When Init must enable controllers in `own` (the subtree systemd delegates with
+  // Delegate=yes holds the agent at its top), it first moves the agent into `own`/agent,
+  // next to the attempts' cgroups or their parent. Unset: the agent is assumed elsewhere.
+  void SetAgentCgroup(std::string own, pid_t pid);
 
   std::string mode() const override { return "cgroup-v2"; }
   absl::Status Init() override;
@@ -39,10 +46,13 @@ class CgroupV2Driver : public CgroupDriver {
 
  private:
   std::string Dir(const std::string& name) const { return root_ + "/" + Path(name); }
+  absl::Status MoveAgentOutOf(const std::string& dir);
 
   const std::shared_ptr<CgroupFs> fs_;
   const std::string root_, parent_, net_prefix_;
   const std::shared_ptr<DeviceFilter> devices_;
+  std::string agent_cgroup_;
+  pid_t agent_pid_ = 0;  // 0: not set
   bool ready_ = false;
   std::vector<std::string> controllers_;  // of cpu, cpuset, memory, pids: enabled for leaves
 };

@@ -1,17 +1,16 @@
 #include "launcher/agent/isolation/net_caps.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/status.h"
 
 namespace baton {
 namespace {
 
+// 0 (no class) for a malformed id: a rule whose class cannot be named has none to delete.
 uint32_t MinorOf(const std::string& class_id) {
-  unsigned major = 0, minor = 0;
-  if (std::sscanf(class_id.c_str(), "%x:%x", &major, &minor) != 2) return 0;
-  return minor;
+  uint32_t major = 0, minor = 0;
+  return ParseClassId(class_id, &major, &minor) ? minor : 0;
 }
 
 }  // namespace

@@ -2,26 +2,35 @@
 
 #include <sstream>
 
+#include "nlohmann/json.hpp"
+
 namespace baton {
 
-std::map<std::string, NftRule> ParseNftRules(const std::string& text) {
+absl::StatusOr<std::map<std::string, NftRule>> ParseNftRules(const std::string& json) {
+  auto doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError("nft -j: not a JSON object: '" + json + "'");
+  }
+  if (!doc.contains("nftables") || !doc["nftables"].is_array()) {
+    return absl::InvalidArgumentError("nft -j: no 'nftables' array in " + doc.dump());
+  }
   std::map<std::string, NftRule> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t c = line.find("comment \"");
-    size_t h = line.rfind("# handle ");
-    if (c == std::string::npos || h == std::string::npos) continue;
-    size_t start = c + 9, end = line.find('"', start);
-    if (end == std::string::npos) continue;
-    std::istringstream comment(line.substr(start, end - start));
-    NftRule r;
-    if (!(comment >> r.tag >> r.class_id)) continue;
-    try {
-      r.handle = std::stoi(line.substr(h + 9));
-    } catch (...) {
-      continue;
+  for (const auto& item : doc["nftables"]) {
+    if (!item.is_object() || !item.contains("rule")) continue;  // metainfo, the chain
+    const auto& rule = item["rule"];
+    if (!rule.is_object() || !rule.contains("handle") || !rule["handle"].is_number_integer()) {
+      return absl::InvalidArgumentError("nft -j: a rule without an integer 'handle': " +
+                                        item.dump());
     }
+    if (!rule.contains("comment")) continue;  // not the agent's
+    if (!rule["comment"].is_string()) {
+      return absl::InvalidArgumentError("nft -j: a rule whose 'comment' is not a string: " +
+                                        item.dump());
+    }
+    std::istringstream comment(rule["comment"].get<std::string>());
+    NftRule r;
+    if (!(comment >> r.tag >> r.class_id)) continue;  // someone else's comment
+    r.handle = rule["handle"].get<int>();
     out[r.tag] = r;
   }
   return out;
@@ -100,10 +109,15 @@ absl::Status NftCgroupRules::DeleteRule(const std::string& tag) {
 }
 
 absl::StatusOr<std::map<std::string, NftRule>> NftCgroupRules::Rules() {
-  auto r = Nft({"-a", "list", "chain", "inet", table_, "out"});
+  auto r = Nft({"-j", "list", "chain", "inet", table_, "out"});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return std::map<std::string, NftRule>{};  // no chain: no rules
-  return ParseNftRules(r->out);
+  auto rules = ParseNftRules(r->out);
+  if (!rules.ok()) {
+    return absl::InternalError("nft list chain inet " + table_ +
+                               " out: " + std::string(rules.status().message()));
+  }
+  return rules;
 }
 
 absl::Status NftCgroupRules::DeleteTable() {

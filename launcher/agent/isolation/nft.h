@@ -42,7 +42,9 @@ class NftCgroupRules {
   const std::string table_;
 };
 
-// `nft -a list chain` text -> rules with a "<tag> <classid>" comment, by tag.
-std::map<std::string, NftRule> ParseNftRules(const std::string& text);
+// `nft -j list chain` JSON -> rules with a "<tag> <classid>" comment, by tag (rules
+// without such a comment are not the agent's). InvalidArgument naming the problem when
+// the JSON is malformed, has no "nftables" array, or a rule has no integer handle.
+absl::StatusOr<std::map<std::string, NftRule>> ParseNftRules(const std::string& json);
 
 }  // namespace baton

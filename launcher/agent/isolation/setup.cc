@@ -1,5 +1,7 @@
 #include "launcher/agent/isolation/setup.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -11,18 +13,29 @@
 namespace baton {
 namespace {
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 absl::StatusOr<std::unique_ptr<CgroupDriver>> MakeDriver(const IsolationOptions& o,
                                                          CgroupLayout layout,
                                                          const std::string& parent) {
   auto fs = std::make_shared<RealCgroupFs>();
   if (layout == CgroupLayout::kV2) {
-    return std::unique_ptr<CgroupDriver>(std::make_unique<CgroupV2Driver>(
-        fs, o.cgroup_root, parent, "", std::make_shared<BpfDeviceFilter>()));
+    auto driver = std::make_unique<CgroupV2Driver>(fs, o.cgroup_root, parent, "",
+                                                   std::make_shared<BpfDeviceFilter>());
+    auto own = ParseV2CgroupPath(ReadAll(o.self_cgroup_file));
+    if (own.ok()) {
+      driver->SetAgentCgroup(*own, getpid());
+    } else {
+      spdlog::warn("cgroup v2: cannot tell the agent's own cgroup ({})", own.status().ToString());
+    }
+    return std::unique_ptr<CgroupDriver>(std::move(driver));
   }
-  std::ifstream in(o.mounts_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto mounts = ParseV1Mounts(text.str());
+  auto mounts = ParseV1Mounts(ReadAll(o.mounts_file));
   std::string unified = layout == CgroupLayout::kHybrid ? o.cgroup_root + "/unified" : "";
   return std::unique_ptr<CgroupDriver>(
       std::make_unique<CgroupV1Driver>(fs, std::move(mounts), parent, unified, "unified/"));

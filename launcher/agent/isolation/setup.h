@@ -16,6 +16,7 @@ struct IsolationOptions {
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string cgroup_parent;  // relative to each hierarchy; "" : baton/<node>
   std::string mounts_file = "/proc/self/mounts";
+  std::string self_cgroup_file = "/proc/self/cgroup";  // where the agent lives (v2)
   ClassOptions classes;
   NetCapsOptions net;  // net.nic "" : no network caps
 };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "launcher/agent/isolation/command.h"
@@ -47,10 +48,16 @@ class Htb {
   const std::string dev_;
 };
 
-// `tc -s class show` output -> classes by minor id.
-std::map<uint32_t, HtbClassStats> ParseHtbClasses(const std::string& text);
-// "700Mbit" / "1Gbit" / "64Kbit" / "800bit" -> bits per second; 0 when unparsable.
-uint64_t ParseTcRate(const std::string& text);
+// `tc -s class show` text -> HTB classes by minor id (other qdiscs' classes are skipped).
+// Text because iproute2 6.1 (Debian 12) prints classes as text even with -j; only its
+// qdisc listing has JSON. InvalidArgument naming the line when a class has a malformed
+// id, rate or counters, or no counters at all.
+absl::StatusOr<std::map<uint32_t, HtbClassStats>> ParseHtbClasses(const std::string& text);
+// "700Mbit" / "1Gbit" / "64Kbit" / "800bit" -> bits per second; InvalidArgument naming
+// anything else.
+absl::StatusOr<uint64_t> ParseTcRate(std::string_view text);
+// "1:a0" -> 1 and 0xa0 (tc writes ids in hex); false when malformed.
+bool ParseClassId(std::string_view id, uint32_t* major, uint32_t* minor);
 // 0x1a0 -> "1:1a0" (tc writes minor ids in hex).
 std::string HtbClassId(uint32_t minor);
 

@@ -182,6 +182,69 @@ TEST_F(CgroupV2Test, AFailingWriteIsReported) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
 }
 
+// systemd with Delegate=yes: the unit's cgroup is the agent's, and the top of its subtree.
+class DelegatedCgroupV2Test : public CgroupV2Test {
+ protected:
+  static constexpr char kUnit[] = "system.slice/baton-agent.service";
+  static constexpr int kAgentPid = 4242;
+  // The agent in the unit's cgroup, attempts under `parent`.
+  void MakeUnder(const std::string& parent, bool tell_agent_cgroup = true) {
+    fs_ = std::make_shared<testing::FakeCgroupV2Fs>(dir_.path(), kControllers);
+    for (const char* d : {"system.slice", kUnit}) ASSERT_TRUE(fs_->MakeDir(At(d)).ok());
+    ASSERT_TRUE(fs_->AddProcess(At(kUnit), kAgentPid).ok());
+    driver_ = std::make_unique<CgroupV2Driver>(fs_, dir_.path(), parent);
+    if (tell_agent_cgroup) driver_->SetAgentCgroup(kUnit, kAgentPid);
+  }
+  std::string Procs(const std::string& rel) const { return ReadFile(At(rel + "/cgroup.procs")); }
+  static inline const std::vector<std::string> kControllers = {"cpuset", "cpu", "memory", "pids"};
+};
+
+TEST_F(DelegatedCgroupV2Test, TheAgentMovesIntoALeafSoThatAttemptsAreItsSiblings) {
+  MakeUnder(kUnit);
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_EQ(Procs(std::string(kUnit) + "/agent"), "4242\n");
+  EXPECT_EQ(Procs(kUnit), "") << "v2: no process in a cgroup that enables controllers";
+  EXPECT_THAT(ReadFile(At(std::string(kUnit) + "/cgroup.subtree_control")), HasSubstr("cpu"));
+  EXPECT_TRUE(std::filesystem::exists(At(std::string(kUnit) + "/job-1-a1/cpu.max")));
+  ASSERT_TRUE(driver_->Apply("job-1-a1", CgroupLimits{.cpu_quota_millis = 500}).ok());
+  EXPECT_THAT(*driver_->List(), ElementsAre("job-1-a1")) << "the agent's leaf is no attempt";
+  ASSERT_TRUE(fs_->AddProcess(At(std::string(kUnit) + "/job-1-a1"), 7).ok());
+  EXPECT_EQ(Procs(std::string(kUnit) + "/agent"), "4242\n") << "a job joining moves no agent";
+}
+
+TEST_F(DelegatedCgroupV2Test, ThePackagedLayoutPutsAttemptsUnderJobsNextToTheAgent) {
+  MakeUnder(std::string(kUnit) + "/jobs");  // packaging/systemd/agent.yaml's cgroup-parent
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_EQ(Procs(std::string(kUnit) + "/agent"), "4242\n");
+  EXPECT_TRUE(std::filesystem::exists(At(std::string(kUnit) + "/jobs/job-1-a1/memory.max")));
+}
+
+TEST_F(DelegatedCgroupV2Test, WithoutKnowingItsCgroupTheAgentBlocksTheControllers) {
+  MakeUnder(kUnit, /*tell_agent_cgroup=*/false);
+  absl::Status s = driver_->Create("job-1-a1");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("with processes"));
+}
+
+TEST_F(DelegatedCgroupV2Test, AnAgentOutsideTheParentChainStaysWhereItIs) {
+  MakeUnder("baton/n1");
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_EQ(Procs(kUnit), "4242\n");
+  EXPECT_FALSE(std::filesystem::exists(At(std::string(kUnit) + "/agent")));
+}
+
+TEST(CgroupLayout, TheV2PathOfAProcess) {
+  EXPECT_EQ(*ParseV2CgroupPath("0::/system.slice/baton-agent.service\n"),
+            "system.slice/baton-agent.service");
+  EXPECT_EQ(*ParseV2CgroupPath("0::/\n"), "") << "the root";
+  EXPECT_EQ(*ParseV2CgroupPath("12:cpu,cpuacct:/user.slice\n1:name=systemd:/user.slice\n"
+                               "0::/user.slice/session-3.scope\n"),
+            "user.slice/session-3.scope")
+      << "hybrid: the v2 line among v1 ones";
+  auto v1_only = ParseV2CgroupPath("12:cpu,cpuacct:/user.slice\n");
+  EXPECT_EQ(v1_only.status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(CgroupLayout, ClassifiedByTheFilesystemMagic) {
   EXPECT_EQ(ClassifyCgroupLayout(CGROUP2_SUPER_MAGIC, 0), CgroupLayout::kV2);
   EXPECT_EQ(ClassifyCgroupLayout(TMPFS_MAGIC, CGROUP2_SUPER_MAGIC), CgroupLayout::kHybrid);

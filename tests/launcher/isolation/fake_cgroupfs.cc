@@ -58,36 +58,44 @@ absl::Status FakeCgroupV2Fs::MakeDir(const std::string& path) {
   if (!IsCgroup(parent))
     return absl::NotFoundError("mkdir " + path + ": No such file or directory");
   fs::create_directory(path);
-  std::string enabled = Slurp(parent + "/cgroup.subtree_control");
-  Put(path + "/cgroup.controllers", enabled);
   Put(path + "/cgroup.subtree_control", "\n");
   Put(path + "/cgroup.procs", "");
   Put(path + "/cgroup.kill", "");
   Put(path + "/cgroup.events", "populated 0\nfrozen 0\n");
+  ShowControllers(path, Slurp(parent + "/cgroup.subtree_control"));
+  return absl::OkStatus();
+}
+
+// As the kernel does: a cgroup's controllers are its parent's subtree_control, with their
+// interface files (created once; their values are kept).
+void FakeCgroupV2Fs::ShowControllers(const std::string& path, const std::string& enabled) {
+  auto put_new = [&](const std::string& file, const std::string& text) {
+    if (!fs::exists(path + "/" + file)) Put(path + "/" + file, text);
+  };
+  Put(path + "/cgroup.controllers", enabled);
   std::vector<std::string> on = Words(enabled);
   if (Contains(on, "cpu")) {
-    Put(path + "/cpu.max", "max 100000\n");
-    Put(path + "/cpu.weight", "100\n");
-    Put(path + "/cpu.stat",
-        "usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\nnr_throttled 0\n"
-        "throttled_usec 0\n");
+    put_new("cpu.max", "max 100000\n");
+    put_new("cpu.weight", "100\n");
+    put_new("cpu.stat",
+            "usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\nnr_throttled 0\n"
+            "throttled_usec 0\n");
   } else {
-    Put(path + "/cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n");
+    put_new("cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n");
   }
   if (Contains(on, "cpuset")) {
-    Put(path + "/cpuset.cpus", "\n");
-    Put(path + "/cpuset.mems", "\n");
+    put_new("cpuset.cpus", "\n");
+    put_new("cpuset.mems", "\n");
   }
   if (Contains(on, "pids")) {
-    Put(path + "/pids.max", "max\n");
-    Put(path + "/pids.current", "0\n");
+    put_new("pids.max", "max\n");
+    put_new("pids.current", "0\n");
   }
   if (Contains(on, "memory")) {
-    Put(path + "/memory.max", "max\n");
-    Put(path + "/memory.current", "0\n");
-    Put(path + "/memory.peak", "0\n");
+    put_new("memory.max", "max\n");
+    put_new("memory.current", "0\n");
+    put_new("memory.peak", "0\n");
   }
-  return absl::OkStatus();
 }
 
 absl::Status FakeCgroupV2Fs::RemoveDir(const std::string& path) {
@@ -123,6 +131,9 @@ absl::Status FakeCgroupV2Fs::WriteSubtreeControl(const std::string& dir, const s
   std::string out;
   for (const auto& c : enabled) out += (out.empty() ? "" : " ") + c;
   Put(dir + "/cgroup.subtree_control", out + "\n");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && IsCgroup(e.path().string())) ShowControllers(e.path(), out + "\n");
+  }
   return absl::OkStatus();
 }
 

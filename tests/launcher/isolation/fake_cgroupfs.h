@@ -1,9 +1,9 @@
 // A cgroup v2 filesystem in a temp dir, for testing the v2 backend where only v1 runs:
 // directories are cgroups, files their interface. Its writer enforces v2's rules that
 // the backend must respect: controllers reach a child only through the parent's
-// cgroup.subtree_control (and only those the parent has), no processes in a cgroup that
-// enables controllers for its children (nor enabling them while it holds processes),
-// rmdir only of an empty leaf, values checked like the kernel does. Processes are pids
+// cgroup.subtree_control (and only those the parent has; existing children see them at
+// once), no processes in a cgroup that enables controllers for its children (nor
+// enabling them while it holds processes), rmdir only of an empty leaf, values checked like the kernel does. Processes are pids
 // in cgroup.procs; cgroup.kill empties the cgroup and records the kill.
 // Faults can be injected per file name. Thread-compatible (tests are single-threaded).
 #pragma once
@@ -41,6 +41,7 @@ class FakeCgroupV2Fs : public CgroupFs {
  private:
   std::string Parent(const std::string& dir) const;
   bool IsCgroup(const std::string& dir) const;
+  void ShowControllers(const std::string& path, const std::string& enabled);
   absl::Status WriteSubtreeControl(const std::string& dir, const std::string& value);
   absl::Status WriteProcs(const std::string& dir, const std::string& value);
   absl::Status CheckValue(const std::string& file, const std::string& value) const;

@@ -137,9 +137,13 @@ class RecordingDriver : public CgroupDriver {
 };
 
 // Answers each command with the first scripted reply whose prefix matches its joined
-// argv ("tc -s class show"); unscripted commands succeed with no output.
+// argv ("tc -s class show"); unscripted commands succeed with no output, except the JSON
+// listings, which answer an empty listing as the real tools do (they never print nothing).
 class ScriptedRunner : public CommandRunner {
  public:
+  static constexpr char kEmptyNftListing[] =
+      R"({"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}}]})";
+
   absl::StatusOr<CommandOutput> Run(const std::vector<std::string>& argv) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string line = JoinArgs(argv);
@@ -147,6 +151,8 @@ class ScriptedRunner : public CommandRunner {
     for (const auto& [prefix, out] : script_) {
       if (line.rfind(prefix, 0) == 0) return out;
     }
+    if (line.rfind("nft -j list", 0) == 0) return CommandOutput{0, kEmptyNftListing, ""};
+    if (line.rfind("tc -j ", 0) == 0) return CommandOutput{0, "[]", ""};
     return CommandOutput{0, "", ""};
   }
   void Answer(const std::string& prefix, CommandOutput out) {
@@ -163,6 +169,19 @@ class ScriptedRunner : public CommandRunner {
   std::vector<std::pair<std::string, CommandOutput>> script_;
   std::vector<std::string> calls_;
 };
+
+// `nft -j list chain inet baton out` holding one rule per (comment, handle), shaped as
+// nft 1.0.6 prints it (testdata/nft_chain.json is a recorded one).
+inline std::string NftListing(const std::vector<std::pair<std::string, int>>& rules) {
+  std::string out =
+      R"({"nftables": [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}}, )"
+      R"({"chain": {"family": "inet", "table": "baton", "name": "out", "handle": 1}})";
+  for (const auto& [comment, handle] : rules) {
+    out += R"(, {"rule": {"family": "inet", "table": "baton", "chain": "out", "handle": )" +
+           std::to_string(handle) + R"(, "comment": ")" + comment + R"(", "expr": []}})";
+  }
+  return out + "]}";
+}
 
 // Runs every command inside a network namespace (tests of the real tc/nft).
 class NetnsRunner : public CommandRunner {

@@ -48,7 +48,8 @@ class IsolatorTest : public ::testing::Test {
     std::unique_ptr<NetCaps> caps;
     if (net) {
       runner_ = std::make_shared<testing::ScriptedRunner>();
-      runner_->Answer("tc qdisc show", {0, "qdisc htb 1: root refcnt 2\n", ""});
+      runner_->Answer("tc -j qdisc show",
+                      {0, R"([{"kind":"htb","handle":"1:","root":true,"refcnt":2}])", ""});
       NetCapsOptions o{.nic = "eth9", .nic_mbps = 1000};
       auto made = NetCaps::Create(o, runner_);
       ASSERT_TRUE(made.ok()) << made.status();
@@ -222,19 +223,16 @@ TEST_F(IsolatorTest, RecoverRemovesDeadAttemptsAndReturnsLiveOnes) {
 TEST_F(IsolatorTest, RecoverDropsNetworkRulesAndClassesOfDeadAttempts) {
   Make(ClassOptions(), /*net=*/true);
   driver_->SetPids("job-2-a1", {4242});
-  runner_->Answer(
-      "nft -a list chain",
-      {0,
-       "table inet baton {\n chain out {\n  socket cgroupv2 level 2 \"unified/x/job-1-a1\" "
-       "meta priority set 1:100 comment \"job-1-a1 1:100\" # handle 4\n"
-       "  socket cgroupv2 level 2 \"unified/x/job-2-a1\" meta priority set 1:101 "
-       "comment \"job-2-a1 1:101\" # handle 5\n }\n}\n",
-       ""});
+  runner_->Answer("nft -j list chain",
+                  {0, testing::NftListing({{"job-1-a1 1:100", 4}, {"job-2-a1 1:101", 5}}), ""});
   runner_->Answer("tc -s class show",
                   {0,
-                   "class htb 1:1 root rate 1Gbit ceil 1Gbit\n class htb 1:20 parent 1:1 rate "
-                   "300Mbit ceil 1Gbit\nclass htb 1:100 parent 1:1 rate 70Mbit ceil 700Mbit\n"
-                   "class htb 1:101 parent 1:1 rate 70Mbit ceil 700Mbit\n",
+                   "class htb 1:1 root rate 1Gbit ceil 1Gbit\n Sent 0 bytes 0 pkt (dropped 0, "
+                   "overlimits 0 requeues 0)\n class htb 1:20 parent 1:1 rate 300Mbit ceil "
+                   "1Gbit\n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)\nclass htb "
+                   "1:100 parent 1:1 rate 70Mbit ceil 700Mbit\n Sent 0 bytes 0 pkt (dropped 0, "
+                   "overlimits 0 requeues 0)\nclass htb 1:101 parent 1:1 rate 70Mbit ceil "
+                   "700Mbit\n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)\n",
                    ""});
   ASSERT_TRUE(iso_->Recover().ok());
   auto calls = runner_->calls();

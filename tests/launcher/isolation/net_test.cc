@@ -1,8 +1,10 @@
-// tc and nft output parsing, and the idempotent wrappers over a scripted runner.
+// tc and nft output parsing (recorded real output in testdata/), and the idempotent
+// wrappers over a scripted runner.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/agent/isolation/net_caps.h"
 #include "tests/launcher/isolation/fakes.h"
+#include "tests/launcher/test_util.h"
 
 namespace baton {
 namespace {
@@ -23,31 +25,165 @@ class htb 1:20 parent 1:1 prio 0 rate 300Mbit ceil 1Gbit burst 1537b cburst 1375
  Sent 468 bytes 6 pkt (dropped 0, overlimits 0 requeues 0) 
 )";
 
-TEST(TcParse, ClassesWithRatesAndCounters) {
-  auto classes = ParseHtbClasses(kClasses);
-  ASSERT_EQ(classes.size(), 3u);
-  EXPECT_EQ(classes[0xa0].bytes, 6581589u);
-  EXPECT_EQ(classes[0xa0].packets, 4388u);
-  EXPECT_EQ(classes[0xa0].overlimits, 101u);
-  EXPECT_EQ(classes[0xa0].dropped, 7u);
-  EXPECT_EQ(classes[0xa0].rate_bits, 70'000'000u);
-  EXPECT_EQ(classes[0xa0].ceil_bits, 700'000'000u);
-  EXPECT_EQ(classes[0x20].bytes, 468u);
-  EXPECT_EQ(classes[1].ceil_bits, 1'000'000'000u);
-  EXPECT_EQ(HtbClassId(0xa0), "1:a0");
-  EXPECT_EQ(ParseTcRate("64Kbit"), 64'000u);
+// Recorded on Debian 12 (iproute2 6.1, nftables 1.0.6) in a network namespace; the nft
+// table and cgroup paths renamed to the agent's.
+std::string Recorded(const std::string& name) {
+  return launcher_testing::ReadFile(std::string(BATON_SOURCE_DIR) +
+                                    "/tests/launcher/isolation/testdata/" + name);
 }
 
-TEST(NftParse, RulesByTheirCommentTag) {
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+// Each input fails `parse` with InvalidArgument whose message holds the reason given.
+template <typename Parse>
+void ExpectInvalid(Parse parse, const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [input, why] : cases) {
+    auto parsed = parse(input);
+    ASSERT_FALSE(parsed.ok()) << input;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << input;
+    EXPECT_THAT(Message(parsed.status()), HasSubstr(why)) << input;
+  }
+}
+
+TEST(TcParse, ClassesWithRatesAndCounters) {
+  auto classes = ParseHtbClasses(kClasses);
+  ASSERT_TRUE(classes.ok()) << classes.status();
+  ASSERT_EQ(classes->size(), 3u);
+  auto& c = *classes;
+  EXPECT_EQ(c[0xa0].bytes, 6581589u);
+  EXPECT_EQ(c[0xa0].packets, 4388u);
+  EXPECT_EQ(c[0xa0].overlimits, 101u);
+  EXPECT_EQ(c[0xa0].dropped, 7u);
+  EXPECT_EQ(c[0xa0].rate_bits, 70'000'000u);
+  EXPECT_EQ(c[0xa0].ceil_bits, 700'000'000u);
+  EXPECT_EQ(c[0x20].bytes, 468u);
+  EXPECT_EQ(c[1].ceil_bits, 1'000'000'000u);
+  EXPECT_EQ(HtbClassId(0xa0), "1:a0");
+}
+
+TEST(TcParse, RecordedClassListing) {
+  auto classes = ParseHtbClasses(Recorded("tc_classes.txt"));
+  ASSERT_TRUE(classes.ok()) << classes.status();
+  ASSERT_EQ(classes->size(), 3u);
+  EXPECT_EQ(classes->at(0x20).rate_bits, 300'000'000u);
+  EXPECT_EQ(classes->at(0xa0).ceil_bits, 700'000'000u);
+  EXPECT_EQ(classes->at(1).bytes, 566u);
+  EXPECT_EQ(classes->at(1).packets, 7u);
+  auto none = ParseHtbClasses("");  // tc prints nothing for a device without classes
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(TcParse, OtherQdiscsClassesAreSkipped) {
+  auto classes = ParseHtbClasses(
+      "class mq :1 root \n Sent 10 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n"
+      "class htb 1:5 root rate 8bit ceil 8bit burst 1b cburst 1b \n"
+      " Sent 3 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n");
+  ASSERT_TRUE(classes.ok()) << classes.status();
+  ASSERT_EQ(classes->size(), 1u);
+  EXPECT_EQ(classes->at(5).bytes, 3u);
+}
+
+TEST(TcParse, MalformedClassListingsAreErrorsNamingTheProblem) {
+  const std::string sent = " Sent 1 bytes 1 pkt (dropped 0, overlimits 0 requeues 0)\n";
+  ExpectInvalid(
+      ParseHtbClasses,
+      {
+          {"class htb 1:zz root rate 1Gbit ceil 1Gbit\n" + sent, "malformed class id"},
+          {"class htb 1:1 root rate fast ceil 1Gbit\n" + sent, "malformed tc rate 'fast'"},
+          {"class htb 1:1 root ceil 1Gbit\n" + sent, "no rate"},
+          {"class htb 1:1 root rate 1Gbit\n" + sent, "no ceil"},
+          {"class htb 1:1 root rate 1Gbit ceil 1Gbit\n", "1:1: no 'Sent' counters"},
+          {"class htb 1:1 root rate 1Gbit ceil 1Gbit\nclass htb 1:2 parent 1:1 rate 1Gbit ceil "
+           "1Gbit\n" +
+               sent,
+           "1:1: no 'Sent' counters"},
+          {"class htb 1:1 root rate 1Gbit ceil 1Gbit\n Sent many bytes 1 pkt (dropped 0, "
+           "overlimits 0 requeues 0)\n",
+           "1:1: malformed counters"},
+      });
+}
+
+TEST(TcParse, RatesInTcsUnits) {
+  EXPECT_EQ(*ParseTcRate("64Kbit"), 64'000u);
+  EXPECT_EQ(*ParseTcRate("800bit"), 800u);
+  EXPECT_EQ(*ParseTcRate("1.5Gbit"), 1'500'000'000u);
+  EXPECT_EQ(*ParseTcRate("2Tbit"), 2'000'000'000'000u);
+  for (const std::string bad : {"", "Mbit", "12", "12Mbps", "1.2.3Mbit", "-5Mbit", "12 Mbit"}) {
+    auto rate = ParseTcRate(bad);
+    ASSERT_FALSE(rate.ok()) << bad;
+    EXPECT_THAT(Message(rate.status()), HasSubstr("'" + bad + "'"));
+  }
+  uint32_t major = 0, minor = 0;
+  ASSERT_TRUE(ParseClassId("1:a0", &major, &minor));
+  EXPECT_EQ(minor, 0xa0u);
+  EXPECT_FALSE(ParseClassId("1a0", &major, &minor));
+  EXPECT_FALSE(ParseClassId("1:", &major, &minor));
+}
+
+TEST(NftParse, RecordedChainListingByCommentTag) {
+  auto rules = ParseNftRules(Recorded("nft_chain.json"));
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 2u) << "the rule without a comment is not the agent's";
+  EXPECT_EQ(rules->at("job-3-a1").handle, 3);
+  EXPECT_EQ(rules->at("job-3-a1").class_id, "1:a0");
+  EXPECT_EQ(rules->at("job-4-a2").handle, 4);
+  EXPECT_EQ(rules->at("job-4-a2").class_id, "1:101");
+}
+
+TEST(NftParse, RulesWithOtherCommentsAreNotTheAgents) {
   auto rules = ParseNftRules(
-      "table inet baton_n1 {\n\tchain out { # handle 1\n"
-      "\t\ttype filter hook output priority filter; policy accept;\n"
-      "\t\tsocket cgroupv2 level 3 \"unified/baton/n1/job-3-a1\" meta priority set 1:100 "
-      "comment \"job-3-a1 1:100\" # handle 7\n"
-      "\t\tmeta l4proto tcp accept # handle 8\n\t}\n}\n");
-  ASSERT_EQ(rules.size(), 1u);
-  EXPECT_EQ(rules["job-3-a1"].handle, 7);
-  EXPECT_EQ(rules["job-3-a1"].class_id, "1:100");
+      R"({"nftables": [{"rule": {"handle": 9, "comment": "hand-made"}},
+                       {"rule": {"handle": 10, "comment": "job-1-a1 1:100"}}]})");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ(rules->at("job-1-a1").handle, 10);
+}
+
+TEST(NftParse, MalformedJsonAndMissingKeysAreErrorsNamingTheProblem) {
+  ExpectInvalid(ParseNftRules,
+                {
+                    {"", "not a JSON object"},
+                    {"table inet baton {", "not a JSON object"},
+                    {R"({"nftables": [)", "not a JSON object"},
+                    {"[]", "not a JSON object"},
+                    {R"({"tables": []})", "no 'nftables' array"},
+                    {R"({"nftables": {}})", "no 'nftables' array"},
+                    {R"({"nftables": [{"rule": {"comment": "job-1-a1 1:100"}}]})",
+                     "without an integer 'handle'"},
+                    {R"({"nftables": [{"rule": {"handle": "7", "comment": "a 1:1"}}]})",
+                     "without an integer 'handle'"},
+                    {R"({"nftables": [{"rule": {"handle": 7, "comment": 12}}]})",
+                     "'comment' is not a string"},
+                });
+}
+
+TEST(NetCaps, AMalformedListingIsAnInternalErrorNamingWhatWasListed) {
+  testing::ScriptedRunner runner;
+  runner.Answer("nft -j list chain", {0, "{\"nftables\": 3}", ""});
+  runner.Answer("tc -s class show", {0, "class htb 1:1 root rate 1Gbit ceil 1Gbit\n", ""});
+  auto rules = NftCgroupRules(&runner, "baton_n1").Rules();
+  auto classes = Htb(&runner, "eth7").Classes();
+  const std::pair<absl::Status, std::string> cases[] = {
+      {rules.status(), "inet baton_n1 out: nft -j: no 'nftables' array"},
+      {classes.status(), "dev eth7: tc class 1:1: no 'Sent' counters"}};
+  for (const auto& [status, what] : cases) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+    EXPECT_THAT(Message(status), HasSubstr(what));
+  }
+}
+
+TEST(Htb, AMalformedQdiscListingIsAnErrorNamingTheMissingKey) {
+  testing::ScriptedRunner runner;
+  runner.Answer("tc -j qdisc show", {0, R"([{"handle":"1:","root":true}])", ""});
+  auto root = Htb(&runner, "v0").EnsureRoot(1000, 0x20);
+  ASSERT_FALSE(root.ok());
+  EXPECT_THAT(Message(root.status()), HasSubstr("without 'kind'"));
+  testing::ScriptedRunner text;
+  text.Answer("tc -j qdisc show", {0, "qdisc htb 1: root refcnt 2\n", ""});
+  auto not_json = Htb(&text, "v0").DeleteRoot();
+  ASSERT_FALSE(not_json.ok());
+  EXPECT_THAT(Message(not_json), HasSubstr("not a JSON array"));
 }
 
 TEST(Htb, EnsureClassSaysWhenItIsAlreadyThereAndUpdatesIt) {
@@ -69,19 +205,36 @@ TEST(Htb, EnsureClassSaysWhenItIsAlreadyThereAndUpdatesIt) {
 
 TEST(Htb, EnsureRootKeepsAnHtbRootAndReplacesAnyOther) {
   testing::ScriptedRunner replaced;
-  replaced.Answer("tc qdisc show", {0, "qdisc noqueue 0: root refcnt 2\n", ""});
+  replaced.Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_noqueue.json"), ""});
   ASSERT_EQ(*Htb(&replaced, "v0").EnsureRoot(1000, 0x20), Ensured::kCreated);
   EXPECT_THAT(replaced.calls(),
               Contains("tc qdisc replace dev v0 root handle 1: htb default 20 r2q 1000"));
+  testing::ScriptedRunner fresh;  // a device that has never been up lists no qdisc: []
+  ASSERT_EQ(*Htb(&fresh, "v0").EnsureRoot(1000, 0x20), Ensured::kCreated);
   testing::ScriptedRunner kept;
-  kept.Answer("tc qdisc show", {0, "qdisc htb 1: root refcnt 2 r2q 1000 default 0x20\n", ""});
+  kept.Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_htb.json"), ""});
   ASSERT_EQ(*Htb(&kept, "v0").EnsureRoot(1000, 0x20), Ensured::kAlreadyThere);
   for (const auto& c : kept.calls()) EXPECT_THAT(c, ::testing::Not(HasSubstr("qdisc replace")));
+  testing::ScriptedRunner other_htb;  // an HTB root that is not baton's 1:
+  other_htb.Answer("tc -j qdisc show",
+                   {0, R"([{"kind":"htb","handle":"8001:","root":true,"options":{}}])", ""});
+  ASSERT_EQ(*Htb(&other_htb, "v0").EnsureRoot(1000, 0x20), Ensured::kCreated);
+}
+
+TEST(Htb, DeleteRootLeavesAnotherRootAlone) {
+  testing::ScriptedRunner other;
+  other.Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_noqueue.json"), ""});
+  ASSERT_TRUE(Htb(&other, "v0").DeleteRoot().ok());
+  EXPECT_THAT(other.calls(), ::testing::Not(Contains("tc qdisc del dev v0 root")));
+  testing::ScriptedRunner ours;
+  ours.Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_htb.json"), ""});
+  ASSERT_TRUE(Htb(&ours, "v0").DeleteRoot().ok());
+  EXPECT_THAT(ours.calls(), Contains("tc qdisc del dev v0 root"));
 }
 
 TEST(Htb, AMissingDeviceIsNotFound) {
   testing::ScriptedRunner runner;
-  runner.Answer("tc qdisc show", {1, "", "Cannot find device \"nope\"\n"});
+  runner.Answer("tc -j qdisc show", {1, "", "Cannot find device \"nope\"\n"});
   auto r = Htb(&runner, "nope").EnsureRoot(1000, 0x20);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
 }
@@ -94,16 +247,17 @@ TEST(NetCaps, NeedsANicAndItsRate) {
 
 TEST(NetCaps, RemoveDeletesTheRuleThenTheClass) {
   auto runner = std::make_shared<testing::ScriptedRunner>();
-  runner->Answer("tc qdisc show", {0, "qdisc htb 1: root\n", ""});
+  runner->Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_htb.json"), ""});
   auto caps = NetCaps::Create(NetCapsOptions{.nic = "v0", .nic_mbps = 1000}, runner);
   ASSERT_TRUE(caps.ok());
   auto cls = (*caps)->Add("job-1-a1", "unified/b/job-1-a1", 2, /*ceil_mbps=*/300);
   ASSERT_TRUE(cls.ok());
   EXPECT_EQ(cls->ceil_mbps, 300u);
-  runner->Answer("nft -a list chain",
-                 {0, "socket cgroupv2 level 2 \"x\" comment \"job-1-a1 1:100\" # handle 9\n", ""});
-  runner->Answer("tc -s class show",
-                 {0, "class htb 1:100 parent 1:1 rate 30Mbit ceil 300Mbit\n", ""});
+  runner->Answer("nft -j list chain", {0, testing::NftListing({{"job-1-a1 1:100", 9}}), ""});
+  runner->Answer("tc -s class show", {0,
+                                      "class htb 1:100 parent 1:1 rate 30Mbit ceil 300Mbit\n"
+                                      " Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)\n",
+                                      ""});
   ASSERT_TRUE((*caps)->Remove("job-1-a1").ok());
   auto calls = runner->calls();
   auto rule = std::find(calls.begin(), calls.end(), "nft delete rule inet baton out handle 9");
