@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "common/backup_dir.h"
@@ -35,16 +36,16 @@ absl::Status FsyncPath(const std::string& path, int flags) {
   return absl::OkStatus();
 }
 
-// Streams the files of a checkpoint directory, then the manifest; removes the directory
-// when the call ends, however it ends. File reads (1 MiB) run on gRPC's callback
-// threads, one chunk per completed write.
+// Takes the checkpoint on a thread of its own (a flush and fsyncs: never on gRPC's
+// callback threads, which also run handshakes), then streams its files and the
+// manifest. File reads (1 MiB) run on the callback threads, one chunk per completed
+// write. The checkpoint directory is removed when the call ends, however it ends.
 class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
  public:
-  BackupStream(std::string dir, std::vector<std::string> files)
-      : dir_(std::move(dir)), files_(std::move(files)) {
+  explicit BackupStream(Store* store) {
     manifest_.set_created_ms(RealClock::Get()->NowMs());
     manifest_.set_coordinator_version(Version());
-    Next();
+    std::thread([this, store] { Prepare(store); }).detach();
   }
 
   void OnWriteDone(bool ok) override {
@@ -55,7 +56,8 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
 
   void OnDone() override {
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+    if (fd_ >= 0) ::close(fd_);
     backup_running = false;
     spdlog::info("backup: {} of {} files sent ({} bytes)", sent_manifest_ ? "all" : "not all",
                  files_.size(), bytes_);
@@ -63,6 +65,32 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
   }
 
  private:
+  // Beside the data dir, on its filesystem (SST files are hard-linked), in a directory
+  // the service unit may write (StateDirectory). Its last act is StartWrite or Finish.
+  void Prepare(Store* store) {
+    const std::string parent = store->path() + ".backup";
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    // Anything there is stale (one process owns the store; one backup at a time): a
+    // backup cut short by a crash.
+    for (const auto& entry : fs::directory_iterator(parent, ec)) fs::remove_all(entry.path(), ec);
+    dir_ = parent + "/" + std::to_string(::getpid());
+    absl::Status s = store->Checkpoint(dir_);
+    if (s.ok()) {
+      for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+        if (entry.is_regular_file()) files_.push_back(entry.path().filename().string());
+      }
+      std::sort(files_.begin(), files_.end());
+      if (ec) s = absl::UnavailableError("backup: list " + dir_ + ": " + ec.message());
+    }
+    if (!s.ok()) {
+      spdlog::error("backup failed: {}", s.ToString());
+      return Finish(ToGrpc(s));
+    }
+    spdlog::info("backup: checkpoint of {} files taken in {}", files_.size(), dir_);
+    Next();
+  }
+
   void Next() {
     while (index_ < files_.size()) {
       const std::string& name = files_[index_];
@@ -111,13 +139,11 @@ class BackupStream final : public grpc::ServerWriteReactor<v1::BackupChunk> {
   void Fail(const std::string& what) {
     std::string msg = "backup: " + what + ": " + std::strerror(errno);
     spdlog::error("{}", msg);
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
     Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, msg));
   }
 
-  const std::string dir_;
-  const std::vector<std::string> files_;
+  std::string dir_;
+  std::vector<std::string> files_;
   size_t index_ = 0;
   int fd_ = -1;
   uint64_t offset_ = 0;
@@ -135,32 +161,7 @@ grpc::ServerWriteReactor<v1::BackupChunk>* NewBackupStream(Store* store) {
     return FinishedStream<v1::BackupChunk>(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED, "backup: another backup is running; retry later"));
   }
-  // Beside the data dir, on its filesystem (SST files are hard-linked), in a directory
-  // the service unit may write (StateDirectory).
-  const std::string parent = store->path() + ".backup";
-  const std::string dir = parent + "/" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  // Anything there is stale (one process owns the store; one backup at a time): a backup
-  // cut short by a crash.
-  for (const auto& entry : fs::directory_iterator(parent, ec)) fs::remove_all(entry.path(), ec);
-  absl::Status s = store->Checkpoint(dir);
-  std::vector<std::string> files;
-  if (s.ok()) {
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.is_regular_file()) files.push_back(entry.path().filename().string());
-    }
-    std::sort(files.begin(), files.end());
-    if (ec) s = absl::UnavailableError("backup: list " + dir + ": " + ec.message());
-  }
-  if (!s.ok()) {
-    fs::remove_all(dir, ec);
-    backup_running = false;
-    spdlog::error("backup refused: {}", s.ToString());
-    return FinishedStream<v1::BackupChunk>(ToGrpc(s));
-  }
-  spdlog::info("backup: checkpoint of {} files taken in {}", files.size(), dir);
-  return new BackupStream(dir, std::move(files));
+  return new BackupStream(store);
 }
 
 absl::StatusOr<RestoreSummary> RestoreStore(const std::string& backup_dir,

@@ -86,7 +86,7 @@ int RunBackup(const Args& args) {
   auto writer = BackupWriter::Start(dir);
   if (!writer.ok()) {
     std::cerr << "baton admin " << writer.status().message() << "\n";
-    return ExitCodeFor(writer.status().code());
+    return kError;
   }
   auto conn = Connection(*r, &code);
   if (!conn) return code;
@@ -113,9 +113,9 @@ int RunBackup(const Args& args) {
   if (!local.ok()) ctx->TryCancel();
   grpc::Status s = reader->Finish();
   if (progress && shown > 0) std::cerr << "\n";
-  if (!local.ok()) {
+  if (!local.ok()) {  // this machine's side: the files, not the coordinator
     std::cerr << "baton admin " << local.message() << "\n";
-    return ExitCodeFor(local.code());
+    return kError;
   }
   if (!s.ok()) return ReportError("admin backup", s, conn->coordinator);
   if (!manifest) {
@@ -124,7 +124,7 @@ int RunBackup(const Args& args) {
   }
   if (absl::Status done = writer->Finish(*manifest); !done.ok()) {
     std::cerr << "baton admin " << done.message() << "\n";
-    return ExitCodeFor(done.code());
+    return kError;
   }
   if (r->count("json")) {
     std::cout << ToJson(*manifest) << "\n";
