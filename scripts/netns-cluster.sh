@@ -86,8 +86,13 @@ start_coordinator() {
     --tls-key "$STATE/tls/coordinator.key" --munge-socket "$STATE/munge/munge.socket" \
     ${BATON_COORDINATOR_ARGS:-} >>"$STATE/coordinator.log" 2>&1 &
   echo $! >"$STATE/coordinator.pid"
-  for _ in $(seq 200); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.05; done
-  [ -s "$STATE/coordinator.addr" ] || { echo "netns-cluster: coordinator did not start" >&2; exit 1; }
+  # Up to 30 s: a restart under a loaded CI machine (ctest -j2) has taken over 10.
+  for _ in $(seq 600); do [ -s "$STATE/coordinator.addr" ] && break; sleep 0.05; done
+  [ -s "$STATE/coordinator.addr" ] || {
+    echo "netns-cluster: coordinator did not start; the end of its log:" >&2
+    tail -n 15 "$STATE/coordinator.log" >&2
+    exit 1
+  }
 }
 
 # Node I's agent, inside its namespace; its log is appended to (restarts keep the story).
