@@ -36,9 +36,9 @@ bool IsIsolationDefault(const std::string& name);
 
 // "NAME=value" entries, sorted by name; later sources override earlier ones:
 // inherited < spec.env < isolation_env < baton's own variables, except that the job's
-// own value of a steering variable (IsIsolationDefault) wins over the isolation's. InvalidArgument for an
-// unknown GPU id or one of the wrong kind (a MIG slice for a whole-GPU job, or back).
-// In mpi mode the rank variables (RANK, WORLD_SIZE, …) are left to Open MPI.
+// own value of a steering variable (IsIsolationDefault) wins over the isolation's. InvalidArgument
+// for an unknown GPU id or one of the wrong kind (a MIG slice for a whole-GPU job, or back). In mpi
+// mode the rank variables (RANK, WORLD_SIZE, …) are left to Open MPI.
 absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in);
 
 // --- mpi mode: what the agent of the gang's first node runs -------------------------

@@ -3,9 +3,9 @@
 // the backend must respect: controllers reach a child only through the parent's
 // cgroup.subtree_control (and only those the parent has; existing children see them at
 // once), no processes in a cgroup that enables controllers for its children (nor
-// enabling them while it holds processes), rmdir only of an empty leaf, values checked like the kernel does. Processes are pids
-// in cgroup.procs; cgroup.kill empties the cgroup and records the kill.
-// Faults can be injected per file name. Thread-compatible (tests are single-threaded).
+// enabling them while it holds processes), rmdir only of an empty leaf, values checked like the
+// kernel does. Processes are pids in cgroup.procs; cgroup.kill empties the cgroup and records the
+// kill. Faults can be injected per file name. Thread-compatible (tests are single-threaded).
 #pragma once
 
 #include <map>
