@@ -131,7 +131,9 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::Job> {
 // no thread of its own: the agent's stream is read with gRPC's client callback API and
 // each chunk read starts the client's write, each write done starts the next read, so
 // exactly one of them is in flight until the end. A client that cancels cancels the
-// agent's call. Deletes itself once both calls are done.
+// agent's call. The agent's call always ends first (its OnDone is what finishes the
+// client's call), and the client's call's OnDone deletes the relay: on the server's
+// callback thread, which Server::Shutdown waits for, never after the server is gone.
 class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
  public:
   LogRelay(const std::shared_ptr<grpc::Channel>& channel, v1::ReadLogsRequest req,
@@ -158,7 +160,7 @@ class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
     }
   }
   void OnCancel() override { agent_ctx_.TryCancel(); }
-  void OnDone() override { Release(); }
+  void OnDone() override { delete this; }
 
  private:
   class Upstream : public grpc::ClientReadReactor<v1::LogChunk> {
@@ -173,8 +175,8 @@ class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
       relay_->StartWrite(&relay_->out_);
     }
     void OnDone(const grpc::Status& status) override {
+      // The last use of the relay: once finished, the client's call may end and delete it.
       relay_->Finish(Explain(status));
-      relay_->Release();
     }
 
    private:
@@ -186,11 +188,6 @@ class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "the node agent holding the log is unreachable: " + status.error_message());
   }
-  // Both calls hold a reference; the last one done deletes the relay.
-  void Release() {
-    if (refs_.fetch_sub(1) == 1) delete this;
-  }
-
   std::unique_ptr<v1::Agent::Stub> stub_;
   v1::ReadLogsRequest req_;
   grpc::ClientContext agent_ctx_;
@@ -198,7 +195,6 @@ class LogRelay : public grpc::ServerWriteReactor<v1::LogChunk> {
   Upstream upstream_;
   v1::LogChunk in_;   // being read from the agent
   v1::LogChunk out_;  // being written to the client
-  std::atomic<int> refs_{2};
 };
 
 // The event log from `after_seq` (or its tail), then with `follow` each new durable
