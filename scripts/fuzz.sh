@@ -22,9 +22,13 @@ ALL=(spec_yaml policy_yaml manifest progress shard_header)
 declare -A MAX_LEN=([spec_yaml]=4096 [policy_yaml]=8192 [manifest]=4096 [progress]=512
                     [shard_header]=4096)
 
+# A unity build at -O1 with line tables (what ASan's own documentation suggests: fast
+# enough, symbolized reports), as scripts/test.sh's build: about half the build time.
 configure() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_C_COMPILER=clang-14 \
-    -DCMAKE_CXX_COMPILER=clang++-14 -DBATON_FUZZ=ON -DBATON_WERROR=ON >/dev/null
+    -DCMAKE_CXX_COMPILER=clang++-14 -DBATON_FUZZ=ON -DBATON_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
 }
 
 unit_tests() {

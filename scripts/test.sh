@@ -15,7 +15,13 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${BATON_JOBS:-$(nproc)}
 
 start=$(date +%s)
-cmake -S . -B "$BUILD_DIR" -G Ninja -DBATON_WERROR=ON >/dev/null
+# A unity build (CMake puts 8 sources of a target in one translation unit, so the gRPC,
+# protobuf and GoogleTest headers are compiled once per 8 files, not once per file) with
+# line tables instead of full debug info: about half the cold build time on 2 cores.
+# Incremental builds in a developer's own build directory need neither.
+cmake -S . -B "$BUILD_DIR" -G Ninja -DBATON_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
 built=$(date +%s)
 echo "test.sh: build took $((built - start)) s"

@@ -42,9 +42,9 @@ std::string KnownList() {
   return out;
 }
 
-class Problems {
+class TraceProblems {
  public:
-  explicit Problems(std::string source) : source_(std::move(source)) {}
+  explicit TraceProblems(std::string source) : source_(std::move(source)) {}
   void Add(int line, const std::string& column, const std::string& what) {
     ++count_;
     if (list_.size() < kMaxProblems) {
@@ -102,7 +102,7 @@ bool ParseCount(const std::string& text, uint64_t max, uint64_t* out) {
 
 // One field into the job; a problem names the column.
 void SetField(TraceJob& job, const std::string& column, const std::string& v, int line,
-              Problems& p) {
+              TraceProblems& p) {
   auto time = [&](Time* out) {
     if (!ParseSeconds(v, out)) {
       p.Add(line, column, "'" + v + "' is not a time in seconds (at least 0, at most a year)");
@@ -142,7 +142,7 @@ void SetField(TraceJob& job, const std::string& column, const std::string& v, in
   }
 }
 
-void Finish(TraceJob& job, const std::set<std::string>& given, int line, Problems& p) {
+void Finish(TraceJob& job, const std::set<std::string>& given, int line, TraceProblems& p) {
   for (const std::string& c : Required()) {
     if (!given.count(c)) p.Add(line, c, "missing (a required column)");
   }
@@ -161,7 +161,7 @@ std::vector<std::string> SplitCsv(const std::string& line) {
   return out;
 }
 
-void ParseCsv(std::istream& in, Problems& p, std::vector<TraceJob>& out) {
+void ParseCsv(std::istream& in, TraceProblems& p, std::vector<TraceJob>& out) {
   std::string text;
   std::vector<std::string> header;
   int line = 0;
@@ -206,7 +206,7 @@ void ParseCsv(std::istream& in, Problems& p, std::vector<TraceJob>& out) {
   if (header.empty()) p.Add(line, "", "no header row");
 }
 
-void ParseJsonl(std::istream& in, Problems& p, std::vector<TraceJob>& out) {
+void ParseJsonl(std::istream& in, TraceProblems& p, std::vector<TraceJob>& out) {
   std::string text;
   int line = 0;
   while (std::getline(in, text)) {
@@ -265,7 +265,7 @@ uint32_t NodesThatFit(const TraceJob& job, const std::vector<sched::NodeInfo>& n
 
 absl::StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text,
                                                  const std::string& source) {
-  Problems p(source);
+  TraceProblems p(source);
   std::vector<TraceJob> jobs;
   std::istringstream in(text);
   size_t first = text.find_first_not_of(" \t\r\n");
@@ -306,7 +306,7 @@ void WriteTraceCsv(const std::vector<TraceJob>& jobs, std::ostream& out) {
 
 absl::Status CheckTrace(const std::vector<TraceJob>& jobs, const std::string& source,
                         const std::vector<sched::NodeInfo>& nodes, const Policy& policy) {
-  Problems p(source);
+  TraceProblems p(source);
   std::set<JobId> ids;
   std::map<std::tuple<std::string, uint32_t, std::string, std::string>, uint32_t> fit;
   for (const TraceJob& j : jobs) {

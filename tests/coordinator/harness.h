@@ -62,6 +62,15 @@ inline JobManagerOptions TestOptions() {
   return o;
 }
 
+// The Launch commands among `cmds`, in order.
+inline std::vector<v1::Launch> Launches(const std::vector<v1::CoordinatorCommand>& cmds) {
+  std::vector<v1::Launch> out;
+  for (const auto& c : cmds) {
+    if (c.has_launch()) out.push_back(c.launch());
+  }
+  return out;
+}
+
 inline v1::JobSpec Spec(uint32_t nodes = 1, uint32_t gpus = 0,
                         std::vector<std::string> command = {"true"}) {
   v1::JobSpec s;

@@ -9,14 +9,6 @@ namespace {
 
 using Phase = v1::AttemptReport;
 
-std::vector<v1::Launch> Launches(const std::vector<v1::CoordinatorCommand>& cmds) {
-  std::vector<v1::Launch> out;
-  for (const auto& c : cmds) {
-    if (c.has_launch()) out.push_back(c.launch());
-  }
-  return out;
-}
-
 std::vector<v1::Kill> Kills(const std::vector<v1::CoordinatorCommand>& cmds) {
   std::vector<v1::Kill> out;
   for (const auto& c : cmds) {

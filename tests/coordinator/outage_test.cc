@@ -15,14 +15,6 @@ namespace {
 using Phase = v1::AttemptReport;
 using ::testing::HasSubstr;
 
-std::vector<v1::Launch> Launches(const std::vector<v1::CoordinatorCommand>& cmds) {
-  std::vector<v1::Launch> out;
-  for (const auto& c : cmds) {
-    if (c.has_launch()) out.push_back(c.launch());
-  }
-  return out;
-}
-
 // The built-in classes with their default outage rules; alice is in vision.
 JobManagerOptions Defaults() {
   JobManagerOptions o;

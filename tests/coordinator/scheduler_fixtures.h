@@ -13,6 +13,8 @@
 namespace baton::sched::testing {
 
 constexpr uint64_t kGi = 1ull << 30;
+// The single-pass tests' "now".
+constexpr Time kNow = 10'000'000;
 
 struct NodeSpec {
   uint32_t gpus = 8;

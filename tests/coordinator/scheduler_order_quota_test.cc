@@ -18,7 +18,7 @@ using testing::PlacementOf;
 using testing::TestPolicy;
 using testing::Victims;
 
-constexpr Time kNow = 10'000'000;
+using testing::kNow;
 
 ClusterView OneNode(uint32_t gpus) {
   ClusterView v;

@@ -20,7 +20,7 @@ using testing::OutcomeOf;
 using testing::PlacementOf;
 using testing::TestPolicy;
 
-constexpr Time kNow = 10'000'000;
+using testing::kNow;
 
 TEST(SchedulerPlacement, PoolsTaintsAndSelectorsFilterNodes) {
   // The inference pool is tainted; the default pool has zones a and b.

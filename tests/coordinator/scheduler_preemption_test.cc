@@ -20,7 +20,7 @@ using testing::PlacementOf;
 using testing::TestPolicy;
 using testing::Victims;
 
-constexpr Time kNow = 10'000'000;
+using testing::kNow;
 const std::vector<uint32_t> kAll = {0, 1, 2, 3, 4, 5, 6, 7};
 
 TEST(SchedulerPreemption, EvictsOnlyStrictlyLowerClasses) {

@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 
 // The test policy, with a small submit budget per tenant: 3 at once, then one per 5 s.
 std::string ThrottledPolicy() {
-  return TestPolicy() + "\nadmission:\n  submit_rate: 0.2\n  submit_burst: 3\n";
+  return TestPolicyYaml() + "\nadmission:\n  submit_rate: 0.2\n  submit_burst: 3\n";
 }
 
 class HostileInput : public ::testing::Test {

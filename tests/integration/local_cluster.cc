@@ -26,7 +26,7 @@ LocalCluster::LocalCluster(int agents, int gpus, const std::string& policy_yaml)
   client_env_ = security_->ClientEnv();
   mkdir(shared_dir().c_str(), 0755);
   MakeShared(shared_dir());
-  std::ofstream(dir() + "/policy.yaml") << (policy_yaml.empty() ? TestPolicy() : policy_yaml);
+  std::ofstream(dir() + "/policy.yaml") << (policy_yaml.empty() ? TestPolicyYaml() : policy_yaml);
   StartCoordinator();
   for (int i = 0; i < agents; ++i) StartAgent(i, gpus);
   EXPECT_TRUE(WaitForReadyNodes(agents, std::chrono::seconds(20)))
@@ -231,7 +231,7 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
   state_ = "/tmp/" + name_ + "-netns";
   if (coordinator_args_.find("--policy") == std::string::npos) {
     policy_file_ = "/tmp/" + name_ + "-policy.yaml";
-    std::ofstream(policy_file_) << TestPolicy();
+    std::ofstream(policy_file_) << TestPolicyYaml();
     coordinator_args_ += " --policy " + policy_file_;
   }
   RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());

@@ -49,7 +49,7 @@ class ClusterClient {
 
 class LocalCluster : public ClusterClient {
  public:
-  // Starts the coordinator (policy: TestPolicy(), or `policy_yaml`) and `agents` agents
+  // Starts the coordinator (policy: TestPolicyYaml(), or `policy_yaml`) and `agents` agents
   // with `gpus` fake GPUs each, and waits until every agent is ready. Failures are
   // reported through gtest.
   LocalCluster(int agents, int gpus, const std::string& policy_yaml = "");
@@ -86,7 +86,7 @@ class NetnsCluster : public ClusterClient {
  public:
   // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root)
   // or the test users are missing. Without a --policy in `coordinator_args` the cluster
-  // runs TestPolicy().
+  // runs TestPolicyYaml().
   NetnsCluster(int nodes, int gpus, std::string coordinator_args = "",
                std::string name_suffix = "");
   ~NetnsCluster() override;

@@ -60,7 +60,7 @@ class PrometheusScrape : public ::testing::Test {
     ASSERT_TRUE(security_->ok()) << security_->why();
     cluster_.set_client_env(security_->ClientEnv());
     // Node b's job is replaced 1 s + its 1 s grace + the margin after b goes silent.
-    std::ofstream(dir_.path() + "/policy.yaml") << TestPolicy(", stop_after_disconnect: 1s");
+    std::ofstream(dir_.path() + "/policy.yaml") << TestPolicyYaml(", stop_after_disconnect: 1s");
     guard_ = std::make_unique<CgroupTreeGuard>("batonobs" + tag_);
     StartCoordinator();
     // Node a runs the CPU hog under its own quota (isolation v1 when the machine has it);

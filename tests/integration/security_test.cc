@@ -295,7 +295,7 @@ TEST_F(Security, AnAgentServesLogsToTheCoordinatorsCertificateOnly) {
 }
 
 TEST_F(Security, OnlyAdminsChangeThePolicyEvenInADryRun) {
-  std::string policy = File("policy.yaml", TestPolicy());
+  std::string policy = File("policy.yaml", TestPolicyYaml());
   CommandResult alice = cluster_->Baton({"admin", "policy", "set", policy, "--dry-run"}, kAlice);
   EXPECT_EQ(alice.exit_code, 4);
   EXPECT_THAT(alice.err, HasSubstr("only admins change the policy"));

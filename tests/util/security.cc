@@ -25,7 +25,7 @@ std::string TestPolicyAccess() {
          "  - {name: serving, members: [baton-bob]}\n";
 }
 
-std::string TestPolicy(const std::string& training_extra) {
+std::string TestPolicyYaml(const std::string& training_extra) {
   return "classes:\n"
          "  - {name: inference-critical, value: 1000, service: true, tenants: [serving]}\n"
          "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"

@@ -23,7 +23,7 @@ std::string TestPolicyAccess();
 // A whole policy: the built-in classes with the inference ones open to tenant serving
 // (experiment jobs may have 64 processes per node), and TestPolicyAccess();
 // `training_extra` adds keys to the training class (", stop_after_disconnect: 1s").
-std::string TestPolicy(const std::string& training_extra = "");
+std::string TestPolicyYaml(const std::string& training_extra = "");
 
 // A policy for benchmarks run as root: root is the admin and the only member of tenant
 // bench, which may submit into every class and run root jobs (allow_root); its fair-use

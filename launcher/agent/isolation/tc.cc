@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 
 namespace baton {
@@ -16,13 +17,6 @@ template <typename T>
 bool ParseNumber(std::string_view s, T* out, int base = 10) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
   return !s.empty() && ec == std::errc() && end == s.data() + s.size();
-}
-
-std::vector<std::string> Words(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> w;
-  for (std::string word; in >> word;) w.push_back(word);
-  return w;
 }
 
 // "class htb 1:a0 parent 1:1 prio 0 rate 70Mbit ceil 700Mbit burst 1583b cburst 1487b"
@@ -122,7 +116,7 @@ absl::StatusOr<std::map<uint32_t, HtbClassStats>> ParseHtbClasses(const std::str
   std::string line;
   HtbClassStats* current = nullptr;  // the HTB class whose counters come next
   while (std::getline(in, line)) {
-    std::vector<std::string> w = Words(line);
+    std::vector<std::string> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (!w.empty() && w[0] == "class") {
       if (current != nullptr) return NoCounters(*current);
       if (w.size() < 3 || w[1] != "htb") continue;  // another qdisc's class
