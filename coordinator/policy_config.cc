@@ -368,7 +368,7 @@ void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   if (!root || root.IsNull()) return;
   if (!r.Map(root, "policy",
              {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
-              "default_pool", "pools", "job_limits", "admission", "admins"})) {
+              "default_pool", "pools", "job_limits", "admission", "admins", "placement"})) {
     return;
   }
   ParseDefaults(r, root["defaults"], p);
@@ -380,6 +380,11 @@ void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
       pre && r.Map(pre, "preemption", {"searches_per_pass"})) {
     r.Scalar(pre["searches_per_pass"], "preemption.searches_per_pass",
              &p.preemption_searches_per_pass);
+  }
+  if (const YAML::Node pl = root["placement"];
+      pl && r.Map(pl, "placement", {"inference_numa_exclusive"})) {
+    r.Scalar(pl["inference_numa_exclusive"], "placement.inference_numa_exclusive",
+             &p.inference_numa_exclusive);
   }
   ParseList(r, root["classes"], "classes", p.classes,
             [&](const YAML::Node& n, const std::string& w) { return ParseClass(r, n, w); });
@@ -688,6 +693,10 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
   }
   if (before.access.class_tenants != after.access.class_tenants) {
     parts.push_back("which tenants may use which classes changed");
+  }
+  if (before.inference_numa_exclusive != after.inference_numa_exclusive) {
+    parts.push_back(std::string("placement.inference_numa_exclusive: ") +
+                    (after.inference_numa_exclusive ? "off -> on" : "on -> off"));
   }
   if (parts.empty()) return "classes, tenants and access unchanged";
   std::string out;

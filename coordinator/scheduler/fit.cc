@@ -23,8 +23,14 @@ void TakeGpus(NodeFree& f, uint64_t take, bool service) {
   (service ? f.service_held : f.training_held) |= take;
 }
 
-// The slot a rank group goes to: room for it, away from inference (training), fewest
-// free GPUs (best fit), lowest slot.
+// Whether the policy's inference_numa_exclusive keeps the shape off NUMA node `n`: one
+// kind of job never goes where the other is.
+bool Excluded(const NumaFree& n, const Shape& s) {
+  return s.numa_exclusive && (s.service ? n.training_ranks > 0 : n.service_ranks > 0);
+}
+
+// The slot a rank group goes to: room for it, not excluded, away from inference
+// (training), fewest free GPUs (best fit), lowest slot.
 int32_t PickSlot(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask) {
   int32_t best = -1;
   uint32_t best_avail = 0;
@@ -33,7 +39,7 @@ int32_t PickSlot(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t m
     const NumaFree& n = f.numa[k];
     uint32_t avail = Count(mask & hw.numa_gpus[k]);
     if (avail < s.group_gpus || n.millis < s.group_millis || n.mem < s.group_mem ||
-        n.cores < s.group_cores) {
+        n.cores < s.group_cores || Excluded(n, s)) {
       continue;
     }
     bool shared = !s.service && n.service_ranks > 0;
@@ -57,7 +63,7 @@ bool FitAligned(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, No
     n.millis -= s.group_millis;
     n.mem -= s.group_mem;
     n.cores -= s.group_cores;
-    n.service_ranks += s.service ? 1 : 0;
+    (s.service ? n.service_ranks : n.training_ranks) += 1;
     if (c) c->groups.emplace_back(static_cast<uint8_t>(k), take);
   }
   return true;
@@ -69,6 +75,9 @@ bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, Nod
   uint32_t free_cores = 0;
   for (uint32_t k = 0; k < hw.numa_count; ++k) free_cores += f.numa[k].cores;
   if (free_cores < cores) return false;
+  for (uint32_t k = 0; k < hw.numa_count; ++k) {
+    if (Excluded(f.numa[k], s)) return false;  // a spanning rank is on every NUMA node
+  }
   uint64_t take = Lowest(mask, s.gpus);
   TakeGpus(f, take, s.service);
   // Evenly over the NUMA nodes, as a held spanning rank is charged (pass_state.cc).
@@ -82,6 +91,7 @@ bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, Nod
     n.mem -= std::min(b, n.mem);
     n.cores -= x;
     cores -= x;
+    (s.service ? n.service_ranks : n.training_ranks) += 1;
   }
   if (c) c->groups.emplace_back(kSpan, take);
   return true;

@@ -38,6 +38,7 @@ void Spread(const NodeHw& hw, uint64_t millis, uint64_t mem, Hold& h) {
   for (uint32_t k = 0; k < hw.numa_count; ++k) {
     h.numa_millis[k] += millis / hw.numa_count + (k == 0 ? millis % hw.numa_count : 0);
     h.numa_mem[k] += mem / hw.numa_count + (k == 0 ? mem % hw.numa_count : 0);
+    ++h.numa_ranks[k];
   }
 }
 
@@ -103,6 +104,7 @@ void ChargeRanks(Pass& pass, uint32_t node, const HeldNode& held, Hold& h) {
     } else {
       h.numa_millis[slot] += millis;
       h.numa_mem[slot] += CeilDiv(h.mem, n);
+      ++h.numa_ranks[slot];
     }
     if (h.service) TakeCores(pass, node, slot, r, millis);
   }
@@ -124,6 +126,7 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
     if (h.gpus && (h.gpus & ~hw.numa_gpus[k]) == 0) {
       h.numa_millis[k] = h.millis;
       h.numa_mem[k] = h.mem;
+      h.numa_ranks[k] = 1;
       if (service) ++pass.free[node].numa[k].service_ranks;
       return h;
     }
@@ -186,6 +189,7 @@ void Release(const Hold& h, NodeFree& f) {
   for (uint32_t k = 0; k < kMaxNuma; ++k) {
     f.numa[k].millis += h.numa_millis[k];
     f.numa[k].mem += h.numa_mem[k];
+    if (!h.service) f.numa[k].training_ranks -= std::min(f.numa[k].training_ranks, h.numa_ranks[k]);
   }
 }
 
@@ -197,6 +201,7 @@ void Reapply(const Hold& h, NodeFree& f) {
   for (uint32_t k = 0; k < kMaxNuma; ++k) {
     f.numa[k].millis = Sub(f.numa[k].millis, h.numa_millis[k]);
     f.numa[k].mem = Sub(f.numa[k].mem, h.numa_mem[k]);
+    if (!h.service) f.numa[k].training_ranks += h.numa_ranks[k];
   }
 }
 
@@ -264,6 +269,7 @@ Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) 
   s.model = ModelId(pass, r.gpu_model);
   s.service = service;
   s.mpi = r.mpi;
+  s.numa_exclusive = pass.policy.inference_numa_exclusive;
   bool even = s.gpus == 0 || s.gpus % s.ranks == 0;
   s.groups = even ? s.ranks : 1;
   s.group_gpus = s.gpus / s.groups;

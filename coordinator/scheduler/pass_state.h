@@ -25,8 +25,9 @@ constexpr uint32_t kNone = 0xffffffffu;
 
 struct NumaFree {
   uint64_t millis = 0, mem = 0;
-  uint32_t cores = 0;          // cores no inference rank holds exclusively
-  uint32_t service_ranks = 0;  // inference ranks bound here
+  uint32_t cores = 0;           // cores no inference rank holds exclusively
+  uint32_t service_ranks = 0;   // inference ranks bound here
+  uint32_t training_ranks = 0;  // other ranks bound here (a spanning rank: on every one)
 };
 
 // The mutable part of a node: small and flat, copied freely for trial fits.
@@ -78,6 +79,8 @@ struct Shape {
   int32_t model = -1;    // GPU model filter id; -1: any
   bool service = false;  // inference class
   bool mpi = false;
+  // The policy's inference_numa_exclusive: inference and training never share a NUMA node.
+  bool numa_exclusive = false;
   // Rank groups placed on one NUMA node each: every rank, or one group of all ranks
   // when GPUs do not split evenly over them.
   uint32_t groups = 1, group_gpus = 0, group_cores = 0;
@@ -93,6 +96,7 @@ struct Hold {
   bool service = false;
   uint64_t numa_millis[kMaxNuma] = {};
   uint64_t numa_mem[kMaxNuma] = {};
+  uint32_t numa_ranks[kMaxNuma] = {};  // ranks bound to each NUMA node
 };
 
 struct Gang {

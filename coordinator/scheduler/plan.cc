@@ -39,6 +39,7 @@ class Planner {
   bool TryPlace(const Job& job);
   bool TryPreempt(const Job& job, bool within);
   bool TryHeadOfLine(const Job& job);
+  std::string NumaRuleNote(const Job& job);
   void Reserve(const Job& job, const std::vector<uint32_t>& nodes, Reservation::Kind kind);
   void ReleaseHeld(JobId id);
   int32_t ClassValue(const Job& job) const { return pass_.classes[job.cls]->value; }
@@ -140,9 +141,24 @@ Verdict Planner::Contend(const Job& job, bool within) {
     return {Outcome::kReserved, PreemptingReason(out_.evictions, job.id)};
   }
   if (TryHeadOfLine(job)) {
-    return {Outcome::kReserved, HeadOfLineReason(pass_, job, out_.reservations.back(), deferred_)};
+    return {Outcome::kReserved,
+            HeadOfLineReason(pass_, job, out_.reservations.back(), deferred_) + NumaRuleNote(job)};
   }
-  return {Outcome::kWaitForCapacity, CapacityReason(pass_, job, deferred_)};
+  return {Outcome::kWaitForCapacity, CapacityReason(pass_, job, deferred_) + NumaRuleNote(job)};
+}
+
+// Would the gang fit now without the policy's inference_numa_exclusive? Then the rule is
+// what it waits for, and the reason says so.
+std::string Planner::NumaRuleNote(const Job& job) {
+  const Shape& s = pass_.shapes[job.shape];
+  if (!s.numa_exclusive) return "";
+  Shape relaxed = s;
+  relaxed.numa_exclusive = false;
+  if (FindNodes(pass_, index_, relaxed, ClassValue(job), job.id).empty()) return "";
+  return s.service ? "; policy inference_numa_exclusive: the free room is on NUMA nodes "
+                     "training uses, and inference never shares one with training"
+                   : "; policy inference_numa_exclusive: the free room is on NUMA nodes "
+                     "serving inference, and training never runs on one";
 }
 
 bool Planner::TryPlace(const Job& job) {

@@ -116,6 +116,13 @@ absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
       return absl::InvalidArgumentError("class " + cls->name + " may not run in pool " + pool);
     }
   }
+  // MIG slices are inference's: a training job on one shares a physical GPU's memory
+  // bandwidth and power with whatever holds its other slices, in either launch mode.
+  if (!r.mig_profile.empty() && !cls->service) {
+    return absl::InvalidArgumentError(
+        "MIG slices are for inference classes; class " + cls->name +
+        " is training and never runs on a MIG slice (mpi or direct mode); ask for whole GPUs");
+  }
   if (!r.mig_profile.empty() && r.mpi) {
     return absl::InvalidArgumentError(
         "MIG slices are never used for NCCL (mpi) training; ask for whole GPUs");

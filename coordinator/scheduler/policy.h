@@ -73,6 +73,10 @@ struct Policy {
   // Preemption searches per pass; later preemptors wait for the next pass (every
   // eviction takes a checkpoint anyway, so there is no hurry to plan hundreds at once).
   uint32_t preemption_searches_per_pass = 16;
+  // Inference and training never share a NUMA node (a hard rule; off: training only
+  // prefers the NUMA nodes inference does not use). `baton explain` names it when it is
+  // what keeps a job waiting.
+  bool inference_numa_exclusive = false;
 
   const PriorityClass* Find(std::string_view name) const;
   const TenantPolicy& Tenant(std::string_view name) const;
@@ -86,10 +90,10 @@ int64_t CooldownMs(const PriorityClass& cls, uint32_t evictions);
 absl::Status CheckJobLimits(const JobLimits& limits, const JobRequest& request);
 
 // Whether a job could ever run under the policy, whatever the cluster: the per-job
-// limits; a known class, allowed in its pool; MIG slices one rank each and never for mpi
-// training; its tenant's quota (nominal plus borrowing limit, or nominal alone for
-// classes that never borrow). InvalidArgument naming the first rule it breaks. Admission
-// calls it at submit; Plan reports such jobs kInfeasible with the same text.
+// limits; a known class, allowed in its pool; MIG slices only for inference (service)
+// classes, one rank each and never with mpi; its tenant's quota (nominal plus borrowing limit, or
+// nominal alone for classes that never borrow). InvalidArgument naming the first rule it breaks.
+// Admission calls it at submit; Plan reports such jobs kInfeasible with the same text.
 absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
                           const std::string& priority_class, const JobRequest& request);
 

@@ -80,6 +80,19 @@ TEST(Admission, InferenceIsAServiceThatAlwaysRestarts) {
   EXPECT_NE(Why(Admit(&s)).find("max_runtime_seconds"), std::string::npos);
 }
 
+TEST(Admission, TrainingOnAMigSliceIsRefusedInEitherModeNamingMig) {
+  // Direct mode (no mpi) and mpi alike: MIG slices are inference's.
+  for (bool mpi : {false, true}) {
+    v1::JobSpec s = Minimal();
+    s.set_gpus_per_node(1);
+    s.set_mig_profile("1g.18gb");
+    s.set_launch_mode(mpi ? v1::LAUNCH_MODE_MPI : v1::LAUNCH_MODE_DIRECT);
+    absl::Status st = Admit(&s);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << "mpi " << mpi;
+    EXPECT_NE(Why(st).find("never runs on a MIG slice"), std::string::npos) << Why(st);
+  }
+}
+
 TEST(Admission, ZeroGpusIsAValidCpuJob) {
   v1::JobSpec s = Minimal();
   s.set_gpus_per_node(0);

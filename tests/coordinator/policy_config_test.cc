@@ -191,5 +191,23 @@ TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
   EXPECT_EQ(DescribePolicyChange(*after, *after), "classes, tenants and access unchanged");
 }
 
+TEST(PolicyConfig, InferenceNumaExclusiveIsASwitchOffByDefault) {
+  auto off = ParsePolicy("");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->inference_numa_exclusive);
+  auto on = ParsePolicy("placement:\n  inference_numa_exclusive: true\n");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->inference_numa_exclusive);
+  EXPECT_EQ(DescribePolicyChange(*off, *on), "placement.inference_numa_exclusive: off -> on");
+  auto bad = ParsePolicy("placement:\n  inference_numa_exclusive: sometimes\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("placement.inference_numa_exclusive"), std::string::npos)
+      << bad.status();
+  auto unknown = ParsePolicy("placement:\n  numa_exclusive: true\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("numa_exclusive"), std::string::npos)
+      << unknown.status();
+}
+
 }  // namespace
 }  // namespace baton

@@ -216,7 +216,9 @@ TEST(SchedulerLimits, CheckRequestNamesTheRuleABadSpecBreaks) {
   EXPECT_NE(why("a", "training", {.nodes = 5}).find("over the policy's limit"), std::string::npos);
   EXPECT_NE(why("a", "training", {.pool = "inference"}).find("may not run in pool"),
             std::string::npos);
-  EXPECT_NE(why("a", "training", {.gpus = 2, .mig = "1g.18gb", .mpi = true}).find("mpi"),
+  EXPECT_NE(why("a", "training", {.gpus = 2, .mig = "1g.18gb"}).find("never runs on a MIG slice"),
+            std::string::npos);
+  EXPECT_NE(why("a", "inference", {.gpus = 2, .mig = "1g.18gb", .mpi = true}).find("mpi"),
             std::string::npos);
   EXPECT_NE(why("a", "training", {.gpus = 7}).find("more than tenant a may ever use"),
             std::string::npos);

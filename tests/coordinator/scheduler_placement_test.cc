@@ -1,5 +1,5 @@
 // Scheduler placement rules, one test each: pools, taints and selectors; whole gangs;
-// NUMA alignment; MIG slices; training apart from inference; exclusive cores for
+// NUMA alignment; MIG slices (inference only); training apart from inference; exclusive cores for
 // inference; best fit; the head-of-line reservation and backfill around it.
 #include <set>
 
@@ -19,6 +19,7 @@ using testing::NodeSpec;
 using testing::OutcomeOf;
 using testing::PlacementOf;
 using testing::TestPolicy;
+using testing::Victims;
 
 using testing::kNow;
 
@@ -110,15 +111,15 @@ TEST(SchedulerPlacement, RankSpansNumaNodesOnlyWhenTheHardwareCannotAlignIt) {
 
 TEST(SchedulerPlacement, MigSlicesOnlyForJobsAskingThemOneRankPerSlice) {
   // A node of MIG slices and a node of whole GPUs. The whole-GPU job never gets slices;
-  // the MIG job gets three slices, one per rank; MIG for mpi training is refused, as is a
-  // MIG job with fewer ranks than slices.
+  // the inference MIG job gets three slices, one per rank; MIG with mpi is refused, as is
+  // a MIG job with fewer ranks than slices.
   ClusterView v;
   v.nodes = {MakeMigNode("mig", /*physical=*/2, /*slices=*/4),
              MakeNode("whole", NodeSpec{.gpus = 1, .numa = 1})};
   v.pending = {MakeJob(1, "a", "training", {.gpus = 1}),
-               MakeJob(2, "a", "training", {.gpus = 3, .mig = "1g.18gb"}),
-               MakeJob(3, "a", "training", {.gpus = 2, .mig = "1g.18gb", .mpi = true}),
-               MakeJob(4, "a", "training", {.gpus = 2, .ranks = 1, .mig = "1g.18gb"})};
+               MakeJob(2, "a", "inference", {.gpus = 3, .mig = "1g.18gb"}),
+               MakeJob(3, "a", "inference", {.gpus = 2, .mig = "1g.18gb", .mpi = true}),
+               MakeJob(4, "a", "inference", {.gpus = 2, .ranks = 1, .mig = "1g.18gb"})};
   Decisions d = Plan(v, TestPolicy(), kNow);
   ASSERT_NE(PlacementOf(d, 1), nullptr);
   EXPECT_EQ(NodesOf(v, *PlacementOf(d, 1)), std::vector<std::string>{"whole"});
@@ -134,22 +135,21 @@ TEST(SchedulerPlacement, MigSlicesOnlyForJobsAskingThemOneRankPerSlice) {
   EXPECT_EQ(OutcomeOf(d, 4).outcome, Outcome::kInfeasible);
 }
 
-TEST(SchedulerPlacement, TrainingNeverSharesAPhysicalGpuWithInference) {
-  // Two physical GPUs cut into two slices each; inference holds a slice of GPU 0. A
-  // 2-slice training job gets both slices of GPU 1; a 3-slice one waits, since the free
-  // slice of GPU 0 shares a physical GPU with inference.
+TEST(SchedulerPlacement, TrainingNeverRunsOnAMigSliceInEitherMode) {
+  // Free slices and nothing else: training asking for them is infeasible, direct mode
+  // and mpi alike, and the reason names MIG; the same ask from inference is placed.
   ClusterView v;
   v.nodes = {MakeMigNode("mig", /*physical=*/2, /*slices=*/2)};
-  v.running = {MakeGang(10, "s", "inference", v, {"mig"}, {0}, 0)};
-  v.pending = {MakeJob(1, "a", "training", {.gpus = 2, .mig = "1g.18gb"})};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 2, .mig = "1g.18gb"}),
+               MakeJob(2, "a", "training", {.gpus = 1, .mig = "1g.18gb", .mpi = true}),
+               MakeJob(3, "a", "inference", {.gpus = 2, .mig = "1g.18gb"})};
   Decisions d = Plan(v, TestPolicy(), kNow);
-  const Placement* p = PlacementOf(d, 1);
-  ASSERT_NE(p, nullptr);
-  for (uint32_t g : p->nodes[0].gpus) EXPECT_EQ(v.nodes[0].gpus[g].parent_uuid, "mig-p1");
-
-  v.pending = {MakeJob(1, "a", "training", {.gpus = 3, .mig = "1g.18gb"})};
-  d = Plan(v, TestPolicy(), kNow);
-  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  for (JobId id : {1, 2}) {
+    EXPECT_EQ(OutcomeOf(d, id).outcome, Outcome::kInfeasible) << "job " << id;
+    EXPECT_NE(OutcomeOf(d, id).reason.find("never runs on a MIG slice"), std::string::npos)
+        << OutcomeOf(d, id).reason;
+  }
+  EXPECT_NE(PlacementOf(d, 3), nullptr);
 }
 
 TEST(SchedulerPlacement, TrainingAvoidsTheNumaNodeInferenceUses) {
@@ -163,6 +163,60 @@ TEST(SchedulerPlacement, TrainingAvoidsTheNumaNodeInferenceUses) {
   const Placement* p = PlacementOf(d, 1);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->nodes[0].ranks[0].numa, 1);
+}
+
+TEST(SchedulerPlacement, InferenceNumaExclusiveMakesTrainingWaitAndSaysWhy) {
+  // Inference holds GPU 0 (NUMA node 0) and training all of NUMA node 1. A 1-GPU training
+  // job would take NUMA node 0's free GPUs; with inference_numa_exclusive it waits, and
+  // its reason names the rule. A 5-GPU single rank cannot align: it would span both NUMA
+  // nodes, which the rule forbids too.
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.running = {MakeGang(10, "s", "inference", v, {"n1"}, {0}, 0),
+               MakeGang(11, "a", "training", v, {"n1"}, {4, 5, 6, 7}, 0)};
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 1})};
+  Policy policy = TestPolicy();
+  Decisions d = Plan(v, policy, kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr) << "off: a preference only";
+  EXPECT_EQ(PlacementOf(d, 1)->nodes[0].ranks[0].numa, 0);
+
+  policy.inference_numa_exclusive = true;
+  d = Plan(v, policy, kNow);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  EXPECT_NE(OutcomeOf(d, 1).reason.find("policy inference_numa_exclusive"), std::string::npos)
+      << OutcomeOf(d, 1).reason;
+
+  v.running.pop_back();  // NUMA node 1 free again: the job goes there
+  d = Plan(v, policy, kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr);
+  EXPECT_EQ(PlacementOf(d, 1)->nodes[0].ranks[0].numa, 1);
+
+  v.pending = {MakeJob(2, "a", "training", {.gpus = 5, .ranks = 1})};
+  policy.inference_numa_exclusive = false;
+  d = Plan(v, policy, kNow);
+  ASSERT_NE(PlacementOf(d, 2), nullptr) << "off: spans both NUMA nodes";
+  policy.inference_numa_exclusive = true;
+  d = Plan(v, policy, kNow);
+  EXPECT_EQ(PlacementOf(d, 2), nullptr);
+}
+
+TEST(SchedulerPlacement, InferenceNumaExclusiveKeepsInferenceOffTrainingsNumaNodes) {
+  // Training on both NUMA nodes (GPU 0 and GPU 4), six GPUs free. Off, inference is
+  // placed beside it; on, it evicts one training gang rather than share a NUMA node.
+  ClusterView v;
+  v.nodes = {MakeNode("n1")};
+  v.running = {MakeGang(10, "a", "training", v, {"n1"}, {0}, 0),
+               MakeGang(11, "a", "training", v, {"n1"}, {4}, 0)};
+  v.pending = {MakeJob(1, "s", "inference", {.gpus = 1})};
+  Policy policy = TestPolicy();
+  Decisions d = Plan(v, policy, kNow);
+  EXPECT_NE(PlacementOf(d, 1), nullptr);
+  EXPECT_TRUE(Victims(d).empty());
+
+  policy.inference_numa_exclusive = true;
+  d = Plan(v, policy, kNow);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  ASSERT_EQ(Victims(d).size(), 1u);
 }
 
 TEST(SchedulerPlacement, InferenceRanksGetExclusiveCoresOfTheirNumaNode) {
