@@ -86,12 +86,12 @@ fetch_deps() {
   local tmp
   tmp=$(mktemp -d)
   (cd "$tmp" && apt-get download libabsl-dev libabsl20220623 libgtest-dev libgmock-dev \
-    libxxhash-dev) || { rm -rf "$tmp"; say "apt-get download failed"; exit 1; }
+    libxxhash-dev) >&2 || { rm -rf "$tmp"; say "apt-get download failed"; exit 1; }
   mkdir -p "$DEPS"
   for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$DEPS"; done
   rm -rf "$tmp"
-  say "unpacked into $DEPS/: $(find "$DEPS" -name '*.cmake' -path '*cmake/absl*' -o \
-    -name 'GTestConfig.cmake' | wc -l) CMake packages, $(ls "$DEPS"/usr/include/xxhash.h)"
+  say "unpacked into $DEPS/: $(cd "$DEPS" && find usr/lib/*/cmake/absl usr/lib/*/cmake/GTest \
+    usr/include/xxhash.h -maxdepth 0 | paste -sd " " -)"
   exit 0
 }
 
@@ -168,6 +168,22 @@ targets_for_checks() {
   fi
   echo "${t[@]}"
 }
+# NCCL where the CUDA toolkit has none: a Python wheel's (nvidia-nccl-cu*), as a CMake
+# cache setting each for the header's folder and the library.
+nccl_from_python() {
+  local dir h l
+  command -v python3 >/dev/null || return 0
+  for dir in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    [ -d "$dir/nvidia" ] || continue
+    h=$(find "$dir/nvidia" -name nccl.h -path '*include*' 2>/dev/null | head -n 1)
+    l=$(find "$dir/nvidia" -name 'libnccl.so*' 2>/dev/null | sort | head -n 1)
+    if [ -n "$h" ] && [ -n "$l" ]; then
+      echo "-DBATON_NCCL_INCLUDE=$(dirname "$h")"
+      echo "-DBATON_NCCL_LIBRARY=$l"
+      return 0
+    fi
+  done
+}
 build() {
   local log="$BUILD_DIR/gpu-check-build.log" args=() t
   mkdir -p "$BUILD_DIR"
@@ -177,10 +193,28 @@ build() {
     args+=("-DCMAKE_PREFIX_PATH=$deps/usr;$deps" "-DBATON_XXHASH_DIR=$deps/usr/include")
   fi
   say "configuring $BUILD_DIR (BATON_GPU_ONLY=ON)"
-  if ! timeout "$(left 60)" cmake -S . -B "$BUILD_DIR" -G Ninja -DBATON_GPU_ONLY=ON \
-    -DBATON_BUILD_PYTHON=OFF -DBATON_BUILD_BENCH=OFF "${args[@]}" >"$log" 2>&1; then
+  local ok=1
+  timeout "$(left 60)" cmake -S . -B "$BUILD_DIR" -G Ninja -DBATON_GPU_ONLY=ON \
+    -DBATON_BUILD_PYTHON=OFF -DBATON_BUILD_BENCH=OFF "${args[@]}" >"$log" 2>&1 || ok=0
+  local cache="$BUILD_DIR/CMakeCache.txt" nccl
+  if [ "$ok" = 1 ] && grep -q '^BATON_NCCL_[A-Z]*:[A-Z]*=.*NOTFOUND' "$cache"; then
+    nccl=$(nccl_from_python)
+    if [ -n "$nccl" ]; then
+      say "NCCL is not in the CUDA toolkit; from Python's packages: ${nccl//$'\n'/ }"
+      mapfile -t -O "${#args[@]}" args <<<"$nccl"
+      timeout "$(left 60)" cmake -S . -B "$BUILD_DIR" "${args[@]}" >>"$log" 2>&1 || ok=0
+    fi
+  fi
+  if [ "$ok" = 0 ]; then
     tail -n 20 "$log" >&2
     result build fail "cmake: $(grep -m 1 -A 3 'CMake Error' "$log" | tr -s ' \n' ' ')"
+    finish
+  fi
+  if ! grep -q '^BATON_NCCL_LIBRARY:' "$cache"; then
+    result build fail "CMake found no CUDA toolkit (nvcc on PATH, or CUDAToolkit_ROOT)"
+    finish
+  elif grep -q '^BATON_NCCL_[A-Z]*:[A-Z]*=.*NOTFOUND' "$cache"; then
+    result build fail "NCCL not found (nccl.h and libnccl.so, in the CUDA toolkit or a Python wheel)"
     finish
   fi
   t=$(targets_for_checks)
@@ -240,23 +274,26 @@ check_nccl_allreduce() {
   # One GPU: two ranks on it (NCCL's socket transport is slower: a smaller buffer).
   [ "$GPUS" -ge 2 ] || { world=2; bytes=$((64 << 20)); }
   say "nccl_allreduce: $world ranks on $GPUS GPU(s)"
+  local tag=nccl
   if ranks nccl "$world" "$limit" "$BIN/nccl_allreduce_check" --bytes "$bytes"; then
     :
-  elif [ "$world" -gt "$GPUS" ]; then
+  elif [ "$world" -gt "$GPUS" ] && grep -q 'ncclCommInitRank' "$LOGS"/nccl-rank-*.log; then
+    # NCCL itself refused two ranks on one GPU: one rank, and the JSON says so.
     local refused
     refused=$(first_error nccl)
-    say "nccl_allreduce: 2 ranks on one GPU failed ($refused); 1 rank"
-    put_str nccl_allreduce_note "2 ranks on one GPU failed ($refused): 1 rank"
+    say "nccl_allreduce: NCCL refused 2 ranks on one GPU ($refused); 1 rank"
+    put_str nccl_allreduce_note "NCCL refused 2 ranks on one GPU ($refused): 1 rank"
     world=1
-    if ! ranks nccl 1 "$(left 60)" "$BIN/nccl_allreduce_check" --bytes "$bytes"; then
-      result nccl_allreduce fail "$(first_error nccl)"
+    tag="nccl-1rank"
+    if ! ranks "$tag" 1 "$(left 60)" "$BIN/nccl_allreduce_check" --bytes "$bytes"; then
+      result nccl_allreduce fail "$(first_error "$tag")"
       return
     fi
   else
     result nccl_allreduce fail "$(first_error nccl)"
     return
   fi
-  out=$(grep '^{' "$LOGS/nccl-rank-0.log" | tail -n 1)
+  out=$(grep '^{' "$LOGS/$tag-rank-0.log" | tail -n 1)
   [ -n "$out" ] || { result nccl_allreduce fail "no result line from rank 0"; return; }
   put nccl_allreduce_ranks "$world"
   put nccl_busbw_gb_per_s "$(json_number "$out" busbw_gb_per_s)"
