@@ -5,13 +5,16 @@
 
 #include <cstdio>
 
+#include "checkpoint/mpi_collective.h"
 #include "examples/train_mlp/allreduce.h"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  auto hash = NcclBootstrapIdHash(rank);
+  auto collective = baton::checkpoint::MpiCollective::Create();
+  absl::StatusOr<uint64_t> hash =
+      collective.ok() ? NcclBootstrapIdHash(**collective) : collective.status();
   int code = 0;
   if (hash.ok()) {
     std::printf("rank %d id %016llx\n", rank, static_cast<unsigned long long>(*hash));

@@ -1,21 +1,27 @@
 // train_mlp: data-parallel training of a small MLP on a deterministic synthetic dataset,
 // the example researchers copy. Every rank holds the whole model and trains on its slice
 // of each global batch; gradients are summed across ranks (NCCL when GPUs are visible,
-// else MPI) in a fixed order, so a run's weights do not depend on where it was evicted.
+// else on the CPUs) in a fixed order, so a run's weights do not depend on where it was
+// evicted.
 // Parameters, optimizer state, RNG state and the data cursor are checkpointed with
 // libbaton_checkpoint every --save-every steps and when baton evicts the job (SIGUSR1):
 // all ranks stop at the same step, save, exit 0; the next attempt resumes there.
 //
 //   mpirun -np 4 train_mlp --steps 200 --save-every 20 --checkpoint-dir /shared/ckpt/run1
 //
+// train_mlp_direct is the same program without MPI (ranks.h): it reads the torchrun-style
+// variables baton's direct mode sets (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT) and its ranks talk over TCP; the same flags give the same weights.
+//
 // Output (rank 0): "restored step N" or "starting fresh", then "step N loss X" per step,
-// and at the end "final weights hash H" (the same for any run with the same flags).
+// and at the end "final weights hash H" (the same for any run with the same flags and
+// number of ranks). --reducer nccl|host forces the gradient path (default auto: NCCL
+// where a GPU answers); with 2 ranks both give the same hash.
 // Test knobs: --ignore-sigusr1 (a job that never honours an eviction: it is killed at the
 // deadline and resumes from its last periodic checkpoint) and --slow-save-ms N (every
 // shard fsync takes N ms more, as on a slow shared filesystem: an eviction's save then
 // outlasts a short grace). The WITNESS file gets "alive" lines about once a second too,
 // so that a rank left running where it should not be shows up in it.
-#include <mpi.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,9 +38,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/mpi_collective.h"
 #include "checkpoint/preemption.h"
 #include "examples/train_mlp/allreduce.h"
+#include "examples/train_mlp/ranks.h"
 #include "examples/train_mlp/slow_env.h"
 
 namespace {
@@ -48,10 +54,11 @@ struct Flags {
   int hidden = 32;
   double lr = 0.01;
   uint64_t seed = 7;
-  int64_t step_ms = 0;          // sleep per step, to make a run long enough to evict
-  std::string checkpoint_dir;   // "" : BATON_CHECKPOINT_DIR
-  bool ignore_sigusr1 = false;  // never checkpoint on eviction (tests: killed at the deadline)
-  int64_t slow_save_ms = 0;     // extra ms per shard fsync (tests: saves outlast the grace)
+  int64_t step_ms = 0;           // sleep per step, to make a run long enough to evict
+  std::string checkpoint_dir;    // "" : BATON_CHECKPOINT_DIR
+  bool ignore_sigusr1 = false;   // never checkpoint on eviction (tests: killed at the deadline)
+  int64_t slow_save_ms = 0;      // extra ms per shard fsync (tests: saves outlast the grace)
+  std::string reducer = "auto";  // auto, nccl or host (allreduce.h)
 };
 
 constexpr int kInputs = 16;
@@ -196,10 +203,12 @@ void Witness(const std::string& dir, const char* event, int rank) {
   std::fclose(f);
 }
 
-[[noreturn]] void Die(int rank, const std::string& what, const absl::Status& s) {
-  std::fprintf(stderr, "train_mlp rank %d: %s: %s\n", rank, what.c_str(), s.ToString().c_str());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::exit(1);
+[[noreturn]] void Die(baton::examples::Ranks& ranks, const std::string& what,
+                      const absl::Status& s) {
+  std::fprintf(stderr, "train_mlp rank %d: %s: %s\n", ranks.rank(), what.c_str(),
+               s.ToString().c_str());
+  ranks.Abort(1);
+  std::exit(1);  // not reached: Abort ends the process
 }
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -224,26 +233,40 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
               : a == "--step-ms"        ? next(&f->step_ms)
               : a == "--checkpoint-dir" ? next(&f->checkpoint_dir)
               : a == "--slow-save-ms"   ? next(&f->slow_save_ms)
+              : a == "--reducer"        ? next(&f->reducer)
                                         : false;
     if (!ok) {
       std::fprintf(stderr, "train_mlp: bad or unknown flag '%s'\n", a.c_str());
       return false;
     }
   }
+  if (f->reducer != "auto" && f->reducer != "nccl" && f->reducer != "host") {
+    std::fprintf(stderr, "train_mlp: --reducer is auto, nccl or host, not '%s'\n",
+                 f->reducer.c_str());
+    return false;
+  }
   return f->steps > 0 && f->save_every > 0 && f->global_batch > 0 && f->hidden > 0;
+}
+
+ReducerKind KindOf(const std::string& reducer) {
+  return reducer == "nccl"   ? ReducerKind::kNccl
+         : reducer == "host" ? ReducerKind::kHost
+                             : ReducerKind::kAuto;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  auto ranks_or = baton::examples::Ranks::Init(&argc, &argv);
+  if (!ranks_or.ok()) {
+    std::fprintf(stderr, "train_mlp: %s\n", ranks_or.status().ToString().c_str());
+    return 1;
+  }
+  baton::examples::Ranks& ranks = **ranks_or;
+  const int rank = ranks.rank(), world = ranks.world();
   Flags f;
   if (!ParseFlags(argc, argv, &f)) {
-    MPI_Finalize();
+    ranks.Finalize();
     return 2;
   }
   if (f.checkpoint_dir.empty() && std::getenv("BATON_CHECKPOINT_DIR")) {
@@ -253,22 +276,24 @@ int main(int argc, char** argv) {
 
   Model model;
   Init(model, f, rank);
-  auto ckpt_comm = ckpt::MpiCollective::Create();  // used by async saves' thread
-  auto stop_comm = ckpt::MpiCollective::Create();  // used by ShouldStop on this thread
-  if (!ckpt_comm.ok()) Die(rank, "collective", ckpt_comm.status());
-  if (!stop_comm.ok()) Die(rank, "collective", stop_comm.status());
+  auto ckpt_comm = ranks.NewCollective();    // used by async saves' thread
+  auto stop_comm = ranks.NewCollective();    // used by ShouldStop on this thread
+  auto reduce_comm = ranks.NewCollective();  // the gradients' (or NCCL's bootstrap)
+  if (!ckpt_comm.ok()) Die(ranks, "collective", ckpt_comm.status());
+  if (!stop_comm.ok()) Die(ranks, "collective", stop_comm.status());
+  if (!reduce_comm.ok()) Die(ranks, "collective", reduce_comm.status());
   auto watcher = ckpt::PreemptionWatcher::Create();
-  if (!watcher.ok()) Die(rank, "preemption watcher", watcher.status());
+  if (!watcher.ok()) Die(ranks, "preemption watcher", watcher.status());
   if (f.ignore_sigusr1) signal(SIGUSR1, SIG_IGN);  // after the watcher: it never hears it
   baton::examples::SlowSyncEnv slow_env(ckpt::DefaultEnv(), f.slow_save_ms);
   ckpt::Options opts;
   opts.dir = f.checkpoint_dir;
   if (f.slow_save_ms > 0) opts.env = &slow_env;
   auto cp = ckpt::Checkpointer::Create(opts, ckpt_comm->get());
-  if (!cp.ok()) Die(rank, "checkpointer", cp.status());
+  if (!cp.ok()) Die(ranks, "checkpointer", cp.status());
   auto& c = **cp;
   auto reg = [&](const char* name, void* p, size_t n) {
-    if (auto s = c.RegisterHostBuffer(name, p, n); !s.ok()) Die(rank, name, s);
+    if (auto s = c.RegisterHostBuffer(name, p, n); !s.ok()) Die(ranks, name, s);
   };
   reg("params", model.params.data(), model.params.size() * sizeof(double));
   reg("adam_m", model.m.data(), model.m.size() * sizeof(double));
@@ -277,7 +302,7 @@ int main(int argc, char** argv) {
   reg("rng", model.rng_state.data(), model.rng_state.size());
 
   auto restored = c.RestoreLatest();
-  if (!restored.ok()) Die(rank, "restore", restored.status());
+  if (!restored.ok()) Die(ranks, "restore", restored.status());
   if (*restored) {
     LoadRng(model);
     if (rank == 0) std::printf("restored step %lld\n", static_cast<long long>((*restored)->step));
@@ -286,8 +311,9 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  auto reducer = GradientReducer::Create(world, rank);
-  if (!reducer.ok()) Die(rank, "gradient reducer", reducer.status());
+  auto reducer = NewGradientReducer(KindOf(f.reducer), reduce_comm->get(), ranks.local_rank(),
+                                    ranks.transport());
+  if (!reducer.ok()) Die(ranks, "gradient reducer", reducer.status());
   if (rank == 0) std::printf("gradients all-reduced with %s\n", (*reducer)->name());
   int64_t per_rank = f.global_batch / world;
   std::vector<double> grad(model.params.size());
@@ -298,7 +324,7 @@ int main(int argc, char** argv) {
       last_alive = std::chrono::steady_clock::now();
     }
     auto stop = (*watcher)->ShouldStop(**stop_comm);
-    if (!stop.ok()) Die(rank, "should-stop", stop.status());
+    if (!stop.ok()) Die(ranks, "should-stop", stop.status());
     if (*stop && (*watcher)->Superseded()) {
       // Relaunched elsewhere while this attempt ran on (a node cut off, an agent gone):
       // the checkpoint directory is the new attempt's, so no save; just go.
@@ -308,7 +334,7 @@ int main(int argc, char** argv) {
                     static_cast<long long>((*watcher)->superseded_by()));
       }
       Witness(f.checkpoint_dir, "superseded", rank);
-      MPI_Finalize();
+      ranks.Finalize();
       return 0;
     }
     if (*stop) {
@@ -317,10 +343,10 @@ int main(int argc, char** argv) {
       auto left = (*watcher)->RemainingMs();
       auto grace = (*watcher)->grace_seconds();
       const int64_t signal_ms = left && grace ? agreed_ms - (*grace * 1000 - *left) : agreed_ms;
-      if (auto s = c.Wait(); !s.ok()) Die(rank, "wait", s);
+      if (auto s = c.Wait(); !s.ok()) Die(ranks, "wait", s);
       SaveRng(model);
       if (c.last_committed_step() != model.counters.step) {
-        if (auto s = c.Save(model.counters.step); !s.ok()) Die(rank, "save on eviction", s);
+        if (auto s = c.Save(model.counters.step); !s.ok()) Die(ranks, "save on eviction", s);
       }
       if (rank == 0) {
         // The eviction's timeline for benchmarks (unix ms): signal heard, stop agreed by
@@ -330,14 +356,14 @@ int main(int argc, char** argv) {
                     static_cast<long long>(agreed_ms), static_cast<long long>(UnixMs()));
       }
       Witness(f.checkpoint_dir, "end", rank);
-      MPI_Finalize();
+      ranks.Finalize();
       return 0;
     }
     std::fill(grad.begin(), grad.end(), 0.0);
     int64_t first = model.counters.cursor + rank * per_rank;
     double loss = Accumulate(model, f, first, per_rank, grad);
     grad.push_back(loss);
-    if (auto s = (*reducer)->SumAcrossRanks(grad); !s.ok()) Die(rank, "all-reduce", s);
+    if (auto s = (*reducer)->SumAcrossRanks(grad); !s.ok()) Die(ranks, "all-reduce", s);
     loss = grad.back() / (per_rank * world);
     grad.pop_back();
     for (auto& g : grad) g /= per_rank * world;
@@ -349,16 +375,16 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (model.counters.step % f.save_every == 0) {
       SaveRng(model);
-      if (auto s = c.SaveAsync(model.counters.step); !s.ok()) Die(rank, "save", s);
+      if (auto s = c.SaveAsync(model.counters.step); !s.ok()) Die(ranks, "save", s);
     }
     if (f.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f.step_ms));
   }
-  if (auto s = c.Wait(); !s.ok()) Die(rank, "wait", s);
+  if (auto s = c.Wait(); !s.ok()) Die(ranks, "wait", s);
   if (rank == 0) {
     std::printf("final weights hash %016llx\n",
                 static_cast<unsigned long long>(WeightsHash(model.params)));
   }
   Witness(f.checkpoint_dir, "end", rank);
-  MPI_Finalize();
+  ranks.Finalize();
   return 0;
 }
