@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/version.h"
+#include "launcher/agent/isolation/net_caps.h"
 #include "prometheus/metric_family.h"
 
 namespace baton {
@@ -134,7 +135,10 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
       f.Add("baton_job_memory_limit_bytes", kGauge, "The attempt's memory limit", id,
             static_cast<double>(lim.memory_limit_bytes()));
     }
-    if (lim.net_class().empty()) continue;  // no HTB class
+    // No HTB class, or the inference class all inference attempts share.
+    if (lim.net_class().empty() || lim.net_class() == HtbClassId(NetCaps::kInferenceMinor)) {
+      continue;
+    }
     f.Add("baton_job_network_transmit_bytes_total", kCounter,
           "Bytes sent through the attempt's HTB class", id, static_cast<double>(st.net_bytes()));
     f.Add("baton_job_network_dropped_packets_total", kCounter,

@@ -38,7 +38,30 @@ struct Flags {
   std::string metrics_ready_file;
   std::string log_level;
   baton::TlsOptions tls;
+  std::string system_cpus;
 };
+
+// The node's CPUs and --system-cpus (a cpuset list, checked against them).
+absl::StatusOr<std::shared_ptr<baton::SelfAffinity>> SelfAffinityFor(
+    const std::string& system_cpus, const baton::v1::Inventory& inventory) {
+  std::vector<uint32_t> node;
+  for (const auto& n : inventory.numa_nodes())
+    node.insert(node.end(), n.cpus().begin(), n.cpus().end());
+  if (node.empty()) {
+    for (uint32_t c = 0; c < inventory.cpus(); ++c) node.push_back(c);
+  }
+  std::vector<uint32_t> system;
+  if (!system_cpus.empty()) {
+    auto parsed = baton::ParseCpuList(system_cpus);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError("--system-cpus '" + system_cpus +
+                                        "': " + std::string(parsed.status().message()));
+    }
+    system = *parsed;
+    if (absl::Status s = baton::SelfAffinity::Check(node, system); !s.ok()) return s;
+  }
+  return std::make_shared<baton::SelfAffinity>(node, system);
+}
 
 // "key=value:Effect" -> Taint.
 baton::v1::Taint ParseTaint(const std::string& text) {
@@ -115,6 +138,9 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<uint32_t>()->default_value("1"))
       ("training-burst", "training may use every CPU no inference job holds (else its request)",
        cxxopts::value<bool>()->default_value("true"))
+      ("system-cpus", "CPUs for the node's own baton work (agent, tc, nft, log pumps), as "
+       "0-3,8; never those inference holds (default: every CPU inference does not hold)",
+       cxxopts::value<std::string>()->default_value(""))
       ("net-default-ceil", "a job's network ceiling without a network cap, percent of --nic-rate",
        cxxopts::value<uint32_t>()->default_value("70"))
       ("net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
@@ -216,6 +242,7 @@ Flags ParseFlags(int argc, char** argv) {
   f.isolation.classes.weight_per_core = r["cpu-weight-per-core"].as<uint32_t>();
   f.isolation.classes.min_shared_cpus = r["min-shared-cpus"].as<uint32_t>();
   f.isolation.classes.training_may_burst = r["training-burst"].as<bool>();
+  f.system_cpus = r["system-cpus"].as<std::string>();
   // Network caps need the NIC's rate; a NIC named without one only steers NCCL.
   f.isolation.net.nic = f.inventory.nic_mbps ? f.inventory.nic : "";
   f.isolation.net.nic_mbps = f.inventory.nic_mbps;
@@ -325,6 +352,17 @@ int main(int argc, char** argv) {
     spdlog::error("isolation: {}", isolator.status().ToString());
     return 1;
   }
+  auto self_affinity = SelfAffinityFor(flags.system_cpus, *inventory);
+  if (!self_affinity.ok()) {
+    spdlog::error("{}", std::string(self_affinity.status().message()));
+    return 2;
+  }
+  if (absl::Status s = (*isolator)->ManageSelfAffinity(*self_affinity); !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 1;
+  }
+  spdlog::info("the agent's own work runs on CPUs {}",
+               baton::FormatCpuList((*self_affinity)->current()));
   baton::Agent* agent_ptr = nullptr;  // set below; the metrics ask it whether it is connected
   auto metrics = std::make_shared<baton::AgentMetrics>(
       flags.agent.node_name, *inventory,

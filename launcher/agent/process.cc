@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "common/status.h"
+#include "launcher/agent/isolation/self_affinity.h"
 #include "launcher/agent/job_files.h"
 
 extern char** environ;
@@ -80,6 +81,7 @@ void BecomeUser(const std::optional<ProcessUser>& user, int msg_fd) {
   ResetSignals(SIG_DFL);
   if (setpgid(0, group) != 0) fail(1);
   JoinCgroups(o, err_fd);
+  ResetAffinityForJob();  // the agent's own CPUs are not the job's: its cpuset decides
   BecomeUser(o.user, err_fd);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||

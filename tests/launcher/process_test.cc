@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/agent/isolation/self_affinity.h"
 #include "tests/launcher/test_util.h"
 
 namespace baton {
@@ -115,6 +117,22 @@ TEST_F(ProcessTest, ReportsTheExitCode) {
   EXPECT_EQ(st.term_signal, 0);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(exits_.Wait(SpawnOk(Options({"true"}))).ok());
+}
+
+TEST_F(ProcessTest, AJobStartsFromEveryCpuWhateverTheAgentsOwnAffinity) {
+  // The agent keeps its own threads off inference's cores (SelfAffinity); a rank it
+  // spawns must not inherit that: its cgroup's cpuset decides (none here: every CPU).
+  unsigned n = std::thread::hardware_concurrency();
+  if (n < 2) GTEST_SKIP() << "needs two CPUs";
+  std::vector<uint32_t> all;
+  for (uint32_t c = 0; c < n; ++c) all.push_back(c);
+  SelfAffinity self(all, {0});
+  ASSERT_TRUE(self.Apply({}).ok());
+  pid_t pid = SpawnOk(Options({"sh", "-c", "grep Cpus_allowed_list: /proc/self/status"}));
+  ExitStatus st = exits_.Wait(pid);
+  ASSERT_TRUE(SelfAffinity(all, all).Apply({}).ok());  // this process gets every CPU back
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "Cpus_allowed_list:\t0-" + std::to_string(n - 1) + "\n");
 }
 
 TEST_F(ProcessTest, ReportsTheSignalThatKilledIt) {

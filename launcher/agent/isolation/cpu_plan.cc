@@ -137,10 +137,10 @@ std::vector<std::string> CpuPlanner::TrainingAttempts() const {
   return out;
 }
 
-std::string CpuPlanner::ExclusiveCpus() const {
+std::vector<uint32_t> CpuPlanner::ExclusiveCpuSet() const {
   std::vector<uint32_t> all;
   for (const auto& [n, cpus] : exclusive_) all.insert(all.end(), cpus.begin(), cpus.end());
-  return FormatCpuList(all);
+  return all;
 }
 
 }  // namespace baton

@@ -19,6 +19,9 @@
 
 namespace baton {
 
+// {0,1,2,5} -> "0-2,5".
+std::string FormatCpuList(const std::vector<uint32_t>& cpus);
+
 struct ClassOptions {
   uint32_t inference_memory_headroom_percent = 20;  // memory limit = request * (1 + this)
   uint32_t weight_per_core = 100;  // cgroup v2 weight per requested core (v1 shares follow)
@@ -53,7 +56,8 @@ class CpuPlanner {
   // Every training attempt (whose plan moves when inference comes or goes).
   std::vector<std::string> TrainingAttempts() const;
   // CPUs inference holds now, as a cpuset list ("" when none).
-  std::string ExclusiveCpus() const;
+  std::string ExclusiveCpus() const { return FormatCpuList(ExclusiveCpuSet()); }
+  std::vector<uint32_t> ExclusiveCpuSet() const;
 
  private:
   struct Core {
@@ -69,8 +73,5 @@ class CpuPlanner {
   std::map<std::string, CpuDemand> demands_;
   std::map<std::string, std::vector<uint32_t>> exclusive_;  // inference attempt -> its CPUs
 };
-
-// {0,1,2,5} -> "0-2,5".
-std::string FormatCpuList(const std::vector<uint32_t>& cpus);
 
 }  // namespace baton

@@ -85,6 +85,17 @@ absl::Status Isolator::ApplyTrainingLocked(const std::string& except) {
   return first;
 }
 
+absl::Status Isolator::ApplySelfLocked() {
+  if (!self_) return absl::OkStatus();
+  return self_->Apply(planner_.ExclusiveCpuSet());
+}
+
+absl::Status Isolator::ManageSelfAffinity(std::shared_ptr<SelfAffinity> self) {
+  std::lock_guard<std::mutex> lock(mu_);
+  self_ = std::move(self);
+  return ApplySelfLocked();
+}
+
 void Isolator::UndoLocked(const std::string& name, bool inference, int stage) {
   if (stage >= kCreated) {
     (void)driver_->KillAll(name);
@@ -93,6 +104,7 @@ void Isolator::UndoLocked(const std::string& name, bool inference, int stage) {
   planner_.Remove(name);
   attempts_.erase(name);
   if (stage >= kNarrowed && inference) (void)ApplyTrainingLocked("");
+  if (inference) (void)ApplySelfLocked();
 }
 
 absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, bool adopt) {
@@ -118,10 +130,12 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     // Before any process joins; a re-adopted attempt has its fence already.
     if (s.ok() && !adopt) s = driver_->DenyDevices(name, fenced);
     if (s.ok()) s = ApplyPlanLocked(name);
-    // An inference arrival narrows every training attempt before its ranks start.
+    // An inference arrival narrows every training attempt, and moves the agent's own
+    // threads off its cores, before its ranks start.
     if (s.ok() && r.inference) {
       stage = kNarrowed;
       s = ApplyTrainingLocked(name);
+      if (s.ok()) s = ApplySelfLocked();
     }
     Attempt& a = attempts_[name];
     a.inference = r.inference;
@@ -129,13 +143,15 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     a.limits.set_pids_limit(r.pids_limit);
     a.limits.set_fenced_gpus(static_cast<uint32_t>(fenced.size()));
     a.limits.set_kind(r.inference ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING);
-    bool capped =
-        net_ && !driver_->NetPath(name).empty() && (!r.inference || r.spec->network_mbps() > 0);
-    if (s.ok() && capped) {
-      auto cls =
-          net_->Add(name, driver_->NetPath(name), driver_->NetLevel(name), r.spec->network_mbps());
+    // Every attempt's traffic goes to a class: training to its capped one, inference to
+    // the priority class (or its own, when its spec caps it).
+    bool classified = net_ && !driver_->NetPath(name).empty();
+    if (s.ok() && classified) {
+      auto cls = net_->Add(name, driver_->NetPath(name), driver_->NetLevel(name),
+                           r.spec->network_mbps(), r.inference);
       if (cls.ok()) {
         a.net = true;
+        a.capped = !r.inference || r.spec->network_mbps() > 0;
         a.limits.set_net_class(cls->class_id);
         a.limits.set_net_ceil_mbps(cls->ceil_mbps);
       }
@@ -153,7 +169,7 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
   in.spec = r.spec;
   in.gpus = gpus;
   in.headroom_percent = classes_.inference_memory_headroom_percent;
-  if (driver_ && attempts_[name].net) in.capped_nic = net_->options().nic;
+  if (driver_ && attempts_[name].capped) in.capped_nic = net_->options().nic;
   GpuEnv env = BuildGpuEnv(in);
   out.env = std::move(env.env);
   out.limits.set_gpu_sharing(env.sharing);
@@ -200,7 +216,10 @@ absl::Status Isolator::Release(uint64_t job, uint32_t attempt) {
   if (net_) keep(net_->Remove(name));
   planner_.Remove(name);
   attempts_.erase(name);
-  if (inference) keep(ApplyTrainingLocked(""));  // widen training back
+  if (inference) {  // widen training, and the agent's own threads, back
+    keep(ApplyTrainingLocked(""));
+    keep(ApplySelfLocked());
+  }
   return first;
 }
 
@@ -217,7 +236,7 @@ absl::StatusOr<v1::IsolationStats> Isolator::Stats(uint64_t job, uint32_t attemp
   out.set_throttled_us(st->throttled_us);
   out.set_memory_current_bytes(st->memory_current_bytes);
   out.set_memory_peak_bytes(st->memory_peak_bytes);
-  if (net_ && attempts_[name].net) {
+  if (net_ && attempts_[name].capped) {  // a class of its own (not the shared inference one)
     if (auto cls = net_->Stats(name); cls.ok()) {
       out.set_net_bytes(cls->bytes);
       out.set_net_overlimits(cls->overlimits);

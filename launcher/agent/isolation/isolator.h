@@ -18,6 +18,7 @@
 #include "launcher/agent/isolation/cgroup_driver.h"
 #include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/isolation/net_caps.h"
+#include "launcher/agent/isolation/self_affinity.h"
 #include "proto/agent.pb.h"
 
 namespace baton {
@@ -71,6 +72,11 @@ class Isolator {
   // Takes a running attempt found by Recover back under management (limits re-applied).
   absl::Status Readopt(const AttemptRequest& request);
 
+  // From now on the agent's own threads (and what they fork) keep off the CPUs inference
+  // holds exclusively, and inside `self`'s system CPUs: applied now and whenever an
+  // inference attempt is set up, re-adopted or released.
+  absl::Status ManageSelfAffinity(std::shared_ptr<SelfAffinity> self);
+
   v1::NodeIsolation Describe() const;
   bool enabled() const { return driver_ != nullptr; }
   static std::string Name(uint64_t job, uint32_t attempt);
@@ -82,10 +88,12 @@ class Isolator {
   struct Attempt {
     v1::IsolationLimits limits;
     bool inference = false;
-    bool net = false;
+    bool net = false;     // its traffic has a class
+    bool capped = false;  // ... under a ceiling (training, or an inference spec's cap)
   };
   absl::Status ApplyPlanLocked(const std::string& name);
   absl::Status ApplyTrainingLocked(const std::string& except);
+  absl::Status ApplySelfLocked();
   absl::StatusOr<PreparedAttempt> SetUpLocked(const AttemptRequest& r, bool adopt);
   void UndoLocked(const std::string& name, bool inference, int stage);
   std::vector<v1::Gpu> GpusOf(const std::vector<std::string>& ids) const;
@@ -97,6 +105,7 @@ class Isolator {
   mutable std::mutex mu_;
   CpuPlanner planner_;
   std::map<std::string, Attempt> attempts_;
+  std::shared_ptr<SelfAffinity> self_;
 };
 
 }  // namespace baton

@@ -29,7 +29,11 @@ absl::StatusOr<std::unique_ptr<NetCaps>> NetCaps::Create(NetCapsOptions options,
   std::unique_ptr<NetCaps> caps(new NetCaps(std::move(options), std::move(runner)));
   auto root = caps->htb_.EnsureRoot(caps->options_.nic_mbps, kDefaultMinor);
   if (!root.ok()) return root.status();
-  auto def = caps->htb_.EnsureClass(kDefaultMinor, caps->GuaranteedMbps(), caps->options_.nic_mbps);
+  auto inference = caps->htb_.EnsureClass(kInferenceMinor, caps->GuaranteedMbps(),
+                                          caps->options_.nic_mbps, kInferencePrio);
+  if (!inference.ok()) return inference.status();
+  auto def = caps->htb_.EnsureClass(kDefaultMinor, caps->GuaranteedMbps(), caps->options_.nic_mbps,
+                                    kDefaultPrio);
   if (!def.ok()) return def.status();
   auto chain = caps->nft_.EnsureChain();
   if (!chain.ok()) return chain.status();
@@ -54,8 +58,14 @@ uint32_t NetCaps::FreeMinorLocked(const std::map<uint32_t, HtbClassStats>& class
 }
 
 absl::StatusOr<NetClass> NetCaps::Add(const std::string& attempt, const std::string& cgroup_path,
-                                      int level, uint64_t ceil_mbps) {
+                                      int level, uint64_t ceil_mbps, bool inference) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (inference && ceil_mbps == 0) {
+    auto rule = nft_.EnsureRule(attempt, cgroup_path, level, HtbClassId(kInferenceMinor));
+    if (!rule.ok()) return rule.status();
+    minors_[attempt] = kInferenceMinor;
+    return NetClass{HtbClassId(kInferenceMinor), options_.nic_mbps};
+  }
   uint64_t ceil = std::min(ceil_mbps == 0 ? DefaultCeilMbps() : ceil_mbps, options_.nic_mbps);
   auto classes = htb_.Classes();
   if (!classes.ok()) return classes.status();
@@ -63,7 +73,8 @@ absl::StatusOr<NetClass> NetCaps::Add(const std::string& attempt, const std::str
   uint32_t minor = known != minors_.end() ? known->second : FreeMinorLocked(*classes);
   // A job's own guarantee is a tenth of its ceiling: it borrows the rest while the link
   // has room, and traffic outside capped jobs keeps its guaranteed class.
-  auto made = htb_.EnsureClass(minor, std::max<uint64_t>(1, ceil / 10), ceil);
+  auto made = htb_.EnsureClass(minor, std::max<uint64_t>(1, ceil / 10), ceil,
+                               inference ? kInferencePrio : kTrainingPrio);
   if (!made.ok()) return made.status();
   auto rule = nft_.EnsureRule(attempt, cgroup_path, level, HtbClassId(minor));
   if (!rule.ok()) {
@@ -82,7 +93,8 @@ absl::Status NetCaps::Remove(const std::string& attempt) {
   if (auto it = rules->find(attempt); it != rules->end()) minor = MinorOf(it->second.class_id);
   if (auto it = minors_.find(attempt); it != minors_.end()) minor = it->second;
   BATON_RETURN_IF_ERROR(nft_.DeleteRule(attempt));
-  if (minor != 0) BATON_RETURN_IF_ERROR(htb_.DeleteClass(minor));
+  // The inference class is shared: it stays.
+  if (minor != 0 && minor != kInferenceMinor) BATON_RETURN_IF_ERROR(htb_.DeleteClass(minor));
   minors_.erase(attempt);
   return absl::OkStatus();
 }
@@ -102,7 +114,7 @@ absl::Status NetCaps::Recover(const std::set<std::string>& live) {
   std::lock_guard<std::mutex> lock(mu_);
   auto rules = nft_.Rules();
   if (!rules.ok()) return rules.status();
-  std::set<uint32_t> keep = {1, kDefaultMinor};
+  std::set<uint32_t> keep = {1, kInferenceMinor, kDefaultMinor};
   for (const auto& [tag, rule] : *rules) {
     if (live.count(tag)) {
       minors_[tag] = MinorOf(rule.class_id);

@@ -21,7 +21,7 @@ namespace baton {
 struct NetCapsOptions {
   std::string nic;                     // the cluster interface
   uint64_t nic_mbps = 0;               // its rate (from config: a veth has none)
-  uint32_t guaranteed_percent = 30;    // rate of the class for traffic outside capped jobs
+  uint32_t guaranteed_percent = 30;    // rate of the inference class, and of the default one
   uint32_t default_ceil_percent = 70;  // a job's ceiling when its spec names none
   std::string table = "baton";         // nftables table (one per agent)
 };
@@ -33,18 +33,23 @@ struct NetClass {
 
 class NetCaps {
  public:
-  static constexpr uint32_t kDefaultMinor = 0x20;  // traffic outside capped jobs
+  // Inference attempts' traffic, unless a spec caps it: guaranteed rate, the whole link,
+  // HTB priority 0 (offered spare bandwidth and dequeued before every other class).
+  static constexpr uint32_t kInferenceMinor = 0x10;
+  static constexpr uint32_t kDefaultMinor = 0x20;  // traffic outside jobs: priority 1
   static constexpr uint32_t kFirstJobMinor = 0x100;
+  static constexpr uint32_t kInferencePrio = 0, kDefaultPrio = 1, kTrainingPrio = 2;
 
   // Builds (or finds) the root qdisc, the default class and the nft chain.
   static absl::StatusOr<std::unique_ptr<NetCaps>> Create(NetCapsOptions options,
                                                          std::shared_ptr<CommandRunner> runner);
 
-  // A class for the attempt (ceiling `ceil_mbps`, 0: the default share of the NIC) and
-  // the rule sending its cgroup's traffic there. Idempotent; a failed rule removes the
-  // class it added.
+  // The rule sending the attempt's cgroup's traffic to its class: training gets a class of
+  // its own (ceiling `ceil_mbps`, 0: the default share of the NIC; priority 2); inference
+  // the shared inference class, or with `ceil_mbps` a class of its own at priority 0.
+  // Idempotent; a failed rule removes the class it added.
   absl::StatusOr<NetClass> Add(const std::string& attempt, const std::string& cgroup_path,
-                               int level, uint64_t ceil_mbps);
+                               int level, uint64_t ceil_mbps, bool inference);
   // Rule first, then class; OK when neither is there.
   absl::Status Remove(const std::string& attempt);
   absl::StatusOr<HtbClassStats> Stats(const std::string& attempt);

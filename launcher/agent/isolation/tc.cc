@@ -172,12 +172,14 @@ absl::StatusOr<Ensured> Htb::EnsureRoot(uint64_t rate_mbps, uint32_t default_min
   return *there ? Ensured::kAlreadyThere : Ensured::kCreated;
 }
 
-absl::StatusOr<Ensured> Htb::EnsureClass(uint32_t minor, uint64_t rate_mbps, uint64_t ceil_mbps) {
+absl::StatusOr<Ensured> Htb::EnsureClass(uint32_t minor, uint64_t rate_mbps, uint64_t ceil_mbps,
+                                         uint32_t prio) {
   auto classes = Classes();
   if (!classes.ok()) return classes.status();
   bool there = classes->count(minor) > 0;
   if (auto s = TcOk({"class", there ? "change" : "add", "dev", dev_, "parent", "1:1", "classid",
-                     HtbClassId(minor), "htb", "rate", Mbit(rate_mbps), "ceil", Mbit(ceil_mbps)});
+                     HtbClassId(minor), "htb", "rate", Mbit(rate_mbps), "ceil", Mbit(ceil_mbps),
+                     "prio", std::to_string(prio)});
       !s.ok()) {
     return s;
   }

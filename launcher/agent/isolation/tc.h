@@ -33,8 +33,10 @@ class Htb {
   // Root qdisc `1: htb default <default_minor>` and class 1:1 at `rate_mbps`. A root
   // qdisc of another kind is replaced.
   absl::StatusOr<Ensured> EnsureRoot(uint64_t rate_mbps, uint32_t default_minor);
-  // Class 1:<minor> under 1:1; an existing one gets the given rate and ceiling.
-  absl::StatusOr<Ensured> EnsureClass(uint32_t minor, uint64_t rate_mbps, uint64_t ceil_mbps);
+  // Class 1:<minor> under 1:1; an existing one gets the given rate, ceiling and HTB
+  // priority (0 first: a lower value is offered spare bandwidth, and dequeued, first).
+  absl::StatusOr<Ensured> EnsureClass(uint32_t minor, uint64_t rate_mbps, uint64_t ceil_mbps,
+                                      uint32_t prio);
   absl::Status DeleteClass(uint32_t minor);  // OK when it is not there
   absl::Status DeleteRoot();                 // OK when it is not there
   absl::StatusOr<std::map<uint32_t, HtbClassStats>> Classes();

@@ -5,6 +5,10 @@
 // kill -9 of a job, or kill -9 of the agent and a restart.
 #include <signal.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -28,6 +32,42 @@ using launcher_testing::ReadFile;
 using launcher_testing::ScratchDir;
 using ::testing::HasSubstr;
 using Received = FakeCoordinator::Received;
+
+// A field of a /proc status file, its value trimmed ("" when absent).
+std::string StatusField(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    std::string v = line.substr(key.size() + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    return v;
+  }
+  return "";
+}
+
+// Every thread of this process (the agent's, in this test) and its Cpus_allowed_list.
+std::map<std::string, std::string> ThreadAffinities() {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string a = StatusField(e.path().string() + "/status", "Cpus_allowed_list");
+    if (!a.empty()) out[e.path().filename().string()] = a;
+  }
+  return out;
+}
+
+// The Cpus_allowed_list of a process forked now (as the agent forks tc and nft).
+std::string ForkedAffinity() {
+  FILE* p = popen("grep Cpus_allowed_list: /proc/self/status", "r");
+  if (!p) return "";
+  char buf[256] = {};
+  std::string line = fgets(buf, sizeof buf, p) ? buf : "";
+  pclose(p);
+  size_t tab = line.find_first_of(" \t");
+  if (tab == std::string::npos) return "";
+  line.erase(0, line.find_first_not_of(" \t", tab));
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  return line;
+}
 
 constexpr int64_t kStatsMs = 1000;
 
@@ -107,7 +147,8 @@ v1::CoordinatorCommand Job(uint64_t job, const std::string& cls, uint64_t millis
   return c;
 }
 
-// What is left of an attempt: cgroup dirs, its tc class, its nft rule ("" when nothing).
+// What is left of an attempt: cgroup dirs, its tc class (not the shared inference class,
+// which stays), its nft rule ("" when nothing).
 std::string Leftovers(const std::string& parent, const std::string& name, const std::string& nic,
                       const std::string& table, const std::string& class_id) {
   std::string found;
@@ -118,7 +159,8 @@ std::string Leftovers(const std::string& parent, const std::string& name, const 
       found += "cgroup in " + root + "; ";
   }
   std::string classes = testing::Sh("tc class show dev " + nic);
-  if (!class_id.empty() && classes.find("htb " + class_id + " ") != std::string::npos) {
+  if (!class_id.empty() && class_id != "1:10" &&
+      classes.find("htb " + class_id + " ") != std::string::npos) {
     found += "tc class " + class_id + "; ";
   }
   std::string rules = testing::Sh("nft -a list table inet " + table + " 2>/dev/null || true");
@@ -159,6 +201,10 @@ class AgentIsolation : public ::testing::Test {
         NetCapsOptions{.nic = veth_->name(), .nic_mbps = 1000, .table = "baton_agtest" + Pid()};
     auto iso = CreateIsolator(io, launcher_testing::kNode, *inv);
     ASSERT_TRUE(iso.ok()) << iso.status();
+    // As the agent's main does: the agent (here, this process) keeps off inference's cores.
+    std::vector<uint32_t> cpus;
+    for (uint32_t c = 0; c < inv->cpus(); ++c) cpus.push_back(c);
+    ASSERT_TRUE((*iso)->ManageSelfAffinity(std::make_shared<SelfAffinity>(cpus, cpus)).ok());
     AgentOptions o;
     o.node_name = launcher_testing::kNode;
     o.coordinator = coordinator_->address();
@@ -276,7 +322,8 @@ TEST_F(AgentIsolation, InferenceArrivalNarrowsTrainingAndItsDepartureWidensIt) {
   ASSERT_TRUE(WaitPhase(3, v1::AttemptReport::PHASE_RUNNING));
   EXPECT_EQ(CgroupFile("cpuset", 3, "cpuset.cpus"), all);
   v1::CoordinatorCommand inference =
-      Job(4, "inference", 1000, {"sleep", "60"}, launcher_testing::kNode);
+      Job(4, "inference", 1000, {"sh", "-c", "grep Cpus_allowed_list: /proc/self/status; sleep 60"},
+          launcher_testing::kNode);
   inference.mutable_launch()->set_kind(v1::WORKLOAD_KIND_INFERENCE);
   ASSERT_TRUE(coordinator_->Push(inference));
   auto inf = WaitPhase(4, v1::AttemptReport::PHASE_RUNNING);
@@ -291,9 +338,24 @@ TEST_F(AgentIsolation, InferenceArrivalNarrowsTrainingAndItsDepartureWidensIt) {
   auto report = WaitReport(
       3, [](const v1::AttemptReport& r) { return r.isolation().limits().narrowed_cpus() == 1; });
   EXPECT_TRUE(report) << "the narrowing is reported";
+  // The agent's threads (this process's) and what they fork now keep off the inference
+  // core; the inference rank itself runs on it alone.
+  std::string off = "0-" + std::to_string(inventory_->cpus() - 2);
+  if (inventory_->cpus() == 2) off = "0";
+  for (const auto& [tid, allowed] : ThreadAffinities()) {
+    EXPECT_EQ(allowed, off) << "agent thread " << tid;
+  }
+  EXPECT_EQ(StatusField("/proc/self/status", "Cpus_allowed_list"), off);
+  EXPECT_EQ(ForkedAffinity(), off) << "a helper the agent forks (tc, nft) inherits it";
+  EXPECT_TRUE(WaitForLog(4, "Cpus_allowed_list:\t" + last + "\n"))
+      << ReadFile(agent_->LogPath(4, 1));
   ASSERT_TRUE(coordinator_->Push(KillCommand(4, SIGKILL, 0)));
   ASSERT_TRUE(WaitPhase(4, v1::AttemptReport::PHASE_EXITED));
   EXPECT_EQ(CgroupFile("cpuset", 3, "cpuset.cpus"), all) << "widened back";
+  std::string every = all.substr(0, all.size() - 1);
+  for (const auto& [tid, allowed] : ThreadAffinities()) {
+    EXPECT_EQ(allowed, every) << "agent thread " << tid << " once inference has left";
+  }
   EXPECT_EQ(Left(4), "");
   ASSERT_TRUE(coordinator_->Push(KillCommand(3, SIGKILL, 0)));
   ASSERT_TRUE(WaitPhase(3, v1::AttemptReport::PHASE_EXITED));

@@ -193,7 +193,10 @@ TEST_F(IsolatorTest, CappedTrainingGetsAClassAndNcclOnSockets) {
                                  "priority set 1:100")));
   auto inference = Prepare(2, /*inference=*/true, /*millis=*/1000);
   ASSERT_TRUE(inference.ok());
-  EXPECT_EQ(inference->limits.net_class(), "") << "inference rides the guaranteed class";
+  EXPECT_EQ(inference->limits.net_class(), "1:10") << "inference rides the priority class";
+  EXPECT_THAT(runner_->calls(),
+              Contains(HasSubstr("socket cgroupv2 level 2 \"unified/fake/job-2-a1\" meta "
+                                 "priority set 1:10")));
   EXPECT_FALSE(inference->env.count("NCCL_IB_DISABLE"));
 }
 
@@ -304,6 +307,24 @@ TEST(CpuList, FormatsRanges) {
   EXPECT_EQ(FormatCpuList({5, 0, 1, 2, 7, 8}), "0-2,5,7-8");
   EXPECT_EQ(FormatCpuList({}), "");
   EXPECT_EQ(FormatCpuList({3}), "3");
+}
+
+TEST(SelfAffinity, TheSystemCpusLessWhatInferenceHoldsNeverAnInferenceCore) {
+  std::vector<uint32_t> node = {0, 1, 2, 3, 4, 5, 6, 7};
+  SelfAffinity every(node, {});
+  EXPECT_EQ(every.Allowed({}), node);
+  EXPECT_EQ(every.Allowed({6, 7}), (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
+  SelfAffinity reserved(node, {1, 0});  // --system-cpus 0,1: kubelet's reserved CPUs
+  EXPECT_EQ(reserved.Allowed({}), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(reserved.Allowed({1, 5}), (std::vector<uint32_t>{0}));
+  // Inference holds every system CPU: the agent goes to the rest, never onto its cores.
+  EXPECT_EQ(reserved.Allowed({0, 1}), (std::vector<uint32_t>{2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(SelfAffinity::Check(node, {0, 7}).ok());
+  absl::Status bad = SelfAffinity::Check(node, {2, 8, 9});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("--system-cpus names CPUs this node does not have: 8-9"),
+            std::string::npos)
+      << bad;
 }
 
 }  // namespace

@@ -190,16 +190,16 @@ TEST(Htb, EnsureClassSaysWhenItIsAlreadyThereAndUpdatesIt) {
   testing::ScriptedRunner runner;
   runner.Answer("tc -s class show", {0, kClasses, ""});
   Htb htb(&runner, "eth1");
-  auto made = htb.EnsureClass(0x101, 10, 100);
+  auto made = htb.EnsureClass(0x101, 10, 100, 2);
   ASSERT_TRUE(made.ok());
   EXPECT_EQ(*made, Ensured::kCreated);
-  auto again = htb.EnsureClass(0xa0, 20, 200);
+  auto again = htb.EnsureClass(0xa0, 20, 200, 0);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, Ensured::kAlreadyThere);
   EXPECT_THAT(runner.calls(), Contains("tc class add dev eth1 parent 1:1 classid 1:101 htb rate "
-                                       "10mbit ceil 100mbit"));
+                                       "10mbit ceil 100mbit prio 2"));
   EXPECT_THAT(runner.calls(), Contains("tc class change dev eth1 parent 1:1 classid 1:a0 htb "
-                                       "rate 20mbit ceil 200mbit"));
+                                       "rate 20mbit ceil 200mbit prio 0"));
   EXPECT_TRUE(htb.DeleteClass(0x999).ok()) << "absent: nothing to do";
 }
 
@@ -250,7 +250,8 @@ TEST(NetCaps, RemoveDeletesTheRuleThenTheClass) {
   runner->Answer("tc -j qdisc show", {0, Recorded("tc_qdisc_htb.json"), ""});
   auto caps = NetCaps::Create(NetCapsOptions{.nic = "v0", .nic_mbps = 1000}, runner);
   ASSERT_TRUE(caps.ok());
-  auto cls = (*caps)->Add("job-1-a1", "unified/b/job-1-a1", 2, /*ceil_mbps=*/300);
+  auto cls = (*caps)->Add("job-1-a1", "unified/b/job-1-a1", 2, /*ceil_mbps=*/300,
+                          /*inference=*/false);
   ASSERT_TRUE(cls.ok());
   EXPECT_EQ(cls->ceil_mbps, 300u);
   runner->Answer("nft -j list chain", {0, testing::NftListing({{"job-1-a1 1:100", 9}}), ""});

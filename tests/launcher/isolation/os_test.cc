@@ -6,6 +6,9 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <thread>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/agent/isolation/cgroup_v1.h"
@@ -61,6 +64,41 @@ class CgroupV1Real : public ::testing::Test {
     auto pid = Spawn(so);
     EXPECT_TRUE(pid.ok()) << pid.status();
     return pid.ok() ? *pid : -1;
+  }
+
+  // Network caps (`mbps`, nft table `table`) on namespace a's end of a fresh veth pair,
+  // torn down with it. Null where the host cannot make one (the reason in `*skip`) or the
+  // caps fail (a test failure).
+  struct NetBed {
+    NetBed(const std::string& prefix, int subnet) : ns(prefix, subnet) {}
+    ~NetBed() {
+      if (caps) (void)caps->TearDown();
+    }
+    testing::NetnsPair ns;
+    std::shared_ptr<testing::NetnsRunner> runner;
+    std::unique_ptr<NetCaps> caps;
+  };
+  static std::unique_ptr<NetBed> MakeNetBed(const std::string& prefix, int subnet, uint64_t mbps,
+                                            const std::string& table, std::string* skip) {
+    if (!testing::HybridHost()) {
+      *skip = "no cgroup2 tree to classify by";
+      return nullptr;
+    }
+    auto bed = std::make_unique<NetBed>(prefix + std::to_string(getpid() % 100000),
+                                        subnet + getpid() % 50);
+    if (!bed->ns.error().empty()) {
+      *skip = "cannot make network namespaces: " + bed->ns.error();
+      return nullptr;
+    }
+    bed->runner = std::make_shared<testing::NetnsRunner>(bed->ns.a());
+    auto caps = NetCaps::Create(
+        NetCapsOptions{.nic = bed->ns.a(), .nic_mbps = mbps, .table = table}, bed->runner);
+    if (!caps.ok()) {
+      ADD_FAILURE() << caps.status();
+      return nullptr;
+    }
+    bed->caps = std::move(*caps);
+    return bed;
   }
 
   ScratchDir scratch_;
@@ -210,20 +248,17 @@ TEST_F(CgroupV1Real, CreateUndoesOnPartialFailure) {
 // From namespace a: a flow inside the job's cgroup and one outside it; only the first
 // is counted on the job's HTB class.
 TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
-  if (!testing::HybridHost()) GTEST_SKIP() << "no cgroup2 tree to classify by";
-  testing::NetnsPair ns("btn" + std::to_string(getpid() % 100000), 200 + getpid() % 50);
-  if (!ns.error().empty()) GTEST_SKIP() << "cannot make network namespaces: " << ns.error();
-  auto runner = std::make_shared<testing::NetnsRunner>(ns.a());
-  auto caps = NetCaps::Create(
-      NetCapsOptions{.nic = ns.a(), .nic_mbps = 1000, .table = "baton_ostest"}, runner);
-  ASSERT_TRUE(caps.ok()) << caps.status();
-  struct TearDown {
-    NetCaps* c;
-    ~TearDown() { (void)c->TearDown(); }
-  } teardown{caps->get()};
+  std::string skip;
+  auto bed = MakeNetBed("btn", 200, 1000, "baton_ostest", &skip);
+  if (!bed && !skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(bed, nullptr);
+  const testing::NetnsPair& ns = bed->ns;
+  auto& runner = bed->runner;
+  auto* caps = &bed->caps;
   ASSERT_TRUE(driver_->Create("job-4-a1").ok());
   auto cls =
-      (*caps)->Add("job-4-a1", driver_->NetPath("job-4-a1"), driver_->NetLevel("job-4-a1"), 0);
+      (*caps)->Add("job-4-a1", driver_->NetPath("job-4-a1"), driver_->NetLevel("job-4-a1"), 0,
+                   /*inference=*/false);
   ASSERT_TRUE(cls.ok()) << cls.status();
   EXPECT_EQ(cls->ceil_mbps, 700u);
   // 200 UDP datagrams of 1000 bytes (no listener needed: UDP sends anyway).
@@ -256,6 +291,60 @@ TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
   EXPECT_THAT(runner->Run({"nft", "-a", "list", "table", "inet", "baton_ostest"})->out,
               ::testing::Not(HasSubstr("job-4-a1")));
   EXPECT_TRUE(driver_->Remove("job-4-a1").ok());
+}
+
+// A training flow pushes at its 70% cap while an inference job sends: the inference
+// packets go through the inference class (priority 0, the whole link), none dropped, and
+// the training class is held at its ceiling.
+TEST_F(CgroupV1Real, InferenceTrafficIsCountedInItsPriorityClassWhileTrainingIsAtItsCap) {
+  std::string skip;
+  auto bed = MakeNetBed("btp", 150, 100, "baton_ostest_p", &skip);
+  if (!bed && !skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(bed, nullptr);
+  const testing::NetnsPair& ns = bed->ns;
+  auto& runner = bed->runner;
+  auto* caps = &bed->caps;
+  for (const char* name : {"job-5-a1", "job-6-a1"}) ASSERT_TRUE(driver_->Create(name).ok());
+  auto training = (*caps)->Add("job-5-a1", driver_->NetPath("job-5-a1"),
+                               driver_->NetLevel("job-5-a1"), 0, /*inference=*/false);
+  ASSERT_TRUE(training.ok()) << training.status();
+  auto inference = (*caps)->Add("job-6-a1", driver_->NetPath("job-6-a1"),
+                                driver_->NetLevel("job-6-a1"), 0, /*inference=*/true);
+  ASSERT_TRUE(inference.ok()) << inference.status();
+  EXPECT_EQ(inference->class_id, "1:10");
+  std::string shown = runner->Run({"tc", "class", "show", "dev", ns.a()})->out;
+  EXPECT_THAT(shown, HasSubstr("class htb 1:10 parent 1:1 prio 0 rate 30Mbit ceil 100Mbit"));
+  EXPECT_THAT(shown, HasSubstr("class htb 1:100 parent 1:1 prio 2 rate 7Mbit ceil 70Mbit"));
+
+  std::string net = "--net=/var/run/netns/" + ns.a();
+  pid_t hog = Start({"nsenter", net, "timeout", "4", "bash", "-c",
+                     "while :; do printf '%1400s' x > /dev/udp/" + ns.ip_b() + "/9; done"},
+                    "job-5-a1");
+  ASSERT_GT(hog, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  pid_t probe =
+      Start({"nsenter", net, "bash", "-c",
+             "for i in $(seq 200); do printf '%1000s' x > /dev/udp/" + ns.ip_b() + "/9; done"},
+            "job-6-a1");
+  ASSERT_GT(probe, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(probe, &status, 0), probe);
+  ASSERT_EQ(status, 0) << ReadFile(scratch_.Sub("log"));
+  auto classes = Htb(runner.get(), ns.a()).Classes();
+  ASSERT_TRUE(classes.ok()) << classes.status();
+  const HtbClassStats& inf = (*classes)[NetCaps::kInferenceMinor];
+  const HtbClassStats& train = (*classes)[0x100];
+  EXPECT_GE(inf.packets, 200u) << "the inference job's packets, in its class";
+  EXPECT_GE(inf.bytes, 200u * 1000);
+  EXPECT_EQ(inf.dropped, 0u);
+  EXPECT_GT(train.overlimits, 0u) << "the training flow was held at its ceiling";
+  ASSERT_EQ(waitpid(hog, &status, 0), hog);
+
+  ASSERT_TRUE((*caps)->Remove("job-6-a1").ok());
+  EXPECT_TRUE(Htb(runner.get(), ns.a()).Classes()->count(NetCaps::kInferenceMinor))
+      << "the shared inference class stays";
+  ASSERT_TRUE((*caps)->Remove("job-5-a1").ok());
+  for (const char* name : {"job-5-a1", "job-6-a1"}) EXPECT_TRUE(driver_->Remove(name).ok());
 }
 
 }  // namespace
