@@ -4,7 +4,6 @@
 #   scripts/fuzz.sh manifest progress  runs the ones named
 #   scripts/fuzz.sh --unit-tests       runs the unit tests labelled `sanitize` instead
 #   scripts/fuzz.sh --unit-tests -R x  (extra arguments go to ctest)
-#   scripts/fuzz.sh --build-only       builds both (scripts/test.sh, while its suite runs)
 # Each target runs for BATON_FUZZ_SECONDS (default 30) over a copy of its seed corpus. A
 # crash, a sanitizer report, a failed FUZZ_CHECK, a leak, a slow input (10 s) or going over
 # the memory limit fails the run; the input that did it is kept in
@@ -89,12 +88,7 @@ fuzz() {
   [ ${#failed[@]} -eq 0 ] || { echo "fuzz.sh: failed: ${failed[*]}"; exit 1; }
 }
 
-if [ "${1:-}" = --build-only ]; then
-  start=$(date +%s)
-  configure
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target sanitize_tests "${ALL[@]/#/fuzz_}"
-  echo "fuzz.sh --build-only: took $(($(date +%s) - start)) s"
-elif [ "${1:-}" = --unit-tests ]; then
+if [ "${1:-}" = --unit-tests ]; then
   shift
   unit_tests "$@"
 else
