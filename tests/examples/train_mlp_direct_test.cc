@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/integration/local_cluster.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -17,15 +18,6 @@ namespace baton::testing {
 namespace {
 
 const std::vector<std::string> kFlags = {"--steps", "30", "--save-every", "10"};
-
-std::string Bin(const std::string& name) { return std::string(BATON_BIN_DIR) + "/" + name; }
-
-std::string FinalHash(const std::string& log) {
-  size_t pos = log.find("final weights hash ");
-  if (pos == std::string::npos) return "";
-  pos += 19;
-  return log.substr(pos, log.find('\n', pos) - pos);
-}
 
 // One attempt: `world` ranks of train_mlp_direct on loopback, each logging to
 // <dir>/<tag>-rank-R.out.
@@ -71,7 +63,7 @@ std::string UninterruptedDirectHash(int world) {
   std::string log = run.Wait(&codes);
   for (int c : codes) EXPECT_EQ(c, 0) << log;
   EXPECT_NE(log.find("gradients all-reduced with tcp"), std::string::npos) << log;
-  return FinalHash(log);
+  return TrainMlpFinalHash(log);
 }
 
 TEST(TrainMlpDirect, EndsWithTheWeightsOfMpirunsTrainMlp) {
@@ -79,26 +71,9 @@ TEST(TrainMlpDirect, EndsWithTheWeightsOfMpirunsTrainMlp) {
     GTEST_SKIP() << "no MPI build of train_mlp or no mpirun to compare with";
   }
   for (int world : {2, 3}) {
-    TempDir dir;
-    std::vector<std::string> argv = {"mpirun",
-                                     "--allow-run-as-root",
-                                     "--oversubscribe",
-                                     "--mca",
-                                     "btl",
-                                     "self,tcp",
-                                     "--mca",
-                                     "btl_tcp_if_include",
-                                     "lo",
-                                     "-np",
-                                     std::to_string(world),
-                                     Bin("train_mlp"),
-                                     "--checkpoint-dir",
-                                     dir.path()};
-    argv.insert(argv.end(), kFlags.begin(), kFlags.end());
-    CommandResult mpi = RunProcess(argv, {}, std::chrono::seconds(120));
-    ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
-    ASSERT_FALSE(FinalHash(mpi.out).empty()) << mpi.out;
-    EXPECT_EQ(UninterruptedDirectHash(world), FinalHash(mpi.out)) << world << " ranks";
+    std::string mpi = UninterruptedTrainMlpHash(kFlags, world);
+    ASSERT_FALSE(mpi.empty()) << world << " ranks under mpirun";
+    EXPECT_EQ(UninterruptedDirectHash(world), mpi) << world << " ranks";
   }
 }
 
@@ -113,14 +88,14 @@ TEST(TrainMlpDirect, AnEvictedRankSavesEverywhereAndResumesToTheSameWeights) {
     std::string log = run.Wait(&codes);
     EXPECT_EQ(codes, (std::vector<int>{0, 0})) << log;
     ASSERT_NE(log.find("evicted: saved step"), std::string::npos) << log;
-    EXPECT_EQ(FinalHash(log), "") << "stopped before the end";
+    EXPECT_EQ(TrainMlpFinalHash(log), "") << "stopped before the end";
   }
   DirectRun second(dir, "second", /*world=*/2, {});
   std::vector<int> codes;
   std::string log = second.Wait(&codes);
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << log;
   EXPECT_NE(log.find("restored step"), std::string::npos) << log;
-  EXPECT_EQ(FinalHash(log), UninterruptedDirectHash(2));
+  EXPECT_EQ(TrainMlpFinalHash(log), UninterruptedDirectHash(2));
 }
 
 TEST(TrainMlpDirect, RefusesAnUnknownReducer) {

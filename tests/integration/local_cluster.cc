@@ -165,7 +165,7 @@ std::string TrainMlpFinalHash(const std::string& log) {
   return log.substr(pos, log.find('\n', pos) - pos);
 }
 
-std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags) {
+std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags, int ranks) {
   TempDir dir;
   std::vector<std::string> argv = {"mpirun",
                                    "--allow-run-as-root",
@@ -177,7 +177,7 @@ std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags) {
                                    "btl_tcp_if_include",
                                    "lo",
                                    "-np",
-                                   "4",
+                                   std::to_string(ranks),
                                    Bin("train_mlp"),
                                    "--checkpoint-dir",
                                    dir.path()};

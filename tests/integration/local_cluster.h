@@ -126,7 +126,7 @@ std::string Bin(const std::string& name);
 std::string TrainMlpFinalHash(const std::string& log);
 // The wall clock in unix ms (what attempts, events and train_mlp's WITNESS record).
 int64_t UnixNowMs();
-// The hash an uninterrupted 4-rank train_mlp run with `flags` ends with (mpirun here).
-std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags);
+// The hash an uninterrupted `ranks`-rank train_mlp run with `flags` ends with (mpirun here).
+std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags, int ranks = 4);
 
 }  // namespace baton::testing

@@ -51,9 +51,9 @@ absl::Status SelfAffinity::Check(const std::vector<uint32_t>& node_cpus,
                                  const std::vector<uint32_t>& system_cpus) {
   std::vector<uint32_t> unknown = Minus(Sorted(system_cpus), node_cpus);
   if (unknown.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError("--system-cpus names CPUs this node does not have: " +
-                                    FormatCpuList(unknown) + " (it has " +
-                                    FormatCpuList(node_cpus) + ")");
+  return absl::InvalidArgumentError(
+      "--system-cpus names CPUs this node does not have: " + FormatCpuList(unknown) + " (it has " +
+      FormatCpuList(node_cpus) + ")");
 }
 
 std::vector<uint32_t> SelfAffinity::Allowed(const std::vector<uint32_t>& exclusive) const {
@@ -75,9 +75,8 @@ absl::Status SelfAffinity::Apply(const std::vector<uint32_t>& exclusive) {
   for (int round = 0; round < 2; ++round) {
     for (pid_t tid : Threads()) {
       if (sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH) {
-        return absl::InternalError("cannot set the CPU affinity of thread " +
-                                   std::to_string(tid) + " to " + FormatCpuList(allowed) + ": " +
-                                   std::strerror(errno));
+        return absl::InternalError("cannot set the CPU affinity of thread " + std::to_string(tid) +
+                                   " to " + FormatCpuList(allowed) + ": " + std::strerror(errno));
       }
     }
   }
