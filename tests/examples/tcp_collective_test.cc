@@ -13,27 +13,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/subprocess.h"
 
 namespace baton::examples {
 namespace {
 
+using baton::testing::FreePort;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 // Runs fn(rank) for every rank of a `world` on its own thread and waits for all.
 void OnEveryRank(int world, const std::function<void(TcpRanks&)>& fn) {

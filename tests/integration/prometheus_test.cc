@@ -16,25 +16,10 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/local_cluster.h"
 #include "tests/launcher/isolation/os_env.h"
+#include "tests/util/subprocess.h"
 
 namespace baton::testing {
 namespace {
-
-// A free loopback port for Prometheus, which cannot listen on port 0 and tell.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string FirstLine(const std::string& path) {
   std::string s = ReadFile(path);

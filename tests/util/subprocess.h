@@ -49,4 +49,8 @@ std::string ReadFile(const std::string& path);
 // Polls `pred` every 20 ms until it holds or the deadline passes.
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
+// A loopback TCP port free a moment ago (for servers that cannot listen on port 0 and
+// tell which port they got); 0 when none could be had.
+int FreePort();
+
 }  // namespace baton::testing
