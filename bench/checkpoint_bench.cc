@@ -16,11 +16,12 @@
 // stall. Ends with one JSON line (keys in docs/benchmarks.md; _8g / _4r name the other
 // configurations). Needs root for the cache drops (else the reads are marked warm).
 //   baton-bench-checkpoint [--dir=/var/tmp] [--size=2Gi,8Gi] [--ranks=1,4] [--buffers=64]
-//                          [--reps=3] [--io-threads=4] [--io-unit=8Mi] [--no-direct]
-//                          [--explain]
+//                          [--reps=3] [--io-threads=4] [--io-depth=2] [--io-unit=8Mi]
+//                          [--no-direct] [--explain]
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
-// through the page cache (no O_DIRECT), with one I/O thread, with twice the threads and
-// with twice the unit — where restore time goes.
+// through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
+// twice the unit, with one read in flight per thread and with twice the reads in flight —
+// where restore time goes.
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct Flags {
   int buffers = 64;
   int reps = 3;
   int io_threads = 4;
+  int io_depth = 2;
   uint64_t io_unit = 8 << 20;
   bool direct = true;
   bool explain = false;  // also restore buffered and with one I/O thread (where time goes)
@@ -123,7 +125,8 @@ bool ParseFlag(const std::string& arg, Flags* f) {
   }
   if (const char* v = value("--buffers=")) return ParseCount(v, 100000, &f->buffers);
   if (const char* v = value("--reps=")) return ParseCount(v, 1000, &f->reps);
-  if (const char* v = value("--io-threads=")) return ParseCount(v, 256, &f->io_threads);
+  if (const char* v = value("--io-threads=")) return ParseCount(v, 64, &f->io_threads);
+  if (const char* v = value("--io-depth=")) return ParseCount(v, 64, &f->io_depth);
   return false;
 }
 
@@ -315,11 +318,12 @@ void Setup(const Flags& f, Config& c) {
   OnEveryRank(c, [&](int r) {
     Collective* collective = c.ranks == 1 ? &c.local : c.group->rank(r);
     Rank& mine = c.rank[r];
-    auto make = [&](int threads, bool direct, uint64_t unit) {
+    auto make = [&](int threads, bool direct, uint64_t unit, int depth) {
       auto ckpt = Checkpointer::Create({.dir = c.dir + "/ckpt",
                                         .keep_last = 1,
                                         .io_threads = threads,
                                         .io_unit_bytes = unit,
+                                        .io_queue_depth = depth,
                                         .direct_io = direct},
                                        collective);
       Check(ckpt.status(), "Checkpointer::Create");
@@ -330,14 +334,17 @@ void Setup(const Flags& f, Config& c) {
       }
       return std::move(*ckpt);
     };
-    mine.ckpt = make(f.io_threads, f.direct, f.io_unit);
+    mine.ckpt = make(f.io_threads, f.direct, f.io_unit, f.io_depth);
     // The async saves' staging copy, allocated now; the variants only restore (none).
     Check(mine.ckpt->ReserveStaging(), "ReserveStaging");
     if (f.explain) {
-      mine.variants["restore buffered"] = make(f.io_threads, false, f.io_unit);
-      mine.variants["restore 1 thread"] = make(1, f.direct, f.io_unit);
-      mine.variants["restore 2x threads"] = make(2 * f.io_threads, f.direct, f.io_unit);
-      mine.variants["restore 2x unit"] = make(f.io_threads, f.direct, 2 * f.io_unit);
+      const int t = f.io_threads, d = f.io_depth;
+      mine.variants["restore buffered"] = make(t, false, f.io_unit, d);
+      mine.variants["restore 1 thread"] = make(1, f.direct, f.io_unit, d);
+      mine.variants["restore 2x threads"] = make(std::min(64, 2 * t), f.direct, f.io_unit, d);
+      mine.variants["restore 2x unit"] = make(t, f.direct, 2 * f.io_unit, d);
+      mine.variants["restore depth 1"] = make(t, f.direct, f.io_unit, 1);
+      mine.variants["restore 2x depth"] = make(t, f.direct, f.io_unit, std::min(64, 2 * d));
     }
   });
 }
@@ -559,7 +566,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "baton-bench-checkpoint: bad flag '%s'\nflags: --dir=PATH --size=BYTES[,BYTES] "
                    "(each >= 64Mi) --ranks=N[,N] --buffers=N --reps=N --io-threads=N "
-                   "--io-unit=BYTES --no-direct --explain\n",
+                   "--io-unit=BYTES --io-depth=N --no-direct --explain\n",
                    argv[i]);
       return 2;
     }

@@ -36,6 +36,10 @@ absl::Status CheckOptions(const Options& o, const Collective* collective) {
     return absl::InvalidArgumentError("io_threads must be in 1..64, got " +
                                       std::to_string(o.io_threads));
   }
+  if (o.io_queue_depth < 1 || o.io_queue_depth > 64) {
+    return absl::InvalidArgumentError("io_queue_depth must be in 1..64, got " +
+                                      std::to_string(o.io_queue_depth));
+  }
   if (o.io_unit_bytes == 0 || o.io_unit_bytes % kChecksumChunkBytes != 0 ||
       o.io_unit_bytes > (1ull << 30)) {
     return absl::InvalidArgumentError(
@@ -153,8 +157,11 @@ absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Create(Options optio
   s->dir = std::make_unique<CheckpointDir>(s->env, options.dir, options.skip_sync_for_testing);
   s->progress_path =
       options.progress_file.empty() ? ProgressFilePath(options.dir) : options.progress_file;
-  s->io = IoOptions{options.io_threads, options.io_unit_bytes, options.direct_io,
-                    options.skip_sync_for_testing != SyncPoint::kShardFile};
+  s->io = IoOptions{.threads = options.io_threads,
+                    .unit_bytes = options.io_unit_bytes,
+                    .direct_io = options.direct_io,
+                    .sync = options.skip_sync_for_testing != SyncPoint::kShardFile,
+                    .queue_depth = options.io_queue_depth};
   s->options = std::move(options);
   if (s->is_root()) {
     BATON_RETURN_IF_ERROR(s->dir->EnsureRoot());

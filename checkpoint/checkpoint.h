@@ -45,6 +45,9 @@ struct Options {
   int io_threads = 4;
   // Bytes per write or read call; a multiple of 64 KiB.
   uint64_t io_unit_bytes = 8 << 20;
+  // Restore: O_DIRECT reads each I/O thread keeps in flight (Linux AIO), so that
+  // io_threads x io_queue_depth units are read at once while arrived ones are verified.
+  int io_queue_depth = 2;
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).
   bool direct_io = true;

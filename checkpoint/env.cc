@@ -1,5 +1,7 @@
 #include "checkpoint/env.h"
 
+#include <deque>
+#include <memory>
 #include <string>
 
 #include "common/status.h"
@@ -25,7 +27,31 @@ absl::Status Replace(Env* env, const std::string& path, const std::string& conte
   return sync ? env->SyncDir(DirName(path)) : absl::OkStatus();
 }
 
+// ReadableFile's default queue: every read done at once, results handed out in order.
+class InlineReadQueue final : public ReadQueue {
+ public:
+  explicit InlineReadQueue(ReadableFile* file) : file_(file) {}
+  absl::Status Submit(uint64_t offset, void* data, size_t n, uint64_t tag) override {
+    done_.push_back({tag, file_->ReadAt(offset, data, n)});
+    return absl::OkStatus();
+  }
+  Done Next() override {
+    if (done_.empty()) return {0, absl::InternalError("ReadQueue::Next with no read submitted")};
+    Done d = std::move(done_.front());
+    done_.pop_front();
+    return d;
+  }
+
+ private:
+  ReadableFile* const file_;
+  std::deque<Done> done_;
+};
+
 }  // namespace
+
+std::unique_ptr<ReadQueue> ReadableFile::NewReadQueue(int /*depth*/) {
+  return std::make_unique<InlineReadQueue>(this);
+}
 
 absl::Status WriteFileAtomically(Env* env, const std::string& path, const std::string& contents) {
   return Replace(env, path, contents, /*sync=*/true);

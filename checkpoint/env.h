@@ -43,6 +43,24 @@ struct ReadableFileOptions {
   bool direct_io = false;
 };
 
+// Reads kept in flight together (Linux AIO on an O_DIRECT file), for a reader that wants
+// the disk busy while it hashes and copies what already arrived. Submit starts a read;
+// Next waits for any one of them. A buffer stays in use until Next has returned its read
+// or the queue is destroyed (which waits for every read still in flight).
+// Thread-compatible: one thread per queue.
+class ReadQueue {
+ public:
+  struct Done {
+    uint64_t tag = 0;     // as given to Submit
+    absl::Status status;  // a short read is a DataLoss error ("truncated")
+  };
+  virtual ~ReadQueue() = default;
+  // Reads exactly n bytes at `offset` into `data`, aligned as ReadAt wants them.
+  virtual absl::Status Submit(uint64_t offset, void* data, size_t n, uint64_t tag) = 0;
+  // Blocks until a submitted read is done; call only while one is outstanding.
+  virtual Done Next() = 0;
+};
+
 class ReadableFile {
  public:
   virtual ~ReadableFile() = default;
@@ -52,6 +70,9 @@ class ReadableFile {
   virtual absl::StatusOr<uint64_t> Size() = 0;
   // Whether the file really was opened with O_DIRECT.
   virtual bool direct() const { return false; }
+  // A queue of up to `depth` reads of this file in flight at once. This default does each
+  // read inside Submit with ReadAt, one at a time (what wrappers and fakes get).
+  virtual std::unique_ptr<ReadQueue> NewReadQueue(int depth);
 };
 
 class Env {

@@ -1,6 +1,7 @@
 #include "checkpoint/shard_io.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -154,6 +155,114 @@ absl::Status WriteUnit(const WriteJob& job, uint64_t unit) {
   return status;
 }
 
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+struct ReadJob {
+  ReadableFile* file;
+  uint64_t file_bytes;
+  uint64_t unit_bytes;
+  const std::vector<ReadTarget>* targets;
+  uint64_t* digests;
+  std::atomic<bool> stop{false};  // a lane failed: the others stop submitting
+};
+
+// A unit read from a buffered file: straight into the buffers it covers (the kernel copies
+// out of the page cache), the bytes no buffer covers into scratch, all hashed.
+absl::Status ReadBuffered(ReadJob& job, uint64_t unit) {
+  const uint64_t start = unit * job.unit_bytes;
+  const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
+  ChunkHasher hasher(job.digests, start);
+  std::string scratch;
+  for (const auto& p : PiecesOf<char*>(*job.targets, start, end)) {
+    char* dst = p.data;
+    if (dst == nullptr) {
+      scratch.resize(p.size);
+      dst = scratch.data();
+    }
+    BATON_RETURN_IF_ERROR(job.file->ReadAt(p.offset, dst, p.size));
+    hasher.Update(dst, p.size);
+  }
+  hasher.Finish();
+  return absl::OkStatus();
+}
+
+// Hashes a unit that arrived in a bounce buffer and copies it to the buffers it covers, a
+// block at a time so that the copy reads what the hash just brought into the cache.
+void ScatterUnit(const char* buf, uint64_t start, const std::vector<Piece<char*>>& pieces,
+                 ChunkHasher& hasher) {
+  constexpr uint64_t kBlock = 256 << 10;
+  for (const auto& p : pieces) {
+    const char* src = buf + (p.offset - start);
+    for (uint64_t done = 0; done < p.size;) {
+      const uint64_t n = std::min(kBlock, p.size - done);
+      hasher.Update(src + done, n);
+      if (p.data) std::memcpy(p.data + done, src + done, n);
+      done += n;
+    }
+  }
+  hasher.Finish();
+}
+
+// One lane of an O_DIRECT read: units lane, lane + lanes, … with up to `depth` of them in
+// flight. A unit wholly inside one aligned buffer is read in place; any other goes
+// through one of the lane's bounce buffers. Each is hashed (and scattered) as it arrives,
+// while the lane's other reads and the other lanes' keep the disk busy.
+absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
+  struct Slot {
+    uint64_t unit = 0;
+    char* dst = nullptr;
+    std::unique_ptr<char, decltype(&std::free)> bounce{nullptr, &std::free};
+  };
+  const uint64_t units = CeilDiv(job.file_bytes, job.unit_bytes);
+  std::vector<Slot> slots(static_cast<size_t>(depth));
+  // After the slots: destroyed first, it waits for every read in flight into them.
+  std::unique_ptr<ReadQueue> queue = job.file->NewReadQueue(depth);
+  uint64_t next = lane;
+  int in_flight = 0;
+  auto submit = [&](size_t k) -> absl::Status {
+    Slot& slot = slots[k];
+    const uint64_t start = next * job.unit_bytes;
+    const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
+    const auto pieces = PiecesOf<char*>(*job.targets, start, end);
+    if (pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data)) {
+      slot.dst = pieces[0].data;
+    } else {
+      if (!slot.bounce) {
+        slot.bounce.reset(
+            static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, job.unit_bytes)));
+        if (!slot.bounce) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
+      }
+      slot.dst = slot.bounce.get();
+    }
+    slot.unit = next;
+    next += lanes;
+    BATON_RETURN_IF_ERROR(queue->Submit(start, slot.dst, end - start, k));
+    ++in_flight;
+    return absl::OkStatus();
+  };
+  absl::Status status;
+  for (size_t k = 0; k < slots.size() && next < units && status.ok(); ++k) status = submit(k);
+  while (in_flight > 0 && status.ok()) {
+    ReadQueue::Done done = queue->Next();
+    --in_flight;
+    status = done.status;
+    if (!status.ok() || job.stop.load(std::memory_order_relaxed)) break;
+    Slot& slot = slots[done.tag];
+    const uint64_t start = slot.unit * job.unit_bytes;
+    const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
+    ChunkHasher hasher(job.digests, start);
+    if (slot.dst == slot.bounce.get()) {
+      ScatterUnit(slot.dst, start, PiecesOf<char*>(*job.targets, start, end), hasher);
+    } else {
+      hasher.Update(slot.dst, end - start);
+      hasher.Finish();
+    }
+    if (next < units) status = submit(done.tag);
+  }
+  if (!status.ok()) job.stop.store(true);
+  return status;
+}
+
 uint64_t CombineDigests(const std::vector<uint64_t>& digests) {
   return Xxh3(digests.data(), digests.size() * sizeof(uint64_t));
 }
@@ -164,10 +273,11 @@ absl::Status CheckIoOptions(const IoOptions& o) {
                                       " bytes is not a positive multiple of " +
                                       std::to_string(kChecksumChunkBytes));
   }
+  if (o.threads < 1 || o.queue_depth < 1) {
+    return absl::InvalidArgumentError("I/O needs at least one thread and one read in flight");
+  }
   return absl::OkStatus();
 }
-
-uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -206,43 +316,17 @@ absl::Status ReadShardFile(Env* env, const std::string& path, const ShardInfo& e
                                " bytes, not a multiple of 4 KiB (damaged)");
   }
   std::vector<uint64_t> digests(CeilDiv(size, kChecksumChunkBytes));
-  BouncePool bounce(options.unit_bytes);
-  auto read_unit = [&](size_t unit) -> absl::Status {
-    const uint64_t start = unit * options.unit_bytes;
-    const uint64_t end = std::min(start + options.unit_bytes, size);
-    const auto pieces = PiecesOf<char*>(targets, start, end);
-    ChunkHasher hasher(digests.data(), start);
-    const bool in_place = pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data);
-    if (file->direct() && !in_place) {
-      // O_DIRECT needs one aligned destination: read the unit into a bounce buffer, hash
-      // it there, then scatter it to the buffers it covers.
-      char* buf = bounce.Acquire();
-      if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
-      absl::Status status = file->ReadAt(start, buf, end - start);
-      if (status.ok()) {
-        hasher.Update(buf, end - start);
-        hasher.Finish();
-        for (const auto& p : pieces) {
-          if (p.data) std::memcpy(p.data, buf + (p.offset - start), p.size);
-        }
-      }
-      bounce.Release(buf);
-      return status;
-    }
-    std::string scratch;
-    for (const auto& p : pieces) {
-      char* dst = p.data;
-      if (dst == nullptr) {
-        scratch.resize(p.size);
-        dst = scratch.data();
-      }
-      BATON_RETURN_IF_ERROR(file->ReadAt(p.offset, dst, p.size));
-      hasher.Update(dst, p.size);
-    }
-    hasher.Finish();
-    return absl::OkStatus();
-  };
-  BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(size, options.unit_bytes), options.threads, read_unit));
+  ReadJob job{file.get(), size, options.unit_bytes, &targets, digests.data()};
+  const size_t units = CeilDiv(size, options.unit_bytes);
+  if (file->direct()) {
+    const size_t lanes = std::min<size_t>(units, static_cast<size_t>(options.threads));
+    BATON_RETURN_IF_ERROR(ParallelFor(lanes, options.threads, [&](size_t lane) {
+      return ReadLane(job, lane, lanes, options.queue_depth);
+    }));
+  } else {
+    BATON_RETURN_IF_ERROR(
+        ParallelFor(units, options.threads, [&](size_t unit) { return ReadBuffered(job, unit); }));
+  }
   const uint64_t actual = CombineDigests(digests);
   if (actual != expected.xxh3) {
     return absl::DataLossError(path + " checksum mismatch: the manifest records " +

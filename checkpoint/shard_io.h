@@ -1,7 +1,8 @@
 // Moving shard files between memory and disk fast: the file is cut into units written or
 // read by a few threads at once, each unit hashed as it passes (the shard checksum of
-// FORMAT.md), one fsync per file. Internal to checkpoint/; the Checkpointer calls it.
-// Thread-safe; each call uses its own threads.
+// FORMAT.md), one fsync per file. O_DIRECT reads keep threads x queue_depth units in
+// flight (ReadQueue), so the disk stays busy while arrived units are hashed and copied. Internal to
+// checkpoint/; the Checkpointer calls it. Thread-safe; each call uses its own threads.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct IoOptions {
   uint64_t unit_bytes = 8 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
   bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
+  int queue_depth = 2;            // O_DIRECT reads in flight per reading thread
 };
 
 // Bytes of the file image at [offset, offset+size) that live at `data`. Bytes not covered

@@ -249,6 +249,10 @@ TEST_F(CheckpointerTest, CreateRejectsBadOptionsAndEnvironment) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(
       std::string(
+          Checkpointer::Create({.dir = d, .io_queue_depth = 0}, &local_).status().message()),
+      HasSubstr("io_queue_depth must be in 1..64, got 0"));
+  EXPECT_THAT(
+      std::string(
           Checkpointer::Create({.dir = d, .io_unit_bytes = 1000}, &local_).status().message()),
       HasSubstr("64 KiB"));
   EXPECT_EQ(Checkpointer::Create({.dir = d}, nullptr).status().code(),
