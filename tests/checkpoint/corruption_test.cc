@@ -22,7 +22,7 @@ using testing::LogCapture;
 using testing::ScratchDir;
 using testing::TestState;
 
-const std::vector<size_t> kSizes = {3000, 200000, 1};
+const std::vector<size_t> kCorruptedSizes = {3000, 200000, 1};
 
 class CorruptionTest : public ::testing::Test {
  protected:
@@ -62,7 +62,7 @@ class CorruptionTest : public ::testing::Test {
   ScratchDir dir_;
   LocalCollective local_;
   LogCapture log_;
-  TestState state_{kSizes};
+  TestState state_{kCorruptedSizes};
 };
 
 TEST_F(CorruptionTest, TruncatedShardFallsBackToThePreviousStep) {
@@ -133,7 +133,7 @@ TEST_F(CorruptionTest, NothingValidBeforeTouchingBuffersIsNone) {
 TEST_F(CorruptionTest, ManifestOfAnotherWorldSizeIsAClearError) {
   testing::ThreadGroup group(2);
   group.RunOnAllRanks([&](int rank) {
-    TestState state(kSizes);
+    TestState state(kCorruptedSizes);
     auto ckpt = *Checkpointer::Create({.dir = dir_.path()}, group.rank(rank));
     ASSERT_TRUE(state.Register(*ckpt).ok());
     ASSERT_TRUE(ckpt->Save(3).ok());

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/checkpoint/test_state.h"
 #include "tests/checkpoint/test_util.h"
+#include "tests/checkpoint/thread_collective.h"
 
 namespace baton::checkpoint {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::LogCapture;
+using testing::PeersCollective;
 using testing::ScratchDir;
 using testing::TestState;
 
@@ -195,25 +197,6 @@ TEST_F(FenceTest, AttemptZeroNeverWritesAFence) {
   ASSERT_TRUE(ckpt->Save(1).ok());
   EXPECT_FALSE(Exists("FENCE"));
 }
-
-// Answers AllReduceMax with max(own value, what the other ranks hold).
-class PeersCollective : public Collective {
- public:
-  explicit PeersCollective(int64_t peers_max) : peers_max_(peers_max) {}
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  absl::StatusOr<std::string> Broadcast(const std::string& data) override { return data; }
-  absl::StatusOr<std::vector<std::string>> AllGather(const std::string& data) override {
-    return std::vector<std::string>{data, data};
-  }
-  absl::StatusOr<int64_t> AllReduceMax(int64_t value) override {
-    return std::max(value, peers_max_);
-  }
-  bool SupportsBackgroundThread() const override { return false; }
-
- private:
-  const int64_t peers_max_;
-};
 
 TEST_F(FenceTest, TheWatcherStopsASupersededAttemptOnEveryRank) {
   std::filesystem::create_directories(dir_.Sub("ckpt"));

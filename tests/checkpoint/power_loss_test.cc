@@ -21,7 +21,7 @@ using testing::FaultInjectionEnv;
 using testing::TestState;
 
 constexpr int kSaves = 10;
-const std::vector<size_t> kSizes = {100, 150000, 0, 7};
+const std::vector<size_t> kCrashSizes = {100, 150000, 0, 7};
 
 struct Scenario {
   int world_size = 1;
@@ -95,7 +95,7 @@ std::string CheckCrashAt(const Scenario& sc, int64_t crash_at, int64_t* total_op
   FaultInjectionEnv env;
   env.CrashAfterOps(crash_at);
   const int n = sc.world_size;
-  std::vector<TestState> states(n, TestState(kSizes));
+  std::vector<TestState> states(n, TestState(kCrashSizes));
   std::vector<int64_t> acked(n, -1), in_flight(n, -1);
   std::vector<std::string> verdicts(n);
   testing::ThreadGroup saving(n);
@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(EveryFsync, SkippedSync,
 TEST(PowerLoss, AShardThatWasNeverSyncedIsDetectedNotRestored) {
   FaultInjectionEnv env;
   testing::LogCapture log;
-  TestState state(kSizes);
+  TestState state(kCrashSizes);
   {
     LocalCollective collective;
     Options o = OptionsFor({.skip = SyncPoint::kShardFile}, &env);

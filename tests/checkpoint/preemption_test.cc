@@ -9,28 +9,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/checkpoint/thread_collective.h"
 
 namespace baton::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A rank whose peers' flags are given: AllReduceMax folds them in.
-class PeersCollective : public Collective {
- public:
-  explicit PeersCollective(int64_t peers_max) : peers_max_(peers_max) {}
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  absl::StatusOr<int64_t> AllReduceMax(int64_t v) override { return std::max(v, peers_max_); }
-  absl::StatusOr<std::vector<std::string>> AllGather(const std::string& v) override {
-    return std::vector<std::string>{v, v};
-  }
-  absl::StatusOr<std::string> Broadcast(const std::string& v) override { return v; }
-  bool SupportsBackgroundThread() const override { return true; }
-
- private:
-  const int64_t peers_max_;
-};
+using testing::PeersCollective;
 
 TEST(PreemptionWatcher, SignalSetsTheFlagAndStartsTheGraceClock) {
   auto watcher = PreemptionWatcher::Create({.grace_seconds = 30});

@@ -4,6 +4,7 @@
 // at most 60 s for the other ranks, then fails with DeadlineExceeded.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,24 @@ class ThreadGroup {
   int arrived_ = 0, departed_ = 0;
   uint64_t generation_ = 0;
   bool draining_ = false;
+};
+
+// Rank 0 of 2 whose peer's flags are given: AllReduceMax folds them in, the other
+// collectives echo this rank's value.
+class PeersCollective : public Collective {
+ public:
+  explicit PeersCollective(int64_t peers_max) : peers_max_(peers_max) {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  absl::StatusOr<int64_t> AllReduceMax(int64_t v) override { return std::max(v, peers_max_); }
+  absl::StatusOr<std::vector<std::string>> AllGather(const std::string& v) override {
+    return std::vector<std::string>{v, v};
+  }
+  absl::StatusOr<std::string> Broadcast(const std::string& v) override { return v; }
+  bool SupportsBackgroundThread() const override { return true; }
+
+ private:
+  const int64_t peers_max_;
 };
 
 }  // namespace baton::checkpoint::testing
