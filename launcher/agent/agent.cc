@@ -518,7 +518,9 @@ AttemptRequest Agent::IsolationRequest(const v1::Launch& l) const {
     if (me.cpu_millis()) r.cpu_millis = me.cpu_millis();
     if (me.memory_bytes()) r.memory_bytes = me.memory_bytes();
     r.gpu_ids.assign(me.gpu_ids().begin(), me.gpu_ids().end());
+    r.ranks.assign(me.ranks().begin(), me.ranks().end());
   }
+  r.local_ranks = l.spec().ranks_per_node();
   return r;
 }
 

@@ -174,8 +174,11 @@ class Agent {
   absl::StatusOr<pid_t> SpawnLocked(Key key, Run& run, SpawnOptions& so);
   // The attempt's processes in its job dir, for a restarted agent to re-adopt.
   void WriteProcessesLocked(Key key, const Run& run) const;
-  void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
-  void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd);
+  // `ranks`: each local rank's binding (the Isolator's plan).
+  void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
+                    const std::vector<RankPlan>& ranks);
+  void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
+                 const std::vector<RankPlan>& ranks);
   void SendLocked(const v1::AgentMessage& msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);

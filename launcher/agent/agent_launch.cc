@@ -178,9 +178,9 @@ void Agent::Launch(const v1::Launch& l) {
     }
     run.progress_file = in.progress_file;
     if (l.spec().launch_mode() == v1::LAUNCH_MODE_MPI) {
-      LaunchMpi(l, run, in, run.cwd);
+      LaunchMpi(l, run, in, run.cwd, prepared->ranks);
     } else {
-      LaunchDirect(l, run, in, run.cwd);
+      LaunchDirect(l, run, in, run.cwd, prepared->ranks);
     }
     error = run.report.message();
   }
@@ -256,7 +256,8 @@ absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
   return pid;
 }
 
-void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd) {
+void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
+                         const std::vector<RankPlan>& ranks) {
   Key key{l.job_id(), l.attempt()};
   for (uint32_t r = 0; r < l.spec().ranks_per_node(); ++r) {
     in.local_rank = r;
@@ -266,6 +267,7 @@ void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const 
     so.argv.assign(l.spec().command().begin(), l.spec().command().end());
     so.env = std::move(*env);
     so.cwd = cwd;
+    if (r < ranks.size()) so.binding = ranks[r].bind;
     so.log_path = LogPath(l.job_id(), l.attempt());
     uint32_t rank = l.placement(l.node_rank()).first_rank() + r;
     int reader = -1;
@@ -282,13 +284,20 @@ void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const 
   }
 }
 
-void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd) {
+void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
+                      const std::vector<RankPlan>& ranks) {
   Key key{l.job_id(), l.attempt()};
   auto env = BuildRankEnv(in);
   if (!env.ok()) return run.report.set_message(std::string(env.status().message()));
   // Daemons binding nothing need no shared hwloc topology, whose shared-memory mapping
-  // crashed orted when several "nodes" share a machine. Binding is the cgroups' job.
+  // crashed orted when several "nodes" share a machine. Binding is the cgroups' job, and
+  // each rank's own (`baton-exec --bind-rank`), from this node's plan: mpirun's ranks
+  // inherit mpirun's environment here, and the daemon's (exec_env) on the other nodes.
   env->push_back("OMPI_MCA_rtc=^hwloc");
+  std::vector<ProcessBinding> bindings;
+  for (const RankPlan& p : ranks) bindings.push_back(p.bind);
+  env->push_back(std::string(kBindingsEnv) + "=" + EncodeBindings(bindings));
+  env->push_back(std::string(kBindExecEnv) + "=" + exec_command_);
   run.exec_secret = l.exec_secret();
   if (l.node_rank() > 0) {
     // Nothing to start: mpirun on the first node will exec Open MPI's daemon here.
@@ -322,6 +331,7 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   mi.network = options_.mpi_network.empty() ? DefaultMpiNetwork(l.placement(0).address())
                                             : options_.mpi_network;
   mi.as_root = run.user.uid == 0;
+  mi.rank_prefix = BindRankPrefix();
   SpawnOptions so;
   so.argv = MpirunArgv(mi);
   so.env = std::move(*env);

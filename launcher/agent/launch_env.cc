@@ -129,6 +129,7 @@ std::vector<std::string> MpirunArgv(const MpirunInput& in) {
       in.network,
   };
   if (in.as_root) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), in.rank_prefix.begin(), in.rank_prefix.end());
   argv.insert(argv.end(), spec.command().begin(), spec.command().end());
   return argv;
 }

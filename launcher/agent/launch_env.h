@@ -57,11 +57,13 @@ struct MpirunInput {
   std::string hostfile;      // path of MpiHostfile's output
   std::string network;       // CIDR for btl/oob tcp_if_include
   bool as_root = false;
+  std::vector<std::string> rank_prefix;  // runs each rank's command (its binding step)
 };
 
 // mpirun with the hostfile, daemons started through `baton-agent exec` (no ssh, no tree
 // spawn, daemons kept attached so their exit is known), TCP on the cluster network, and
-// output tagged with ranks, then the job's command.
+// output tagged with ranks, then the rank prefix and the job's command. Open MPI binds
+// nothing (--bind-to none): the rank prefix does.
 std::vector<std::string> MpirunArgv(const MpirunInput& in);
 
 }  // namespace baton

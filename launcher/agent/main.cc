@@ -24,6 +24,7 @@
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
 #include "launcher/agent/node_service.h"
+#include "launcher/agent/rank_bind.h"
 
 namespace {
 
@@ -283,6 +284,9 @@ Flags ParseFlags(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "exec") {
+    if (argc >= 3 && std::string(argv[2]) == baton::kBindRankFlag) {
+      return baton::RunBoundRank(std::vector<std::string>(argv + 3, argv + argc));
+    }
     return baton::RunExecClient(std::vector<std::string>(argv + 2, argv + argc));
   }
   baton::BlockStopSignals();

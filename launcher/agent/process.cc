@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "common/status.h"
-#include "launcher/agent/isolation/self_affinity.h"
+#include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/job_files.h"
 
 extern char** environ;
@@ -81,7 +81,8 @@ void BecomeUser(const std::optional<ProcessUser>& user, int msg_fd) {
   ResetSignals(SIG_DFL);
   if (setpgid(0, group) != 0) fail(1);
   JoinCgroups(o, err_fd);
-  ResetAffinityForJob();  // the agent's own CPUs are not the job's: its cpuset decides
+  // The agent's own CPUs are not the job's: its binding, within its cpuset, decides.
+  if (int step = BindThisProcess(o.binding); step != 0) fail(8 + step);
   BecomeUser(o.user, err_fd);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
@@ -222,6 +223,12 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
       break;
     case 8:
       what = "set no_new_privs";
+      break;
+    case 9:
+      what = "bind to CPUs " + FormatCpuList(o.binding.cpus);
+      break;
+    case 10:
+      what = "bind memory to NUMA nodes " + FormatCpuList(o.binding.mems);
       break;
     default:
       what = "exec '" + o.argv[0] + "'";

@@ -1,13 +1,13 @@
 // Starting and reaping job processes. Spawn forks, puts the child in the given process
-// group and cgroups, points stdout/stderr at the attempt's log, becomes the job's user
-// (uid, gid, groups) with no_new_privs, changes directory and execs — with only
-// async-signal-safe calls between fork and exec — and reports exec failures
-// (ENOENT, EACCES…) synchronously through a close-on-exec pipe. With an exit_dir, a
-// keeper process sits between the agent and the child: it waits for the child, records
-// how it ended in a file and ends the same way, so that an agent restarted meanwhile still
-// learns each process's exit status, and it holds the child's output pipes open. The
-// Reaper owns waitpid for the whole agent: it is the only place children are reaped.
-// Spawn is thread-safe; one Reaper per process.
+// group and cgroups with its binding (CPUs, memory nodes), points stdout/stderr at the
+// attempt's log, becomes the job's user (uid, gid, groups) with no_new_privs, changes
+// directory and execs — with only async-signal-safe calls between fork and exec — and
+// reports exec failures (ENOENT, EACCES…) synchronously through a close-on-exec pipe.
+// With an exit_dir, a keeper process sits between the agent and the child: it waits for
+// the child, records how it ended in a file and ends the same way, so that an agent
+// restarted meanwhile still learns each process's exit status, and it holds the child's
+// output pipes open. The Reaper owns waitpid for the whole agent: it is the only place
+// children are reaped. Spawn is thread-safe; one Reaper per process.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "launcher/agent/rank_bind.h"
 
 namespace baton {
 
@@ -48,6 +49,10 @@ struct SpawnOptions {
   // Files the child writes its own pid into before exec (cgroup.procs of each
   // hierarchy), so it and all its descendants start inside the job's cgroups.
   std::vector<std::string> cgroup_procs;
+  // Where the child runs once in its cgroups (a rank's binding, rank_bind.h): default,
+  // every CPU and no memory policy, so that its cgroup's cpuset, not the agent's own
+  // affinity, decides.
+  ProcessBinding binding;
   // Set: start the child under a keeper (in the child's cgroups, not in its process
   // group, deaf to every signal but SIGKILL) that writes "<exit_dir>/exit.<pid>"
   // ("<exit code> <signal>\n", see ReadExitFile) when the child ends and then exits the

@@ -55,7 +55,38 @@ std::string Placement(const v1::Attempt& a) {
   return out;
 }
 
+const v1::IsolationLimits* LimitsOn(const v1::Attempt& a, const std::string& node) {
+  for (const auto& iso : a.isolation()) {
+    if (iso.node() == node) return &iso.limits();
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string DescribeRankBindings(const v1::Attempt& a) {
+  std::string out;
+  for (const auto& p : a.placement()) {
+    const v1::IsolationLimits* applied = LimitsOn(a, p.node());
+    int n = std::max(p.ranks_size(), applied ? applied->ranks_size() : 0);
+    std::string line;
+    for (int r = 0; r < n; ++r) {
+      bool bound = applied && r < applied->ranks_size();
+      int32_t numa = bound ? applied->ranks(r).numa() : p.ranks(r).numa();
+      line += (r ? "; " : "") + std::string("rank ") + std::to_string(p.first_rank() + r) +
+              (numa >= 0 ? " numa " + std::to_string(numa) : std::string(" spans"));
+      if (bound) {
+        line += " cpus " + applied->ranks(r).cpus() + " mems " + applied->ranks(r).mems();
+      } else if (r < p.ranks_size() && p.ranks(r).cpus_size() > 0) {
+        std::string cpus;
+        for (uint32_t c : p.ranks(r).cpus()) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+        line += " cpus " + cpus + " (charged)";
+      }
+    }
+    if (!line.empty()) out += p.node() + ": " + line + "\n";
+  }
+  return out;
+}
 
 std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
   const v1::JobSpec& s = job.spec();
@@ -104,6 +135,8 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
       o << "\n";
       if (a.evicted_for() != 0) o << "        " << DescribeEviction(a, job.spec()) << "\n";
+      std::istringstream bindings(DescribeRankBindings(a));
+      for (std::string line; std::getline(bindings, line);) o << "        " << line << "\n";
       for (const auto& iso : a.isolation()) {
         if (iso.limits().cgroup().empty() && iso.limits().gpu_sharing().empty()) continue;
         o << "        " << iso.node() << ": " << DescribeLimits(iso.limits()) << "\n";

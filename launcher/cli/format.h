@@ -19,6 +19,9 @@ std::string ToJson(const google::protobuf::Message& msg);
 std::string Ago(int64_t unix_ms, int64_t now_ms);
 // Human text of one job for `baton status`.
 std::string DescribeJob(const v1::Job& job, int64_t now_ms);
+// Each node's ranks and where they run, one line per node: the agent's applied binding
+// (NUMA node, CPUs, memory nodes) when it reported one, else the scheduler's choice.
+std::string DescribeRankBindings(const v1::Attempt& attempt);
 // An evicted attempt: for whom, the work it lost (GPU-seconds), the step it resumes from,
 // and how far its grace was extended while it checkpointed.
 std::string DescribeEviction(const v1::Attempt& attempt, const v1::JobSpec& spec);

@@ -263,6 +263,52 @@ TEST_F(MultiNode, EveryProcessOfAGangRunsAsItsOwnerWithNoNewPrivs) {
   }
 }
 
+// Per-rank binding on this machine's real topology, both modes: every rank of a 2x2 gang
+// runs where `baton status` says its binding is (the agents' report): Cpus_allowed_list,
+// Mems_allowed_list, and its memory bound (numa_maps) exactly when it has a NUMA node. In
+// mpi mode the ranks bind themselves from their own node's plan (BATON_NODE shows the
+// per-node environment reached them).
+TEST_F(MultiNode, EveryRankRunsWhereStatusSaysItsBindingIs) {
+  const std::string probe =
+      "printf 'bound %s %s %s %s %s\\n' \"$BATON_NODE\" "
+      "\"${LOCAL_RANK:-$OMPI_COMM_WORLD_LOCAL_RANK}\" "
+      "\"$(grep Cpus_allowed_list: /proc/self/status | cut -f2)\" "
+      "\"$(grep Mems_allowed_list: /proc/self/status | cut -f2)\" "
+      "\"$(grep -c ' bind:' /proc/self/numa_maps)\"";
+  for (const std::string mode : {"direct", "mpi"}) {
+    CommandResult r = cluster_->Baton({"submit", "--wait", "--mode", mode, "--nodes", "2",
+                                       "--ranks-per-node", "2", "--gpus", "2", "--cpus", "1",
+                                       "--restart", "never", "--", "sh", "-c", probe});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    std::string id = std::to_string(ClusterClient::SubmittedId(r.out));
+    std::string status = cluster_->Baton({"status", id}).out;
+    std::string logs = cluster_->Baton({"logs", id}).out +
+                       (mode == "direct" ? cluster_->Baton({"logs", id, "--node", "n2"}).out : "");
+    if (status.find(" mems ") == std::string::npos) {
+      GTEST_SKIP() << "the agents run without cgroup isolation here: " << status;
+    }
+    EXPECT_NE(cluster_->Baton({"status", id, "--json"}).out.find("\"mems\""), std::string::npos)
+        << "the bindings are in status --json";
+    for (int rank = 0; rank < 4; ++rank) {
+      std::string node = rank < 2 ? "n1" : "n2";
+      std::smatch m;
+      std::regex said("rank " + std::to_string(rank) +
+                      " (numa (\\d+)|spans) cpus (\\S+) mems (\\S+?)[;\n]");
+      ASSERT_TRUE(std::regex_search(status, m, said)) << mode << " rank " << rank << ":\n"
+                                                      << status;
+      bool numa = m[2].matched;
+      std::regex ran("\\[rank " + std::to_string(rank) + "\\] bound " + node + " " +
+                     std::to_string(rank % 2) + " " + m[3].str() + " " + m[4].str() + " (\\d+)");
+      std::smatch got;
+      ASSERT_TRUE(std::regex_search(logs, got, ran))
+          << mode << " rank " << rank << " does not run where status says:\n"
+          << status << logs;
+      EXPECT_EQ(got[1].str() != "0", numa) << mode << " rank " << rank << ": its memory policy\n"
+                                           << logs;
+    }
+  }
+}
+
 TEST_F(MultiNode, ARootJobIsRefusedByDefault) {
   CommandResult r = cluster_->Baton({"submit", "--tenant", "vision", "--", "true"}, kRoot);
   EXPECT_EQ(r.exit_code, 4) << r.out;

@@ -136,6 +136,41 @@ TEST(Isolation, StatusShowsEachNodesLimitsUnderItsAttempt) {
   EXPECT_THAT(text, HasSubstr("throttled 12/340 periods"));
 }
 
+// A 2-node attempt, 2 ranks a node: node-a's agent reported where its ranks run; node-b's
+// did not (yet), so the scheduler's choice shows, with an inference rank's charged CPUs.
+v1::Attempt BoundAttempt() {
+  v1::Attempt a;
+  for (const char* name : {"node-a", "node-b"}) {
+    v1::NodeAssignment* p = a.add_placement();
+    p->set_node(name);
+    p->set_first_rank(a.placement_size() == 1 ? 0 : 2);
+    for (int32_t numa : {0, 1}) p->add_ranks()->set_numa(numa);
+  }
+  a.mutable_placement(1)->mutable_ranks(1)->add_cpus(6);
+  a.mutable_placement(1)->mutable_ranks(1)->add_cpus(7);
+  a.mutable_placement(1)->mutable_ranks(0)->set_numa(-1);
+  v1::AttemptIsolation* iso = a.add_isolation();
+  iso->set_node("node-a");
+  for (int r = 0; r < 2; ++r) {
+    v1::RankPlacement* rp = iso->mutable_limits()->add_ranks();
+    rp->set_local_rank(r);
+    rp->set_numa(r);
+    rp->set_cpus(r == 0 ? "0-3" : "4-5");
+    rp->set_mems(std::to_string(r));
+  }
+  return a;
+}
+
+TEST(Isolation, StatusShowsEachRanksBindingPerNode) {
+  EXPECT_EQ(DescribeRankBindings(BoundAttempt()),
+            "node-a: rank 0 numa 0 cpus 0-3 mems 0; rank 1 numa 1 cpus 4-5 mems 1\n"
+            "node-b: rank 2 spans; rank 3 numa 1 cpus 6,7 (charged)\n");
+  v1::Job job = SampleJob();
+  *job.mutable_attempts(job.attempts_size() - 1) = BoundAttempt();
+  EXPECT_THAT(DescribeJob(job, kNow), HasSubstr("        node-a: rank 0 numa 0 cpus 0-3 mems 0;"));
+  EXPECT_THAT(ToJson(job), HasSubstr("\"ranks\":[{\"localRank\":0,\"numa\":0,\"cpus\":\"0-3\""));
+}
+
 TEST(Isolation, NodesTableListsRunningAttemptsLimits) {
   v1::Node n;
   n.set_name("n1");

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/agent/rank_bind.h"
 
 namespace baton {
 namespace {
@@ -217,6 +218,24 @@ TEST(BuildRankEnv, NodeRankOutsideThePlacementIsAnError) {
   l.clear_placement();
   l.set_node_rank(0);
   EXPECT_FALSE(BuildRankEnv(InputFor(l, 0)).ok());
+}
+
+// mpirun binds nothing itself; each rank's command runs through the bind step first.
+TEST(MpirunArgv, RanksRunThroughTheBindStepAndOpenMpiBindsNothing) {
+  v1::Launch l = TwoByTwoLaunch();
+  l.mutable_spec()->add_command("train");
+  l.mutable_spec()->add_command("--fast");
+  MpirunInput in{.launch = &l, .exec_command = "/x/baton-exec", .hostfile = "/h"};
+  in.rank_prefix = BindRankPrefix();
+  std::vector<std::string> argv = MpirunArgv(in);
+  auto at = std::find(argv.begin(), argv.end(), "--bind-to");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), "none");
+  std::vector<std::string> tail(argv.end() - 6, argv.end());
+  EXPECT_EQ(tail[0], "/bin/sh");
+  EXPECT_THAT(tail[2], HasSubstr("exec $BATON_BIND_EXEC --bind-rank -- \"$@\""));
+  EXPECT_EQ(std::vector<std::string>(tail.begin() + 4, tail.end()),
+            (std::vector<std::string>{"train", "--fast"}));
 }
 
 }  // namespace

@@ -135,6 +135,29 @@ TEST_F(ProcessTest, AJobStartsFromEveryCpuWhateverTheAgentsOwnAffinity) {
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "Cpus_allowed_list:\t0-" + std::to_string(n - 1) + "\n");
 }
 
+TEST_F(ProcessTest, AJobTakesItsBindingTheCpusAndTheMemoryPolicyBeforeExec) {
+  unsigned n = std::thread::hardware_concurrency();
+  if (n < 2) GTEST_SKIP() << "needs two CPUs";
+  if (access("/proc/self/numa_maps", R_OK) != 0) GTEST_SKIP() << "no NUMA support here";
+  SpawnOptions o = Options({"sh", "-c",
+                            "grep Cpus_allowed_list: /proc/self/status; "
+                            "grep -c ' bind:0 ' /proc/self/numa_maps; true"});
+  o.binding = ProcessBinding{{n - 1}, {0}};
+  ASSERT_TRUE(exits_.Wait(SpawnOk(o)).ok());
+  std::string out = ReadFile(dir_.Sub("out.log"));
+  EXPECT_EQ(out.substr(0, out.find('\n')), "Cpus_allowed_list:\t" + std::to_string(n - 1));
+  EXPECT_NE(out.substr(out.find('\n') + 1), "0\n") << "its memory is bound to node 0: " << out;
+}
+
+TEST_F(ProcessTest, ABindingTheKernelRefusesFailsTheSpawnNamingIt) {
+  SpawnOptions o = Options({"true"});
+  o.binding = ProcessBinding{{}, {1000}};  // no such NUMA node
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_NE(pid.status().message().find("bind memory to NUMA nodes 1000"), std::string::npos)
+      << pid.status();
+}
+
 TEST_F(ProcessTest, ReportsTheSignalThatKilledIt) {
   pid_t pid = SpawnOk(Options({"sh", "-c", "kill -KILL $$"}));
   ExitStatus st = exits_.Wait(pid);

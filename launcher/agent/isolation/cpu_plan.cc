@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spdlog/spdlog.h"
+
 namespace baton {
 
 std::string FormatCpuList(const std::vector<uint32_t>& input) {
@@ -31,15 +33,45 @@ CpuPlanner::CpuPlanner(const v1::Inventory& inv, ClassOptions options) : options
   }
 }
 
+std::set<uint32_t> CpuPlanner::TakenCpus() const {
+  std::set<uint32_t> taken;
+  for (const auto& [n, cpus] : exclusive_) taken.insert(cpus.begin(), cpus.end());
+  return taken;
+}
+
+std::string CpuPlanner::CheckCharged(const std::vector<uint32_t>& cpus) const {
+  std::set<uint32_t> taken = TakenCpus(), mine;
+  for (uint32_t c : cpus) {
+    if (!numa_of_.count(c)) return "CPU " + std::to_string(c) + " is not one of this node's";
+    if (taken.count(c)) return "CPU " + std::to_string(c) + " is held by another inference job";
+    mine.insert(c);
+  }
+  if (taken.size() + mine.size() + options_.min_shared_cpus > numa_of_.size()) {
+    return "they would leave fewer than " + std::to_string(options_.min_shared_cpus) +
+           " CPU(s) shared";
+  }
+  return "";
+}
+
 absl::Status CpuPlanner::Add(const std::string& name, const CpuDemand& d) {
   if (demands_.count(name)) return absl::OkStatus();
   if (!d.inference) {
     demands_[name] = d;
     return absl::OkStatus();
   }
+  if (!d.cpus.empty()) {
+    std::string why = CheckCharged(d.cpus);
+    if (why.empty()) {
+      std::set<uint32_t> mine(d.cpus.begin(), d.cpus.end());
+      exclusive_[name].assign(mine.begin(), mine.end());
+      demands_[name] = d;
+      return absl::OkStatus();
+    }
+    spdlog::warn("{}: not the CPUs {} the scheduler charged ({}): the agent picks its own", name,
+                 FormatCpuList(d.cpus), why);
+  }
   size_t want = std::max<uint64_t>(1, (d.cpu_millis + 999) / 1000);
-  std::set<uint32_t> taken;
-  for (const auto& [n, cpus] : exclusive_) taken.insert(cpus.begin(), cpus.end());
+  std::set<uint32_t> taken = TakenCpus();
   size_t total = numa_of_.size();
   // Free whole cores, those on the GPUs' NUMA nodes first, then from the highest id down
   // (CPU 0 and its neighbours carry the system's own work).
@@ -76,8 +108,7 @@ void CpuPlanner::Remove(const std::string& name) {
 }
 
 std::vector<uint32_t> CpuPlanner::SharedCpus() const {
-  std::set<uint32_t> taken;
-  for (const auto& [n, cpus] : exclusive_) taken.insert(cpus.begin(), cpus.end());
+  std::set<uint32_t> taken = TakenCpus();
   std::vector<uint32_t> shared;
   for (const auto& [cpu, numa] : numa_of_) {
     if (!taken.count(cpu)) shared.push_back(cpu);
@@ -85,13 +116,13 @@ std::vector<uint32_t> CpuPlanner::SharedCpus() const {
   return shared;
 }
 
-std::string CpuPlanner::MemsOf(const std::vector<uint32_t>& cpus) const {
-  std::vector<uint32_t> nodes;
+std::vector<uint32_t> CpuPlanner::MemsOf(const std::vector<uint32_t>& cpus) const {
+  std::set<uint32_t> nodes;
   for (uint32_t c : cpus) {
     auto it = numa_of_.find(c);
-    if (it != numa_of_.end() && it->second >= 0) nodes.push_back(static_cast<uint32_t>(it->second));
+    if (it != numa_of_.end() && it->second >= 0) nodes.insert(static_cast<uint32_t>(it->second));
   }
-  return FormatCpuList(nodes);
+  return std::vector<uint32_t>(nodes.begin(), nodes.end());
 }
 
 CpuPlan CpuPlanner::PlanFor(const std::string& name) const {
@@ -120,8 +151,10 @@ CpuPlan CpuPlanner::PlanFor(const std::string& name) const {
     plan.narrowed_cpus = static_cast<uint32_t>(numa_of_.size() - shared.size());
     plan.limits.memory_max_bytes = d.memory_bytes;
   }
-  plan.limits.cpus = FormatCpuList(cpus);
-  plan.limits.mems = MemsOf(cpus);
+  plan.cpus = cpus;
+  plan.mems = MemsOf(cpus);
+  plan.limits.cpus = FormatCpuList(plan.cpus);
+  plan.limits.mems = FormatCpuList(plan.mems);
   plan.limits.cpu_quota_millis = cpus.size() * 1000;
   if (!d.inference && !options_.training_may_burst && d.cpu_millis > 0) {
     plan.limits.cpu_quota_millis = std::min<uint64_t>(plan.limits.cpu_quota_millis, d.cpu_millis);

@@ -2,7 +2,9 @@
 // "Workload kinds"): inference holds exclusive whole cores (all SMT siblings), near its
 // GPUs' NUMA node, with a quota of exactly those cores and memory = request + headroom;
 // training shares the cores no inference job holds, bursting up to all of them (quota
-// ceiling = those cores), weighted by its request, memory = request. Inference cores stay
+// ceiling = those cores), weighted by its request, memory = request. Inference takes the
+// cores the scheduler charged when the launch names them and they are free here, else
+// picks its own (older coordinators, a stale placement: logged). Inference cores stay
 // put for the attempt's life; training plans follow every arrival and departure (narrowed,
 // widened). Pure bookkeeping, no OS calls; thread-compatible (the Isolator serialises).
 #pragma once
@@ -34,10 +36,13 @@ struct CpuDemand {
   uint64_t cpu_millis = 0;
   uint64_t memory_bytes = 0;
   std::set<int32_t> numa_nodes;  // of the attempt's GPUs; empty: no preference
+  std::vector<uint32_t> cpus;    // inference: the cores the scheduler charged; empty: pick
 };
 
 struct CpuPlan {
   CgroupLimits limits;
+  std::vector<uint32_t> cpus;  // limits.cpus and limits.mems, as lists
+  std::vector<uint32_t> mems;
   bool exclusive = false;
   uint32_t narrowed_cpus = 0;  // CPUs inference jobs hold that this training job may not use
 };
@@ -46,8 +51,10 @@ class CpuPlanner {
  public:
   CpuPlanner(const v1::Inventory& inventory, ClassOptions options);
 
-  // Registers an attempt; inference gets its cores here. ResourceExhausted when too few
-  // whole cores are free. Idempotent for a name already there.
+  // Registers an attempt; inference gets its cores here: the demand's charged ones when
+  // each is a CPU of the node, held by no other inference attempt, and leaves
+  // min_shared_cpus to everyone else; else (logged) its own pick. ResourceExhausted when
+  // too few whole cores are free. Idempotent for a name already there.
   absl::Status Add(const std::string& name, const CpuDemand& demand);
   void Remove(const std::string& name);
   bool Has(const std::string& name) const { return demands_.count(name) > 0; }
@@ -65,7 +72,10 @@ class CpuPlanner {
     int32_t numa = -1;
   };
   std::vector<uint32_t> SharedCpus() const;
-  std::string MemsOf(const std::vector<uint32_t>& cpus) const;
+  std::set<uint32_t> TakenCpus() const;
+  // Why the scheduler's charged CPUs cannot be taken ("" when they can).
+  std::string CheckCharged(const std::vector<uint32_t>& cpus) const;
+  std::vector<uint32_t> MemsOf(const std::vector<uint32_t>& cpus) const;  // ascending
 
   std::vector<Core> cores_;
   std::map<uint32_t, int32_t> numa_of_;

@@ -72,6 +72,8 @@ absl::Status Isolator::ApplyPlanLocked(const std::string& name) {
   a.limits.set_cpu_weight(plan.limits.cpu_weight);
   a.limits.set_memory_limit_bytes(plan.limits.memory_max_bytes);
   a.limits.set_narrowed_cpus(plan.narrowed_cpus);
+  a.ranks = PlanRanks(inventory_, plan.cpus, plan.mems, a.bindings, a.local_ranks);
+  SetRankPlacements(a.ranks, &a.limits);
   return driver_->Apply(name, plan.limits);
 }
 
@@ -119,7 +121,12 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     for (const auto& g : gpus) {
       if (g.numa_node() >= 0) d.numa_nodes.insert(g.numa_node());
     }
+    for (const auto& b : r.ranks) {
+      if (r.inference) d.cpus.insert(d.cpus.end(), b.cpus().begin(), b.cpus().end());
+    }
     if (auto s = planner_.Add(name, d); !s.ok()) return s;
+    attempts_[name].bindings = r.ranks;
+    attempts_[name].local_ranks = r.local_ranks;
     int stage = kPlanned;
     absl::Status s = driver_->Create(name);
     std::vector<CharDevice> fenced = OtherGpusThan(gpus);
@@ -163,6 +170,9 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     }
     out.procs_files = driver_->ProcsFiles(name);
     out.limits = a.limits;
+    out.ranks = a.ranks;
+  } else {  // no cpuset: the ranks' bindings within the whole node
+    out.ranks = PlanRanks(inventory_, {}, {}, r.ranks, r.local_ranks);
   }
   GpuEnvInput in;
   in.inference = r.inference;

@@ -1,9 +1,11 @@
 // The node's isolation, per job attempt: cgroups (CgroupDriver) with per-class CPU and
-// memory limits (CpuPlanner), the network class (NetCaps), and the GPU/NCCL environment
-// (gpu_env.h). The Agent calls Prepare before spawning an attempt's ranks (they join the
-// returned cgroup.procs files before exec), Kill/Release at its end, Stats for reports,
-// and Recover + Readopt at start-up. Without a driver (mode "none") only the environment
-// applies. Thread-safe (one mutex); cgroup and tc/nft calls happen under it.
+// memory limits (CpuPlanner), the network class (NetCaps), the GPU/NCCL environment
+// (gpu_env.h), and each rank's binding within the attempt's cpuset (rank_plan.h). The
+// Agent calls Prepare before spawning an attempt's ranks (they join the returned
+// cgroup.procs files and take their binding before exec), Kill/Release at its end, Stats
+// for reports, and Recover + Readopt at start-up. Without a driver (mode "none") only the
+// environment and the bindings (within the whole node) apply. Thread-safe (one mutex);
+// cgroup and tc/nft calls happen under it.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +20,7 @@
 #include "launcher/agent/isolation/cgroup_driver.h"
 #include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/isolation/net_caps.h"
+#include "launcher/agent/isolation/rank_plan.h"
 #include "launcher/agent/isolation/self_affinity.h"
 #include "proto/agent.pb.h"
 
@@ -30,14 +33,17 @@ struct AttemptRequest {
   const v1::JobSpec* spec = nullptr;  // GPU memory, network cap
   uint64_t cpu_millis = 0;            // this node's share
   uint64_t memory_bytes = 0;
-  std::vector<std::string> gpu_ids;  // this node's GPUs for the attempt
-  uint32_t pids_limit = 0;           // most processes and threads; 0: no limit
+  std::vector<std::string> gpu_ids;    // this node's GPUs for the attempt
+  uint32_t pids_limit = 0;             // most processes and threads; 0: no limit
+  std::vector<v1::RankBinding> ranks;  // the placement's, per local rank (may be empty)
+  uint32_t local_ranks = 0;            // ranks on this node
 };
 
 struct PreparedAttempt {
   std::vector<std::string> procs_files;    // for SpawnOptions::cgroup_procs
   std::map<std::string, std::string> env;  // GPU and NCCL settings
   v1::IsolationLimits limits;
+  std::vector<RankPlan> ranks;  // where each local rank runs (limits.ranks, as plans)
 };
 
 struct LiveLeftover {
@@ -90,6 +96,9 @@ class Isolator {
     bool inference = false;
     bool net = false;     // its traffic has a class
     bool capped = false;  // ... under a ceiling (training, or an inference spec's cap)
+    std::vector<v1::RankBinding> bindings;  // the placement's, planned with each cpuset
+    uint32_t local_ranks = 0;
+    std::vector<RankPlan> ranks;
   };
   absl::Status ApplyPlanLocked(const std::string& name);
   absl::Status ApplyTrainingLocked(const std::string& except);

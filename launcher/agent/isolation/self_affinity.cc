@@ -89,11 +89,4 @@ std::vector<uint32_t> SelfAffinity::current() const {
   return current_;
 }
 
-void ResetAffinityForJob() {
-  cpu_set_t all;
-  std::memset(&all, 0xff, sizeof all);
-  // The kernel keeps the CPUs of the process's cpuset; nothing to report if it refuses.
-  (void)sched_setaffinity(0, sizeof all, &all);
-}
-
 }  // namespace baton

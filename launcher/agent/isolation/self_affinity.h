@@ -3,7 +3,7 @@
 // `baton-agent exec` relays) inherit them. `system` (--system-cpus, as kubelet's reserved
 // CPUs or Slurm's CpuSpecList; empty: every CPU of the node) less the CPUs inference
 // attempts hold exclusively, set again whenever inference comes or goes. A job's rank
-// starts from every CPU instead (ResetAffinityForJob), which its cgroup's cpuset narrows.
+// takes its own binding instead (rank_bind.h), within its cgroup's cpuset.
 // Thread-safe.
 #pragma once
 
@@ -39,9 +39,5 @@ class SelfAffinity {
   mutable std::mutex mu_;
   std::vector<uint32_t> current_;
 };
-
-// In a forked child that becomes a job's rank (async-signal-safe): every CPU, so that
-// its cgroup's cpuset, not the agent's own affinity, decides where it runs.
-void ResetAffinityForJob();
 
 }  // namespace baton

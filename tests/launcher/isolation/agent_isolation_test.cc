@@ -4,6 +4,7 @@
 // nothing left behind — no cgroup, tc class or nft rule — after success, failure, cancel,
 // kill -9 of a job, or kill -9 of the agent and a restart.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
 #include "tests/launcher/fake_coordinator.h"
+#include "tests/launcher/isolation/fakes.h"
 #include "tests/launcher/isolation/os_env.h"
 #include "tests/util/subprocess.h"
 
@@ -31,6 +33,7 @@ using launcher_testing::PollUntil;
 using launcher_testing::ReadFile;
 using launcher_testing::ScratchDir;
 using ::testing::HasSubstr;
+using testing::RankOn;
 using Received = FakeCoordinator::Received;
 
 // A field of a /proc status file, its value trimmed ("" when absent).
@@ -359,6 +362,81 @@ TEST_F(AgentIsolation, InferenceArrivalNarrowsTrainingAndItsDepartureWidensIt) {
   EXPECT_EQ(Left(4), "");
   ASSERT_TRUE(coordinator_->Push(KillCommand(3, SIGKILL, 0)));
   ASSERT_TRUE(WaitPhase(3, v1::AttemptReport::PHASE_EXITED));
+}
+
+// What a rank prints of where it runs: "bound LOCAL_RANK CPUS MEMS N", N the mappings
+// under a bind memory policy (0: the default policy).
+constexpr const char* kWhereAmI =
+    "printf 'bound %s %s %s %s\\n' \"$LOCAL_RANK\" "
+    "\"$(grep Cpus_allowed_list: /proc/self/status | cut -f2)\" "
+    "\"$(grep Mems_allowed_list: /proc/self/status | cut -f2)\" "
+    "\"$(grep -c ' bind:' /proc/self/numa_maps)\"";
+
+// Each rank runs where the binding the agent reports says, and the kernel agrees
+// (/proc/PID/status, numa_maps): a rank with a charged CPU on exactly it, a rank on a NUMA
+// node on that node's CPUs with its memory bound there, a spanning rank on the attempt's
+// cpuset with the default memory policy.
+TEST_F(AgentIsolation, EachRankRunsWhereItsBindingSays) {
+  if (inventory_->cpus() < 2) GTEST_SKIP() << "needs two CPUs";
+  if (access("/proc/self/numa_maps", R_OK) != 0) GTEST_SKIP() << "no NUMA support here";
+  ASSERT_GT(inventory_->numa_nodes_size(), 0);
+  const v1::NumaNode& node = inventory_->numa_nodes(0);
+  v1::CoordinatorCommand c =
+      Job(12, "training", 1000, {"sh", "-c", std::string(kWhereAmI) + "; sleep 60"},
+          launcher_testing::kNode);
+  c.mutable_launch()->mutable_spec()->set_ranks_per_node(3);
+  v1::NodeAssignment* p = c.mutable_launch()->mutable_placement(0);
+  *p->add_ranks() = RankOn(node.id(), {node.cpus(node.cpus_size() - 1)});
+  *p->add_ranks() = RankOn(node.id());
+  *p->add_ranks() = RankOn(-1);
+  ASSERT_TRUE(coordinator_->Push(c));
+  auto running = WaitPhase(12, v1::AttemptReport::PHASE_RUNNING);
+  ASSERT_TRUE(running);
+  const v1::IsolationLimits& l = running->isolation().limits();
+  ASSERT_EQ(l.ranks_size(), 3);
+  EXPECT_EQ(l.ranks(0).cpus(), std::to_string(node.cpus(node.cpus_size() - 1)));
+  EXPECT_EQ(l.ranks(0).mems(), std::to_string(node.id()));
+  EXPECT_EQ(l.ranks(1).numa(), node.id());
+  EXPECT_EQ(l.ranks(2).numa(), -1);
+  EXPECT_EQ(l.ranks(2).cpus(), l.cpus()) << "spanning: the attempt's cpuset";
+  for (int r = 0; r < 3; ++r) {
+    std::string line =
+        "bound " + std::to_string(r) + " " + l.ranks(r).cpus() + " " + l.ranks(r).mems() + " ";
+    ASSERT_TRUE(WaitForLog(12, "[rank " + std::to_string(r) + "] " + line))
+        << line << "\n"
+        << ReadFile(agent_->LogPath(12, 1));
+    std::string log = ReadFile(agent_->LogPath(12, 1));
+    std::string bound = log.substr(log.find(line) + line.size());
+    EXPECT_EQ(bound.substr(0, 2) == "0\n", r == 2)
+        << "rank " << r << ": memory bound " << (r == 2 ? "nowhere" : "to its node") << "\n"
+        << log;
+  }
+  ASSERT_TRUE(coordinator_->Push(KillCommand(12, SIGKILL, 0)));
+  ASSERT_TRUE(WaitPhase(12, v1::AttemptReport::PHASE_EXITED));
+}
+
+// An inference attempt takes the core the scheduler charged (here the lowest, where the
+// agent's own pick would take the highest), and its rank runs on it.
+TEST_F(AgentIsolation, InferenceRunsOnTheCoresTheSchedulerCharged) {
+  if (inventory_->cpus() < 2) GTEST_SKIP() << "needs two CPUs";
+  const v1::NumaNode& node = inventory_->numa_nodes(0);
+  uint32_t first = node.cpus(0);
+  v1::CoordinatorCommand c =
+      Job(13, "inference", 1000, {"sh", "-c", std::string(kWhereAmI) + "; sleep 60"},
+          launcher_testing::kNode);
+  c.mutable_launch()->set_kind(v1::WORKLOAD_KIND_INFERENCE);
+  *c.mutable_launch()->mutable_placement(0)->add_ranks() = RankOn(node.id(), {first});
+  ASSERT_TRUE(coordinator_->Push(c));
+  auto running = WaitPhase(13, v1::AttemptReport::PHASE_RUNNING);
+  ASSERT_TRUE(running);
+  EXPECT_EQ(CgroupFile("cpuset", 13, "cpuset.cpus"), std::to_string(first) + "\n");
+  EXPECT_EQ(running->isolation().limits().ranks(0).cpus(), std::to_string(first));
+  EXPECT_TRUE(WaitForLog(
+      13, "[rank 0] bound 0 " + std::to_string(first) + " " + std::to_string(node.id()) + " "))
+      << ReadFile(agent_->LogPath(13, 1));
+  ASSERT_TRUE(coordinator_->Push(KillCommand(13, SIGKILL, 0)));
+  ASSERT_TRUE(WaitPhase(13, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(Left(13), "");
 }
 
 TEST_F(AgentIsolation, NothingIsLeftAfterSuccessFailureCancelOrKillNineOfTheJob) {

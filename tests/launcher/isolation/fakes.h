@@ -1,6 +1,7 @@
 // Test doubles for the isolation layer: a CgroupDriver that records every call and keeps
-// the limits it was given (for Isolator and Agent unit tests), and a CommandRunner that
-// records argv lists and answers from a script. Header-only; thread-safe (one mutex).
+// the limits it was given (for Isolator and Agent unit tests), a CommandRunner that
+// records argv lists and answers from a script, and the scheduler's rank bindings. Header-only;
+// thread-safe (one mutex).
 #pragma once
 
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "launcher/agent/isolation/cgroup_driver.h"
 #include "launcher/agent/isolation/command.h"
+#include "proto/api.pb.h"
 
 namespace baton::testing {
 
@@ -199,5 +201,13 @@ class NetnsRunner : public CommandRunner {
 };
 
 #undef BATON_FAKE_RETURN_IF_FAULT
+
+// A placement's binding of one rank: its NUMA node (-1: spans) and charged CPUs.
+inline v1::RankBinding RankOn(int32_t numa, std::vector<uint32_t> cpus = {}) {
+  v1::RankBinding b;
+  b.set_numa(numa);
+  for (uint32_t c : cpus) b.add_cpus(c);
+  return b;
+}
 
 }  // namespace baton::testing

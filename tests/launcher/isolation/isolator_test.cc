@@ -13,6 +13,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::RankOn;
 
 // 8 CPUs as 4 SMT cores: (0,4) (1,5) on NUMA 0, (2,6) (3,7) on NUMA 1; GPU 0 on node 0,
 // GPU 1 on node 1, 80 GiB each.
@@ -57,8 +58,10 @@ class IsolatorTest : public ::testing::Test {
     }
     iso_ = std::make_unique<Isolator>(SmtInventory(), classes, std::move(driver), std::move(caps));
   }
+  // `ranks`: the placement's bindings of this node's ranks (one local rank each).
   absl::StatusOr<PreparedAttempt> Prepare(uint64_t job, bool inference, uint64_t millis,
-                                          std::vector<std::string> gpus = {}) {
+                                          std::vector<std::string> gpus = {},
+                                          std::vector<v1::RankBinding> ranks = {}) {
     specs_[job].set_memory_bytes_per_node(1ull << 30);
     AttemptRequest r{.job_id = job,
                      .attempt = 1,
@@ -66,7 +69,9 @@ class IsolatorTest : public ::testing::Test {
                      .spec = &specs_[job],
                      .cpu_millis = millis,
                      .memory_bytes = 1ull << 30,
-                     .gpu_ids = gpus};
+                     .gpu_ids = gpus,
+                     .ranks = ranks,
+                     .local_ranks = static_cast<uint32_t>(ranks.size())};
     return iso_->Prepare(r);
   }
   CgroupLimits Applied(uint64_t job) { return driver_->limits(Isolator::Name(job, 1)); }
@@ -129,6 +134,47 @@ TEST_F(IsolatorTest, InferenceThatWouldLeaveNoSharedCpuIsRefused) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("whole cores"));
   EXPECT_FALSE(driver_->exists("job-2-a1")) << "nothing created for a refused attempt";
+}
+
+TEST_F(IsolatorTest, InferenceTakesTheCpusTheSchedulerCharged) {
+  auto p =
+      Prepare(1, /*inference=*/true, /*millis=*/2000, {"GPU-0"}, {RankOn(0, {0}), RankOn(0, {1})});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Applied(1).cpus, "0-1") << "the scheduler's, not the agent's own pick (1,5)";
+  EXPECT_EQ(Applied(1).mems, "0");
+  EXPECT_EQ(iso_->Describe().exclusive_cpus(), "0-1");
+  ASSERT_EQ(p->ranks.size(), 2u);
+  EXPECT_EQ(p->ranks[0].bind, (ProcessBinding{{0}, {0}}));
+  EXPECT_EQ(p->ranks[1].bind, (ProcessBinding{{1}, {0}}));
+  EXPECT_EQ(p->limits.ranks(1).cpus(), "1");
+}
+
+TEST_F(IsolatorTest, ChargedCpusHeldByAnotherInferenceJobFallBackToTheAgentsOwnPick) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/true, /*millis=*/1000, {}, {RankOn(0, {0})}).ok());
+  auto p = Prepare(2, /*inference=*/true, /*millis=*/1000, {"GPU-1"}, {RankOn(1, {0})});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Applied(2).cpus, "3,7") << "a whole core near its GPU, not job 1's CPU 0";
+  EXPECT_EQ(p->ranks[0].cpus, (std::vector<uint32_t>{3, 7})) << "on its NUMA node's share";
+  EXPECT_EQ(p->ranks[0].mems, (std::vector<uint32_t>{1}));
+  auto unknown = Prepare(3, /*inference=*/true, /*millis=*/1000, {}, {RankOn(0, {42})});
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ(Applied(3).cpus, "2,6") << "CPU 42 is not the node's: the agent's own pick";
+}
+
+TEST_F(IsolatorTest, TrainingRanksFollowTheirNumaNodesThroughNarrowingAndWidening) {
+  auto p =
+      Prepare(1, /*inference=*/false, /*millis=*/2000, {"GPU-0", "GPU-1"}, {RankOn(0), RankOn(1)});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->ranks[0].cpus, (std::vector<uint32_t>{0, 1, 4, 5}));
+  EXPECT_EQ(p->ranks[1].bind, (ProcessBinding{{2, 3, 6, 7}, {1}}));
+  ASSERT_TRUE(Prepare(2, /*inference=*/true, /*millis=*/1000, {"GPU-1"}).ok());
+  v1::IsolationLimits narrowed = iso_->Limits(1, 1);
+  ASSERT_EQ(narrowed.ranks_size(), 2);
+  EXPECT_EQ(narrowed.ranks(0).cpus(), "0-1,4-5");
+  EXPECT_EQ(narrowed.ranks(1).cpus(), "2,6") << "node 1 less the inference core (3,7)";
+  EXPECT_EQ(narrowed.ranks(1).mems(), "1");
+  ASSERT_TRUE(iso_->Release(2, 1).ok());
+  EXPECT_EQ(iso_->Limits(1, 1).ranks(1).cpus(), "2-3,6-7") << "widened back";
 }
 
 TEST_F(IsolatorTest, AnAttemptMayNotOpenTheNodesOtherGpusAndGetsItsPidsLimit) {
@@ -255,6 +301,12 @@ TEST_F(IsolatorTest, WithoutADriverOnlyTheEnvironmentApplies) {
   EXPECT_TRUE(p->procs_files.empty());
   EXPECT_EQ(p->env.at("TF_FORCE_GPU_ALLOW_GROWTH"), "true");
   EXPECT_EQ(none.Describe().mode(), "none");
+  r.ranks = {RankOn(1)};
+  r.local_ranks = 1;
+  r.job_id = 2;
+  auto bound = none.Prepare(r);
+  ASSERT_TRUE(bound.ok());
+  EXPECT_EQ(bound->ranks[0].bind, (ProcessBinding{{2, 3, 6, 7}, {1}})) << "within the node";
   EXPECT_TRUE(none.Release(1, 1).ok());
   EXPECT_TRUE(none.Recover()->empty());
 }
