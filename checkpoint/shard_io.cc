@@ -1,5 +1,7 @@
 #include "checkpoint/shard_io.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -79,8 +81,21 @@ class ChunkHasher {
   uint64_t filled_ = 0;
 };
 
-// Aligned scratch buffers for O_DIRECT writes and reads, one per busy thread, reused
-// across units.
+// Memory for O_DIRECT bounce buffers, on transparent huge pages where the kernel allows
+// (madvise mode included). A direct read or write is cut into one block-layer request per
+// run of physically contiguous memory (at most max_segments of them: 254 on virtio), so
+// into 4 KiB pages an 8 MiB read became a dozen small requests and restores ran at half
+// the disk's speed; 2 MiB pages make them whole. nullptr when out of memory.
+char* AllocateIoBuffer(uint64_t bytes) {
+  constexpr uint64_t kHuge = 2 << 20;
+  if (bytes < kHuge) return static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, bytes));
+  const uint64_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (p != nullptr) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice: ignored where THP is off
+  return static_cast<char*>(p);
+}
+
+// Aligned scratch buffers for O_DIRECT writes, one per busy thread, reused across units.
 class BouncePool {
  public:
   explicit BouncePool(uint64_t bytes) : bytes_(bytes) {}
@@ -89,7 +104,7 @@ class BouncePool {
   }
   char* Acquire() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, bytes_));
+    if (free_.empty()) return AllocateIoBuffer(bytes_);
     char* p = free_.back();
     free_.pop_back();
     return p;
@@ -228,8 +243,7 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
       slot.dst = pieces[0].data;
     } else {
       if (!slot.bounce) {
-        slot.bounce.reset(
-            static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, job.unit_bytes)));
+        slot.bounce.reset(AllocateIoBuffer(job.unit_bytes));
         if (!slot.bounce) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
       }
       slot.dst = slot.bounce.get();
