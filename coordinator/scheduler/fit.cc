@@ -127,8 +127,10 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
   if (taken.empty()) taken.assign(total, 0);
   uint32_t begin = slot == kSpan ? 0 : hw.numa_cpu_offset[slot];
   uint32_t end = slot == kSpan ? total : hw.numa_cpu_offset[slot + 1];
+  // From the highest CPU down, as the agent would pick: CPU 0 and its neighbours carry the
+  // system's own work (interrupts, daemons), which inference's exclusive cores avoid.
   std::vector<uint32_t> out;
-  for (uint32_t at = begin; at < end && out.size() < n; ++at) {
+  for (uint32_t at = end; at-- > begin && out.size() < n;) {
     if (taken[at]) continue;
     taken[at] = 1;
     uint32_t pos = at;

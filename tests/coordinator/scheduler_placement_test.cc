@@ -231,10 +231,12 @@ TEST(SchedulerPlacement, InferenceRanksGetExclusiveCoresOfTheirNumaNode) {
     ASSERT_NE(p, nullptr);
     const RankBinding& r = p->nodes[0].ranks[0];
     ASSERT_EQ(r.cpus.size(), 4u);  // 4 CPUs per GPU in the fixtures
+    const auto& numa_cpus = v.nodes[0].numa[r.numa].cpus;
     for (uint32_t c : r.cpus) {
       EXPECT_TRUE(cores.insert(c).second) << "core " << c << " given twice";
-      const auto& numa_cpus = v.nodes[0].numa[r.numa].cpus;
       EXPECT_NE(std::find(numa_cpus.begin(), numa_cpus.end(), c), numa_cpus.end());
+      // From the top of the NUMA node down: its first CPUs carry the system's own work.
+      EXPECT_GE(c, numa_cpus[numa_cpus.size() - 8]) << "not among the node's highest CPUs";
     }
   }
 }
