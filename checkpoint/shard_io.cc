@@ -82,10 +82,10 @@ class ChunkHasher {
 };
 
 // Memory for O_DIRECT bounce buffers, on transparent huge pages where the kernel allows
-// (madvise mode included). A direct read or write is cut into one block-layer request per
-// run of physically contiguous memory (at most max_segments of them: 254 on virtio), so
-// into 4 KiB pages an 8 MiB read became a dozen small requests and restores ran at half
-// the disk's speed; 2 MiB pages make them whole. nullptr when out of memory.
+// (madvise mode included). A block-layer request holds at most max_segments runs of
+// physically contiguous memory (254 on virtio), so a direct read into 4 KiB pages went
+// out in requests of at most ~1 MiB and restores ran at half the disk's speed; 2 MiB
+// pages make an 8 MiB unit a few requests. nullptr when out of memory.
 char* AllocateIoBuffer(uint64_t bytes) {
   constexpr uint64_t kHuge = 2 << 20;
   if (bytes < kHuge) return static_cast<char*>(std::aligned_alloc(kDirectIoAlignment, bytes));
