@@ -97,6 +97,7 @@ class AgentTest : public ::testing::Test {
     coordinator_->Shutdown();
     // The agent (and the Reaper it owns) stays allocated until the process exits.
     delete coordinator_;
+    delete tls_;  // stops the test munged
     delete dir_;
   }
 

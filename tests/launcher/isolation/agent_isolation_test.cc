@@ -221,6 +221,7 @@ class AgentIsolation : public ::testing::Test {
     if (agent_) agent_->Stop();  // the agent (and its Reaper) stays allocated
     if (coordinator_) coordinator_->Shutdown();
     testing::Sh("nft delete table inet baton_agtest" + Pid() + " 2>/dev/null; true");
+    delete tls_;  // stops the test munged
     delete guard_;
     delete veth_;
   }
