@@ -224,8 +224,9 @@ void ScatterUnit(const char* buf, uint64_t start, const std::vector<Piece<char*>
 // while the lane's other reads and the other lanes' keep the disk busy.
 absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
   struct Slot {
-    uint64_t unit = 0;
-    char* dst = nullptr;
+    uint64_t start = 0, end = 0;       // the unit in flight, as file offsets
+    std::vector<Piece<char*>> pieces;  // where its bytes go
+    char* dst = nullptr;               // where it is read to: in place, or `bounce`
     std::unique_ptr<char, decltype(&std::free)> bounce{nullptr, &std::free};
   };
   const uint64_t units = CeilDiv(job.file_bytes, job.unit_bytes);
@@ -236,9 +237,10 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
   int in_flight = 0;
   auto submit = [&](size_t k) -> absl::Status {
     Slot& slot = slots[k];
-    const uint64_t start = next * job.unit_bytes;
-    const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
-    const auto pieces = PiecesOf<char*>(*job.targets, start, end);
+    slot.start = next * job.unit_bytes;
+    slot.end = std::min(slot.start + job.unit_bytes, job.file_bytes);
+    slot.pieces = PiecesOf<char*>(*job.targets, slot.start, slot.end);
+    const auto& pieces = slot.pieces;
     if (pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data)) {
       slot.dst = pieces[0].data;
     } else {
@@ -248,9 +250,8 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
       }
       slot.dst = slot.bounce.get();
     }
-    slot.unit = next;
     next += lanes;
-    BATON_RETURN_IF_ERROR(queue->Submit(start, slot.dst, end - start, k));
+    BATON_RETURN_IF_ERROR(queue->Submit(slot.start, slot.dst, slot.end - slot.start, k));
     ++in_flight;
     return absl::OkStatus();
   };
@@ -261,14 +262,12 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     --in_flight;
     status = done.status;
     if (!status.ok() || job.stop.load(std::memory_order_relaxed)) break;
-    Slot& slot = slots[done.tag];
-    const uint64_t start = slot.unit * job.unit_bytes;
-    const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
-    ChunkHasher hasher(job.digests, start);
+    const Slot& slot = slots[done.tag];
+    ChunkHasher hasher(job.digests, slot.start);
     if (slot.dst == slot.bounce.get()) {
-      ScatterUnit(slot.dst, start, PiecesOf<char*>(*job.targets, start, end), hasher);
+      ScatterUnit(slot.dst, slot.start, slot.pieces, hasher);
     } else {
-      hasher.Update(slot.dst, end - start);
+      hasher.Update(slot.dst, slot.end - slot.start);
       hasher.Finish();
     }
     if (next < units) status = submit(done.tag);

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "absl/strings/str_join.h"
 #include "common/resources.h"
 #include "proto/rpc_util.h"
 
@@ -78,9 +79,7 @@ std::string DescribeRankBindings(const v1::Attempt& a) {
       if (bound) {
         line += " cpus " + applied->ranks(r).cpus() + " mems " + applied->ranks(r).mems();
       } else if (r < p.ranks_size() && p.ranks(r).cpus_size() > 0) {
-        std::string cpus;
-        for (uint32_t c : p.ranks(r).cpus()) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-        line += " cpus " + cpus + " (charged)";
+        line += " cpus " + absl::StrJoin(p.ranks(r).cpus(), ",") + " (charged)";
       }
     }
     if (!line.empty()) out += p.node() + ": " + line + "\n";

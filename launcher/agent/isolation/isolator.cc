@@ -121,8 +121,8 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
     for (const auto& g : gpus) {
       if (g.numa_node() >= 0) d.numa_nodes.insert(g.numa_node());
     }
-    for (const auto& b : r.ranks) {
-      if (r.inference) d.cpus.insert(d.cpus.end(), b.cpus().begin(), b.cpus().end());
+    if (r.inference) {  // the cores the scheduler charged its ranks
+      for (const auto& b : r.ranks) d.cpus.insert(d.cpus.end(), b.cpus().begin(), b.cpus().end());
     }
     if (auto s = planner_.Add(name, d); !s.ok()) return s;
     attempts_[name].bindings = r.ranks;

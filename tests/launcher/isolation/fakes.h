@@ -1,7 +1,7 @@
 // Test doubles for the isolation layer: a CgroupDriver that records every call and keeps
 // the limits it was given (for Isolator and Agent unit tests), a CommandRunner that
-// records argv lists and answers from a script, and the scheduler's rank bindings. Header-only;
-// thread-safe (one mutex).
+// records argv lists and answers from a script, and the scheduler's rank bindings.
+// Header-only; thread-safe (one mutex).
 #pragma once
 
 #include <map>
