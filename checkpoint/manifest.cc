@@ -10,12 +10,6 @@
 
 namespace baton::checkpoint {
 
-std::string HexU64(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 namespace {
 
 constexpr char kMagic[] = "baton-checkpoint";

@@ -55,13 +55,11 @@ std::vector<Piece<Ptr>> PiecesOf(const std::vector<Region>& regions, uint64_t st
 class ChunkHasher {
  public:
   ChunkHasher(uint64_t* digests, uint64_t unit_start)
-      : out_(digests + unit_start / kChecksumChunkBytes) {
-    XXH3_64bits_reset(&state_);
-  }
+      : out_(digests + unit_start / kChecksumChunkBytes) {}
   void Update(const char* data, uint64_t n) {
     while (n > 0) {
       const uint64_t take = std::min(n, kChecksumChunkBytes - filled_);
-      XXH3_64bits_update(&state_, data ? data : kZeros, take);
+      stream_.Update(data ? data : kZeros, take);
       if (data) data += take;
       n -= take;
       filled_ += take;
@@ -70,13 +68,13 @@ class ChunkHasher {
   }
   void Finish() {
     if (filled_ == 0) return;
-    *out_++ = XXH3_64bits_digest(&state_);
-    XXH3_64bits_reset(&state_);
+    *out_++ = stream_.Digest();
+    stream_.Reset();
     filled_ = 0;
   }
 
  private:
-  XXH3_state_t state_;
+  Xxh3Stream stream_;
   uint64_t* out_;
   uint64_t filled_ = 0;
 };

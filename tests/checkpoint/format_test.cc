@@ -1,7 +1,9 @@
 // The on-disk formats of FORMAT.md: manifest text, shard header, progress JSON, and the
 // worker environment variables. Every damaged input must be rejected with its reason.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "checkpoint/hash.h"
 #include "checkpoint/job_env.h"
@@ -195,6 +197,59 @@ TEST(JobEnv, ProgressFileDefaultsIntoTheCheckpointDir) {
   ::setenv("BATON_PROGRESS_FILE", "/run/baton/job-7.progress", 1);
   EXPECT_EQ(ProgressFilePath("/ckpt"), "/run/baton/job-7.progress");
   ::unsetenv("BATON_PROGRESS_FILE");
+}
+
+// Stored checksums are XXH3-64: its value for no input is fixed by its specification, so a
+// build that hashed differently could not read older checkpoints.
+TEST(Xxh3, IsTheSpecifiedHash) {
+  EXPECT_EQ(Xxh3("", 0), 0x2D06800538D394C2ull);
+  EXPECT_EQ(HexU64(Xxh3("", 0)), "2d06800538d394c2");
+}
+
+// Every vector unit gives every input the baseline's value, one-shot and streamed in
+// uneven pieces, at every alignment and across XXH3's size classes (≤16, ≤128, ≤240
+// bytes, then stripes and blocks).
+TEST(Xxh3, EveryVariantGivesTheBaselinesValue) {
+  const std::vector<hash_internal::Xxh3Impl> impls = hash_internal::SupportedXxh3Impls();
+  ASSERT_FALSE(impls.empty());
+  ASSERT_STREQ(impls.front().name, "baseline");
+  std::vector<unsigned char> bytes((1 << 20) + 64);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& b : bytes) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x);
+  }
+  const size_t sizes[] = {0,   1,    3,    16,   17,    128,       129,           240,
+                          241, 1023, 1024, 1025, 65536, 65536 + 7, (1 << 20) + 13};
+  for (const auto& impl : impls) {
+    for (size_t size : sizes) {
+      for (size_t skew : {0, 1, 7, 33}) {
+        const unsigned char* p = bytes.data() + skew;
+        const uint64_t want = impls.front().hash(p, size);
+        EXPECT_EQ(impl.hash(p, size), want) << impl.name << " size " << size << " skew " << skew;
+        Xxh3Stream stream(impl);
+        for (size_t done = 0, piece = 1; done < size; done += piece, piece = piece * 3 + 5) {
+          piece = std::min(piece, size - done);
+          stream.Update(p + done, piece);
+        }
+        EXPECT_EQ(stream.Digest(), want)
+            << impl.name << " streamed, size " << size << " skew " << skew;
+      }
+    }
+  }
+}
+
+// On a CPU with AVX2 (every x86-64 server of the last decade) checkpoints are hashed with
+// it, not with SSE2.
+TEST(Xxh3, UsesAvx2WhereTheCpuHasIt) {
+  const std::vector<hash_internal::Xxh3Impl> impls = hash_internal::SupportedXxh3Impls();
+  EXPECT_STREQ(Xxh3Variant(), impls.back().name);
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) {
+    EXPECT_STREQ(Xxh3Variant(), "avx2");
+  }
+#endif
 }
 
 }  // namespace
