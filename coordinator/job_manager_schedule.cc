@@ -366,6 +366,7 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   l->set_kind(WorkloadKindLocked(e.job.spec()));
   l->set_allow_root(policy_.policy.access.root_tenants.count(e.job.spec().tenant()) > 0);
   l->set_pids_limit(policy_.policy.PidsLimit(e.job.spec().priority_class()));
+  l->set_keep_nccl_transport_under_cap(!policy_.policy.steer_capped_training_to_sockets);
   int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
   l->set_stop_after_disconnect_ms(stop_s == Policy::kNever ? 0 : uint64_t(stop_s) * 1000);
   for (const auto& p : a.placement()) {

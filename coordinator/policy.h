@@ -95,6 +95,12 @@ struct Policy : sched::Policy {
     return r;
   }
 
+  // Network (`network.*`). tc caps only what passes through the kernel's stack, not RDMA:
+  // with steering on (the default), a capped attempt's NCCL is set to sockets on the
+  // capped NIC (NCCL_IB_DISABLE=1, NCCL_SOCKET_IFNAME) unless the job set those itself;
+  // off, NCCL keeps InfiniBand/RoCE, faster but outside the cap.
+  bool steer_capped_training_to_sockets = true;
+
   // Admission: what one spec may carry (checked by the coordinator, the field named), so
   // that anything admitted can be launched and delivered; and fair use of the submit
   // path per tenant. `admission.*` in the policy file.

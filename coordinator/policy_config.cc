@@ -366,9 +366,10 @@ void ParseAdmission(Reader& r, const YAML::Node& n, Policy::Admission& a) {
 
 void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   if (!root || root.IsNull()) return;
-  if (!r.Map(root, "policy",
-             {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
-              "default_pool", "pools", "job_limits", "admission", "admins", "placement"})) {
+  if (!r.Map(
+          root, "policy",
+          {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
+           "default_pool", "pools", "job_limits", "admission", "admins", "placement", "network"})) {
     return;
   }
   ParseDefaults(r, root["defaults"], p);
@@ -385,6 +386,11 @@ void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
       pl && r.Map(pl, "placement", {"inference_numa_exclusive"})) {
     r.Scalar(pl["inference_numa_exclusive"], "placement.inference_numa_exclusive",
              &p.inference_numa_exclusive);
+  }
+  if (const YAML::Node net = root["network"];
+      net && r.Map(net, "network", {"steer_capped_training_to_sockets"})) {
+    r.Scalar(net["steer_capped_training_to_sockets"], "network.steer_capped_training_to_sockets",
+             &p.steer_capped_training_to_sockets);
   }
   ParseList(r, root["classes"], "classes", p.classes,
             [&](const YAML::Node& n, const std::string& w) { return ParseClass(r, n, w); });
@@ -697,6 +703,10 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
   if (before.inference_numa_exclusive != after.inference_numa_exclusive) {
     parts.push_back(std::string("placement.inference_numa_exclusive: ") +
                     (after.inference_numa_exclusive ? "off -> on" : "on -> off"));
+  }
+  if (before.steer_capped_training_to_sockets != after.steer_capped_training_to_sockets) {
+    parts.push_back(std::string("network.steer_capped_training_to_sockets: ") +
+                    (after.steer_capped_training_to_sockets ? "off -> on" : "on -> off"));
   }
   if (parts.empty()) return "classes, tenants and access unchanged";
   std::string out;

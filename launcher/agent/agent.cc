@@ -513,6 +513,7 @@ AttemptRequest Agent::IsolationRequest(const v1::Launch& l) const {
   r.cpu_millis = l.spec().cpu_millis_per_node();
   r.memory_bytes = l.spec().memory_bytes_per_node();
   r.pids_limit = l.pids_limit();
+  r.keep_nccl_transport = l.keep_nccl_transport_under_cap();
   if (l.node_rank() < static_cast<uint32_t>(l.placement_size())) {
     const v1::NodeAssignment& me = l.placement(l.node_rank());
     if (me.cpu_millis()) r.cpu_millis = me.cpu_millis();

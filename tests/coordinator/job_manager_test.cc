@@ -222,6 +222,20 @@ TEST(JobManager, ResearchersSubmitOnlyForTheirTenantAndRootJobsNeedThePolicysLea
   EXPECT_TRUE(launches[0].allow_root()) << "the agent is told root is allowed here";
   EXPECT_EQ(launches[0].user(), "root");
   EXPECT_EQ(launches[0].pids_limit(), 16384u) << "the policy's default pids limit";
+  EXPECT_FALSE(launches[0].keep_nccl_transport_under_cap()) << "steering is on by default";
+}
+
+TEST(JobManager, LaunchCarriesThePolicysNcclSteering) {
+  JobManagerOptions opts = TestOptions();
+  opts.policy.steer_capped_training_to_sockets = false;
+  Harness h(opts);
+  h.Connect("n1");
+  auto id = h.Submit(Spec());
+  ASSERT_TRUE(id.ok()) << id.status();
+  h.Schedule();
+  auto launches = Launches(h.Commands("n1"));
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_TRUE(launches[0].keep_nccl_transport_under_cap());
 }
 
 TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {

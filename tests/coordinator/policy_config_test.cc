@@ -191,6 +191,25 @@ TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
   EXPECT_EQ(DescribePolicyChange(*after, *after), "classes, tenants and access unchanged");
 }
 
+TEST(PolicyConfig, SteeringCappedTrainingToSocketsIsASwitchOnByDefault) {
+  auto on = ParsePolicy("");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->steer_capped_training_to_sockets);
+  auto off = ParsePolicy("network:\n  steer_capped_training_to_sockets: false\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->steer_capped_training_to_sockets);
+  EXPECT_EQ(DescribePolicyChange(*on, *off), "network.steer_capped_training_to_sockets: on -> off");
+  auto bad = ParsePolicy("network:\n  steer_capped_training_to_sockets: maybe\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("network.steer_capped_training_to_sockets"),
+            std::string::npos)
+      << bad.status();
+  auto unknown = ParsePolicy("network:\n  steer_to_sockets: true\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("steer_to_sockets"), std::string::npos)
+      << unknown.status();
+}
+
 TEST(PolicyConfig, InferenceNumaExclusiveIsASwitchOffByDefault) {
   auto off = ParsePolicy("");
   ASSERT_TRUE(off.ok()) << off.status();

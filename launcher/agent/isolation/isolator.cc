@@ -179,7 +179,9 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
   in.spec = r.spec;
   in.gpus = gpus;
   in.headroom_percent = classes_.inference_memory_headroom_percent;
-  if (driver_ && attempts_[name].capped) in.capped_nic = net_->options().nic;
+  if (driver_ && attempts_[name].capped && !r.keep_nccl_transport) {
+    in.capped_nic = net_->options().nic;
+  }
   GpuEnv env = BuildGpuEnv(in);
   out.env = std::move(env.env);
   out.limits.set_gpu_sharing(env.sharing);

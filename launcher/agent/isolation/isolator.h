@@ -37,6 +37,9 @@ struct AttemptRequest {
   uint32_t pids_limit = 0;             // most processes and threads; 0: no limit
   std::vector<v1::RankBinding> ranks;  // the placement's, per local rank (may be empty)
   uint32_t local_ranks = 0;            // ranks on this node
+  // Under a network cap, leave NCCL's transport to the job (the policy's
+  // network.steer_capped_training_to_sockets is off).
+  bool keep_nccl_transport = false;
 };
 
 struct PreparedAttempt {

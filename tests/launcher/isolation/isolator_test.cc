@@ -59,20 +59,24 @@ class IsolatorTest : public ::testing::Test {
     iso_ = std::make_unique<Isolator>(SmtInventory(), classes, std::move(driver), std::move(caps));
   }
   // `ranks`: the placement's bindings of this node's ranks (one local rank each).
+  AttemptRequest Request(uint64_t job, bool inference, uint64_t millis,
+                         std::vector<std::string> gpus = {},
+                         std::vector<v1::RankBinding> ranks = {}) {
+    specs_[job].set_memory_bytes_per_node(1ull << 30);
+    return {.job_id = job,
+            .attempt = 1,
+            .inference = inference,
+            .spec = &specs_[job],
+            .cpu_millis = millis,
+            .memory_bytes = 1ull << 30,
+            .gpu_ids = gpus,
+            .ranks = ranks,
+            .local_ranks = static_cast<uint32_t>(ranks.size())};
+  }
   absl::StatusOr<PreparedAttempt> Prepare(uint64_t job, bool inference, uint64_t millis,
                                           std::vector<std::string> gpus = {},
                                           std::vector<v1::RankBinding> ranks = {}) {
-    specs_[job].set_memory_bytes_per_node(1ull << 30);
-    AttemptRequest r{.job_id = job,
-                     .attempt = 1,
-                     .inference = inference,
-                     .spec = &specs_[job],
-                     .cpu_millis = millis,
-                     .memory_bytes = 1ull << 30,
-                     .gpu_ids = gpus,
-                     .ranks = ranks,
-                     .local_ranks = static_cast<uint32_t>(ranks.size())};
-    return iso_->Prepare(r);
+    return iso_->Prepare(Request(job, inference, millis, gpus, ranks));
   }
   CgroupLimits Applied(uint64_t job) { return driver_->limits(Isolator::Name(job, 1)); }
 
@@ -244,6 +248,20 @@ TEST_F(IsolatorTest, CappedTrainingGetsAClassAndNcclOnSockets) {
               Contains(HasSubstr("socket cgroupv2 level 2 \"unified/fake/job-2-a1\" meta "
                                  "priority set 1:10")));
   EXPECT_FALSE(inference->env.count("NCCL_IB_DISABLE"));
+}
+
+// The policy's network.steer_capped_training_to_sockets off: the attempt is still capped
+// (its class and rule), but NCCL's transport is the job's.
+TEST_F(IsolatorTest, CappedTrainingKeepsItsNcclTransportWhenThePolicySaysSo) {
+  Make(ClassOptions(), /*net=*/true);
+  AttemptRequest r = Request(1, /*inference=*/false, /*millis=*/1000);
+  r.keep_nccl_transport = true;
+  auto p = iso_->Prepare(r);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->limits.net_class(), "1:100") << "still under the training class's ceiling";
+  EXPECT_EQ(p->limits.net_ceil_mbps(), 700u);
+  EXPECT_FALSE(p->env.count("NCCL_IB_DISABLE"));
+  EXPECT_FALSE(p->env.count("NCCL_SOCKET_IFNAME"));
 }
 
 TEST_F(IsolatorTest, AFailedNetworkRuleUndoesTheClassAndTheCgroup) {
