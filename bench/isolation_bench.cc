@@ -1,18 +1,32 @@
 // baton-bench-isolation: does baton's isolation keep a training job from pushing an
-// inference service's tail latency up, without starving the training job?
-//   1. A CPU latency probe (a 0.5 ms CPU burst every 2 ms; p50/p99/p999 from each
-//      request's arrival) as an inference job alone; next to a training job whose threads
-//      want twice every core, both launched by baton (coordinator, agent, CLI) under its
-//      isolation; next to the same hog pinned by hand to the cores the probe does not use
-//      (the floor this hardware allows); and next to the hog with no isolation. The
-//      scenarios alternate for --rounds rounds; the machine is shared and outside load
-//      only adds latency, so each scenario's key figure is its least disturbed round
-//      (every round is in the JSON). The training job's CPU time while the probe runs ÷
-//      what its narrowed quota allows (median of rounds).
-//   2. Between the root namespace and another (veth, HTB at 1 Gbit/s), the RTT of a TCP
-//      ping-pong probe (an inference job) idle and while a training job floods the link
-//      with iperf3 under its cap; the capped flow ÷ its cap.
-// Needs root, cgroups and tc/nft (as CI has); ends with one JSON line (keys in docs/benchmarks.md).
+// inference service's tail latency up, without starving the training job? Every figure
+// counts from a probe's first request (no warm-up), and each round compares baton with
+// the same workloads set up by hand while no baton daemon runs: the floor and the tc
+// baseline run first, then a coordinator and an agent start, the same workloads run as
+// jobs, and the daemons stop before the next round.
+//   1. CPU: a latency probe (a 0.5 ms CPU burst every 2 ms for 3 s; p50/p99/p999 from
+//      each request's scheduled arrival) next to a hog whose threads want twice every
+//      core, in both arrival orders: inference first (the hog arrives while the probe
+//      runs) and training first (the hog has been spinning on every core for 0.5 s when
+//      the probe arrives). The floor: both as plain processes in cgroups made by hand as
+//      baton's agent makes them (cpuset, quota, weight; see FloorCgroups for why not
+//      none), the probe pinned to the top CPU (where baton's scheduler puts a 1-CPU
+//      inference job) and the hog to the others. Under baton: the probe an inference job,
+//      the hog a training job. Also the probe as a job alone, and probe and hog unpinned
+//      with no daemons (once); the training job's CPU time while the probe runs ÷ its
+//      narrowed quota.
+//   2. Network, between the root namespace and another (veth): the RTT of a TCP
+//      ping-pong probe (64 bytes every 1 ms, 2,000 round trips) idle and while iperf3
+//      floods the link in a capped class. The baseline builds baton's HTB tree by hand
+//      (the same rates, ceilings and priorities, docs/isolation.md) and classifies by port
+//      with nft; under baton both are jobs (probe inference, flood training). Its capped
+//      flow ÷ its cap.
+// Keys are medians over rounds (--rounds, default 5) beside the best round, and every
+// round is in the JSON. The bench itself (and the CLI and the coordinator it starts) runs
+// on the CPUs the probe does not use, as the coordinator's deployment is documented
+// (docs/isolation.md, "The node's own work"). Needs root, cgroups, tc, nft and netns;
+// ends with one JSON line (keys in docs/benchmarks.md).
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,199 +34,130 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
+#include "bench/isolation_cluster.h"
+#include "bench/isolation_net.h"
 #include "bench/isolation_workloads.h"
-#include "tests/util/security.h"
-#include "tests/util/subprocess.h"
 
+namespace baton::bench {
 namespace {
 
-using baton::testing::ReadFile;
-using baton::testing::Subprocess;
 using nlohmann::json;
+using testing::ReadFile;
+using testing::Subprocess;
 namespace fs = std::filesystem;
 
-std::string Self() { return fs::read_symlink("/proc/self/exe").string(); }
-std::string Bin(const std::string& name) { return fs::path(Self()).parent_path() / name; }
+constexpr int kHogHeadStartMs = 500;  // training first: the hog spins this long before
+constexpr const char* kOrders[] = {"inference_first", "training_first"};
 
-// A number from a JSON object (proto3 JSON writes 64-bit integers as strings); `def`
-// when the object or the field is missing.
-double Num(const json& j, const std::string& key, double def = -1) {
-  if (!j.is_object() || !j.contains(key)) return def;
-  const json& v = j[key];
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return std::atof(v.get<std::string>().c_str());
-  return def;
-}
-std::string Str(const json& j, const std::string& key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
-int Sh(const std::string& cmd) {
-  return baton::testing::RunProcess({"/bin/sh", "-c", cmd}, {}).exit_code;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// The least disturbed round: the machine is shared, and outside load only ever adds
-// latency, so the best round of each scenario is its truest figure.
-double Best(const std::vector<double>& v) {
-  double best = -1;
-  for (double x : v) {
-    if (x > 0 && (best < 0 || x < best)) best = x;
-  }
-  return best;
-}
-
-// A coordinator and one agent with isolation on, a NIC toward namespace `peer_ns`.
-class Cluster {
- public:
-  Cluster(const std::string& dir, const std::string& nic) : dir_(dir), security_(dir) {
-    fs::create_directories(dir);
-    if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
-    std::ofstream(dir + "/policy.yaml") << baton::testing::BenchPolicy();
-    std::string ready = dir + "/coordinator.addr";
-    std::vector<std::string> coordinator = {
-        Bin("baton-coordinator"), "--listen", "127.0.0.1:0", "--data-dir", dir + "/coordinator",
-        "--ready-file",           ready,      "--log-level", "warn",       "--policy",
-        dir + "/policy.yaml"};
-    for (auto& f : security_.CoordinatorFlags()) coordinator.push_back(f);
-    procs_.push_back(std::make_unique<Subprocess>(coordinator, std::map<std::string, std::string>{},
-                                                  dir + "/coordinator"));
-    baton::testing::WaitFor([&] { return !ReadFile(ready).empty(); }, std::chrono::seconds(20));
-    address_ = ReadFile(ready).substr(0, ReadFile(ready).find('\n'));
-    node_ = "bench" + std::to_string(getpid());
-    std::vector<std::string> tls = security_.AgentFlags(node_, {"IP:127.0.0.1"});
-    procs_.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{Bin("baton-agent"),
-                                 tls[0],
-                                 tls[1],
-                                 tls[2],
-                                 tls[3],
-                                 tls[4],
-                                 tls[5],
-                                 "--name",
-                                 node_,
-                                 "--coordinator",
-                                 address_,
-                                 "--data-dir",
-                                 dir + "/agent",
-                                 "--isolation",
-                                 "auto",
-                                 "--cgroup-parent",
-                                 "baton-bench-" + std::to_string(getpid()),
-                                 "--nic",
-                                 nic,
-                                 "--nic-rate",
-                                 "1gbit",
-                                 "--nvml",
-                                 "",
-                                 "--stats-interval",
-                                 "500ms",
-                                 "--log-level",
-                                 "warn"},
-        std::map<std::string, std::string>{}, dir + "/agent"));
-    baton::testing::WaitFor([&] { return Baton({"nodes"}).find(node_) != std::string::npos; },
-                            std::chrono::seconds(20));
-  }
-  ~Cluster() {
-    for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) {
-      (*it)->Signal(SIGTERM);
-      (*it)->Wait(std::chrono::seconds(15));
-    }
-    Sh("nft delete table inet baton_" + node_ + " 2>/dev/null");
-    std::string parent = "baton-bench-" + std::to_string(getpid());
-    Sh("for d in /sys/fs/cgroup/*/" + parent + "; do rmdir \"$d\"; done 2>/dev/null");
-  }
-  std::string Baton(std::vector<std::string> args) {
-    args.insert(args.begin(), Bin("baton"));
-    auto env = security_.ClientEnv();  // as root: the admin, member of tenant bench
-    env["BATON_COORDINATOR"] = address_;
-    auto r = baton::testing::RunProcess(args, env);
-    return r.exit_code == 0 ? r.out : "";
-  }
-  // Submits a one-node job; returns its id (0 on failure).
-  uint64_t Submit(const std::string& cls, const std::string& name,
-                  const std::vector<std::string>& command) {
-    std::vector<std::string> args = {"submit", "-q",    "-p",    cls,         "--cpus",
-                                     "1",      "--mem", "512Mi", "--restart", "never",
-                                     "--name", name,    "--"};
-    args.insert(args.end(), command.begin(), command.end());
-    std::string out = Baton(args);
-    return out.empty() ? 0 : std::stoull(out);
-  }
-  json Status(uint64_t job) {
-    std::string out = Baton({"status", std::to_string(job), "--json"});
-    return out.empty() ? json() : json::parse(out, nullptr, false);
-  }
-  // Polls `baton status` (each a process) after `quiet_ms` without any, so the polling
-  // does not land on a probe's core while it measures.
-  bool WaitState(uint64_t job, const std::string& state, int seconds = 60, int quiet_ms = 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(quiet_ms));
-    return baton::testing::WaitFor([&] { return Str(Status(job), "state") == state; },
-                                   std::chrono::seconds(seconds));
-  }
-  json Limits(uint64_t job) {
-    json s = Status(job);
-    if (!s.is_object() || !s.contains("attempts") || s["attempts"].empty()) return json();
-    json a = s["attempts"].back();
-    if (!a.contains("isolation") || a["isolation"].empty()) return json();
-    return a["isolation"][0]["limits"];
-  }
-  // The job's output as one JSON document (iperf3 -J), or its last line.
-  json Output(uint64_t job) {
-    // The agent prefixes every line with its rank ("[rank 0] "): take the text back out.
-    std::string raw = ReadFile(dir_ + "/agent/jobs/" + std::to_string(job) + "/1/output.log");
-    std::string log;
-    std::istringstream lines(raw);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("[rank ", 0) == 0 && line.find("] ") != std::string::npos) {
-        line = line.substr(line.find("] ") + 2);
-      }
-      log += line + "\n";
-    }
-    json whole = json::parse(log, nullptr, false);
-    if (!whole.is_discarded()) return whole;
-    size_t end = log.find_last_not_of('\n');
-    if (end == std::string::npos) return json();
-    size_t start = log.rfind('\n', end);
-    return json::parse(log.substr(start == std::string::npos ? 0 : start + 1, end + 1), nullptr,
-                       false);
-  }
-
- private:
-  std::string dir_;
-  baton::testing::TestSecurity security_;
-  std::string address_, node_;
-  std::vector<std::unique_ptr<Subprocess>> procs_;
-};
-
-constexpr int kProbeMs = 3000;  // 1500 requests every 2 ms
-
-std::vector<std::string> ProbeCmd(int warmup_ms) {
-  return {Self(), "--probe",    "--requests", "1500",        "--period-us",
-          "2000", "--burst-us", "500",        "--warmup-ms", std::to_string(warmup_ms)};
+// 1500 requests every 2 ms: 3 s.
+std::vector<std::string> ProbeCmd() {
+  return {Bin("baton-bench-isolation"),
+          "--probe",
+          "--requests",
+          "1500",
+          "--period-us",
+          "2000",
+          "--burst-us",
+          "500"};
 }
 
 // Two spinning threads per CPU: a training job's trainer plus data-loader workers want
 // more than every core.
 std::vector<std::string> HogCmd(int seconds) {
-  return {Self(),      "--hog",
-          "--seconds", std::to_string(seconds),
-          "--threads", std::to_string(2 * std::thread::hardware_concurrency())};
+  return {Bin("baton-bench-isolation"),
+          "--hog",
+          "--seconds",
+          std::to_string(seconds),
+          "--threads",
+          std::to_string(2 * std::thread::hardware_concurrency())};
 }
 
-// One probe run as a baton inference job; returns its p99 (µs) and records the JSON.
-double ProbeJob(Cluster& c, json* out, int warmup_ms) {
-  uint64_t id = c.Submit("inference", "probe", ProbeCmd(warmup_ms));
-  if (!id || !c.WaitState(id, "JOB_STATE_SUCCEEDED", 60, kProbeMs + warmup_ms)) return -1;
-  *out = c.Output(id);
-  return Num(*out, "p99_us");
+json ProbeOutput(const std::string& prefix) {
+  json j = json::parse(ReadFile(prefix + ".out"), nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+// cgroups as baton's agent makes them for the two jobs (1 CPU requested each: weight
+// 100, i.e. 1024 shares on v1): the probe's holds its CPU with a quota of one core, the
+// hog's the others with a quota of as many cores. Made by hand, no daemon involved.
+// Without cgroups both would share the bench's autogroup, whose weight the kernel splits
+// by load per CPU: on a machine with other work, a probe next to a 4-thread hog pinned
+// elsewhere got a p50 of 120-270 ms (measured), a floor no one would run.
+class FloorCgroups {
+ public:
+  explicit FloorCgroups(const Cpus& cpus)
+      : parent_("baton-bench-floor-" + std::to_string(getpid())) {
+    v2_ = fs::exists("/sys/fs/cgroup/cgroup.controllers");
+    Make("", cpus.all, 0);
+    Make("/probe", cpus.probe, 1);
+    Make("/hog", cpus.others, std::count(cpus.others.begin(), cpus.others.end(), ',') + 1);
+  }
+  ~FloorCgroups() {
+    for (const char* leaf : {"/probe", "/hog", ""}) {
+      for (const auto& d : Dirs(leaf)) fs::remove(d);
+    }
+  }
+  // `cmd` joining cgroup `leaf` ("/probe", "/hog") before it execs.
+  std::vector<std::string> In(const std::string& leaf, const std::vector<std::string>& cmd) const {
+    std::string join;
+    for (const auto& d : Dirs(leaf)) join += "echo $$ > " + d + "/cgroup.procs && ";
+    std::vector<std::string> out = {"/bin/sh", "-c", join + "exec \"$@\"", "sh"};
+    out.insert(out.end(), cmd.begin(), cmd.end());
+    return out;
+  }
+
+ private:
+  std::vector<std::string> Dirs(const std::string& leaf) const {
+    if (v2_) return {"/sys/fs/cgroup/" + parent_ + leaf};
+    std::vector<std::string> dirs;
+    for (const char* c : {"cpu", "cpuacct", "cpuset"}) {
+      dirs.push_back(std::string("/sys/fs/cgroup/") + c + "/" + parent_ + leaf);
+    }
+    return dirs;
+  }
+  void Write(const std::string& path, const std::string& value) { std::ofstream(path) << value; }
+  void Make(const std::string& leaf, const std::string& cpu_list, long cores) {
+    for (const auto& d : Dirs(leaf)) fs::create_directories(d);
+    std::string cpu = Dirs(leaf)[0], cpuset = Dirs(leaf).back();
+    Write(cpuset + "/cpuset.cpus", cpu_list);
+    if (!v2_) Write(cpuset + "/cpuset.mems", ReadFile("/sys/fs/cgroup/cpuset/cpuset.mems"));
+    if (v2_ && leaf.empty()) Write(cpu + "/cgroup.subtree_control", "+cpu +cpuset");
+    if (cores == 0) return;
+    if (v2_) {
+      Write(cpu + "/cpu.max", std::to_string(cores * 100000) + " 100000");
+      Write(cpu + "/cpu.weight", "100");
+    } else {
+      Write(cpu + "/cpu.cfs_period_us", "100000");
+      Write(cpu + "/cpu.cfs_quota_us", std::to_string(cores * 100000));
+      Write(cpu + "/cpu.shares", "1024");
+    }
+  }
+
+  std::string parent_;
+  bool v2_ = false;
+};
+
+// The floor of one arrival order: probe and hog as plain processes in the cgroups above,
+// each also pinned by hand as baton binds its ranks.
+json FloorRun(const Cpus& cpus, bool training_first, const std::string& prefix) {
+  FloorCgroups cg(cpus);
+  std::unique_ptr<Subprocess> hog;
+  auto start_hog = [&] {
+    hog = std::make_unique<Subprocess>(cg.In("/hog", Pinned(cpus.others, HogCmd(6))),
+                                       std::map<std::string, std::string>{}, "");
+  };
+  if (training_first) {
+    start_hog();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kHogHeadStartMs));
+  }
+  Subprocess probe(cg.In("/probe", Pinned(cpus.probe, ProbeCmd())), {}, prefix);
+  if (!training_first) start_hog();
+  probe.Wait(std::chrono::seconds(60));
+  hog->Signal(SIGKILL);
+  hog->Wait(std::chrono::seconds(10));
+  return ProbeOutput(prefix);
 }
 
 // cpuacct usage (µs) and quota (cores) of a job's cgroup.
@@ -225,144 +170,145 @@ double QuotaCores(const std::string& cgroup) {
   return t.empty() ? -1 : std::stod(t) / 100000.0;
 }
 
-struct CpuFigures {
-  std::vector<double> alone, baton, floor, unconfined, training_ratio;
-  json last_alone, last_baton, last_floor, last_unconfined;
-};
-
-void CpuRound(Cluster& c, CpuFigures* f) {
-  f->alone.push_back(ProbeJob(c, &f->last_alone, 300));
-  // Training hog under baton, then the probe arrives (narrowing the hog live).
-  uint64_t hog = c.Submit("training", "hog", HogCmd(9));
-  c.WaitState(hog, "JOB_STATE_RUNNING");
+// The training job's CPU time over 1.5 s while the probe runs ÷ what its quota allows.
+double TrainingRatio(Cluster& c, uint64_t hog) {
   std::string cgroup = Str(c.Limits(hog), "cgroup");
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  uint64_t probe = c.Submit("inference", "probe", ProbeCmd(600));
-  c.WaitState(probe, "JOB_STATE_RUNNING");
-  auto started = std::chrono::steady_clock::now();
-  // The training job's CPU time while the probe measures, against its narrowed quota.
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
   double u0 = UsageUs(cgroup), quota = QuotaCores(cgroup);
   auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_until(started + std::chrono::milliseconds(600 + kProbeMs));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   double u1 = UsageUs(cgroup);
   double wall_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  if (quota > 0 && u0 >= 0) f->training_ratio.push_back((u1 - u0) / (quota * wall_us));
-  c.WaitState(probe, "JOB_STATE_SUCCEEDED", 60, 200);
-  f->last_baton = c.Output(probe);
-  f->baton.push_back(Num(f->last_baton, "p99_us"));
+  return quota > 0 && u0 >= 0 && u1 >= u0 ? (u1 - u0) / (quota * wall_us) : -1;
+}
+
+// One arrival order under baton: probe an inference job, hog a training job.
+json BatonRun(Cluster& c, bool training_first, double* training_ratio) {
+  uint64_t hog = 0;
+  auto submit_hog = [&] {
+    hog = c.Submit("training", "hog", HogCmd(10));
+    c.WaitState(hog, "JOB_STATE_RUNNING");
+  };
+  if (training_first) {
+    submit_hog();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kHogHeadStartMs));
+  }
+  uint64_t probe = c.Submit("inference", "probe", ProbeCmd());
+  if (!training_first) {
+    c.WaitState(probe, "JOB_STATE_RUNNING");
+    submit_hog();
+  }
+  *training_ratio = TrainingRatio(c, hog);
+  json out = probe ? c.WaitOutput(probe, "p99_us") : json();
   c.Baton({"cancel", std::to_string(hog)});
   c.WaitState(hog, "JOB_STATE_CANCELLED", 30);
-  // The floor: the probe under baton, the hog pinned by hand to the other cores.
-  probe = c.Submit("inference", "probe", ProbeCmd(600));
-  c.WaitState(probe, "JOB_STATE_RUNNING");
-  std::string mine = Str(c.Limits(probe), "cpus");
-  unsigned n = std::thread::hardware_concurrency();
-  std::string others;
-  for (unsigned cpu = 0; cpu < n; ++cpu) {
-    if (mine.find(std::to_string(cpu)) == std::string::npos) {
-      others += (others.empty() ? "" : ",") + std::to_string(cpu);
-    }
-  }
-  {
-    std::vector<std::string> pinned = {"/usr/bin/taskset", "-c", others};
-    for (const auto& a : HogCmd(5)) pinned.push_back(a);
-    Subprocess h(pinned, {}, "");
-    c.WaitState(probe, "JOB_STATE_SUCCEEDED", 60, kProbeMs + 600);
-    h.Signal(SIGKILL);
-  }
-  f->last_floor = c.Output(probe);
-  f->floor.push_back(Num(f->last_floor, "p99_us"));
+  return out;
 }
 
-void Unconfined(const std::string& dir, CpuFigures* f) {
-  Subprocess hog(HogCmd(6), {}, "");
-  Subprocess probe(ProbeCmd(300), {}, dir + "/unconfined");
+// The probe as a job alone; notes where baton put it (the floor assumes cpus.probe).
+json AloneRun(Cluster& c, json* round) {
+  uint64_t probe = c.Submit("inference", "probe", ProbeCmd());
+  json out = probe ? c.WaitOutput(probe, "p99_us") : json();
+  (*round)["baton_probe_cpus"] = Str(c.Limits(probe), "cpus");
+  return out;
+}
+
+// Probe and hog with no isolation and no pinning (the bench's own affinity undone).
+json UnconfinedRun(const Cpus& cpus, const std::string& prefix) {
+  Subprocess hog(Pinned(cpus.all, HogCmd(6)), {}, "");
+  Subprocess probe(Pinned(cpus.all, ProbeCmd()), {}, prefix);
   probe.Wait(std::chrono::seconds(60));
   hog.Signal(SIGKILL);
-  f->last_unconfined = json::parse(ReadFile(dir + "/unconfined.out"), nullptr, false);
-  f->unconfined.push_back(Num(f->last_unconfined, "p99_us"));
+  return ProbeOutput(prefix);
 }
 
-struct NetFigures {
-  json idle, loaded, iperf;
-  double cap_mbps = 0;
+double Median(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return x <= 0; }), v.end());
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+// The least disturbed round: the machine is shared and outside load only adds latency.
+double Best(const std::vector<double>& v) {
+  double best = -1;
+  for (double x : v) {
+    if (x > 0 && (best < 0 || x < best)) best = x;
+  }
+  return best;
+}
+
+struct Run {
+  std::string dir, node;
+  testing::TestSecurity* security = nullptr;
+  std::vector<std::string> agent_flags;  // after `--` on the command line
 };
 
-void NetworkRun(Cluster& c, const std::string& peer_ns, const std::string& peer_ip, NetFigures* f) {
-  std::string in_peer = "nsenter --net=/var/run/netns/" + peer_ns + " ";
-  Subprocess echo(
-      {"/bin/sh", "-c",
-       "exec " + in_peer + "taskset -c " + std::to_string(std::thread::hardware_concurrency() - 1) +
-           " " + Self() + " --echo-server --port 7777"},
-      {}, "");
-  Subprocess iperf({"/bin/sh", "-c", "exec " + in_peer + "taskset -c 0 iperf3 -s -p 5201"}, {}, "");
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::vector<std::string> rtt = {Self(),          "--rtt-probe", "--host",      peer_ip,
-                                  "--port",        "7777",        "--requests",  "2000",
-                                  "--interval-us", "1000",        "--warmup-ms", "500"};
-  uint64_t idle = c.Submit("inference", "rtt", rtt);
-  c.WaitState(idle, "JOB_STATE_SUCCEEDED", 60, 2500);
-  f->idle = c.Output(idle);
-  uint64_t flood =
-      c.Submit("training", "flood", {"iperf3", "-c", peer_ip, "-p", "5201", "-t", "8", "-J"});
-  c.WaitState(flood, "JOB_STATE_RUNNING");
-  f->cap_mbps = Num(c.Limits(flood), "netCeilMbps", 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  uint64_t loaded = c.Submit("inference", "rtt", rtt);
-  c.WaitState(loaded, "JOB_STATE_SUCCEEDED", 60, 2500);
-  f->loaded = c.Output(loaded);
-  c.WaitState(flood, "JOB_STATE_SUCCEEDED", 30);
-  f->iperf = c.Output(flood);
-  echo.Signal(SIGKILL);
-  iperf.Signal(SIGKILL);
+void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* rounds) {
+  json round = {{"round", r}};
+  std::string base = run.dir + "/r" + std::to_string(r);
+  for (int o = 0; o < 2; ++o) {
+    Record(s, &round, std::string("floor_") + kOrders[o],
+           FloorRun(net.cpus, o == 1, base + "-floor-" + std::to_string(o)));
+  }
+  HandNetRound(net, base + "-hand", s, &round);
+  {
+    Cluster c(base, run.node, net.nic, run.security, run.agent_flags);
+    if (!c.ok()) std::fprintf(stderr, "round %d: the agent did not register\n", r);
+    Record(s, &round, "alone", AloneRun(c, &round));
+    for (int o = 0; o < 2; ++o) {
+      double ratio = -1;
+      Record(s, &round, std::string("baton_") + kOrders[o], BatonRun(c, o == 1, &ratio));
+      (*s)["training_cpu_vs_quota"].push_back(ratio);
+      round["training_cpu_vs_quota_" + std::string(kOrders[o])] = ratio;
+    }
+    BatonNetRound(c, net, s, &round);
+  }
+  std::fprintf(stderr, "round %d: %s\n", r, round.dump().c_str());
+  rounds->push_back(round);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  if (int code = baton::bench::RunWorkload(args); code >= 0) return code;
+int Main(const std::vector<std::string>& args) {
   if (geteuid() != 0) {
     std::fprintf(stderr, "baton-bench-isolation: needs root (cgroups, tc, nft, netns)\n");
     return 2;
   }
-  int rounds = argc > 2 && args[1] == "--rounds" ? std::atoi(argv[2]) : 5;
-  std::string dir =
+  // [--rounds N] [-- AGENT_FLAGS…] (e.g. `-- --stats-interval 500ms` to see the polls)
+  int rounds = args.size() > 2 && args[1] == "--rounds" ? std::atoi(args[2].c_str()) : 5;
+  Run run;
+  run.dir =
       (fs::temp_directory_path() / ("baton-bench-isolation-" + std::to_string(getpid()))).string();
-  std::string tag = std::to_string(getpid() % 100000);
-  std::string ns = "bbn" + tag, nic = "bbn" + tag + "a", peer = "bbn" + tag + "b";
-  std::string subnet = std::to_string(100 + getpid() % 100);
-  std::string ip_a = "10." + subnet + ".0.1", ip_b = "10." + subnet + ".0.2";
-  if (Sh("ip netns add " + ns + " && ip link add " + nic + " type veth peer name " + peer +
-         " && ip link set " + peer + " netns " + ns + " && ip addr add " + ip_a + "/24 dev " + nic +
-         " && ip link set " + nic + " up && ip netns exec " + ns + " sh -c 'ip addr add " + ip_b +
-         "/24 dev " + peer + " && ip link set " + peer + " up && ip link set lo up'") != 0) {
-    std::fprintf(stderr, "cannot create the network namespace\n");
+  run.node = "bench" + std::to_string(getpid());
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes != args.end()) run.agent_flags.assign(dashes + 1, args.end());
+  auto net = NetSetup::Create(std::to_string(getpid() % 100000));
+  if (!net) {
+    std::fprintf(stderr, "cannot create the network namespace, or fewer than 2 CPUs\n");
     return 1;
   }
-  CpuFigures cpu;
-  NetFigures net;
+  // The bench, the CLI, the coordinator and munged on the CPUs the probe does not use.
+  if (!PinSelf(net->cpus.others))
+    std::fprintf(stderr, "cannot pin the bench to %s\n", net->cpus.others.c_str());
+  Series s;
+  json per_round = json::array();
   try {  // the cluster, its jobs and the servers go before the namespace, even on errors
-    Cluster c(dir, nic);
-    for (int r = 0; r < rounds; ++r) {
-      CpuRound(c, &cpu);
-      std::fprintf(stderr, "round %d: p99 alone %.0f us, baton %.0f us, floor %.0f us\n", r,
-                   cpu.alone.back(), cpu.baton.back(), cpu.floor.back());
-    }
-    Unconfined(dir, &cpu);
-    NetworkRun(c, ns, ip_b, &net);
+    fs::create_directories(run.dir);
+    testing::TestSecurity security(run.dir + "/security");
+    if (!security.ok()) std::fprintf(stderr, "security: %s\n", security.why().c_str());
+    run.security = &security;
+    net->StartServers(run.dir);
+    for (int r = 0; r < rounds; ++r) OneRound(r, run, *net, &s, &per_round);
+    json unconfined = UnconfinedRun(net->cpus, run.dir + "/unconfined");
+    s["unconfined"].push_back(Num(unconfined, "p99_us"));
+    per_round.push_back({{"unconfined", unconfined}});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "baton-bench-isolation: %s\n", e.what());
   }
-  Sh("ip netns del " + ns + " 2>/dev/null; ip link del " + nic + " 2>/dev/null");
-  fs::remove_all(dir);
+  Cpus cpus = net->cpus;
+  net.reset();
+  fs::remove_all(run.dir);
 
-  double alone = Best(cpu.alone), with_baton = Best(cpu.baton), floor = Best(cpu.floor);
-  double capped_mbps = net.iperf.is_object() && net.iperf.contains("end")
-                           ? Num(net.iperf["end"]["sum_received"], "bits_per_second", 0) / 1e6
-                           : 0;
   // A figure that could not be measured is null (and the run fails), never a made-up 1.0.
   bool complete = true;
   auto ratio = [&](double a, double b) -> json {
@@ -370,28 +316,51 @@ int main(int argc, char** argv) {
     complete = false;
     return nullptr;
   };
-  auto doc = [](const json& j) { return j.is_discarded() ? json() : j; };
-  json out = {
-      {"p99_with_baton_vs_floor", ratio(with_baton, floor)},
-      {"p99_with_baton_vs_alone", ratio(with_baton, alone)},
-      {"p99_unconfined_vs_alone", ratio(Best(cpu.unconfined), alone)},
-      {"training_cpu_vs_quota", ratio(Median(cpu.training_ratio), 1)},
-      {"net_p99_vs_idle",
-       ratio(Num(doc(net.loaded), "p99_us", -1), Num(doc(net.idle), "p99_us", -1))},
-      {"capped_flow_vs_cap", ratio(capped_mbps, net.cap_mbps)},
-      {"probe_alone", doc(cpu.last_alone)},
-      {"probe_with_baton", doc(cpu.last_baton)},
-      {"probe_floor", doc(cpu.last_floor)},
-      {"probe_unconfined", doc(cpu.last_unconfined)},
-      {"p99_us_rounds", {{"alone", cpu.alone}, {"baton", cpu.baton}, {"floor", cpu.floor}}},
-      {"p99_with_baton_vs_floor_median", ratio(Median(cpu.baton), Median(cpu.floor))},
-      {"training_cpu_vs_quota_rounds", cpu.training_ratio},
-      {"rtt_idle", doc(net.idle)},
-      {"rtt_loaded", doc(net.loaded)},
-      {"capped_mbps", capped_mbps},
-      {"cap_mbps", net.cap_mbps},
+  auto worse = [](const json& a, const json& b) -> json {
+    if (a.is_null() || b.is_null()) return nullptr;
+    return std::max(a.get<double>(), b.get<double>());
   };
+  json out;
+  json median[2], best[2];
+  for (int o = 0; o < 2; ++o) {
+    std::string order = kOrders[o];
+    median[o] = ratio(Median(s["baton_" + order]), Median(s["floor_" + order]));
+    best[o] = ratio(Best(s["baton_" + order]), Best(s["floor_" + order]));
+    out["p99_with_baton_vs_floor_median_" + order] = median[o];
+    out["p99_with_baton_vs_floor_" + order] = best[o];
+  }
+  out["p99_with_baton_vs_floor_median"] = worse(median[0], median[1]);
+  out["p99_with_baton_vs_floor"] = worse(best[0], best[1]);
+  out["p99_with_baton_vs_alone"] =
+      ratio(std::max(Median(s["baton_inference_first"]), Median(s["baton_training_first"])),
+            Median(s["alone"]));
+  out["p99_unconfined_vs_alone"] = ratio(Median(s["unconfined"]), Median(s["alone"]));
+  out["training_cpu_vs_quota"] = ratio(Median(s["training_cpu_vs_quota"]), 1);
+  // Network: baton's probe under the flood ÷ idle, the same for the tree built by hand,
+  // and baton's flooded p99 ÷ the hand-built one's (how much of the tail is baton's).
+  out["net_p99_vs_idle_median"] = ratio(Median(s["rtt_flood_baton"]), Median(s["rtt_idle_baton"]));
+  out["net_p99_vs_idle"] = ratio(Best(s["rtt_flood_baton"]), Best(s["rtt_idle_baton"]));
+  out["net_p99_vs_idle_hand_tc_median"] =
+      ratio(Median(s["rtt_flood_hand_tc"]), Median(s["rtt_idle_hand_tc"]));
+  out["net_p99_vs_idle_hand_tc"] = ratio(Best(s["rtt_flood_hand_tc"]), Best(s["rtt_idle_hand_tc"]));
+  out["net_p99_baton_vs_hand_tc_median"] =
+      ratio(Median(s["rtt_flood_baton"]), Median(s["rtt_flood_hand_tc"]));
+  out["capped_flow_vs_cap"] = ratio(Median(s["capped_flow_vs_cap"]), 1);
+  out["capped_flow_vs_cap_hand_tc"] = ratio(Median(s["capped_flow_vs_cap_hand_tc"]), 1);
+  json p99_median;
+  for (const auto& [scenario, v] : s) p99_median[scenario] = Median(v);
+  out["medians"] = p99_median;
+  out["cpus"] = {{"probe", cpus.probe}, {"others", cpus.others}};
+  out["rounds"] = per_round;
   std::printf("%s\n", out.dump().c_str());
   if (!complete) std::fprintf(stderr, "baton-bench-isolation: some figures were not measured\n");
   return complete ? 0 : 1;
+}
+
+}  // namespace baton::bench
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  if (int code = baton::bench::RunWorkload(args); code >= 0) return code;
+  return baton::bench::Main(args);
 }

@@ -149,9 +149,10 @@ std::string LatencyJson(std::vector<double> us) {
   auto at = [&](double p) {
     return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))];
   };
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "{\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"n\":%zu}",
-                at(0.5), at(0.99), at(0.999), us.size());
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "{\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,\"n\":%zu}",
+                at(0.5), at(0.99), at(0.999), us.empty() ? 0.0 : us.back(), us.size());
   return buf;
 }
 

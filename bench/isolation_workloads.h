@@ -13,7 +13,7 @@ namespace baton::bench {
 // code, or -1 when argv names no workload.
 int RunWorkload(const std::vector<std::string>& args);
 
-// p50/p99/p999 of `us`, as {"p50_us":…,"p99_us":…,"p999_us":…,"n":…}.
+// p50/p99/p999/max of `us`, as {"p50_us":…,"p99_us":…,"p999_us":…,"max_us":…,"n":…}.
 std::string LatencyJson(std::vector<double> us);
 
 }  // namespace baton::bench

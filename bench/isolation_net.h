@@ -1,0 +1,50 @@
+// The network half of baton-bench-isolation: a namespace joined to the root one by a veth
+// (the agent's NIC), with an echo server and an iperf3 server in it; one round's RTTs,
+// idle and under a capped iperf3 flood, through baton's HTB tree built by hand (no baton
+// daemon) and through baton's jobs. Single-threaded (the bench's main thread).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/isolation_cluster.h"
+
+namespace baton::bench {
+
+// p99s and other per-round figures, by scenario name.
+using Series = std::map<std::string, std::vector<double>>;
+// Adds a probe's p99 to `scenario` and its whole document to the round's.
+void Record(Series* s, nlohmann::json* round, const std::string& scenario,
+            const nlohmann::json& probe);
+
+class NetSetup {
+ public:
+  // Namespace, veth pair and addresses named after `tag`; nullptr when `ip` fails or the
+  // machine has fewer than 2 CPUs.
+  static std::unique_ptr<NetSetup> Create(const std::string& tag);
+  ~NetSetup();  // the servers, then the namespace and the veth
+  NetSetup(const NetSetup&) = delete;
+  NetSetup& operator=(const NetSetup&) = delete;
+
+  // The echo server (on the probe's CPU) and iperf3 (on the others) in the namespace.
+  void StartServers(const std::string& dir);
+
+  std::string ns, nic, peer_ip;
+  Cpus cpus;
+
+ private:
+  NetSetup() = default;
+  std::vector<std::unique_ptr<testing::Subprocess>> servers_;
+};
+
+// Idle and flooded RTT with baton's HTB tree built by hand on the NIC (the probe's port in
+// the inference class, iperf3's in a training class, by nft) and the processes pinned as
+// baton pins its jobs: "rtt_idle_hand_tc", "rtt_flood_hand_tc", "capped_flow_vs_cap_hand_tc".
+void HandNetRound(const NetSetup& net, const std::string& prefix, Series* s, nlohmann::json* round);
+// The same as baton jobs: "rtt_idle_baton", "rtt_flood_baton", "capped_flow_vs_cap".
+void BatonNetRound(Cluster& c, const NetSetup& net, Series* s, nlohmann::json* round);
+
+}  // namespace baton::bench
