@@ -64,7 +64,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       "metrics-ready-file", "write the bound metrics address here once serving",
       cxxopts::value<std::string>()->default_value(""))(
       "heartbeat", "agent heartbeat interval", cxxopts::value<std::string>()->default_value("1s"))(
-      "lease", "agent lease: a node silent this long stops its jobs",
+      "lease",
+      "agent lease: an agent that hears nothing this long reconnects (its jobs keep running); "
+      "a node silent for lease + --lost-margin is lost and its jobs are replaced as the "
+      "policy's stop_after_disconnect allows",
       cxxopts::value<std::string>()->default_value("10s"))(
       "policy",
       "scheduling policy YAML (classes, tenants, quotas, pools; see "

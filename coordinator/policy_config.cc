@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -74,6 +75,13 @@ class Reader {
     absl::StatusOr<uint64_t> v = n.IsScalar() ? parse(n.Scalar()) : absl::InvalidArgumentError("");
     if (!v.ok()) {
       problems_.Add(where, "'" + Text(n) + "' is not a valid quantity");
+      return;
+    }
+    // A field narrower than the parsed value (grace in 32 bits, durations in signed 64)
+    // must not wrap into a small or negative setting that then passes every later check.
+    if (*v > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      problems_.Add(where, "'" + Text(n) + "' is too large (at most " +
+                               std::to_string(std::numeric_limits<T>::max()) + ")");
       return;
     }
     *out = static_cast<T>(*v);

@@ -126,6 +126,21 @@ job_limits: {max_gpus_per_node: 16, max_gpus_per_job: 8}
   }
 }
 
+// 50000 days is 4.32e9 s: past grace's 32 bits it would have wrapped to 25 s and passed
+// every later check.
+TEST(PolicyConfig, AValueTooLargeForItsFieldIsRefusedNotWrapped) {
+  absl::StatusOr<Policy> p = ParsePolicy("defaults: {grace: 50000d, max_grace: 50000d}\n");
+  ASSERT_FALSE(p.ok());
+  std::string why = Why(p.status());
+  EXPECT_NE(why.find("defaults.grace: '50000d' is too large (at most 4294967295)"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("defaults.max_grace"), std::string::npos) << why;
+  auto fits = ParsePolicy("defaults: {grace: 49000d, max_grace: 49000d}\n");
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->default_grace_seconds, 49000u * 86400);
+}
+
 TEST(PolicyConfig, RefusesAWellFormedButInconsistentPolicy) {
   absl::StatusOr<Policy> p = ParsePolicy(R"(
 defaults: {class: nightly}
