@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "common/resources.h"
@@ -396,9 +397,12 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     bool healthy = a->ended_ms() - since >= p.healthy_after_s * 1000;
     uint32_t streak = healthy ? 1 : e.job.restarts_in_a_row() + 1;
     e.job.set_restarts_in_a_row(streak);
-    int64_t backoff = std::min<int64_t>(p.backoff_s * 1000 << std::min<uint32_t>(streak - 1, 20),
-                                        p.backoff_cap_s * 1000);
-    e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
+    const absl::Duration wait = p.Backoff(streak);
+    const int64_t now = clock_->NowMs();
+    const int64_t backoff = wait >= absl::Milliseconds(std::numeric_limits<int64_t>::max() - now)
+                                ? std::numeric_limits<int64_t>::max() - now
+                                : absl::ToInt64Milliseconds(wait);
+    e.job.set_cooldown_until_ms(now + backoff);
     Transition(e, v1::JOB_STATE_PENDING,
                why + "; restarting in " + std::to_string(backoff / 1000) + "." +
                    std::to_string(backoff % 1000 / 100) + " s, its GPUs held",

@@ -1,5 +1,7 @@
 #include "coordinator/policy.h"
 
+#include <algorithm>
+
 namespace baton {
 namespace {
 
@@ -19,6 +21,13 @@ PriorityClass Class(const char* name, int32_t value, bool service, int64_t coold
 }
 
 }  // namespace
+
+absl::Duration Policy::ServiceRestart::Backoff(uint32_t streak) const {
+  const absl::Duration cap = absl::Seconds(backoff_cap_s);
+  absl::Duration d = absl::Seconds(backoff_s);
+  for (uint32_t i = 1; i < streak && d < cap; ++i) d *= 2;  // absl saturates, never wraps
+  return std::min(d, cap);
+}
 
 Policy Policy::Default() {
   Policy p;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "coordinator/scheduler/policy.h"
 
 namespace baton {
@@ -79,6 +80,9 @@ struct Policy : sched::Policy {
     int64_t backoff_s = 1;
     int64_t backoff_cap_s = 60;
     int64_t healthy_after_s = 600;
+    // The wait before the `streak`-th restart in a row (1: the first): backoff_s, doubled
+    // per restart, at most backoff_cap_s; saturating, so no policy value overflows it.
+    absl::Duration Backoff(uint32_t streak) const;
   };
   struct ServiceRestartOverride {
     std::optional<int64_t> backoff_s, backoff_cap_s, healthy_after_s;

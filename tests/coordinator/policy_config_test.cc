@@ -2,6 +2,8 @@
 // policy (today's five classes), and a bad file is refused whole with every problem named.
 #include "coordinator/policy_config.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace baton {
@@ -84,6 +86,16 @@ classes:
   EXPECT_EQ(serve.backoff_cap_s, 30) << "the default where the class says nothing";
   EXPECT_EQ(serve.healthy_after_s, 3600);
   EXPECT_EQ(p->ServiceRestartFor("batch").backoff_s, 2);
+  EXPECT_EQ(serve.Backoff(1), absl::Seconds(5));
+  EXPECT_EQ(serve.Backoff(2), absl::Seconds(10));
+  EXPECT_EQ(serve.Backoff(3), absl::Seconds(20));
+  EXPECT_EQ(serve.Backoff(4), absl::Seconds(30)) << "capped";
+  EXPECT_EQ(serve.Backoff(4000), absl::Seconds(30));
+  // Doubling the largest values the policy accepts saturates at the cap, never wraps.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const Policy::ServiceRestart huge{.backoff_s = kMax / 2, .backoff_cap_s = kMax};
+  EXPECT_EQ(huge.Backoff(1), absl::Seconds(kMax / 2));
+  EXPECT_EQ(huge.Backoff(60), absl::Seconds(kMax));
 
   absl::StatusOr<Policy> bad = ParsePolicy(R"(
 defaults: {class: batch, stop_after_disconnect: 0s}
