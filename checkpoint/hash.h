@@ -1,9 +1,9 @@
 // Checksums for checkpoint files: XXH3-64 (xxhash used header-only, so a machine without
 // the libxxhash package can build with a carried xxhash.h; only hash*.cc include it). On
 // x86-64 hashing runs with AVX2 where the CPU has it (else the build's baseline, SSE2),
-// chosen once at first use; every variant gives the same
-// value, so checkpoints move freely between machines. Internal to checkpoint/. Pure
-// functions; thread-safe (a stream: one thread at a time).
+// chosen once at first use; every variant gives the same value, so checkpoints move
+// freely between machines. Internal to checkpoint/. Pure functions; thread-safe (a
+// stream: one thread at a time).
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 namespace baton {
@@ -152,6 +153,19 @@ std::string FormatBytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf + std::string(kUnits[u]);
+}
+
+absl::Duration DoublingBackoff(absl::Duration base, absl::Duration cap, uint32_t n) {
+  if (n == 0) return absl::ZeroDuration();
+  absl::Duration d = base;
+  for (uint32_t i = 1; i < n && d < cap; ++i) d *= 2;
+  return std::min(d, cap);
+}
+
+int64_t DeadlineMs(int64_t now_ms, absl::Duration wait) {
+  const int64_t room = std::numeric_limits<int64_t>::max() - now_ms;
+  return wait >= absl::Milliseconds(room) ? std::numeric_limits<int64_t>::max()
+                                          : now_ms + absl::ToInt64Milliseconds(wait);
 }
 
 std::string FormatDurationMs(int64_t ms) {

@@ -45,4 +45,11 @@ std::string FormatCpuMillis(uint64_t millis);  // 2000 -> "2", 500 -> "500m"
 std::string FormatBytes(uint64_t bytes);       // 17179869184 -> "16Gi"
 std::string FormatDurationMs(int64_t ms);      // 93000 -> "1m33s"
 
+// The wait after the `n`-th event in a row (evictions, crashes, failures): `base` for the
+// first, doubled for each one after, at most `cap`; zero for n = 0. absl::Duration
+// saturates, so no configured value overflows it.
+absl::Duration DoublingBackoff(absl::Duration base, absl::Duration cap, uint32_t n);
+// now_ms + wait, at most the end of int64 time: a huge wait never wraps into the past.
+int64_t DeadlineMs(int64_t now_ms, absl::Duration wait);
+
 }  // namespace baton

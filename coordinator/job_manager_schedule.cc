@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <limits>
 #include <random>
 
 #include "common/resources.h"
@@ -397,12 +396,9 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     bool healthy = a->ended_ms() - since >= p.healthy_after_s * 1000;
     uint32_t streak = healthy ? 1 : e.job.restarts_in_a_row() + 1;
     e.job.set_restarts_in_a_row(streak);
-    const absl::Duration wait = p.Backoff(streak);
     const int64_t now = clock_->NowMs();
-    const int64_t backoff = wait >= absl::Milliseconds(std::numeric_limits<int64_t>::max() - now)
-                                ? std::numeric_limits<int64_t>::max() - now
-                                : absl::ToInt64Milliseconds(wait);
-    e.job.set_cooldown_until_ms(now + backoff);
+    e.job.set_cooldown_until_ms(DeadlineMs(now, p.Backoff(streak)));
+    const int64_t backoff = e.job.cooldown_until_ms() - now;
     Transition(e, v1::JOB_STATE_PENDING,
                why + "; restarting in " + std::to_string(backoff / 1000) + "." +
                    std::to_string(backoff % 1000 / 100) + " s, its GPUs held",
@@ -410,12 +406,11 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   };
   auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
     if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
-    int64_t backoff = 0;
-    if (counts_as_failure) {
-      int shift = std::min<int>(e.job.failures() - 1, 20);
-      backoff = std::min(options_.retry_backoff_base_ms << shift, options_.retry_backoff_max_ms);
-    }
-    e.job.set_cooldown_until_ms(clock_->NowMs() + backoff);
+    const absl::Duration backoff =
+        DoublingBackoff(absl::Milliseconds(options_.retry_backoff_base_ms),
+                        absl::Milliseconds(options_.retry_backoff_max_ms),
+                        counts_as_failure ? e.job.failures() : 0);
+    e.job.set_cooldown_until_ms(DeadlineMs(clock_->NowMs(), backoff));
     Transition(e, v1::JOB_STATE_PENDING, why, actor, txn, code);
   };
   switch (live.outcome) {
@@ -426,7 +421,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
       if (!drained) e.job.set_evictions(e.job.evictions() + 1);
       const PriorityClass* cls = policy_.policy.Find(spec.priority_class());
       int64_t wait = cls && !drained ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
-      e.job.set_cooldown_until_ms(clock_->NowMs() + wait);
+      e.job.set_cooldown_until_ms(DeadlineMs(clock_->NowMs(), absl::Milliseconds(wait)));
       std::string how =
           live.term_signal == 0 && live.exit_code == 0 ? "checkpointed and exited"
           : live.term_signal == SIGKILL || live.exit_code == 128 + SIGKILL

@@ -1,6 +1,6 @@
 #include "coordinator/policy.h"
 
-#include <algorithm>
+#include "common/resources.h"
 
 namespace baton {
 namespace {
@@ -23,10 +23,7 @@ PriorityClass Class(const char* name, int32_t value, bool service, int64_t coold
 }  // namespace
 
 absl::Duration Policy::ServiceRestart::Backoff(uint32_t streak) const {
-  const absl::Duration cap = absl::Seconds(backoff_cap_s);
-  absl::Duration d = absl::Seconds(backoff_s);
-  for (uint32_t i = 1; i < streak && d < cap; ++i) d *= 2;  // absl saturates, never wraps
-  return std::min(d, cap);
+  return DoublingBackoff(absl::Seconds(backoff_s), absl::Seconds(backoff_cap_s), streak);
 }
 
 Policy Policy::Default() {

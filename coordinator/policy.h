@@ -80,8 +80,8 @@ struct Policy : sched::Policy {
     int64_t backoff_s = 1;
     int64_t backoff_cap_s = 60;
     int64_t healthy_after_s = 600;
-    // The wait before the `streak`-th restart in a row (1: the first): backoff_s, doubled
-    // per restart, at most backoff_cap_s; saturating, so no policy value overflows it.
+    // The wait before the `streak`-th restart in a row (1: the first): DoublingBackoff of
+    // backoff_s up to backoff_cap_s.
     absl::Duration Backoff(uint32_t streak) const;
   };
   struct ServiceRestartOverride {

@@ -66,11 +66,8 @@ const TenantPolicy& Policy::Tenant(std::string_view name) const {
 }
 
 int64_t CooldownMs(const PriorityClass& cls, uint32_t evictions) {
-  if (evictions == 0) return 0;
-  int64_t cap = cls.cooldown_cap_s * 1000;
-  int64_t ms = cls.cooldown_base_s * 1000;
-  for (uint32_t i = 1; i < evictions && ms < cap; ++i) ms *= 2;
-  return std::min(ms, cap);
+  return absl::ToInt64Milliseconds(DoublingBackoff(absl::Seconds(cls.cooldown_base_s),
+                                                   absl::Seconds(cls.cooldown_cap_s), evictions));
 }
 
 absl::Status CheckJobLimits(const JobLimits& l, const JobRequest& r) {

@@ -1,5 +1,7 @@
 #include "common/resources.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace baton {
@@ -69,6 +71,26 @@ TEST(Resources, FitAndArithmeticSaturate) {
   free -= ask;
   EXPECT_EQ(free.gpus, 0u);
   EXPECT_EQ(free.cpu_millis, 2000u);
+}
+
+// One doubling backoff serves evictions, service restarts and failure retries.
+TEST(DoublingBackoff, DoublesFromTheBaseUpToTheCapAndSaturates) {
+  const absl::Duration base = absl::Seconds(5), cap = absl::Seconds(30);
+  EXPECT_EQ(DoublingBackoff(base, cap, 0), absl::ZeroDuration());
+  EXPECT_EQ(DoublingBackoff(base, cap, 1), absl::Seconds(5));
+  EXPECT_EQ(DoublingBackoff(base, cap, 3), absl::Seconds(20));
+  EXPECT_EQ(DoublingBackoff(base, cap, 4), absl::Seconds(30));
+  EXPECT_EQ(DoublingBackoff(base, cap, 4000), absl::Seconds(30));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(DoublingBackoff(absl::Seconds(kMax / 2), absl::Seconds(kMax), 60), absl::Seconds(kMax));
+}
+
+TEST(DeadlineMs, AddsAndNeverWrapsIntoThePast) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(DeadlineMs(1000, absl::Seconds(2)), 3000);
+  EXPECT_EQ(DeadlineMs(1000, absl::ZeroDuration()), 1000);
+  EXPECT_EQ(DeadlineMs(kMax - 5, absl::Milliseconds(10)), kMax);
+  EXPECT_EQ(DeadlineMs(1000, absl::Seconds(kMax)), kMax);
 }
 
 }  // namespace
