@@ -6,8 +6,15 @@
 // last checkpoint, the service's silences beyond 2 s), and, as the physical reference, the
 // longest silence of a training rank and of the service against their 1-s heartbeat.
 // Keys: jobs_killed_by_coordinator_outage (summed; target 0), work_lost_s_by_outage
-// (summed; target 0). Needs root (namespace cluster). The other keys once planned for
-// it (restart_s_*, heartbeat_ack_p99_ms_launch_storm) are not measured (docs/benchmarks.md).
+// (summed; target 0). Needs root (namespace cluster).
+// Then restart time against history: a coordinator on a loopback cluster with no agents is
+// kill -9'ed and started again, on an empty store and on one holding --history-jobs
+// finished jobs (default 1,000,000, five events each, written directly by the generator
+// the tests use); `restart_s_*` is from the new process's start to the first answered
+// `baton status` of an old job (median of --restart-reps, default 3), beside the same for
+// the empty store (restart_s_empty, the peer: process start, TLS, the CLI). Target: at
+// most 2 s. --outage-s=0 skips the outage rounds. heartbeat_ack_p99_ms_launch_storm is
+// not measured (docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,8 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/store.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/integration/outage_scenario.h"
+#include "tests/util/history.h"
 #include "tests/util/temp_dir.h"
 
 namespace {
@@ -28,15 +37,92 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// kill -9, then the seconds from the new coordinator's start until `baton status job`
+// answers (-1 if it never does within 60 s).
+double CrashRestart(LocalCluster& cluster, uint64_t job) {
+  cluster.KillCoordinator(SIGKILL);
+  const auto began = std::chrono::steady_clock::now();
+  cluster.StartCoordinator();
+  while (Seconds(began) < 60) {
+    if (cluster.GetJob(job)) return Seconds(began);
+  }
+  return -1;
+}
+
+// Median restart seconds after `reps` crashes on a store holding `history` finished jobs.
+double RestartSeconds(uint64_t history, int reps) {
+  LocalCluster cluster(/*agents=*/0, /*gpus=*/0);
+  uint64_t job = 0;
+  if (history > 0) {
+    cluster.KillCoordinator(SIGKILL);
+    const auto began = std::chrono::steady_clock::now();
+    {
+      baton::StoreOptions bulk;
+      bulk.bulk = true;
+      auto store = baton::Store::Open(cluster.dir() + "/coordinator", bulk);
+      if (!store.ok()) {
+        std::fprintf(stderr, "baton-bench-restart: %s\n", store.status().ToString().c_str());
+        return -1;
+      }
+      HistoryOptions options;
+      options.jobs = history;
+      if (absl::Status s = WriteFinishedHistory(**store, options); !s.ok()) {
+        std::fprintf(stderr, "baton-bench-restart: %s\n", s.ToString().c_str());
+        return -1;
+      }
+    }
+    std::printf("wrote %llu finished jobs and %llu events in %.1f s\n",
+                static_cast<unsigned long long>(history),
+                static_cast<unsigned long long>(history * 5), Seconds(began));
+    cluster.StartCoordinator();  // its first start compacts what the generator wrote
+    job = history / 2;
+    if (!cluster.GetJob(job)) {
+      std::fprintf(stderr, "baton-bench-restart: job %llu is not served\n",
+                   static_cast<unsigned long long>(job));
+      return -1;
+    }
+  } else {
+    CommandResult submitted = cluster.Baton({"submit", "-q", "--", "true"});
+    job = submitted.exit_code == 0 ? ClusterClient::SubmittedId(submitted.out) : 0;
+    if (job == 0) {
+      std::fprintf(stderr, "baton-bench-restart: submit: %s\n", submitted.err.c_str());
+      return -1;
+    }
+  }
+  std::vector<double> seconds;
+  for (int i = 0; i < reps; ++i) {
+    double s = CrashRestart(cluster, job);
+    std::printf("restart with %llu finished jobs: %.3f s\n",
+                static_cast<unsigned long long>(history), s);
+    if (s < 0) return -1;
+    seconds.push_back(s);
+  }
+  return Median(seconds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 1, outage_s = 60;
+  int reps = 1, outage_s = 60, restart_reps = 3;
+  uint64_t history = 1'000'000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a.rfind("--restart-reps=", 0) == 0) restart_reps = std::max(1, std::atoi(a.c_str() + 15));
+    if (a.rfind("--history-jobs=", 0) == 0) history = std::strtoull(a.c_str() + 15, nullptr, 10);
     if (a.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(a.c_str() + 7));
-    if (a.rfind("--outage-s=", 0) == 0) outage_s = std::max(1, std::atoi(a.c_str() + 11));
+    if (a.rfind("--outage-s=", 0) == 0) outage_s = std::max(0, std::atoi(a.c_str() + 11));
   }
+  const double restart_empty = RestartSeconds(0, restart_reps);
+  const double restart_history = RestartSeconds(history, restart_reps);
+  std::printf(
+      "restart (kill -9 -> status answered), median of %d: empty %.3f s, %llu finished "
+      "jobs %.3f s (target <= 2 s)\n",
+      restart_reps, restart_empty, static_cast<unsigned long long>(history), restart_history);
+  if (outage_s == 0) reps = 0;
   int killed = 0;
   double lost_s = 0;
   std::vector<double> training_gap_ms, service_gap_ms;
@@ -83,7 +169,11 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"jobs_killed_by_coordinator_outage\": %d, \"work_lost_s_by_outage\": %.1f, "
       "\"outage_s\": %d, \"training_max_silence_ratio\": %.2f, "
-      "\"service_max_silence_ratio\": %.2f, \"rounds\": %d}\n",
-      killed, lost_s, outage_s, tgap / 1000.0, sgap / 1000.0, reps);
+      "\"service_max_silence_ratio\": %.2f, \"rounds\": %d, "
+      "\"restart_s_1m_finished_jobs\": %.3f, \"restart_s_empty\": %.3f, "
+      "\"restart_history_jobs\": %llu, \"restart_vs_empty\": %.2f}\n",
+      killed, lost_s, outage_s, tgap / 1000.0, sgap / 1000.0, reps, restart_history, restart_empty,
+      static_cast<unsigned long long>(history),
+      restart_empty > 0 ? restart_history / restart_empty : 0.0);
   return 0;
 }

@@ -200,8 +200,10 @@ absl::StatusOr<RestoreSummary> RestoreStore(const std::string& backup_dir,
     if (!store.ok()) return fail(store.status());
     auto snap = (*store)->Load();
     if (!snap.ok()) return fail(snap.status());
-    summary.jobs = snap->jobs.size();
-    for (const auto& job : snap->jobs) summary.unfinished += IsTerminal(job.state()) ? 0 : 1;
+    auto finished = (*store)->CountFinished();
+    if (!finished.ok()) return fail(finished.status());
+    summary.unfinished = snap->jobs.size();  // Load reads only the unfinished jobs
+    summary.jobs = snap->jobs.size() + *finished;
     summary.next_job_id = snap->next_job_id;
   }
   // The coordinator runs as the owner of the data dir's parent (/var/lib/baton): a

@@ -61,6 +61,7 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, Jo
 JobManager::~JobManager() { Stop(); }
 
 absl::Status JobManager::Recover() {
+  const absl::Time began = absl::Now();
   auto snap = store_->Load();
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
@@ -148,8 +149,11 @@ absl::Status JobManager::Recover() {
     observer_->OnNodeLoaded(n.node);
   }
   for (const auto& [id, e] : jobs_) observer_->OnJobLoaded(e.job);
-  spdlog::info("recovered {} jobs ({} pending, {} with live attempts), {} nodes", jobs_.size(),
-               pending_.size(), active_.size(), nodes_.size());
+  spdlog::info(
+      "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
+      "(finished jobs are read from the store when asked)",
+      jobs_.size(), pending_.size(), active_.size(), nodes_.size(),
+      absl::ToDoubleSeconds(absl::Now() - began));
   return absl::OkStatus();
 }
 
@@ -225,17 +229,66 @@ void JobManager::ScheduleLoop() {
 void JobManager::CommitLocked(Txn txn) {
   std::vector<v1::Job> changed;
   for (uint64_t id : txn.touched) {
-    v1::Job& job = jobs_.at(id).job;
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;  // finished in an earlier Txn: nothing changes it
+    v1::Job& job = it->second.job;
     job.set_version(job.version() + 1);
     txn.batch.jobs.push_back(job);
     changed.push_back(job);
   }
+  const uint64_t number = ++txns_;
   committer_.Enqueue(std::move(txn.batch),
-                     [this, commands = std::move(txn.commands), changed = std::move(changed),
-                      reply = std::move(txn.reply)]() mutable {
+                     [this, number, commands = std::move(txn.commands),
+                      changed = std::move(changed), reply = std::move(txn.reply)]() mutable {
+                       durable_txns_.store(number);
                        RunEffects(std::move(commands), std::move(changed));
                        if (reply) reply();
                      });
+  // Finished jobs leave the job table; they stay readable from finished_ until their final
+  // record is durable and newer ones push them out.
+  for (uint64_t id : txn.touched) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !IsTerminal(it->second.job.state()) || it->second.live) continue;
+    cooldown_.erase(id);  // a job cancelled in COOLDOWN is still listed there
+    reserved_nodes_.erase(id);
+    finished_[id] = std::move(it->second);
+    finished_order_.emplace_back(id, number);
+    jobs_.erase(it);
+  }
+  TrimFinishedLocked();
+}
+
+void JobManager::TrimFinishedLocked() {
+  const uint64_t durable = durable_txns_.load();
+  while (finished_order_.size() > options_.finished_in_memory &&
+         finished_order_.front().second <= durable) {
+    finished_.erase(finished_order_.front().first);
+    finished_order_.pop_front();
+  }
+}
+
+const JobManager::JobEntry* JobManager::FindLocked(uint64_t id) const {
+  if (auto it = jobs_.find(id); it != jobs_.end()) return &it->second;
+  if (auto it = finished_.find(id); it != finished_.end()) return &it->second;
+  return nullptr;
+}
+
+absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const JobEntry* e = FindLocked(id)) {
+      v1::Job job = e->job;
+      if (with_events) {
+        for (const auto& ev : e->events) *job.add_events() = ev;
+      }
+      return job;
+    }
+  }
+  // Not in memory: finished, and its final record durable (finished_ keeps it until then),
+  // or unknown. Read outside the lock; a finished record no longer changes.
+  auto job = store_->ReadJob(id, with_events);
+  if (job.status().code() == absl::StatusCode::kNotFound) return NotFound(id);
+  return job;
 }
 
 void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
@@ -363,18 +416,18 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
 }
 
 absl::StatusOr<v1::Job> JobManager::Get(const Caller& caller, uint64_t job_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return NotFound(job_id);
-  v1::Job job = access::ForViewer(policy_.policy.access, caller, it->second.job);
-  for (const auto& ev : it->second.events) *job.add_events() = ev;
-  return job;
+  BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/true));
+  google::protobuf::RepeatedPtrField<v1::Event> events;
+  events.Swap(job.mutable_events());
+  v1::Job out = access::ForViewer(policy()->access, caller, job);
+  out.mutable_events()->Swap(&events);
+  return out;
 }
 
 namespace {
 
 // Where a listing stands in its order: running work first, then the queue in the order
-// it is served, then finished jobs. A page token is the position of the page's last job.
+// it is served, then finished jobs by id. A page token is the position of the page's last job.
 using ListPosition = std::tuple<int, int64_t, int64_t, uint64_t>;
 
 std::string EncodePageToken(const ListPosition& p) {
@@ -404,35 +457,99 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
     BATON_ASSIGN_OR_RETURN(after, DecodePageToken(req.page_token()));
   }
   std::set<int> states(req.states().begin(), req.states().end());
-  std::lock_guard<std::mutex> lock(mu_);
-  auto position = [this](const JobEntry* e) {
-    v1::JobState s = e->job.state();
-    int group = IsTerminal(s) ? 2 : (s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN);
-    const PriorityClass* c = policy_.policy.Find(e->job.spec().priority_class());
-    return ListPosition(group, c ? -int64_t{c->value} : 0, e->job.submitted_ms(), e->job.id());
+  const bool finished_wanted =
+      states.empty() ? req.all() : std::any_of(states.begin(), states.end(), [](int s) {
+        return IsTerminal(static_cast<v1::JobState>(s));
+      });
+  auto wanted = [&](const v1::Job& job) {
+    v1::JobState s = job.state();
+    if (!states.empty() ? !states.count(s) : (!req.all() && IsTerminal(s))) return false;
+    return req.tenant().empty() || job.spec().tenant() == req.tenant();
   };
-  std::vector<std::pair<ListPosition, const JobEntry*>> picked;
-  for (const auto& [id, e] : jobs_) {
-    v1::JobState s = e.job.state();
-    if (!states.empty() ? !states.count(s) : (!req.all() && IsTerminal(s))) continue;
-    if (!req.tenant().empty() && e.job.spec().tenant() != req.tenant()) continue;
-    ListPosition at = position(&e);
-    if (after && at <= *after) continue;
-    picked.emplace_back(at, &e);
+  std::shared_ptr<const Policy> policy = this->policy();
+  // Finished jobs come last, in id order (the store's), so that paging through history
+  // reads it in order instead of loading it.
+  auto position = [&](const v1::Job& job) {
+    v1::JobState s = job.state();
+    if (IsTerminal(s)) return ListPosition(2, 0, 0, job.id());
+    const PriorityClass* c = policy->Find(job.spec().priority_class());
+    return ListPosition(s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN,
+                        c ? -int64_t{c->value} : 0, job.submitted_ms(), job.id());
+  };
+  auto page_full = [&](size_t n, size_t bytes) {
+    return (req.limit() > 0 && n >= req.limit()) || (n > 0 && bytes >= kListPageBytes);
+  };
+  // One more than fits on the page (it says whether another page follows).
+  std::vector<std::pair<ListPosition, v1::Job>> picked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<ListPosition, const v1::Job*>> memory;
+    auto consider = [&](const std::map<uint64_t, JobEntry>& table) {
+      for (const auto& [id, e] : table) {
+        if (!wanted(e.job)) continue;
+        ListPosition at = position(e.job);
+        if (!after || at > *after) memory.emplace_back(at, &e.job);
+      }
+    };
+    consider(jobs_);
+    if (finished_wanted) consider(finished_);
+    std::sort(memory.begin(), memory.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    size_t bytes = 0;
+    for (const auto& [at, job] : memory) {
+      if (page_full(picked.size(), bytes)) {
+        picked.emplace_back(at, *job);  // the first of the next page
+        break;
+      }
+      picked.emplace_back(at, *job);
+      bytes += job->ByteSizeLong();
+    }
+  }
+  // The rest of history from the store, in id order, a page's worth (a finished job's
+  // record may be durable and still in memory: it is taken once).
+  size_t unfinished = 0, bytes = 0;
+  std::set<uint64_t> in_memory;
+  for (const auto& [at, job] : picked) {
+    if (std::get<0>(at) == 2) {
+      in_memory.insert(job.id());
+    } else {
+      ++unfinished;
+      bytes += job.ByteSizeLong();
+    }
+  }
+  if (finished_wanted) {  // also when the page is full: is there a next one?
+    uint64_t after_id = after && std::get<0>(*after) == 2 ? std::get<3>(*after) : 0;
+    size_t n = unfinished;
+    std::optional<uint64_t> stopped_at;  // the scan's last id, when it stopped early
+    BATON_RETURN_IF_ERROR(store_->ScanFinished(after_id, [&](v1::Job job) {
+      if (!wanted(job) || in_memory.count(job.id())) return true;
+      bool last = page_full(n, bytes);  // one past the page: another page follows
+      ++n;
+      bytes += job.ByteSizeLong();
+      if (last) stopped_at = job.id();
+      picked.emplace_back(position(job), std::move(job));
+      return !last;
+    }));
+    if (stopped_at) {
+      // Finished jobs in memory past where the scan stopped wait for the next page, so
+      // that none of the stored ones before them is skipped.
+      std::erase_if(picked, [&](const auto& p) {
+        return std::get<0>(p.first) == 2 && p.second.id() > *stopped_at;
+      });
+    }
   }
   std::sort(picked.begin(), picked.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+            [](const auto& x, const auto& y) { return x.first < y.first; });
   v1::ListResponse out;
-  size_t bytes = 0;
+  size_t page_bytes = 0;
   for (size_t i = 0; i < picked.size(); ++i) {
-    bool full = (req.limit() > 0 && i >= req.limit()) || (i > 0 && bytes >= kListPageBytes);
-    if (full) {
+    if (page_full(static_cast<size_t>(out.jobs_size()), page_bytes)) {
       out.set_next_page_token(EncodePageToken(picked[i - 1].first));
       break;
     }
     v1::Job* job = out.add_jobs();
-    *job = access::ForViewer(policy_.policy.access, caller, picked[i].second->job);
-    bytes += job->ByteSizeLong();
+    *job = access::ForViewer(policy->access, caller, std::move(picked[i].second));
+    page_bytes += job->ByteSizeLong();
   }
   return out;
 }
@@ -443,8 +560,17 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) {
+    // Finished (or unknown): nothing to stop; idempotent for a cancelled job.
     lock.unlock();
-    return done(NotFound(job_id));
+    absl::StatusOr<v1::Job> job = Lookup(job_id, /*with_events=*/false);
+    if (!job.ok()) return done(job.status());
+    if (absl::Status may = access::CheckMayActOn(policy()->access, caller, *job, "cancel");
+        !may.ok()) {
+      return done(may);
+    }
+    if (job->state() == v1::JOB_STATE_CANCELLED) return done(job->state());
+    return done(absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
+                                              StateName(job->state())));
   }
   JobEntry& e = it->second;
   absl::StatusOr<v1::JobState> result = e.job.state();
@@ -489,9 +615,15 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
   }
   std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return NotFound(job_id);
+    if (it == jobs_.end()) {
+      lock.unlock();
+      BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
+      BATON_RETURN_IF_ERROR(access::CheckMayActOn(policy()->access, caller, job, "signal"));
+      return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
+                                           StateName(job.state()) + ", not running");
+    }
     const JobEntry& e = it->second;
     if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "signal");
         !may.ok()) {
@@ -572,12 +704,8 @@ void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req
 
 absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
                                                const v1::LogsRequest& req) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(req.job_id());
-  if (it == jobs_.end()) return NotFound(req.job_id());
-  const v1::Job& job = it->second.job;
-  if (absl::Status may =
-          access::CheckMayActOn(policy_.policy.access, caller, job, "read the logs of");
+  BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(req.job_id(), /*with_events=*/false));
+  if (absl::Status may = access::CheckMayActOn(policy()->access, caller, job, "read the logs of");
       !may.ok()) {
     return may;
   }
@@ -615,6 +743,7 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
     return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +
                                std::to_string(job.id()) + " did not run on node " + req.node());
   }
+  std::lock_guard<std::mutex> lock(mu_);
   auto n = nodes_.find(where->node());
   if (n == nodes_.end() || n->second.node.address().empty()) {
     return absl::UnavailableError("node " + where->node() + " is unknown");
@@ -633,9 +762,16 @@ void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<
 
 absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
                                            std::function<void(const v1::Job&)> fn) {
-  std::lock_guard<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
+  std::unique_lock<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return NotFound(job_id);
+  if (it == jobs_.end()) {
+    // Finished (it changes no more: one call) or unknown.
+    lock.unlock();
+    BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
+    std::lock_guard<std::mutex> wlock(watch_mu_);
+    fn(job);
+    return next_watch_++;
+  }
   std::lock_guard<std::mutex> wlock(watch_mu_);
   fn(it->second.job);
   uint64_t token = next_watch_++;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,6 +61,9 @@ struct JobManagerOptions {
   uint64_t min_free_disk_bytes = 256ull << 20;
   // Finished jobs (and their events) are deleted this long after their end; 0: kept.
   int64_t retention_ms = 30ll * 24 * 3600 * 1000;
+  // Finished jobs stay in memory (for status, logs and watchers right after the end) until
+  // this many newer ones have finished; older ones are read from the store when asked.
+  size_t finished_in_memory = 4096;
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -78,8 +82,10 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Loads jobs, events and nodes from the store. Nodes start disconnected and get
-  // lease + margin to come back before their jobs are requeued. Call before Start.
+  // Loads the unfinished jobs (with their events), the nodes and the scheduler's state
+  // from the store; finished jobs stay there, read when asked, so the time this takes
+  // follows live work, not history (logged). Nodes start disconnected and get lease +
+  // margin to come back before their jobs are requeued. Call before Start.
   absl::Status Recover();
   // Starts the scheduler thread (ticks and scheduling passes).
   void Start();
@@ -190,6 +196,17 @@ class JobManager {
   };
 
   void CommitLocked(Txn txn);
+  // The job in memory: unfinished, or finished recently (finished_); null otherwise.
+  const JobEntry* FindLocked(uint64_t id) const;
+  // The job as it is now, from memory or else its stored record (finished: it no longer
+  // changes). Call without mu_ held; NotFound for unknown (or deleted) jobs.
+  absl::StatusOr<v1::Job> Lookup(uint64_t id, bool with_events) const;
+  // Drops the oldest finished jobs from memory, those whose final record is durable,
+  // down to options_.finished_in_memory.
+  void TrimFinishedLocked();
+  // Retention: the finished jobs to delete now, read from the store (without mu_), at most
+  // once a minute unless the last call hit its limit.
+  std::vector<uint64_t> ExpiredJobs();
   void SetSnapshot(const Policy& policy);
   void RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
                   std::vector<v1::Job> changed);
@@ -214,8 +231,8 @@ class JobManager {
   // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
   // charged up to `now` for what runs.
   sched::ClusterView ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const;
-  // Deletes the finished jobs past options_.retention_ms (Tick, once a minute).
-  void DeleteExpiredLocked(int64_t now, Txn& txn);
+  // Deletes `expired` (ExpiredJobs) with their events.
+  void DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& txn);
   uint32_t PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
                                 const sched::Placement& placement,
                                 const sched::ClusterView& view) const;
@@ -262,7 +279,13 @@ class JobManager {
   std::shared_ptr<const Policy> policy_snapshot_;  // policy_.policy, for policy()
 
   mutable std::mutex mu_;
-  std::map<uint64_t, JobEntry> jobs_;
+  std::map<uint64_t, JobEntry> jobs_;  // unfinished jobs (and any finished one still live)
+  // Recently finished jobs, in the order they finished with the commit that stored it
+  // (Txn number): trimmed once that commit is durable, then read from the store.
+  std::map<uint64_t, JobEntry> finished_;
+  std::deque<std::pair<uint64_t, uint64_t>> finished_order_;  // (job id, txn)
+  uint64_t txns_ = 0;                                         // Txns committed (numbered)
+  std::atomic<uint64_t> durable_txns_{0};  // the newest durable Txn (completions run in order)
   // PENDING jobs in the order they are served: (-class value, submitted_ms, id).
   using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
   QueueKey QueueKeyOf(const v1::Job& job) const;

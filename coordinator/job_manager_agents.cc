@@ -393,6 +393,7 @@ void JobManager::ReplaceLostAttemptsLocked(const std::string& node, int64_t sile
 }
 
 void JobManager::Tick() {
+  const std::vector<uint64_t> expired = ExpiredJobs();
   std::lock_guard<std::mutex> lock(mu_);
   Txn txn;
   int64_t mono = clock_->MonotonicMs();
@@ -438,31 +439,47 @@ void JobManager::Tick() {
     txn.batch.usage = std::move(usage);
     usage_saved_ms_ = now;
   }
-  if (options_.retention_ms > 0 && now - retention_checked_ms_ >= 60'000) {
-    DeleteExpiredLocked(now, txn);
-    retention_checked_ms_ = now;
-  }
+  if (!expired.empty()) DeleteExpiredLocked(expired, txn);
+  TrimFinishedLocked();
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));
   }
 }
 
-void JobManager::DeleteExpiredLocked(int64_t now, Txn& txn) {
+std::vector<uint64_t> JobManager::ExpiredJobs() {
+  if (options_.retention_ms <= 0) return {};
+  const int64_t now = clock_->NowMs();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - retention_checked_ms_ < 60'000) return {};
+    retention_checked_ms_ = now;
+  }
+  // From the store's index of finished jobs by end time, outside the lock: only durable
+  // final records are in it. A big backlog goes a batch per tick.
+  constexpr size_t kBatch = 20'000;
+  auto ids = store_->EndedBefore(now - options_.retention_ms, kBatch);
+  if (!ids.ok()) {
+    spdlog::warn("retention: cannot read the finished jobs: {}", ids.status().ToString());
+    return {};
+  }
+  if (ids->size() == kBatch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    retention_checked_ms_ = 0;  // more at the next tick
+  }
+  return *ids;
+}
+
+void JobManager::DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& txn) {
   // Finished jobs whose end is older than the retention go, with their events; what
   // the scheduler needs (fair-share usage) is kept apart and stays.
-  const int64_t cutoff = now - options_.retention_ms;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    const v1::Job& job = it->second.job;
-    if (!IsTerminal(job.state()) || job.finished_ms() == 0 || job.finished_ms() > cutoff) {
-      ++it;
-      continue;
-    }
-    txn.batch.deleted_jobs.push_back(it->first);
-    it = jobs_.erase(it);
+  for (uint64_t id : expired) {
+    if (jobs_.count(id)) continue;  // still live (a final state whose attempt has not ended)
+    finished_.erase(id);
+    txn.batch.deleted_jobs.push_back(id);
   }
   if (!txn.batch.deleted_jobs.empty()) {
-    spdlog::info("retention: deleted {} job(s) finished before {} ms",
-                 txn.batch.deleted_jobs.size(), cutoff);
+    spdlog::info("retention: deleted {} job(s) finished more than {} s ago",
+                 txn.batch.deleted_jobs.size(), options_.retention_ms / 1000);
     observer_->OnJobsDeleted(txn.batch.deleted_jobs.size());
   }
 }

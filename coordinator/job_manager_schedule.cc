@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/resources.h"
+#include "common/status.h"
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
@@ -315,20 +316,24 @@ v1::SharesResponse JobManager::Shares() const {
 }
 
 absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    return absl::NotFoundError("job " + std::to_string(job_id) + " not found");
-  }
-  v1::ExplainResponse out;
-  const v1::Job& job = it->second.job;
-  if (job.state() != v1::JOB_STATE_PENDING) {
+  auto not_waiting = [job_id](const v1::Job& job) {
+    v1::ExplainResponse out;
     out.set_outcome(IsTerminal(job.state()) ? "finished" : StateName(job.state()));
     out.set_reason(job.message());
     out.set_text("job " + std::to_string(job_id) + " is " + StateName(job.state()) +
                  (job.message().empty() ? "" : ": " + job.message()) + "\n");
     return out;
+  };
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    lock.unlock();  // finished, or unknown
+    BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
+    return not_waiting(job);
   }
+  v1::ExplainResponse out;
+  const v1::Job& job = it->second.job;
+  if (job.state() != v1::JOB_STATE_PENDING) return not_waiting(job);
   sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
   int64_t now = clock_->NowMs();
   sched::ClusterView view = ViewWithUsageLocked(now, ledger);

@@ -2,9 +2,13 @@
 
 #include <sys/statvfs.h>
 
+#include <algorithm>
+#include <charconv>
 #include <functional>
 
 #include "common/ids.h"
+#include "common/status.h"
+#include "proto/rpc_util.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/utilities/checkpoint.h"
@@ -13,14 +17,63 @@
 namespace baton {
 namespace {
 
-enum Family { kDefault = 0, kJobs, kEvents, kNodes, kMeta, kLog, kLogJob, kFamilies };
-constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs", "events", "nodes",
-                                                 "meta",    "log",  "log_job"};
+// `live` indexes the unfinished jobs (id -> ""), the only ones loaded at start-up;
+// `ended` the finished ones by end time ("<finished_ms>/<id>" -> ""), for retention.
+enum Family {
+  kDefault = 0,
+  kJobs,
+  kEvents,
+  kNodes,
+  kMeta,
+  kLog,
+  kLogJob,
+  kLive,
+  kEnded,
+  kFamilies
+};
+constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs",    "events", "nodes", "meta",
+                                                 "log",     "log_job", "live",   "ended"};
 constexpr char kNextJobIdKey[] = "next_job_id";
 constexpr char kPolicyPrefix[] = "policy/";
 constexpr char kUsageKey[] = "fair_share_usage";  // + zero-padded version: every version kept
 constexpr char kTokenPrefix[] = "token/";         // + token id
 constexpr char kSecretPrefix[] = "secret/";       // + zero-padded job id
+// Present once `live` and `ended` index every job (stores older than the indexes get them
+// built at their first open).
+constexpr char kIndexedKey[] = "indexed/live_ended";
+
+std::string EndedKey(int64_t finished_ms, uint64_t id) {
+  return PaddedKey(static_cast<uint64_t>(std::max<int64_t>(finished_ms, 0))) + "/" + PaddedKey(id);
+}
+
+// The index entries for `job` as stored now: one of live or ended.
+void IndexJob(const v1::Job& job, rocksdb::WriteBatch& wb,
+              const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+  if (IsTerminal(job.state())) {
+    wb.Delete(handles[kLive], PaddedKey(job.id()));
+    wb.Put(handles[kEnded], EndedKey(job.finished_ms(), job.id()), "");
+  } else {
+    wb.Put(handles[kLive], PaddedKey(job.id()), "");
+  }
+}
+
+template <typename Msg>
+absl::StatusOr<Msg> Parse(std::string_view value, std::string_view what, std::string_view key) {
+  Msg msg;
+  if (!msg.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    return absl::DataLossError("store: " + std::string(what) + " record '" + std::string(key) +
+                               "' does not parse");
+  }
+  return msg;
+}
+
+// Records of older versions held attempts' exec secrets in the job itself: a field public
+// messages no longer know, which must never be relayed to a client.
+absl::StatusOr<v1::Job> ParseJob(std::string_view value, std::string_view key) {
+  auto job = Parse<v1::Job>(value, "job", key);
+  if (job.ok()) job->DiscardUnknownFields();
+  return job;
+}
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return absl::OkStatus();
@@ -36,12 +89,9 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
 template <typename Msg>
 absl::Status ParseInto(std::string_view value, std::string_view what, std::string_view key,
                        std::vector<Msg>* out) {
-  Msg msg;
-  if (!msg.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-    return absl::DataLossError("store: " + std::string(what) + " record '" + std::string(key) +
-                               "' does not parse");
-  }
-  out->push_back(std::move(msg));
+  auto msg = Parse<Msg>(value, what, key);
+  if (!msg.ok()) return msg.status();
+  out->push_back(std::move(*msg));
   return absl::OkStatus();
 }
 
@@ -70,6 +120,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
   if (options.env) db_opts.env = options.env;
   rocksdb::ColumnFamilyOptions cf_opts;
   cf_opts.write_buffer_size = 16 << 20;
+  if (options.bulk) {  // fewer, bigger flushes; compaction left for the first real open
+    cf_opts.write_buffer_size = 128 << 20;
+    cf_opts.disable_auto_compactions = true;
+  }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : kFamilyNames) families.emplace_back(name, cf_opts);
 
@@ -80,10 +134,41 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
   rocksdb::Status s = rocksdb::DB::Open(db_opts, path, families, &store->handles_, &raw);
   if (!s.ok()) return FromRocks(s, "open store at " + path);
   store->db_.reset(raw);
+  if (absl::Status indexed = store->BuildIndexes(); !indexed.ok()) return indexed;
   return store;
 }
 
+absl::Status Store::BuildIndexes() {
+  std::string marker;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kIndexedKey, &marker);
+  if (g.ok()) return absl::OkStatus();
+  if (!g.IsNotFound()) return FromRocks(g, "store read " + std::string(kIndexedKey));
+  // A store written before the indexes (or a new one): every job is indexed once, in
+  // batches, then the marker; an interrupted build is redone whole at the next open.
+  rocksdb::WriteBatch wb;
+  size_t jobs = 0;
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  absl::Status s = LoadFamily(handles_[kJobs], [&](std::string_view k, std::string_view v) {
+    auto job = ParseJob(v, k);
+    if (!job.ok()) return job.status();
+    IndexJob(*job, wb, handles_);
+    if (++jobs % 10'000 == 0) {
+      if (absl::Status w = FromRocks(db_->Write(wo, &wb), "store index"); !w.ok()) return w;
+      wb.Clear();
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  wb.Put(handles_[kMeta], kIndexedKey, "1");
+  return FromRocks(db_->Write(wo, &wb), "store index");
+}
+
 Store::~Store() {
+  if (db_ && options_.bulk) {
+    rocksdb::FlushOptions flush;
+    db_->Flush(flush, handles_);  // without a WAL, the memtables are all there is
+  }
   for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
   if (db_) db_->Close();
 }
@@ -118,6 +203,7 @@ absl::Status Store::Commit(const StoreBatch& batch) {
       job.SerializeToString(&buf);
     }
     wb.Put(handles_[kJobs], PaddedKey(job.id()), buf);
+    IndexJob(job, wb, handles_);
   }
   for (const auto& ev : batch.events) {
     wb.Put(handles_[kEvents], EventKey(ev.job_id(), ev.seq()), ev.SerializeAsString());
@@ -145,6 +231,16 @@ absl::Status Store::Commit(const StoreBatch& batch) {
   for (uint64_t id : batch.deleted_jobs) {
     // "<job>/" .. "<job>0" spans every "<job>/<seq>" key ('0' follows '/').
     std::string from = PaddedKey(id) + "/", to = PaddedKey(id) + "0";
+    std::string record;
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kJobs], PaddedKey(id), &record);
+    if (g.ok()) {
+      auto job = ParseJob(record, PaddedKey(id));
+      if (!job.ok()) return job.status();
+      wb.Delete(handles_[kEnded], EndedKey(job->finished_ms(), id));
+    } else if (!g.IsNotFound()) {
+      return FromRocks(g, "store read of a job to delete");
+    }
+    wb.Delete(handles_[kLive], PaddedKey(id));
     wb.Delete(handles_[kJobs], PaddedKey(id));
     wb.DeleteRange(handles_[kEvents], from, to);
     wb.Delete(handles_[kMeta], kSecretPrefix + PaddedKey(id));
@@ -157,7 +253,8 @@ absl::Status Store::Commit(const StoreBatch& batch) {
     wb.DeleteRange(handles_[kLogJob], from, to);
   }
   rocksdb::WriteOptions wo;
-  wo.sync = options_.sync;
+  wo.sync = options_.sync && !options_.bulk;
+  wo.disableWAL = options_.bulk;
   return FromRocks(db_->Write(wo, &wb), "store commit");
 }
 
@@ -176,7 +273,13 @@ absl::Status Store::LoadFamily(
 absl::Status Store::ScanMeta(
     std::string_view prefix,
     const std::function<absl::Status(std::string_view, std::string_view)>& fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  return ScanPrefix(handles_[kMeta], prefix, fn);
+}
+
+absl::Status Store::ScanPrefix(
+    rocksdb::ColumnFamilyHandle* cf, std::string_view prefix,
+    const std::function<absl::Status(std::string_view, std::string_view)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf));
   for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size()));
        it->Valid() && it->key().starts_with(rocksdb::Slice(prefix.data(), prefix.size()));
        it->Next()) {
@@ -198,16 +301,31 @@ absl::StatusOr<std::vector<v1::StoredToken>> Store::LoadTokens() const {
 
 absl::StatusOr<StoreSnapshot> Store::Load() const {
   StoreSnapshot snap;
-  absl::Status s = LoadFamily(handles_[kJobs], [&](std::string_view k, std::string_view v) {
-    absl::Status parsed = ParseInto(v, "job", k, &snap.jobs);
-    // Records of older versions held attempts' exec secrets in the job itself: a field
-    // public messages no longer know, which must never be relayed to a client.
-    if (parsed.ok()) snap.jobs.back().DiscardUnknownFields();
-    return parsed;
-  });
-  if (!s.ok()) return s;
-  s = LoadFamily(handles_[kEvents], [&](std::string_view k, std::string_view v) {
-    return ParseInto(v, "event", k, &snap.events);
+  // Unfinished jobs only, each with its events and exec secret: finished ones are read
+  // when asked (ReadJob, ScanFinished), so start-up does not grow with history.
+  absl::Status s = LoadFamily(handles_[kLive], [&](std::string_view k, std::string_view) {
+    std::string record;
+    rocksdb::Slice key(k.data(), k.size());
+    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kJobs], key, &record);
+    if (!g.ok()) {
+      return g.IsNotFound()
+                 ? absl::DataLossError("store: live job '" + std::string(k) + "' has no record")
+                 : FromRocks(g, "store read job");
+    }
+    auto job = ParseJob(record, k);
+    if (!job.ok()) return job.status();
+    uint64_t id = job->id();
+    snap.jobs.push_back(std::move(*job));
+    absl::Status events = ScanPrefix(handles_[kEvents], std::string(k) + "/",
+                                     [&](std::string_view ek, std::string_view ev) {
+                                       return ParseInto(ev, "event", ek, &snap.events);
+                                     });
+    if (!events.ok()) return events;
+    std::string secret;
+    g = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kSecretPrefix + PaddedKey(id), &secret);
+    if (g.ok())
+      return ParseInto(secret, "exec secret", kSecretPrefix + PaddedKey(id), &snap.secrets);
+    return g.IsNotFound() ? absl::OkStatus() : FromRocks(g, "store read exec secret");
   });
   if (!s.ok()) return s;
   s = LoadFamily(handles_[kNodes], [&](std::string_view k, std::string_view v) {
@@ -248,10 +366,6 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
     }
     snap.policy = std::move(pv);
   }
-  s = ScanMeta(kSecretPrefix, [&](std::string_view k, std::string_view v) {
-    return ParseInto(v, "exec secret", k, &snap.secrets);
-  });
-  if (!s.ok()) return s;
   std::unique_ptr<rocksdb::Iterator> last(db_->NewIterator(rocksdb::ReadOptions(), handles_[kLog]));
   last->SeekToLast();
   if (last->Valid()) {
@@ -315,6 +429,65 @@ absl::StatusOr<uint64_t> Store::TailStart(const LogQuery& q, size_t n) const {
   });
   if (!s.ok()) return s;
   return seen < n ? 0 : start;
+}
+
+absl::StatusOr<v1::Job> Store::ReadJob(uint64_t id, bool with_events) const {
+  std::string record;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kJobs], PaddedKey(id), &record);
+  if (g.IsNotFound()) return absl::NotFoundError("job " + std::to_string(id) + " not found");
+  if (!g.ok()) return FromRocks(g, "store read job");
+  BATON_ASSIGN_OR_RETURN(v1::Job job, ParseJob(record, PaddedKey(id)));
+  if (!with_events) return job;
+  std::vector<v1::Event> events;
+  BATON_RETURN_IF_ERROR(ScanPrefix(
+      handles_[kEvents], PaddedKey(id) + "/",
+      [&](std::string_view k, std::string_view v) { return ParseInto(v, "event", k, &events); }));
+  for (auto& ev : events) *job.add_events() = std::move(ev);
+  return job;
+}
+
+absl::Status Store::ScanFinished(uint64_t after_id, const std::function<bool(v1::Job)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kJobs]));
+  for (it->Seek(PaddedKey(after_id + 1)); it->Valid(); it->Next()) {
+    auto job =
+        ParseJob(std::string_view(it->value().data(), it->value().size()), it->key().ToString());
+    if (!job.ok()) return job.status();
+    if (IsTerminal(job->state()) && !fn(std::move(*job))) break;
+  }
+  return FromRocks(it->status(), "store scan of finished jobs");
+}
+
+absl::StatusOr<std::vector<uint64_t>> Store::EndedBefore(int64_t cutoff_ms, size_t limit) const {
+  std::vector<uint64_t> ids;
+  if (cutoff_ms < 1) return ids;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kEnded]));
+  const std::string end = PaddedKey(static_cast<uint64_t>(cutoff_ms) + 1);
+  // Jobs that ended at time 0 (never, by a real clock) are kept: their age is unknown.
+  for (it->Seek(PaddedKey(1)); it->Valid() && ids.size() < limit; it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    if (key.compare(0, end.size(), end) >= 0) break;
+    size_t slash = key.find('/');
+    uint64_t id = 0;
+    const char* last = key.data() + key.size();
+    auto parsed = slash == std::string_view::npos
+                      ? std::from_chars_result{key.data(), std::errc::invalid_argument}
+                      : std::from_chars(key.data() + slash + 1, last, id);
+    if (parsed.ec != std::errc() || parsed.ptr != last || id == 0) {
+      return absl::DataLossError("store: index key '" + std::string(key) + "' is corrupt");
+    }
+    ids.push_back(id);
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "store scan of ended jobs");
+  return ids;
+}
+
+absl::StatusOr<uint64_t> Store::CountFinished() const {
+  uint64_t n = 0;
+  BATON_RETURN_IF_ERROR(LoadFamily(handles_[kEnded], [&](std::string_view, std::string_view) {
+    ++n;
+    return absl::OkStatus();
+  }));
+  return n;
 }
 
 }  // namespace baton

@@ -28,6 +28,9 @@ namespace baton {
 struct StoreOptions {
   // Sync the WAL on every commit. Off only to prove, in tests, that durability needs it.
   bool sync = true;
+  // Skip the WAL: for generators filling a store in bulk (a crash loses everything not
+  // flushed; Store's destructor flushes). Never for a coordinator.
+  bool bulk = false;
   // RocksDB environment; nullptr for the default. Tests pass a fault-injecting one.
   rocksdb::Env* env = nullptr;
 };
@@ -53,16 +56,18 @@ struct StoreBatch {
   void Append(StoreBatch&& other);
 };
 
-// All durable state, as read at start-up.
+// What the coordinator needs to run, as read at start-up. Finished jobs are not in it:
+// ReadJob and ScanFinished read them when asked, so start-up time follows live work,
+// not history.
 struct StoreSnapshot {
-  std::vector<v1::Job> jobs;
-  std::vector<v1::Event> events;  // ordered by (job id, seq)
+  std::vector<v1::Job> jobs;      // every unfinished job, in id order
+  std::vector<v1::Event> events;  // theirs, ordered by (job id, seq)
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
   std::optional<v1::PolicyVersion> policy;    // the newest stored version
   std::optional<v1::FairShareUsage> usage;    // the last saved fair-share ledger
   uint64_t last_log_seq = 0;                  // the global log is not loaded: read it with ReadLog
-  std::vector<v1::StoredExecSecret> secrets;  // one per job that has been launched
+  std::vector<v1::StoredExecSecret> secrets;  // an unfinished job's, once it has been launched
 };
 
 // Which global log records ReadLog returns.
@@ -91,6 +96,16 @@ class Store {
   // Bytes free for us on the store's filesystem (statvfs; UINT64_MAX when unknown).
   uint64_t FreeBytes() const;
   absl::StatusOr<StoreSnapshot> Load() const;
+  // One job's record (any state), with its events if asked; NotFound when not stored.
+  absl::StatusOr<v1::Job> ReadJob(uint64_t id, bool with_events) const;
+  // Finished jobs with an id above `after_id`, in id order, without their events, until
+  // `fn` returns false. Safe while commits run.
+  absl::Status ScanFinished(uint64_t after_id, const std::function<bool(v1::Job)>& fn) const;
+  // Ids of finished jobs that ended at or before `cutoff_ms`, oldest end first, at most
+  // `limit` (retention).
+  absl::StatusOr<std::vector<uint64_t>> EndedBefore(int64_t cutoff_ms, size_t limit) const;
+  // How many finished jobs are stored.
+  absl::StatusOr<uint64_t> CountFinished() const;
   // Every service token record (revoked and expired ones too).
   absl::StatusOr<std::vector<v1::StoredToken>> LoadTokens() const;
   // Global log records matching `q`, in log_seq order. Safe while commits run.
@@ -101,6 +116,11 @@ class Store {
 
  private:
   Store() = default;
+  // Builds the `live` and `ended` indexes of a store written before them (once).
+  absl::Status BuildIndexes();
+  absl::Status ScanPrefix(
+      rocksdb::ColumnFamilyHandle* cf, std::string_view prefix,
+      const std::function<absl::Status(std::string_view key, std::string_view value)>& fn) const;
   absl::Status ScanLog(const LogQuery& q, bool backward,
                        const std::function<bool(const v1::Event&)>& fn) const;
   absl::Status ScanMeta(
@@ -113,7 +133,7 @@ class Store {
   StoreOptions options_;
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
-  // default, jobs, events, nodes, meta, log, log_job
+  // default, jobs, events, nodes, meta, log, log_job, live, ended
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
 
