@@ -251,38 +251,24 @@ void JobManager::CommitLocked(Txn txn) {
     if (it == jobs_.end() || !IsTerminal(it->second.job.state()) || it->second.live) continue;
     cooldown_.erase(id);  // a job cancelled in COOLDOWN is still listed there
     reserved_nodes_.erase(id);
-    finished_[id] = std::move(it->second);
-    finished_order_.emplace_back(id, number);
+    finished_.Add(std::move(it->second.job), std::move(it->second.events), number);
     jobs_.erase(it);
   }
-  TrimFinishedLocked();
-}
-
-void JobManager::TrimFinishedLocked() {
-  const uint64_t durable = durable_txns_.load();
-  while (finished_order_.size() > options_.finished_in_memory &&
-         finished_order_.front().second <= durable) {
-    finished_.erase(finished_order_.front().first);
-    finished_order_.pop_front();
-  }
-}
-
-const JobManager::JobEntry* JobManager::FindLocked(uint64_t id) const {
-  if (auto it = jobs_.find(id); it != jobs_.end()) return &it->second;
-  if (auto it = finished_.find(id); it != finished_.end()) return &it->second;
-  return nullptr;
+  finished_.Trim(durable_txns_.load());
 }
 
 absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (const JobEntry* e = FindLocked(id)) {
-      v1::Job job = e->job;
+    auto copy = [with_events](const v1::Job& job, const std::vector<v1::Event>& events) {
+      v1::Job out = job;
       if (with_events) {
-        for (const auto& ev : e->events) *job.add_events() = ev;
+        for (const auto& ev : events) *out.add_events() = ev;
       }
-      return job;
-    }
+      return out;
+    };
+    if (auto it = jobs_.find(id); it != jobs_.end()) return copy(it->second.job, it->second.events);
+    if (const FinishedJobs::Entry* e = finished_.Find(id)) return copy(e->job, e->events);
   }
   // Not in memory: finished, and its final record durable (finished_ keeps it until then),
   // or unknown. Read outside the lock; a finished record no longer changes.
@@ -484,15 +470,13 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::pair<ListPosition, const v1::Job*>> memory;
-    auto consider = [&](const std::map<uint64_t, JobEntry>& table) {
-      for (const auto& [id, e] : table) {
-        if (!wanted(e.job)) continue;
-        ListPosition at = position(e.job);
-        if (!after || at > *after) memory.emplace_back(at, &e.job);
-      }
+    auto consider = [&](const v1::Job& job) {
+      if (!wanted(job)) return;
+      ListPosition at = position(job);
+      if (!after || at > *after) memory.emplace_back(at, &job);
     };
-    consider(jobs_);
-    if (finished_wanted) consider(finished_);
+    for (const auto& [id, e] : jobs_) consider(e.job);
+    if (finished_wanted) finished_.ForEach([&](const FinishedJobs::Entry& e) { consider(e.job); });
     std::sort(memory.begin(), memory.end(),
               [](const auto& x, const auto& y) { return x.first < y.first; });
     size_t bytes = 0;

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,6 +27,7 @@
 #include "coordinator/agent_link.h"
 #include "coordinator/committer.h"
 #include "coordinator/event_log.h"
+#include "coordinator/finished_jobs.h"
 #include "coordinator/observer.h"
 #include "coordinator/policy.h"
 #include "coordinator/scheduler/cluster_view.h"
@@ -196,14 +196,9 @@ class JobManager {
   };
 
   void CommitLocked(Txn txn);
-  // The job in memory: unfinished, or finished recently (finished_); null otherwise.
-  const JobEntry* FindLocked(uint64_t id) const;
   // The job as it is now, from memory or else its stored record (finished: it no longer
   // changes). Call without mu_ held; NotFound for unknown (or deleted) jobs.
   absl::StatusOr<v1::Job> Lookup(uint64_t id, bool with_events) const;
-  // Drops the oldest finished jobs from memory, those whose final record is durable,
-  // down to options_.finished_in_memory.
-  void TrimFinishedLocked();
   // Retention: the finished jobs to delete now, read from the store (without mu_), at most
   // once a minute unless the last call hit its limit.
   std::vector<uint64_t> ExpiredJobs();
@@ -280,11 +275,9 @@ class JobManager {
 
   mutable std::mutex mu_;
   std::map<uint64_t, JobEntry> jobs_;  // unfinished jobs (and any finished one still live)
-  // Recently finished jobs, in the order they finished with the commit that stored it
-  // (Txn number): trimmed once that commit is durable, then read from the store.
-  std::map<uint64_t, JobEntry> finished_;
-  std::deque<std::pair<uint64_t, uint64_t>> finished_order_;  // (job id, txn)
-  uint64_t txns_ = 0;                                         // Txns committed (numbered)
+  // Recently finished jobs, until the commit that stored them is durable (finished_jobs.h).
+  FinishedJobs finished_{options_.finished_in_memory};
+  uint64_t txns_ = 0;                      // Txns committed (numbered)
   std::atomic<uint64_t> durable_txns_{0};  // the newest durable Txn (completions run in order)
   // PENDING jobs in the order they are served: (-class value, submitted_ms, id).
   using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;

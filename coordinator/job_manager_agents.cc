@@ -440,7 +440,7 @@ void JobManager::Tick() {
     usage_saved_ms_ = now;
   }
   if (!expired.empty()) DeleteExpiredLocked(expired, txn);
-  TrimFinishedLocked();
+  finished_.Trim(durable_txns_.load());
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));
   }
@@ -474,7 +474,7 @@ void JobManager::DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& 
   // the scheduler needs (fair-share usage) is kept apart and stays.
   for (uint64_t id : expired) {
     if (jobs_.count(id)) continue;  // still live (a final state whose attempt has not ended)
-    finished_.erase(id);
+    finished_.Erase(id);
     txn.batch.deleted_jobs.push_back(id);
   }
   if (!txn.batch.deleted_jobs.empty()) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/ids.h"
+#include "coordinator/finished_jobs.h"
 #include "coordinator/job_manager.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
@@ -41,6 +42,45 @@ std::vector<uint64_t> ListAll(JobManager& jm, v1::ListRequest req) {
     req.set_page_token(page->next_page_token());
   }
   return ids;
+}
+
+v1::Job Finished(uint64_t id) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  return job;
+}
+
+// A finished job leaves memory only once its final record is durable (else a reader would
+// find it in neither place) and newer ones exceed the capacity.
+TEST(FinishedJobs, KeepsJobsUntilDurableAndBeyondCapacity) {
+  FinishedJobs f(/*capacity=*/2);
+  f.Add(Finished(1), {}, /*commit=*/10);
+  f.Add(Finished(2), {}, 11);
+  f.Add(Finished(3), {}, 12);
+  f.Trim(/*durable=*/9);
+  EXPECT_EQ(f.size(), 3u) << "over capacity, but nothing durable yet";
+  f.Trim(10);
+  EXPECT_EQ(f.Find(1), nullptr);
+  ASSERT_NE(f.Find(2), nullptr);
+  EXPECT_EQ(f.Find(2)->job.id(), 2u);
+  f.Trim(12);
+  EXPECT_EQ(f.size(), 2u) << "within capacity: kept";
+  f.Erase(2);  // retention
+  f.Add(Finished(4), {}, 13);
+  f.Trim(12);
+  EXPECT_EQ(f.Find(2), nullptr);
+  EXPECT_NE(f.Find(3), nullptr);
+  EXPECT_NE(f.Find(4), nullptr) << "not durable yet";
+  std::vector<uint64_t> ids;
+  f.ForEach([&](const FinishedJobs::Entry& e) { ids.push_back(e.job.id()); });
+  EXPECT_EQ(ids, (std::vector<uint64_t>{3, 4}));
+  FinishedJobs none(0);
+  none.Add(Finished(5), {}, 1);
+  none.Trim(0);
+  EXPECT_NE(none.Find(5), nullptr) << "capacity 0 still waits for durability";
+  none.Trim(1);
+  EXPECT_EQ(none.Find(5), nullptr);
 }
 
 // The scale: a million finished jobs and five million events, written directly.
