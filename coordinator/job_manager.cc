@@ -286,13 +286,7 @@ void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCo
       if (it != links_.end()) it->second->Send(cmd);
     }
   }
-  if (changed.empty()) return;
-  // Called under watch_mu_ so that Unwatch returning means no call is in flight.
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  for (const auto& job : changed) {
-    auto [lo, hi] = watchers_.equal_range(job.id());
-    for (auto it = lo; it != hi; ++it) it->second.second(job);
-  }
+  watch_.Notify(changed);
 }
 
 v1::Event JobManager::LogLocked(v1::Event ev, const v1::Job* job, Txn& txn) {
@@ -748,29 +742,13 @@ absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
                                            std::function<void(const v1::Job&)> fn) {
   std::unique_lock<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    // Finished (it changes no more: one call) or unknown.
-    lock.unlock();
-    BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
-    std::lock_guard<std::mutex> wlock(watch_mu_);
-    fn(job);
-    return next_watch_++;
-  }
-  std::lock_guard<std::mutex> wlock(watch_mu_);
-  fn(it->second.job);
-  uint64_t token = next_watch_++;
-  watchers_.emplace(job_id, std::make_pair(token, std::move(fn)));
-  return token;
+  if (it != jobs_.end()) return watch_.Add(it->second.job, std::move(fn));
+  // Finished (it changes no more: one call) or unknown.
+  lock.unlock();
+  BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
+  return watch_.Once(job, fn);
 }
 
-void JobManager::Unwatch(uint64_t token) {
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
-    if (it->second.first == token) {
-      watchers_.erase(it);
-      return;
-    }
-  }
-}
+void JobManager::Unwatch(uint64_t token) { watch_.Remove(token); }
 
 }  // namespace baton

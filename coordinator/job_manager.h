@@ -36,6 +36,7 @@
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
 #include "coordinator/submit_limiter.h"
+#include "coordinator/watch_hub.h"
 #include "proto/agent.pb.h"
 #include "proto/rpc_util.h"
 
@@ -298,9 +299,7 @@ class JobManager {
   std::mutex links_mu_;  // current link per node, read by effects after commit
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
 
-  std::mutex watch_mu_;
-  uint64_t next_watch_ = 1;
-  std::multimap<uint64_t, std::pair<uint64_t, std::function<void(const v1::Job&)>>> watchers_;
+  WatchHub watch_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
