@@ -153,7 +153,7 @@ absl::Status JobManager::Recover() {
       "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
       "(finished jobs are read from the store when asked)",
       jobs_.size(), pending_.size(), active_.size(), nodes_.size(),
-      absl::ToDoubleSeconds(absl::Now() - began));
+      absl::FDivDuration(absl::Now() - began, absl::Seconds(1)));
   return absl::OkStatus();
 }
 
@@ -249,7 +249,6 @@ void JobManager::CommitLocked(Txn txn) {
   for (uint64_t id : txn.touched) {
     auto it = jobs_.find(id);
     if (it == jobs_.end() || !IsTerminal(it->second.job.state()) || it->second.live) continue;
-    cooldown_.erase(id);  // a job cancelled in COOLDOWN is still listed there
     reserved_nodes_.erase(id);
     finished_.Add(std::move(it->second.job), std::move(it->second.events), number);
     jobs_.erase(it);
@@ -341,6 +340,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
   NoteEvent(e, to, reason, actor, txn, code);
   e.job.set_state(to);
   if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
+  if (from == v1::JOB_STATE_COOLDOWN) cooldown_.erase(e.job.id());
   if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
   if (Waits(from) != Waits(to)) limiter_.AddWaiting(e.job.spec().tenant(), Waits(to) ? +1 : -1);
   if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());

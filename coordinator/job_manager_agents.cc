@@ -419,12 +419,9 @@ void JobManager::Tick() {
     e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
     OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
   }
-  for (uint64_t id : std::set<uint64_t>(cooldown_)) {
+  for (uint64_t id : std::set<uint64_t>(cooldown_)) {  // Transition leaves the set
     JobEntry& e = jobs_.at(id);
-    if (e.job.state() != v1::JOB_STATE_COOLDOWN) {
-      cooldown_.erase(id);
-    } else if (e.job.cooldown_until_ms() <= now) {
-      cooldown_.erase(id);
+    if (e.job.cooldown_until_ms() <= now) {
       Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
     }
   }

@@ -3,7 +3,6 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 
 #include "common/ids.h"
@@ -467,15 +466,13 @@ absl::StatusOr<std::vector<uint64_t>> Store::EndedBefore(int64_t cutoff_ms, size
     std::string_view key(it->key().data(), it->key().size());
     if (key.compare(0, end.size(), end) >= 0) break;
     size_t slash = key.find('/');
-    uint64_t id = 0;
-    const char* last = key.data() + key.size();
-    auto parsed = slash == std::string_view::npos
-                      ? std::from_chars_result{key.data(), std::errc::invalid_argument}
-                      : std::from_chars(key.data() + slash + 1, last, id);
-    if (parsed.ec != std::errc() || parsed.ptr != last || id == 0) {
+    auto id = slash == std::string_view::npos
+                  ? absl::StatusOr<uint64_t>(absl::DataLossError("no '/'"))
+                  : ParseJobId(key.substr(slash + 1));
+    if (!id.ok()) {
       return absl::DataLossError("store: index key '" + std::string(key) + "' is corrupt");
     }
-    ids.push_back(id);
+    ids.push_back(*id);
   }
   if (!it->status().ok()) return FromRocks(it->status(), "store scan of ended jobs");
   return ids;
