@@ -11,18 +11,31 @@
 // kill -9'ed and started again, on an empty store and on one holding --history-jobs
 // finished jobs (default 1,000,000, five events each, written directly by the generator
 // the tests use); `restart_s_*` is from the new process's start to the first answered
-// `baton status` of an old job (median of --restart-reps, default 3), beside the same for
-// the empty store (restart_s_empty, the peer: process start, TLS, the CLI). Target: at
-// most 2 s. load_all_history_s: reading every stored job and event into memory, as
+// `baton status` of an old job (median of --restart-reps, default 3; 0 skips), beside
+// the same for the empty store (restart_s_empty, the peer: process start, TLS, the CLI).
+// Target: at most 2 s. load_all_history_s: reading every stored job and event into memory, as
 // start-up did before it loaded only unfinished work. --outage-s=0 skips the outage rounds.
-// heartbeat_ack_p99_ms_launch_storm is not measured (docs/benchmarks.md).
+// Then a launch storm: a production-like coordinator (heartbeats every 100 ms) and one
+// agent with its isolation on; --storm-attempts (default 200) jobs of `sleep 5` are
+// submitted at once, all fitting the node; heartbeat_ack_p99_ms_launch_storm is the p99
+// of the agent's heartbeat round trips (its baton_agent_heartbeat_ack_seconds histogram,
+// interpolated within a bucket as Prometheus' histogram_quantile does) from the first
+// submit until every job has succeeded, beside the same agent idle for 10 s before
+// (heartbeat_ack_p99_ms_idle, the peer). Target: at most 50 ms. --storm-attempts=0 skips it.
+#include <httplib.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench/daemons.h"
 #include "coordinator/store.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/integration/outage_scenario.h"
@@ -126,21 +139,155 @@ double RestartSeconds(uint64_t history, int reps, double* load_all_s = nullptr) 
   return Median(seconds);
 }
 
+// Cumulative counts of histogram `name`'s buckets by upper bound, from a Prometheus text
+// exposition.
+std::map<double, double> Buckets(const std::string& text, const std::string& name) {
+  std::map<double, double> out;
+  std::istringstream in(text);
+  std::string line;
+  const std::string prefix = name + "_bucket{";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    size_t le = line.find("le=\"");
+    size_t close = line.find('}');
+    if (le == std::string::npos || close == std::string::npos) continue;
+    std::string bound = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+    out[bound == "+Inf" ? INFINITY : std::strtod(bound.c_str(), nullptr)] =
+        std::strtod(line.c_str() + close + 1, nullptr);
+  }
+  return out;
+}
+
+// The q-quantile of the samples that arrived between two scrapes, linear within its
+// bucket (histogram_quantile's rule); -1 without samples. `count` gets how many arrived.
+double QuantileBetween(const std::map<double, double>& before,
+                       const std::map<double, double>& after, double q, double* count) {
+  auto at = [](const std::map<double, double>& m, double le) {
+    auto it = m.find(le);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  double total = at(after, INFINITY) - at(before, INFINITY);
+  *count = total;
+  if (total <= 0) return -1;
+  double rank = q * total, prev_le = 0, prev_count = 0;
+  for (const auto& [le, cumulative] : after) {
+    double c = cumulative - at(before, le);
+    if (c >= rank) {
+      if (std::isinf(le)) return prev_le;
+      return prev_le + (le - prev_le) * (rank - prev_count) / std::max(1e-9, c - prev_count);
+    }
+    prev_le = le;
+    prev_count = c;
+  }
+  return prev_le;
+}
+
+struct StormResult {
+  double idle_p99_ms = -1, storm_p99_ms = -1;
+  double idle_acks = 0, storm_acks = 0;
+  double storm_s = 0;
+  std::string error;
+};
+
+// One agent with its isolation on takes `attempts` jobs at once (see the top).
+StormResult LaunchStorm(int attempts) {
+  StormResult r;
+  TempDir dir("baton-bench-storm");
+  baton::bench::Daemons d(dir.path());
+  const std::string target = d.StartCoordinator({"--heartbeat", "100ms"});
+  const std::string ready = dir.path() + "/storm1.metrics";
+  std::filesystem::create_directories(dir.path() + "/storm1");
+  d.StartAgent(target, "storm1",
+               {"--metrics-listen", "127.0.0.1:0", "--metrics-ready-file", ready});
+  baton::bench::Api api = baton::bench::Stub(d, target, d.Token());
+  bool up = WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        api.Prepare(&ctx);
+        baton::v1::ListNodesResponse resp;
+        return api.stub->ListNodes(&ctx, baton::v1::ListNodesRequest(), &resp).ok() &&
+               resp.nodes_size() == 1 && !ReadFile(ready).empty();
+      },
+      std::chrono::seconds(30));
+  if (!up) {
+    r.error = "the agent did not register or serve its metrics";
+    return r;
+  }
+  std::string addr = ReadFile(ready);
+  addr = addr.substr(0, addr.find('\n'));
+  httplib::Client metrics("127.0.0.1", std::atoi(addr.substr(addr.rfind(':') + 1).c_str()));
+  auto scrape = [&] {
+    auto res = metrics.Get("/metrics");
+    return Buckets(res && res->status == 200 ? res->body : "", "baton_agent_heartbeat_ack_seconds");
+  };
+  auto idle_from = scrape();
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  auto storm_from = scrape();
+  r.idle_p99_ms = 1000 * QuantileBetween(idle_from, storm_from, 0.99, &r.idle_acks);
+
+  baton::v1::JobSpec spec;
+  spec.add_command("sleep");
+  spec.add_command("5");
+  spec.set_cpu_millis_per_node(8);  // 200 fit in 2 CPUs
+  spec.set_memory_bytes_per_node(32 << 20);
+  spec.set_restart_policy(baton::v1::RESTART_POLICY_NEVER);
+  const auto began = std::chrono::steady_clock::now();
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t) {
+    pool.emplace_back([&] {
+      uint64_t id;
+      while (next++ < attempts) failed += !baton::bench::Call(api, spec, &id).ok();
+    });
+  }
+  for (auto& t : pool) t.join();
+  if (failed > 0) {
+    r.error = std::to_string(failed.load()) + " submits failed";
+    return r;
+  }
+  if (!WaitFor([&] { return baton::bench::CountSucceeded(api) >= static_cast<size_t>(attempts); },
+               std::chrono::seconds(300))) {
+    r.error = "not every storm job succeeded within 300 s";
+    return r;
+  }
+  r.storm_s = Seconds(began);
+  r.storm_p99_ms = 1000 * QuantileBetween(storm_from, scrape(), 0.99, &r.storm_acks);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 1, outage_s = 60, restart_reps = 3;
+  int reps = 1, outage_s = 60, restart_reps = 3, storm_attempts = 200;
   uint64_t history = 1'000'000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--restart-reps=", 0) == 0) restart_reps = std::max(1, std::atoi(a.c_str() + 15));
+    if (a.rfind("--restart-reps=", 0) == 0) restart_reps = std::max(0, std::atoi(a.c_str() + 15));
     if (a.rfind("--history-jobs=", 0) == 0) history = std::strtoull(a.c_str() + 15, nullptr, 10);
     if (a.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(a.c_str() + 7));
     if (a.rfind("--outage-s=", 0) == 0) outage_s = std::max(0, std::atoi(a.c_str() + 11));
+    if (a.rfind("--storm-attempts=", 0) == 0) {
+      storm_attempts = std::max(0, std::atoi(a.c_str() + 17));
+    }
   }
-  const double restart_empty = RestartSeconds(0, restart_reps);
+  StormResult storm;
+  if (storm_attempts > 0) {
+    storm = LaunchStorm(storm_attempts);
+    if (!storm.error.empty()) {
+      std::fprintf(stderr, "baton-bench-restart: launch storm: %s\n", storm.error.c_str());
+      return 1;
+    }
+    std::printf(
+        "launch storm: %d jobs on one agent done in %.1f s; heartbeat ack p99 %.1f ms over %.0f "
+        "heartbeats (idle before: %.1f ms over %.0f; target <= 50 ms)\n",
+        storm_attempts, storm.storm_s, storm.storm_p99_ms, storm.storm_acks, storm.idle_p99_ms,
+        storm.idle_acks);
+  }
+  // --restart-reps=0 skips the restart rounds (their keys are then 0).
+  const double restart_empty = restart_reps > 0 ? RestartSeconds(0, restart_reps) : 0;
   double load_all_s = 0;
-  const double restart_history = RestartSeconds(history, restart_reps, &load_all_s);
+  const double restart_history =
+      restart_reps > 0 ? RestartSeconds(history, restart_reps, &load_all_s) : 0;
   std::printf(
       "restart (kill -9 -> status answered), median of %d: empty %.3f s, %llu finished "
       "jobs %.3f s (target <= 2 s)\n",
@@ -195,9 +342,12 @@ int main(int argc, char** argv) {
       "\"service_max_silence_ratio\": %.2f, \"rounds\": %d, "
       "\"restart_s_1m_finished_jobs\": %.3f, \"restart_s_empty\": %.3f, "
       "\"restart_history_jobs\": %llu, \"restart_vs_empty\": %.2f, "
-      "\"load_all_history_s\": %.3f}\n",
+      "\"load_all_history_s\": %.3f, \"heartbeat_ack_p99_ms_launch_storm\": %.1f, "
+      "\"heartbeat_ack_p99_ms_idle\": %.1f, \"launch_storm_attempts\": %d, "
+      "\"launch_storm_s\": %.1f}\n",
       killed, lost_s, outage_s, tgap / 1000.0, sgap / 1000.0, reps, restart_history, restart_empty,
       static_cast<unsigned long long>(history),
-      restart_empty > 0 ? restart_history / restart_empty : 0.0, load_all_s);
+      restart_empty > 0 ? restart_history / restart_empty : 0.0, load_all_s, storm.storm_p99_ms,
+      storm.idle_p99_ms, storm_attempts, storm.storm_s);
   return 0;
 }

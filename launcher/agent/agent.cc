@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "checkpoint/progress.h"
 #include "launcher/agent/job_files.h"
@@ -41,12 +42,13 @@ AttemptObserver* NoObserver() {
 }  // namespace
 
 Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
-             std::unique_ptr<Isolator> isolator, AttemptObserver* observer)
+             std::unique_ptr<Isolator> isolator, AttemptObserver* observer, Spawner* spawner)
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
       channel_(MakeChannel(options_.coordinator, options_.tls)),
       stub_(v1::AgentControl::NewStub(channel_)),
+      spawner_(spawner ? spawner : &reaper_),
       isolator_(isolator
                     ? std::move(isolator)
                     : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
@@ -65,6 +67,9 @@ void Agent::Start(const std::string& advertise_address) {
   }
   connection_ = std::thread([this] { ConnectionLoop(); });
   worker_ = std::thread([this] { WorkerLoop(); });
+  for (int i = 0; i < std::max(1, options_.launch_workers); ++i) {
+    launchers_.emplace_back([this] { LaunchLoop(); });
+  }
   if (options_.retention > absl::ZeroDuration()) janitor_ = std::thread([this] { JanitorLoop(); });
 }
 
@@ -110,7 +115,7 @@ void Agent::Stop() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         bool live = false;
-        for (const auto& [k, r] : attempts_) live |= r.live() || r.finishing;
+        for (const auto& [k, r] : attempts_) live |= r.busy() || r.finishing;
         if (!live) break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -121,6 +126,7 @@ void Agent::Stop() {
     stopping_ = true;
     if (stream_ctx_) stream_ctx_->TryCancel();
   }
+  launch_cv_.notify_all();
   exits_cv_.notify_all();
   {
     std::lock_guard<std::mutex> lock(janitor_mu_);
@@ -129,6 +135,8 @@ void Agent::Stop() {
   janitor_cv_.notify_all();
   if (connection_.joinable()) connection_.join();
   if (worker_.joinable()) worker_.join();
+  for (std::thread& t : launchers_) t.join();
+  launchers_.clear();
   if (janitor_.joinable()) janitor_.join();
 }
 
@@ -156,7 +164,7 @@ std::string Agent::LogPath(uint64_t job, uint32_t attempt) const {
 bool Agent::IsLive(uint64_t job, uint32_t attempt) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find({job, attempt});
-  return it != attempts_.end() && (it->second.live() || it->second.finishing);
+  return it != attempts_.end() && (it->second.busy() || it->second.finishing);
 }
 
 // --- the coordinator stream -----------------------------------------------------------
@@ -180,6 +188,7 @@ void Agent::ConnectionLoop() {
 void Agent::Session() {
   grpc::ClientContext ctx;  // we prove our node with our certificate (the channel's TLS)
   auto stream = stub_->Connect(&ctx);
+  v1::NodeIsolation isolation = isolator_->Describe();  // its own lock, not ours
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
@@ -191,9 +200,11 @@ void Agent::Session() {
     reg->set_pool(options_.pool);
     reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
     for (const auto& t : options_.taints) *reg->add_taints() = t;
-    for (const auto& [key, run] : attempts_) *reg->add_attempts() = run.report;
+    for (const auto& [key, run] : attempts_) {
+      if (!run.launching) *reg->add_attempts() = run.report;
+    }
     reg->set_version("baton 0.1.0");
-    *reg->mutable_isolation() = isolator_->Describe();
+    *reg->mutable_isolation() = std::move(isolation);
     if (!stream->Write(msg)) {
       spdlog::debug("cannot reach coordinator {}", options_.coordinator);
     } else {
@@ -247,12 +258,17 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       lease_ms_ = std::max<int64_t>(2 * heartbeat_ms_, cmd.registered().lease_ms());
       break;
     case v1::CoordinatorCommand::kLaunch:
-      Launch(cmd.launch());
+      AcceptLaunchLocked(cmd.launch());
+      break;
+    case v1::CoordinatorCommand::kHeartbeatAck:
+      // The ack carries the heartbeat's own time (this agent's wall clock).
+      observer_->OnHeartbeatAck(absl::Milliseconds(
+          std::max<int64_t>(0, clock_->NowMs() - cmd.heartbeat_ack().time_ms())));
       break;
     case v1::CoordinatorCommand::kKill: {
       const v1::Kill& k = cmd.kill();
       auto it = attempts_.find({k.job_id(), k.attempt()});
-      if (it == attempts_.end() || !it->second.live()) break;
+      if (it == attempts_.end() || !it->second.busy()) break;
       spdlog::info("job {} attempt {}: signal {} ({}), SIGKILL in {} s", k.job_id(), k.attempt(),
                    k.signal(), k.reason(), k.grace_seconds());
       StopRun(it->first, it->second, k.signal() ? k.signal() : SIGKILL,
@@ -263,7 +279,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
     case v1::CoordinatorCommand::kPreempt: {
       const v1::Preempt& p = cmd.preempt();
       auto it = attempts_.find({p.job_id(), p.attempt()});
-      if (it == attempts_.end() || !it->second.live()) break;
+      if (it == attempts_.end() || !it->second.busy()) break;
       int64_t left = std::max<int64_t>(0, p.deadline_ms() - clock_->NowMs());
       PreemptRun(it->first, it->second, clock_->MonotonicMs() + left);
       break;
@@ -278,7 +294,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
     }
     case v1::CoordinatorCommand::kAck: {
       auto it = attempts_.find({cmd.ack().job_id(), cmd.ack().attempt()});
-      if (it != attempts_.end() && !it->second.live() && !it->second.finishing) {
+      if (it != attempts_.end() && !it->second.busy() && !it->second.finishing) {
         attempts_.erase(it);
       }
       break;
@@ -368,7 +384,7 @@ void Agent::ArmKillLocked(Key key, Run& run) {
 
 void Agent::KillNowLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);
-  (void)isolator_->Kill(key.first, key.second);  // descendants that left the group too
+  if (isolator_->enabled()) sweeps_.push_back(key);  // descendants that left the group too
   run.kill_at_mono = 0;
   run.stop_kill_mono = 0;
   run.preempt_kill_mono = 0;
@@ -376,7 +392,7 @@ void Agent::KillNowLocked(Key key, Run& run) {
 
 void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
   for (auto& [key, run] : attempts_) {
-    if (!run.live()) continue;
+    if (!run.busy()) continue;
     spdlog::warn("job {} attempt {}: stopping ({})", key.first, key.second, why);
     if (run.report.message().empty()) run.report.set_message(why);
     StopRun(key, run, SIGTERM, clock_->MonotonicMs() + grace_ms, /*ranks_only=*/false);
@@ -433,10 +449,25 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
     absl::StatusOr<std::string> note = r.path.empty()
                                            ? absl::StatusOr<std::string>(absl::NotFoundError(""))
                                            : ReadUntrustedFile(r.path, r.owner);
+    // An attempt that ended: its final figures, then what is left in its cgroups dies and
+    // the cgroups and its network class go.
+    std::optional<v1::AttemptIsolation> final_iso;
+    if (r.finishing && isolator_->enabled()) {
+      final_iso = IsolationOf(r.key);
+      if (auto s = isolator_->Release(r.key.first, r.key.second); !s.ok()) {
+        spdlog::error("job {} attempt {}: cleaning up its isolation: {}", r.key.first, r.key.second,
+                      s.ToString());
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
+    if (r.finishing) {
+      observer_->OnAttemptEnded(r.key.first, r.key.second);
+      limits_changed_ = true;  // training widened again when inference left
+    }
     auto it = attempts_.find(r.key);
     if (it == attempts_.end()) continue;
     Run& run = it->second;
+    if (final_iso) *run.report.mutable_isolation() = std::move(*final_iso);
     bool changed = ApplyProgressLocked(run, note);
     if (r.finishing && run.finishing) {
       run.finishing = false;
@@ -456,6 +487,7 @@ void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
   Run& run = it->second;
+  if (run.launching) return run.early_exits.push_back(e);  // its pids are not known yet
   bool counts = true;
   auto daemon = run.daemons.find(e.pid);
   if (daemon != run.daemons.end()) {
@@ -488,12 +520,9 @@ void Agent::ProcessExitLocked(const Exit& e) {
 
 void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
-  ReleaseLocked(key, run);                 // what is left in its cgroups dies; the cgroups go
-  observer_->OnAttemptEnded(key.first, key.second);
-  ReportLimitChangesLocked();  // training widened again when inference left
   run.kill_at_mono = 0;
-  // Its output drained and its last progress note read, the worker reports the end
-  // (ReadNotesOutsideLock): neither happens under the lock.
+  // Its output drained, its last progress note read and its isolation released, the
+  // worker reports the end (ReadNotesOutsideLock): none of it happens under the lock.
   run.finishing = true;
   finishing_.push_back(key);
 }
@@ -525,47 +554,75 @@ AttemptRequest Agent::IsolationRequest(const v1::Launch& l) const {
   return r;
 }
 
-void Agent::SetIsolationReportLocked(Key key, Run& run) {
-  v1::AttemptIsolation* iso = run.report.mutable_isolation();
-  iso->set_node(options_.node_name);
-  iso->set_job_id(key.first);
-  iso->set_attempt(key.second);
-  *iso->mutable_limits() = isolator_->Limits(key.first, key.second);
+v1::AttemptIsolation Agent::IsolationOf(Key key) const {
+  v1::AttemptIsolation iso;
+  iso.set_node(options_.node_name);
+  iso.set_job_id(key.first);
+  iso.set_attempt(key.second);
+  *iso.mutable_limits() = isolator_->Limits(key.first, key.second);
   auto stats = isolator_->Stats(key.first, key.second);
   if (stats.ok()) {
     stats->set_time_ms(clock_->NowMs());
-    *iso->mutable_stats() = *stats;
-    observer_->OnAttemptStats(*iso);
+    *iso.mutable_stats() = *stats;
   }
+  return iso;
 }
 
-void Agent::ReleaseLocked(Key key, Run& run) {
-  if (!isolator_->enabled()) return;
-  SetIsolationReportLocked(key, run);  // the final figures, before the cgroup goes
-  if (auto s = isolator_->Release(key.first, key.second); !s.ok()) {
-    spdlog::error("job {} attempt {}: cleaning up its isolation: {}", key.first, key.second,
-                  s.ToString());
-  }
+void Agent::SetIsolationReportLocked(Key key, Run& run) {
+  *run.report.mutable_isolation() = IsolationOf(key);
+  if (run.report.isolation().has_stats()) observer_->OnAttemptStats(run.report.isolation());
 }
 
-void Agent::ReportLimitChangesLocked() {
+void Agent::ReportLimitChanges() {
   if (!isolator_->enabled()) return;
-  for (auto& [key, run] : attempts_) {
-    if (!run.live()) continue;
-    v1::IsolationLimits now = isolator_->Limits(key.first, key.second);
-    if (now.SerializeAsString() == run.report.isolation().limits().SerializeAsString()) continue;
-    SetIsolationReportLocked(key, run);
+  std::vector<std::pair<Key, std::string>> reported;  // each live attempt's last limits
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, run] : attempts_) {
+      if (run.live())
+        reported.emplace_back(key, run.report.isolation().limits().SerializeAsString());
+    }
+  }
+  // The Isolator's lock may be held by a launch setting up cgroups: asked without ours.
+  std::vector<std::pair<Key, v1::AttemptIsolation>> changed;
+  for (const auto& [key, before] : reported) {
+    if (isolator_->Limits(key.first, key.second).SerializeAsString() != before) {
+      changed.emplace_back(key, IsolationOf(key));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, iso] : changed) {
+    auto it = attempts_.find(key);
+    if (it == attempts_.end() || !it->second.live()) continue;
+    Run& run = it->second;
+    *run.report.mutable_isolation() = std::move(iso);
+    if (run.report.isolation().has_stats()) observer_->OnAttemptStats(run.report.isolation());
     if (!run.stop_ordered) ReportLocked(run);
   }
 }
 
-void Agent::RefreshStatsLocked() {
+void Agent::RefreshStats() {
   if (!isolator_->enabled()) return;
-  for (auto& [key, run] : attempts_) {
-    // A stopping attempt is not re-reported: each report would re-send its stop.
-    if (!run.live() || run.stop_ordered) continue;
-    SetIsolationReportLocked(key, run);
-    ReportLocked(run);
+  std::vector<Key> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, run] : attempts_) {
+      // A stopping attempt is not re-reported: each report would re-send its stop.
+      if (run.live() && !run.stop_ordered) keys.push_back(key);
+    }
+  }
+  std::vector<v1::AttemptIsolation> read;
+  read.reserve(keys.size());
+  for (const Key& key : keys) read.push_back(IsolationOf(key));  // cgroup reads, no lock
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = attempts_.find(keys[i]);
+    if (it == attempts_.end() || !it->second.live() || it->second.stop_ordered) continue;
+    *it->second.report.mutable_isolation() = std::move(read[i]);
+    if (it->second.report.isolation().has_stats()) {
+      observer_->OnAttemptStats(it->second.report.isolation());
+    }
+    ReportLocked(it->second);
   }
 }
 
@@ -590,10 +647,8 @@ void Agent::WorkerLoop() {
       }
     }
     PollAdoptedLocked();
-    if (now >= next_stats_mono_) {
-      RefreshStatsLocked();
-      next_stats_mono_ = now + options_.stats_interval_ms;
-    }
+    bool refresh_stats = now >= next_stats_mono_;
+    if (refresh_stats) next_stats_mono_ = now + options_.stats_interval_ms;
     if (now >= next_progress_mono_) {
       // The checkpoint library's committed step travels with the attempt's reports.
       for (auto& [key, run] : attempts_) {
@@ -623,12 +678,20 @@ void Agent::WorkerLoop() {
         reads.push_back({key, it->second.progress_file, it->second.user.uid, true});
     }
     finishing_.clear();
-    if (stopping_ && reads.empty()) {
+    std::vector<Key> sweeps;
+    sweeps.swap(sweeps_);
+    bool limits_changed = limits_changed_;
+    limits_changed_ = false;
+    if (stopping_ && reads.empty() && sweeps.empty()) {
       bool live = false;
-      for (const auto& [k, r] : attempts_) live |= r.live() || r.finishing;
+      for (const auto& [k, r] : attempts_) live |= r.busy() || r.finishing;
       if (!live || !options_.kill_jobs_on_stop) return;
     }
     lock.unlock();
+    // Killed attempts: whatever of theirs left the process group dies with their cgroup.
+    for (const Key& key : sweeps) (void)isolator_->Kill(key.first, key.second);
+    if (limits_changed) ReportLimitChanges();
+    if (refresh_stats) RefreshStats();
     ReadNotesOutsideLock(reads);
   }
 }

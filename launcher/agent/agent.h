@@ -10,8 +10,14 @@
 // to the AttemptObserver (the node's metrics) as it starts, refreshes and ends. Losing
 // the coordinator stops nothing at once: the agent reconnects, and an attempt is stopped
 // gracefully only after its own stop_after_disconnect (never, for services).
+// The agent decides under its one lock and acts outside it: a Launch is accepted under the
+// lock and started (user, directories, cgroups, the network class, fork and exec) by one
+// of the launch workers without it; an attempt's end (draining its output, its last
+// progress note, the final stats, removing its cgroups and class) and a kill's sweep of
+// its cgroup run on the worker without it; periodic stats are read without it. So
+// heartbeats and commands never wait behind a launch storm or a slow tc call.
 // Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
-// deadlines, heartbeats, lease), the Reaper's.
+// deadlines, heartbeats, lease, ends), launch workers, the Reaper's.
 #pragma once
 
 #include <condition_variable>
@@ -53,6 +59,7 @@ struct AgentOptions {
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
   int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
+  int launch_workers = 4;            // attempts started at once (forks, cgroup set-up)
   uint64_t max_log_bytes = LogPump::kDefaultMaxLogBytes;  // per attempt's output log
   // Attempt directories (records, log, work dir) of attempts that ended are removed this
   // long after their last change (checked every 10 minutes); zero keeps them.
@@ -66,9 +73,10 @@ struct AgentOptions {
 class Agent {
  public:
   // `isolator` null: no isolation (mode none). `observer` (may be null) must outlive
-  // the Agent.
+  // the Agent. `spawner` (may be null: the agent's own Reaper) starts every process.
   Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
-        std::unique_ptr<Isolator> isolator = nullptr, AttemptObserver* observer = nullptr);
+        std::unique_ptr<Isolator> isolator = nullptr, AttemptObserver* observer = nullptr,
+        Spawner* spawner = nullptr);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -104,6 +112,11 @@ class Agent {
 
  private:
   using Key = std::pair<uint64_t, uint32_t>;
+  struct Exit {
+    Key key;
+    pid_t pid;
+    ExitStatus status;
+  };
   struct Run {
     v1::AttemptReport report;  // the last state, resent until acknowledged
     pid_t pgid = 0;
@@ -135,7 +148,14 @@ class Agent {
     // note outside the lock, then reports the end (FinishRunLocked, FinishOutsideLock).
     bool finishing = false;
     std::string progress_error;  // why the progress note was not read (reported once)
+    // Accepted, and being started by a launch worker outside the lock: not reported yet
+    // (a registration leaves it out; the coordinator resends its Launch, ignored). A
+    // stop ordered meanwhile is applied when the launch is committed; exits of processes
+    // it started meanwhile wait here until then.
+    bool launching = false;
+    std::vector<Exit> early_exits;
     bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
+    bool busy() const { return launching || live(); }
   };
   // A progress note to read outside the lock (the job's file), and for a finishing
   // attempt, its output to drain first.
@@ -145,16 +165,20 @@ class Agent {
     uid_t owner = 0;
     bool finishing = false;
   };
-  struct Exit {
-    Key key;
-    pid_t pid;
-    ExitStatus status;
-  };
 
   void ConnectionLoop();
   void Session();
   void Handle(const v1::CoordinatorCommand& cmd);
-  void Launch(const v1::Launch& l);
+  // Launch, decided under the lock: a new attempt (not a resent or stale launch) is
+  // recorded as launching and queued for a launch worker.
+  void AcceptLaunchLocked(const v1::Launch& l);
+  void LaunchLoop();
+  // A launch worker, without the lock: everything the attempt needs before and up to its
+  // processes running, into `run` (a fresh one, not the table's). Refusals end as
+  // PHASE_REJECTED in `run.report`, with what was made undone.
+  void StartAttempt(const v1::Launch& l, Run& run);
+  // Under the lock: the started attempt into the table, with what happened meanwhile.
+  void CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_before_start);
   void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
   // Marks the attempt stopping and sends `signal` (to the ranks, or the whole group); kills
   // at once when `kill_at_mono` has passed. False when nothing is left to wait for.
@@ -170,10 +194,11 @@ class Agent {
   void WorkerLoop();
   void ProcessExitLocked(const Exit& e);
   void FinishRunLocked(Key key, Run& run);
-  // Starts a child of the attempt; its exit comes back through the worker thread.
-  absl::StatusOr<pid_t> SpawnLocked(Key key, Run& run, SpawnOptions& so);
+  // Starts a child of the attempt; its exit comes back through the worker thread. `run`
+  // is the table's (under the lock) or a launch worker's own.
+  absl::StatusOr<pid_t> SpawnInto(Key key, Run& run, SpawnOptions& so);
   // The attempt's processes in its job dir, for a restarted agent to re-adopt.
-  void WriteProcessesLocked(Key key, const Run& run) const;
+  void WriteProcesses(Key key, const Run& run) const;
   // `ranks`: each local rank's binding (the Isolator's plan).
   void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
                     const std::vector<RankPlan>& ranks);
@@ -195,9 +220,13 @@ class Agent {
   // Isolation: the request for a launch, the end of an attempt, periodic stats.
   AttemptRequest IsolationRequest(const v1::Launch& l) const;
   void SetIsolationReportLocked(Key key, Run& run);
-  void ReleaseLocked(Key key, Run& run);
-  void RefreshStatsLocked();
-  void ReportLimitChangesLocked();
+  // The attempt's limits and current stats (cgroup reads; no lock needed).
+  v1::AttemptIsolation IsolationOf(Key key) const;
+  // Every stats interval: stats read without the lock, then reported.
+  void RefreshStats();
+  // Attempts whose limits changed (training narrowed or widened around inference) are
+  // reported with their new limits; the Isolator is asked without the lock.
+  void ReportLimitChanges();
   // Start-up: re-adopt what still runs in its cgroups (agent_recover.cc).
   void RecoverAttempts();
   void AdoptLocked(Key key, const std::vector<pid_t>& pids);
@@ -215,13 +244,19 @@ class Agent {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AgentControl::Stub> stub_;
   Reaper reaper_;
+  Spawner* const spawner_;  // reaper_ or the caller's
   std::unique_ptr<Isolator> isolator_;
   AttemptObserver* const observer_;  // never null
   LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing
   std::map<Key, Run> attempts_;
-  std::vector<Key> finishing_;  // attempts whose end the worker reports next
+  std::vector<Key> finishing_;       // attempts whose end the worker reports next
+  std::vector<Key> sweeps_;          // attempts whose cgroup the worker kills (Isolator::Kill)
+  bool limits_changed_ = false;      // an attempt started or ended: the worker re-reads limits
+  std::deque<v1::Launch> launches_;  // accepted, for the launch workers
+  std::condition_variable launch_cv_;
+  std::condition_variable launched_cv_;  // a launch was committed (StartExec waits for it)
   grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorCommand>* stream_ = nullptr;
   grpc::ClientContext* stream_ctx_ = nullptr;
   int64_t heartbeat_ms_ = 1000;
@@ -243,6 +278,7 @@ class Agent {
 
   std::thread connection_;
   std::thread worker_;
+  std::vector<std::thread> launchers_;
   // Retention: removes old attempt directories, outside every lock (JanitorLoop).
   void JanitorLoop();
   void SweepAttemptDirs();

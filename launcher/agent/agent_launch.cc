@@ -117,16 +117,43 @@ absl::Status CheckMasterPort(const v1::Launch& l) {
 
 }  // namespace
 
-void Agent::Launch(const v1::Launch& l) {
+void Agent::AcceptLaunchLocked(const v1::Launch& l) {
   Key key{l.job_id(), l.attempt()};
   if (attempts_.count(key)) return;  // a resent launch for an attempt we already run
   for (const auto& [k, run] : attempts_) {
     if (k.first == l.job_id() && k.second > l.attempt()) return;  // stale
   }
   Run& run = attempts_[key];
+  run.launching = true;
   run.report.set_job_id(l.job_id());
   run.report.set_attempt(l.attempt());
   run.report.set_checkpoint_step(-1);
+  launches_.push_back(l);
+  launch_cv_.notify_one();
+}
+
+void Agent::LaunchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    launch_cv_.wait(lock, [this] { return stopping_ || !launches_.empty(); });
+    if (launches_.empty()) return;  // stopping
+    v1::Launch l = std::move(launches_.front());
+    launches_.pop_front();
+    auto it = attempts_.find({l.job_id(), l.attempt()});
+    if (it == attempts_.end() || !it->second.launching) continue;
+    Run started;
+    started.report = it->second.report;
+    // Stopped while queued (a cancel, the agent stopping): nothing is started at all.
+    bool stopped = it->second.stop_ordered || stopping_;
+    lock.unlock();
+    if (!stopped) StartAttempt(l, started);
+    lock.lock();
+    CommitLaunchLocked(l, started, stopped);
+  }
+}
+
+void Agent::StartAttempt(const v1::Launch& l, Run& run) {
+  Key key{l.job_id(), l.attempt()};
   std::string dir = JobDir(l.job_id(), l.attempt());
   std::string work = WorkDir(l.job_id(), l.attempt());
   std::string error;
@@ -155,7 +182,7 @@ void Agent::Launch(const v1::Launch& l) {
   }
   if (error.empty()) {
     run.cgroup_procs = prepared->procs_files;
-    SetIsolationReportLocked(key, run);
+    *run.report.mutable_isolation() = IsolationOf(key);
     // What a restarted agent needs to re-adopt the attempt (it holds the exec secret).
     if (auto s = WriteFileAtomically(dir + "/launch.pb", l.SerializeAsString(), 0600); !s.ok()) {
       error = std::string(s.message());
@@ -184,7 +211,7 @@ void Agent::Launch(const v1::Launch& l) {
     }
     error = run.report.message();
   }
-  if (!error.empty() && run.report.phase() != v1::AttemptReport::PHASE_RUNNING) {
+  if (!error.empty()) {
     spdlog::warn("job {} attempt {}: launch refused: {}", l.job_id(), l.attempt(), error);
     run.failed = true;
     run.awaiting_exec = false;
@@ -193,22 +220,74 @@ void Agent::Launch(const v1::Launch& l) {
     run.report.set_message(error);
     if (run.pgid) kill(-run.pgid, SIGKILL);
     (void)isolator_->Kill(l.job_id(), l.attempt());
-    if (!run.live()) {  // else once the spawned ranks are reaped
-      (void)isolator_->Release(l.job_id(), l.attempt());
-      ReportLocked(run);
-    }
+    // Else once the spawned ranks are reaped (FinishRunLocked).
+    if (!run.live()) (void)isolator_->Release(l.job_id(), l.attempt());
     return;
   }
-  WriteProcessesLocked(key, run);
+  WriteProcesses(key, run);
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
+}
+
+void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_before_start) {
+  Key key{l.job_id(), l.attempt()};
+  auto it = attempts_.find(key);
+  if (it == attempts_.end()) return;  // never: a launching attempt is not erased
+  Run& run = it->second;
+  run.launching = false;
+  launched_cv_.notify_all();
+  std::vector<Exit> early = std::move(run.early_exits);
+  run.early_exits.clear();
+  if (stopped_before_start) {
+    spdlog::info("job {} attempt {}: stopped before it started", key.first, key.second);
+    FinishRunLocked(key, run);  // reported as exited, killed
+    return;
+  }
+  // What the launch made; what happened meanwhile (a stop, its message) stays the run's.
+  run.pgid = started.pgid;
+  run.ranks = std::move(started.ranks);
+  run.keepers = std::move(started.keepers);
+  run.cgroup_procs = std::move(started.cgroup_procs);
+  run.user = std::move(started.user);
+  run.exec_secret = std::move(started.exec_secret);
+  run.exec_env = std::move(started.exec_env);
+  run.awaiting_exec = started.awaiting_exec;
+  run.cwd = std::move(started.cwd);
+  run.progress_file = std::move(started.progress_file);
+  run.stop_after_disconnect_ms = started.stop_after_disconnect_ms;
+  run.grace_ms = started.grace_ms;
+  run.failed = started.failed;
+  if (started.report.has_isolation()) {
+    *run.report.mutable_isolation() = started.report.isolation();
+  }
+  run.report.set_phase(started.report.phase());
+  bool spawned = run.live();
+  if (started.report.phase() == v1::AttemptReport::PHASE_REJECTED) {
+    run.report.set_exit_code(started.report.exit_code());
+    run.report.set_message(started.report.message());
+    for (const Exit& e : early) ProcessExitLocked(e);
+    if (!spawned) ReportLocked(run);  // else once the spawned ranks are reaped
+    return;
+  }
   observer_->OnAttemptStarted(l, run.report.isolation());
   spdlog::info("job {} attempt {}: started {} process(es){}, group {}", l.job_id(), l.attempt(),
                run.ranks.size(), run.awaiting_exec ? " (awaiting mpirun's daemon)" : "", run.pgid);
-  ReportLocked(run);
-  ReportLimitChangesLocked();  // training narrowed for an inference arrival
+  if (run.stop_ordered) {
+    // Told to stop while it started: nothing has run long enough to lose.
+    spdlog::info("job {} attempt {}: stopped while starting: SIGKILL", key.first, key.second);
+    run.awaiting_exec = false;
+    KillNowLocked(key, run);
+  } else {
+    ReportLocked(run);
+  }
+  limits_changed_ = true;  // training narrowed for an inference arrival
+  for (const Exit& e : early) ProcessExitLocked(e);
+  auto again = attempts_.find(key);
+  if (again != attempts_.end() && !again->second.live() && !again->second.finishing) {
+    FinishRunLocked(key, again->second);  // an mpi node stopped before its daemon came
+  }
 }
 
-void Agent::WriteProcessesLocked(Key key, const Run& run) const {
+void Agent::WriteProcesses(Key key, const Run& run) const {
   // What a restarted agent re-adopts (agent_recover.cc): the group, then one line per
   // process it started, "rank PID LOCAL_RANK KEEPER" or "daemon PID KEEPER".
   std::string text = std::to_string(run.pgid) + "\n";
@@ -227,7 +306,7 @@ void Agent::WriteProcessesLocked(Key key, const Run& run) const {
   }
 }
 
-absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
+absl::StatusOr<pid_t> Agent::SpawnInto(Key key, Run& run, SpawnOptions& so) {
   so.cgroup_procs = run.cgroup_procs;
   so.user = run.user;
   // A keeper records each process's end, so that a restarted agent learns it too.
@@ -246,7 +325,7 @@ absl::StatusOr<pid_t> Agent::SpawnLocked(Key key, Run& run, SpawnOptions& so) {
     // while the next one starts): joining it then fails, and this one starts a new group.
     if (run.pgid != 0 && kill(-run.pgid, 0) != 0 && errno == ESRCH) run.pgid = 0;
     so.process_group = run.pgid;
-    pid = reaper_.SpawnAndWatch(so, on_exit, &keeper);
+    pid = spawner_->SpawnAndWatch(so, on_exit, &keeper);
     if (pid.ok() || so.process_group == 0 || tries > 0 || !absl::IsPermissionDenied(pid.status())) {
       break;
     }
@@ -276,7 +355,7 @@ void Agent::LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const 
     if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
     so.output_fd = *out;
     so.keep_open_fds = {reader};
-    auto pid = SpawnLocked(key, run, so);
+    auto pid = SpawnInto(key, run, so);
     close(so.output_fd);  // the child holds its copy; EOF comes when it and its heirs exit
     close(reader);        // its keeper holds one
     if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
@@ -342,7 +421,7 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
   if (!out.ok()) return run.report.set_message(std::string(out.status().message()));
   so.output_fd = *out;
   so.keep_open_fds = {reader};
-  auto pid = SpawnLocked(key, run, so);
+  auto pid = SpawnInto(key, run, so);
   close(so.output_fd);
   close(reader);
   if (!pid.ok()) return run.report.set_message(std::string(pid.status().message()));
@@ -352,8 +431,14 @@ void Agent::LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std
 absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, int err_fd,
                                        std::vector<int> hold_fds,
                                        std::function<void(ExitStatus)> on_exit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   Key key{req.job_id(), req.attempt()};
+  // mpirun on the gang's first node may exec its daemon while this node's launch of the
+  // attempt is still being started by a launch worker.
+  launched_cv_.wait_for(lock, std::chrono::seconds(30), [&] {
+    auto it = attempts_.find(key);
+    return stopping_ || it == attempts_.end() || !it->second.launching;
+  });
   auto it = attempts_.find(key);
   std::string which =
       "attempt " + std::to_string(req.attempt()) + " of job " + std::to_string(req.job_id());
@@ -374,11 +459,11 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   so.output_fd = out_fd;
   so.error_fd = err_fd;
   so.keep_open_fds = std::move(hold_fds);
-  auto pid = SpawnLocked(key, run, so);
+  auto pid = SpawnInto(key, run, so);
   if (!pid.ok()) return pid;
   run.daemons[*pid] = std::move(on_exit);
   run.awaiting_exec = false;
-  WriteProcessesLocked(key, run);
+  WriteProcesses(key, run);
   spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
   return pid;
 }

@@ -1,6 +1,7 @@
 #include "launcher/agent/agent_metrics.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "common/version.h"
 #include "launcher/agent/isolation/net_caps.h"
@@ -27,6 +28,23 @@ class Families {
     (type == MetricType::Counter ? m.counter.value : m.gauge.value) = value;
     out_[it->second].metric.push_back(std::move(m));
   }
+  // A histogram from per-bucket counts (the last one +Inf) over `bounds`.
+  void AddHistogram(const char* name, const char* help, Labels labels,
+                    const std::vector<double>& bounds, const std::vector<uint64_t>& counts,
+                    double sum) {
+    prometheus::ClientMetric m;
+    std::sort(labels.begin(), labels.end());
+    m.label = std::move(labels);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      cumulative += counts[i];
+      m.histogram.bucket.push_back(
+          {cumulative, i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity()});
+    }
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = sum;
+    out_.push_back({name, help, MetricType::Histogram, {std::move(m)}});
+  }
   std::vector<prometheus::MetricFamily> Take() { return std::move(out_); }
 
  private:
@@ -46,7 +64,25 @@ AgentMetrics::AgentMetrics(std::string node, const v1::Inventory& inventory,
       cpus_(inventory.cpus()),
       memory_bytes_(inventory.memory_bytes()),
       gpus_(static_cast<uint32_t>(inventory.gpus_size())),
-      connected_(std::move(connected)) {}
+      connected_(std::move(connected)),
+      ack_buckets_(HeartbeatAckBuckets().size() + 1, 0) {}
+
+const std::vector<double>& AgentMetrics::HeartbeatAckBuckets() {
+  static const std::vector<double> bounds = {0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015,
+                                             0.02,  0.03,  0.04,  0.05,  0.075,  0.1,  0.15,
+                                             0.2,   0.3,   0.5,   1,     2,      5,    10};
+  return bounds;
+}
+
+void AgentMetrics::OnHeartbeatAck(absl::Duration round_trip) {
+  double seconds = absl::FDivDuration(round_trip, absl::Seconds(1));
+  const auto& bounds = HeartbeatAckBuckets();
+  size_t i = std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++ack_buckets_[i];
+  ack_sum_seconds_ += seconds;
+  ++ack_count_;
+}
 
 void AgentMetrics::OnAttemptStarted(const v1::Launch& l, const v1::AttemptIsolation& iso) {
   Attempt a;
@@ -89,6 +125,9 @@ std::vector<prometheus::MetricFamily> AgentMetrics::Collect() const {
   f.Add("baton_agent_connected", kGauge, "1 while the coordinator stream is up", node,
         connected_ && connected_() ? 1 : 0);
   std::lock_guard<std::mutex> lock(mu_);
+  f.AddHistogram("baton_agent_heartbeat_ack_seconds",
+                 "Round trip of the agent's heartbeats to the coordinator (sent to acknowledged)",
+                 node, HeartbeatAckBuckets(), ack_buckets_, ack_sum_seconds_);
   double used_cpus = 0, used_memory = 0, used_gpus = 0;
   for (const auto& [key, a] : attempts_) {
     used_cpus += static_cast<double>(a.cpu_millis) / 1000.0;

@@ -1,7 +1,8 @@
 // The node agent's Prometheus metrics: per job attempt on this node its CPU usage, CFS
 // throttling (the "compute-limited" signal), memory usage and peak, limits, and its HTB
 // class's bytes, drops and overlimits (from the Isolator's stats, refreshed every stats
-// interval); `baton_job_gpu_info` per GPU so DCGM exporter series join to jobs on the
+// interval); the round trip of the agent's heartbeats (a histogram: how long its reports
+// and commands wait); `baton_job_gpu_info` per GPU so DCGM exporter series join to jobs on the
 // GPU UUID; the node's capacity and what attempts leave free. Series of an attempt go
 // when it ends. Every series carries `node`; per-attempt series carry `job_id` and
 // `attempt` (not `job`: Prometheus gives every target a `job` label of its own).
@@ -29,6 +30,10 @@ class AgentMetrics : public AttemptObserver, public prometheus::Collectable {
   void OnAttemptStarted(const v1::Launch& launch, const v1::AttemptIsolation& iso) override;
   void OnAttemptStats(const v1::AttemptIsolation& iso) override;
   void OnAttemptEnded(uint64_t job, uint32_t attempt) override;
+  void OnHeartbeatAck(absl::Duration round_trip) override;
+
+  // Upper bounds (seconds) of baton_agent_heartbeat_ack_seconds' buckets.
+  static const std::vector<double>& HeartbeatAckBuckets();
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -49,6 +54,10 @@ class AgentMetrics : public AttemptObserver, public prometheus::Collectable {
   const std::function<bool()> connected_;
   mutable std::mutex mu_;
   std::map<Key, Attempt> attempts_;
+  // Heartbeat round trips: per bucket (not cumulative; the last is +Inf), sum, count.
+  std::vector<uint64_t> ack_buckets_;
+  double ack_sum_seconds_ = 0;
+  uint64_t ack_count_ = 0;
 };
 
 }  // namespace baton

@@ -79,22 +79,32 @@ std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& options, pid_t* failed_child = nullptr,
                             pid_t* keeper = nullptr);
 
+// What the Agent starts its processes with: the Reaper, or in tests a stand-in that
+// delays or records spawns around a real Reaper. Thread-safe.
+class Spawner {
+ public:
+  using Callback = std::function<void(pid_t, ExitStatus)>;
+  virtual ~Spawner() = default;
+  // Spawns and registers `on_exit` (called once, on another thread, when the child ends).
+  virtual absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit,
+                                              pid_t* keeper = nullptr) = 0;
+};
+
 // Waits for the children it spawned, each through a pidfd on one epoll set, and calls
 // the callback registered for it (on the reaper's thread). Only this reaper reaps the
 // children it started, so nothing races it; destroying it stops its thread (children
 // still running are left to their fate and to init).
-class Reaper {
+class Reaper : public Spawner {
  public:
-  using Callback = std::function<void(pid_t, ExitStatus)>;
   Reaper();
-  ~Reaper();
+  ~Reaper() override;
   Reaper(const Reaper&) = delete;
   Reaper& operator=(const Reaper&) = delete;
 
   // Spawns and registers `on_exit`; a child that exec could not start is reaped here.
   // With a keeper, its end is the child's (same status) and `on_exit` gets the child's pid.
   absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit,
-                                      pid_t* keeper = nullptr);
+                                      pid_t* keeper = nullptr) override;
 
  private:
   struct Child {

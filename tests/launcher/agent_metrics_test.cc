@@ -3,6 +3,8 @@
 // names and label sets held to tests/util/metric_names.h.
 #include "launcher/agent/agent_metrics.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "tests/util/metric_names.h"
 
@@ -101,6 +103,31 @@ TEST(AgentMetrics, WithoutACgroupOnlyTheJobAndGpuInfoShow) {
   EXPECT_EQ(SampleValue(s, "baton_job_cpu_usage_seconds_total", kJob7), -1)
       << "isolation none: no cgroup, no figures rather than zeros";
   EXPECT_EQ(SampleValue(s, "baton_agent_connected"), 0);
+}
+
+TEST(AgentMetrics, HeartbeatRoundTripsFillTheirBuckets) {
+  AgentMetrics m("n1", Node(/*cpus=*/8, /*gpus=*/0));
+  for (int ms : {0, 1, 4, 4, 30, 50, 51, 20'000}) m.OnHeartbeatAck(absl::Milliseconds(ms));
+  auto s = m.Collect();
+  const prometheus::ClientMetric* h =
+      FindSample(s, "baton_agent_heartbeat_ack_seconds", {{"node", "n1"}});
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->histogram.sample_count, 8u);
+  EXPECT_NEAR(h->histogram.sample_sum, 20.140, 1e-9);
+  auto upto = [&](double bound) -> int64_t {
+    for (const auto& b : h->histogram.bucket) {
+      if (std::abs(b.upper_bound - bound) < 1e-12) return static_cast<int64_t>(b.cumulative_count);
+    }
+    return -1;
+  };
+  EXPECT_EQ(upto(0.001), 2);  // 0 and 1 ms: bounds are inclusive
+  EXPECT_EQ(upto(0.005), 4);
+  EXPECT_EQ(upto(0.03), 5);
+  EXPECT_EQ(upto(0.05), 6);
+  EXPECT_EQ(upto(10), 7);
+  EXPECT_EQ(h->histogram.bucket.back().cumulative_count, 8u);
+  EXPECT_TRUE(std::isinf(h->histogram.bucket.back().upper_bound));
+  EXPECT_EQ(CheckMetricList(s, AgentMetricList(), /*all=*/false), "");
 }
 
 }  // namespace

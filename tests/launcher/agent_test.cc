@@ -43,6 +43,103 @@ using Phase = v1::AttemptReport::Phase;
 
 constexpr char kAdvertise[] = "127.0.0.1:7070";
 
+// Starts the agent's processes with a Reaper of its own. Closed for some jobs, their
+// spawns wait (before the fork, or after it: the child runs, the agent is not told yet)
+// until it opens again: a launch stuck in its slow part. Other jobs pass.
+class GateSpawner : public Spawner {
+ public:
+  enum class Hold { kBeforeFork, kAfterFork };
+  absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit,
+                                      pid_t* keeper) override {
+    Callback counted = [this, on_exit = std::move(on_exit)](pid_t pid, ExitStatus st) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++exits_;
+      }
+      cv_.notify_all();
+      on_exit(pid, st);
+    };
+    std::unique_lock<std::mutex> lock(mu_);
+    bool held = false;
+    for (const std::string& e : options.env) {
+      if (e.rfind("BATON_JOB_ID=", 0) != 0) continue;
+      uint64_t job = std::strtoull(e.c_str() + 13, nullptr, 10);
+      held = !open_ && job >= job_ && job < job_ + span_;
+    }
+    spawns_ += held ? 1 : 0;
+    if (held && hold_ == Hold::kBeforeFork) Wait(lock);
+    lock.unlock();
+    auto pid = reaper_.SpawnAndWatch(options, std::move(counted), keeper);
+    lock.lock();
+    if (held && hold_ == Hold::kAfterFork) Wait(lock);
+    return pid;
+  }
+  // Holds the spawns of jobs [job, job + span).
+  void Close(Hold hold, uint64_t job, uint64_t span = 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+    hold_ = hold;
+    job_ = job;
+    span_ = span;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Until `n` spawns wait at the gate.
+  bool WaitForWaiting(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return launcher_testing::WaitUntil(cv_, lock, [&] { return waiting_ >= n; });
+  }
+  // Until `n` children have ended since the start.
+  bool WaitForExits(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return launcher_testing::WaitUntil(cv_, lock, [&] { return exits_ >= n; });
+  }
+  // Spawns of held jobs so far.
+  int spawns() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spawns_;
+  }
+  int exits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exits_;
+  }
+
+ private:
+  void Wait(std::unique_lock<std::mutex>& lock) {
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    --waiting_;
+  }
+  Reaper reaper_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  Hold hold_ = Hold::kBeforeFork;
+  uint64_t job_ = 0, span_ = 1;
+  int waiting_ = 0, spawns_ = 0, exits_ = 0;
+};
+
+// Opens the gate when a test leaves, passing or not: a closed gate would hold the
+// agent's launch workers for the tests after it.
+struct OpenOnExit {
+  GateSpawner* gate;
+  ~OpenOnExit() { gate->Open(); }
+};
+
+// Counts the heartbeat acknowledgements the agent has handled.
+class AckCounter : public AttemptObserver {
+ public:
+  void OnHeartbeatAck(absl::Duration) override { acks_.fetch_add(1); }
+  int acks() const { return acks_.load(); }
+
+ private:
+  std::atomic<int> acks_{0};
+};
+
 v1::Inventory TestInventory() {
   v1::Inventory inv;
   inv.set_cpus(8);
@@ -80,7 +177,9 @@ class AgentTest : public ::testing::Test {
     t.set_effect("NoSchedule");
     o.taints = {t};
     o.reconnect_max_backoff_ms = 200;
-    agent_ = new Agent(o, TestInventory(), clock_);
+    spawner_ = new GateSpawner();
+    acks_ = new AckCounter();
+    agent_ = new Agent(o, TestInventory(), clock_, /*isolator=*/nullptr, acks_, spawner_);
     agent_->Start(kAdvertise);
   }
 
@@ -150,6 +249,8 @@ class AgentTest : public ::testing::Test {
   static FakeClock* clock_;
   static FakeCoordinator* coordinator_;
   static Agent* agent_;
+  static GateSpawner* spawner_;
+  static AckCounter* acks_;
 };
 
 ScratchDir* AgentTest::dir_ = nullptr;
@@ -157,6 +258,8 @@ launcher_testing::FakeCoordinatorTls* AgentTest::tls_ = nullptr;
 FakeClock* AgentTest::clock_ = nullptr;
 FakeCoordinator* AgentTest::coordinator_ = nullptr;
 Agent* AgentTest::agent_ = nullptr;
+GateSpawner* AgentTest::spawner_ = nullptr;
+AckCounter* AgentTest::acks_ = nullptr;
 
 TEST_F(AgentTest, RegistersWithNodeNameInventoryAndAddress) {
   auto reg = coordinator_->WaitFor([](const auto& m) { return m.msg.has_register_(); });
@@ -190,6 +293,91 @@ TEST_F(AgentTest, HeartbeatsFollowTheIntervalTheCoordinatorSet) {
   auto hb = coordinator_->WaitFor(is_heartbeat, from);
   ASSERT_TRUE(hb);
   EXPECT_EQ(hb->msg.heartbeat().time_ms(), clock_->NowMs());
+}
+
+// A launch does its slow work (user, directories, cgroups, fork and exec) outside the
+// agent's lock: while one is stuck in it, heartbeats go out, their acks are handled, and
+// other launches and commands proceed. Under the lock, no heartbeat would go out at all.
+TEST_F(AgentTest, HeartbeatsAndOtherLaunchesGoOnWhileALaunchIsStuckStarting) {
+  Barrier();
+  OpenOnExit open{spawner_};
+  spawner_->Close(GateSpawner::Hold::kBeforeFork, 740);
+  Launch(740, {"sleep", "60"});
+  ASSERT_TRUE(spawner_->WaitForWaiting(1));
+  auto is_heartbeat = [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); };
+  for (int i = 0; i < 3; ++i) {
+    size_t from = coordinator_->count();
+    int acks = acks_->acks();
+    clock_->AdvanceMs(kHeartbeatMs);
+    ASSERT_TRUE(coordinator_->WaitFor(is_heartbeat, from)) << "no heartbeat while launching";
+    ASSERT_TRUE(PollUntil([&] { return acks_->acks() > acks; })) << "its ack was not handled";
+  }
+  EXPECT_TRUE(agent_->IsLive(740, 1)) << "an attempt being started counts as live";
+  EXPECT_TRUE(Reports(740).empty()) << "nothing is reported before its processes run";
+
+  // A registration meanwhile leaves it out (the coordinator resends its launch), and the
+  // resent launch starts nothing twice.
+  int before = coordinator_->session();
+  coordinator_->DropStream();
+  auto reg = coordinator_->WaitFor(
+      [&](const auto& m) { return m.session > before && m.msg.has_register_(); });
+  ASSERT_TRUE(reg);
+  for (const auto& a : reg->msg.register_().attempts()) EXPECT_NE(a.job_id(), 740u);
+  ASSERT_TRUE(coordinator_->Push(LaunchCommand(740, {"sleep", "60"})));
+
+  // Told to stop while it starts: applied once it has started.
+  ASSERT_TRUE(coordinator_->Push(KillCommand(740, SIGTERM, /*grace_seconds=*/30)));
+  Barrier();  // another launch, on another worker, starts and reports meanwhile
+  EXPECT_TRUE(Reports(740).empty());
+  spawner_->Open();
+  auto end = WaitEnd(740);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(end->term_signal(), SIGKILL) << "nothing to lose yet: killed at once";
+  EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(740, 1); }));
+}
+
+// Exits of processes that end before their launch is committed are kept, not lost.
+TEST_F(AgentTest, ARankThatEndsBeforeItsLaunchIsCommittedIsReported) {
+  Barrier();
+  OpenOnExit open{spawner_};
+  int exits = spawner_->exits();
+  spawner_->Close(GateSpawner::Hold::kAfterFork, 741);
+  Launch(741, {"sh", "-c", "exit 3"});
+  ASSERT_TRUE(spawner_->WaitForWaiting(1));
+  ASSERT_TRUE(spawner_->WaitForExits(exits + 1)) << "the rank ran and ended at the gate";
+  spawner_->Open();
+  auto end = WaitReport(741, v1::AttemptReport::PHASE_EXITED);
+  ASSERT_TRUE(end) << "its exit, seen while it was launching, was dropped";
+  EXPECT_EQ(end->exit_code(), 3);
+  auto reports = Reports(741);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].phase(), v1::AttemptReport::PHASE_RUNNING);
+}
+
+// A launch stopped while it waits for a launch worker starts nothing at all.
+TEST_F(AgentTest, ALaunchStoppedBeforeAWorkerTakesItStartsNothing) {
+  Barrier();
+  OpenOnExit open{spawner_};
+  const int workers = AgentOptions().launch_workers;
+  spawner_->Close(GateSpawner::Hold::kBeforeFork, 750, /*span=*/20);
+  for (int i = 0; i < workers; ++i) Launch(750 + i, {"sleep", "60"});
+  ASSERT_TRUE(spawner_->WaitForWaiting(workers)) << "every launch worker is busy";
+  int spawns = spawner_->spawns();
+  Launch(760, {"sleep", "60"});  // queued
+  ASSERT_TRUE(coordinator_->Push(KillCommand(760, SIGKILL, 0)));
+  for (int i = 0; i < workers; ++i) {
+    ASSERT_TRUE(coordinator_->Push(KillCommand(750 + i, SIGKILL, 0)));
+  }
+  spawner_->Open();
+  auto end = WaitEnd(760);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(spawner_->spawns(), spawns) << "job 760 spawned nothing";
+  EXPECT_FALSE(std::filesystem::exists(dir_->path() + "/jobs/760/1"));
+  for (int i = 0; i < workers; ++i) ASSERT_TRUE(WaitEnd(750 + i));
 }
 
 TEST_F(AgentTest, LaunchReportsRunningThenExitedWithTheExitCode) {

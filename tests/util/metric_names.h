@@ -58,6 +58,7 @@ inline const std::vector<ExpectedMetric>& AgentMetricList() {
   static const std::vector<ExpectedMetric> list = {
       {"baton_build_info", T::Gauge, {"component", "version"}},
       {"baton_agent_connected", T::Gauge, {"node"}},
+      {"baton_agent_heartbeat_ack_seconds", T::Histogram, {"node"}},
       {"baton_job_info", T::Gauge, {"attempt", "class", "job_id", "kind", "node", "tenant"}},
       {"baton_job_gpu_info", T::Gauge, {"attempt", "job_id", "node", "uuid"}},
       {"baton_job_cpu_usage_seconds_total", T::Counter, attempt},

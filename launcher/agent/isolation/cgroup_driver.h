@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,6 +38,12 @@ struct CgroupStats {
 };
 
 constexpr uint64_t kCfsPeriodUs = 100'000;
+// The least CFS quota the kernel takes (1 ms a period; less is EINVAL): an attempt of a
+// few millicores gets this much.
+constexpr uint64_t kMinCfsQuotaUs = 1000;
+inline uint64_t CfsQuotaUs(uint64_t cpu_millis) {
+  return std::max(kMinCfsQuotaUs, cpu_millis * kCfsPeriodUs / 1000);
+}
 
 class CgroupDriver {
  public:

@@ -103,7 +103,7 @@ absl::Status CgroupV1Driver::Apply(const std::string& name, const CgroupLimits& 
   std::string cpu = Dir("cpu", name);
   BATON_RETURN_IF_ERROR(fs_->Write(cpu + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)));
   std::string quota =
-      l.cpu_quota_millis == 0 ? "-1" : std::to_string(l.cpu_quota_millis * kCfsPeriodUs / 1000);
+      l.cpu_quota_millis == 0 ? "-1" : std::to_string(CfsQuotaUs(l.cpu_quota_millis));
   BATON_RETURN_IF_ERROR(fs_->Write(cpu + "/cpu.cfs_quota_us", quota));
   uint64_t shares =
       std::max<uint64_t>(2, std::clamp<uint64_t>(l.cpu_weight, 1, 10000) * 1024 / 100);
@@ -168,6 +168,18 @@ absl::Status CgroupV1Driver::KillAll(const std::string& name) {
     if (fs_->Exists(dir + "/cgroup.kill"))
       BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cgroup.kill", "1"));
   }
+  // An empty cgroup stays empty (nothing in it can fork), so it needs no freeze: each
+  // freeze and thaw of a v1 freezer flips a kernel static key (text patching on every
+  // CPU), a visible cost when many short attempts end.
+  bool empty = true;
+  for (const auto& root : roots_) {
+    auto pids = fs_->Read(root + "/" + Path(name) + "/cgroup.procs");
+    if (pids.ok() && !ParsePids(*pids).empty()) {
+      empty = false;
+      break;
+    }
+  }
+  if (empty) return absl::OkStatus();
   // Frozen, nothing forks between reading the list and the kill; SIGKILL is delivered
   // to frozen tasks once they thaw.
   std::string freezer = Dir("freezer", name);

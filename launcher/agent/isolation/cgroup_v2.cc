@@ -83,7 +83,7 @@ absl::Status CgroupV2Driver::Apply(const std::string& name, const CgroupLimits& 
   }
   if (Has(controllers_, "cpu")) {
     std::string quota =
-        l.cpu_quota_millis == 0 ? "max" : std::to_string(l.cpu_quota_millis * kCfsPeriodUs / 1000);
+        l.cpu_quota_millis == 0 ? "max" : std::to_string(CfsQuotaUs(l.cpu_quota_millis));
     BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpu.max", quota + " " + std::to_string(kCfsPeriodUs)));
     uint64_t weight = std::clamp<uint64_t>(l.cpu_weight, 1, 10000);
     BATON_RETURN_IF_ERROR(fs_->Write(dir + "/cpu.weight", std::to_string(weight)));

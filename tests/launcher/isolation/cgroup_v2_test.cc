@@ -63,6 +63,9 @@ TEST_F(CgroupV2Test, ApplyWritesEveryLimit) {
   ASSERT_TRUE(driver_->Apply("job-1-a1", CgroupLimits{}).ok());
   EXPECT_EQ(ReadFile(Leaf("cpu.max")), "max 100000\n");
   EXPECT_EQ(ReadFile(Leaf("memory.max")), "max\n");
+  // A few millicores get the kernel's least quota, not a refused write.
+  ASSERT_TRUE(driver_->Apply("job-1-a1", CgroupLimits{.cpu_quota_millis = 5}).ok());
+  EXPECT_EQ(ReadFile(Leaf("cpu.max")), "1000 100000\n");
   EXPECT_EQ(ReadFile(Leaf("cpuset.cpus")), "\n") << "empty: the parent's CPUs";
 }
 

@@ -165,8 +165,10 @@ absl::Status FakeCgroupV2Fs::CheckValue(const std::string& file, const std::stri
   std::vector<std::string> w = Words(value);
   if (file == "cpu.max") {
     if (w.empty() || w.size() > 2) return invalid();
-    if (w[0] != "max" && w[0].find_first_not_of("0123456789") != std::string::npos)
-      return invalid();
+    if (w[0] != "max" && (w[0].find_first_not_of("0123456789") != std::string::npos ||
+                          std::atol(w[0].c_str()) < 1000)) {
+      return invalid();  // the kernel's least quota is 1000 us
+    }
     if (w.size() == 2 && w[1].find_first_not_of("0123456789") != std::string::npos)
       return invalid();
   } else if (file == "cpu.weight") {

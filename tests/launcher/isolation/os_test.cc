@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -38,6 +39,16 @@ class FaultyFs : public RealCgroupFs {
 
  private:
   std::string needle_;
+};
+
+// The real files, with every write recorded.
+class RecordingFs : public RealCgroupFs {
+ public:
+  absl::Status Write(const std::string& path, const std::string& value) override {
+    writes.push_back(path + "=" + value);
+    return RealCgroupFs::Write(path, value);
+  }
+  std::vector<std::string> writes;
 };
 
 class CgroupV1Real : public ::testing::Test {
@@ -140,6 +151,40 @@ TEST_F(CgroupV1Real, ProcessesJoinEveryHierarchyWithTheLimits) {
   for (const char* c : {"cpu", "memory", "cpuset"}) {
     EXPECT_FALSE(std::filesystem::exists(Dir(c, "job-1-a1"))) << c;
   }
+}
+
+// KillAll freezes a cgroup with processes (nothing forks away mid-kill) and leaves an
+// empty one alone: freezing costs the kernel, and an empty cgroup cannot fill again.
+TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
+  if (testing::V1Mounts().count("freezer") == 0) GTEST_SKIP() << "no v1 freezer mounted";
+  auto fs = std::make_shared<RecordingFs>();
+  driver_ = Make(fs);
+  ASSERT_TRUE(driver_->Create("job-5-a1").ok());
+  pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, "job-5-a1");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(PollUntil([&] {
+    auto pids = driver_->Pids("job-5-a1");
+    return pids.ok() && pids->size() == 3;
+  }));
+  fs->writes.clear();
+  ASSERT_TRUE(driver_->KillAll("job-5-a1").ok());
+  auto froze = [&] {
+    return std::count_if(fs->writes.begin(), fs->writes.end(), [](const std::string& w) {
+      return w.find("freezer.state=FROZEN") != std::string::npos;
+    });
+  };
+  EXPECT_EQ(froze(), 1) << "processes to kill: frozen first";
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_TRUE(PollUntil([&] {
+    auto pids = driver_->Pids("job-5-a1");
+    return pids.ok() && pids->empty();
+  })) << "the sleeps died with it";
+  fs->writes.clear();
+  ASSERT_TRUE(driver_->KillAll("job-5-a1").ok());
+  EXPECT_EQ(froze(), 0) << "an empty cgroup is not frozen";
+  ASSERT_TRUE(driver_->Remove("job-5-a1").ok());
 }
 
 TEST_F(CgroupV1Real, ABusyProcessUnderHalfACpuIsThrottled) {

@@ -1,0 +1,155 @@
+// The benchmarks' production-like daemons: a coordinator and agents under a directory of
+// the run's own, secured as in production (TLS under the run's CA, a private munged, a
+// policy where root is the admin and the member of tenant bench), and an API client that
+// authenticates with a service token. Header-only, for the benchmark binaries.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/api.grpc.pb.h"
+#include "proto/rpc_util.h"
+#include "proto/tls.h"
+#include "tests/util/security.h"
+#include "tests/util/subprocess.h"
+
+namespace baton::bench {
+
+using baton::testing::Subprocess;
+
+inline std::string BinDir() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path();
+}
+
+// A coordinator (and agents) secured as in production, under `dir`: TLS, a private
+// munged, BenchPolicy() (root is the admin and the member of tenant bench).
+class Daemons {
+ public:
+  explicit Daemons(const std::string& dir,
+                   const std::string& policy = baton::testing::BenchPolicy())
+      : dir_(dir), security_(dir) {
+    if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
+    std::ofstream(dir_ + "/policy.yaml") << policy;
+  }
+  ~Daemons() {
+    for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
+    for (auto& p : procs_) p->Wait(std::chrono::seconds(10));
+  }
+  // `extra`: more flags (--heartbeat 100ms …).
+  std::string StartCoordinator(const std::vector<std::string>& extra = {}) {
+    std::string ready = dir_ + "/coordinator.addr";
+    std::vector<std::string> argv = {BinDir() + "/baton-coordinator",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--data-dir",
+                                     dir_ + "/coordinator",
+                                     "--ready-file",
+                                     ready,
+                                     "--log-level",
+                                     "warn",
+                                     "--policy",
+                                     dir_ + "/policy.yaml"};
+    for (auto& f : security_.CoordinatorFlags()) argv.push_back(f);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                                  dir_ + "/coordinator"));
+    baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
+                            std::chrono::seconds(20));
+    std::string addr = baton::testing::ReadFile(ready);
+    target_ = addr.substr(0, addr.find('\n'));
+    return target_;
+  }
+  void StartAgent(const std::string& coordinator, const std::string& name,
+                  const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {BinDir() + "/baton-agent", "--name",      name,
+                                     "--coordinator",           coordinator,   "--data-dir",
+                                     dir_ + "/" + name,         "--log-level", "warn"};
+    for (auto& f : security_.AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                                  dir_ + "/" + name));
+  }
+  // What the CLI and the floor need: the coordinator, the CA, munged's socket.
+  std::map<std::string, std::string> ClientEnv() const {
+    auto env = security_.ClientEnv();
+    env["BATON_COORDINATOR"] = target_;
+    return env;
+  }
+  // A service token for root in tenant bench, made with the CLI (root is the admin).
+  std::string Token() const {
+    auto r = baton::testing::RunProcess({BinDir() + "/baton", "admin", "token", "create", "--user",
+                                         "root", "--tenant", "bench", "--ttl", "1d"},
+                                        ClientEnv());
+    if (r.exit_code != 0) std::fprintf(stderr, "token create: %s\n", r.err.c_str());
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  // TLS to the coordinator, verified against the run's CA.
+  std::shared_ptr<grpc::ChannelCredentials> Tls() const {
+    baton::TlsOptions o;
+    o.ca_file = security_.ca();
+    auto tls = baton::LoadTls(o, /*need_cert=*/false);
+    auto creds = tls.ok() ? baton::ChannelCredentials(*tls, target_) : tls.status();
+    if (!creds.ok()) std::fprintf(stderr, "tls: %s\n", creds.status().ToString().c_str());
+    return creds.ok() ? *creds : nullptr;
+  }
+
+ private:
+  std::string dir_;
+  baton::testing::TestSecurity security_;
+  std::string target_;
+  std::vector<std::unique_ptr<Subprocess>> procs_;
+};
+
+// A stub authenticating every call with `token` (a service token) over TLS.
+struct Api {
+  std::unique_ptr<v1::Coordinator::Stub> stub;
+  std::string token;
+  void Prepare(grpc::ClientContext* ctx) const {
+    ctx->AddMetadata(baton::kAuthorizationKey, "Bearer " + token);
+  }
+};
+
+inline Api Stub(const Daemons& d, const std::string& target, const std::string& token) {
+  grpc::ChannelArguments args;
+  // One connection per stub: several stubs spread the load over several HTTP/2 streams.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  baton::SetClientMessageLimits(&args);
+  return Api{v1::Coordinator::NewStub(grpc::CreateCustomChannel(target, d.Tls(), args)), token};
+}
+
+inline grpc::Status Call(const Api& api, const v1::JobSpec& spec, uint64_t* id) {
+  grpc::ClientContext ctx;
+  api.Prepare(&ctx);
+  v1::SubmitRequest req;
+  *req.mutable_spec() = spec;
+  v1::SubmitResponse resp;
+  grpc::Status s = api.stub->Submit(&ctx, req, &resp);
+  *id = resp.job_id();
+  return s;
+}
+
+inline size_t CountSucceeded(const Api& api) {
+  v1::ListRequest req;
+  req.add_states(v1::JOB_STATE_SUCCEEDED);
+  size_t count = 0;
+  do {
+    grpc::ClientContext ctx;
+    api.Prepare(&ctx);
+    v1::ListResponse resp;
+    if (!api.stub->List(&ctx, req, &resp).ok()) return count;
+    count += resp.jobs_size();
+    req.set_page_token(resp.next_page_token());
+  } while (!req.page_token().empty());
+  return count;
+}
+
+}  // namespace baton::bench
