@@ -63,7 +63,7 @@ void Agent::Start(const std::string& advertise_address) {
   RecoverAttempts();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    last_contact_mono_ = clock_->MonotonicMs();
+    last_contact_mono_.store(clock_->MonotonicMs());
   }
   connection_ = std::thread([this] { ConnectionLoop(); });
   worker_ = std::thread([this] { WorkerLoop(); });
@@ -249,9 +249,15 @@ void Agent::ReportLocked(Run& run) {
 }
 
 void Agent::Handle(const v1::CoordinatorCommand& cmd) {
+  last_contact_mono_.store(clock_->MonotonicMs());
+  if (cmd.has_heartbeat_ack()) {
+    // Without the lock: an ack is never late for what the agent is doing meanwhile. It
+    // carries the heartbeat's own time (this agent's wall clock).
+    observer_->OnHeartbeatAck(
+        absl::Milliseconds(std::max<int64_t>(0, clock_->NowMs() - cmd.heartbeat_ack().time_ms())));
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  last_contact_mono_ = clock_->MonotonicMs();
-  lease_expired_ = false;
   switch (cmd.cmd_case()) {
     case v1::CoordinatorCommand::kRegistered:
       heartbeat_ms_ = std::max<int64_t>(50, cmd.registered().heartbeat_interval_ms());
@@ -259,11 +265,6 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       break;
     case v1::CoordinatorCommand::kLaunch:
       AcceptLaunchLocked(cmd.launch());
-      break;
-    case v1::CoordinatorCommand::kHeartbeatAck:
-      // The ack carries the heartbeat's own time (this agent's wall clock).
-      observer_->OnHeartbeatAck(absl::Milliseconds(
-          std::max<int64_t>(0, clock_->NowMs() - cmd.heartbeat_ack().time_ms())));
       break;
     case v1::CoordinatorCommand::kKill: {
       const v1::Kill& k = cmd.kill();
@@ -664,14 +665,18 @@ void Agent::WorkerLoop() {
     }
     // "Cut off" is measured by what we hear (every heartbeat is acknowledged): a cut link
     // leaves the stream looking open for a long time, and writes into it still succeed.
-    int64_t silent = now - last_contact_mono_;
-    if (!lease_expired_ && silent > lease_ms_) {
-      lease_expired_ = true;
-      spdlog::warn("no contact with the coordinator for {} ms: reconnecting; jobs keep running",
-                   silent);
-      if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
+    int64_t silent = now - last_contact_mono_.load();
+    if (silent > lease_ms_) {
+      if (!lease_expired_) {
+        lease_expired_ = true;
+        spdlog::warn("no contact with the coordinator for {} ms: reconnecting; jobs keep running",
+                     silent);
+        if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
+      }
+      StopDisconnectedLocked(silent);
+    } else {
+      lease_expired_ = false;  // heard from it again
     }
-    if (lease_expired_) StopDisconnectedLocked(silent);
     for (const Key& key : finishing_) {
       auto it = attempts_.find(key);
       if (it != attempts_.end())

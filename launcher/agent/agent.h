@@ -20,6 +20,7 @@
 // deadlines, heartbeats, lease, ends), launch workers, the Reaper's.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -261,7 +262,7 @@ class Agent {
   grpc::ClientContext* stream_ctx_ = nullptr;
   int64_t heartbeat_ms_ = 1000;
   int64_t lease_ms_ = 10'000;
-  int64_t last_contact_mono_ = 0;
+  std::atomic<int64_t> last_contact_mono_{0};  // any command; acks are taken without mu_
   int64_t next_heartbeat_mono_ = 0;
   int64_t next_progress_mono_ = 0;
   int64_t next_stats_mono_ = 0;

@@ -1,8 +1,8 @@
 // AttemptObserver: what the Agent tells an onlooker (the Prometheus metrics in
 // agent_metrics.h) about the attempts on its node: started (or re-adopted), fresh limits
 // and stats, ended; and each heartbeat's round trip. The Agent calls it under its own
-// mutex: implementations must be quick, must not block and must not call back into the
-// Agent.
+// mutex (OnHeartbeatAck from its connection thread, without it): implementations must be
+// thread-safe and quick, must not block and must not call back into the Agent.
 #pragma once
 
 #include <cstdint>
