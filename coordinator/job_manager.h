@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "coordinator/access.h"
 #include "coordinator/agent_link.h"
+#include "coordinator/attempt_end.h"
 #include "coordinator/committer.h"
 #include "coordinator/event_log.h"
 #include "coordinator/finished_jobs.h"
@@ -161,7 +162,7 @@ class JobManager {
 
  private:
   enum class Phase { kLaunching, kRunning, kExited };
-  enum class Outcome { kNone, kFailed, kCancelled, kNodeLost, kMaxRuntime, kEvicted };
+  using Outcome = AttemptOutcome;
   struct LiveAttempt {
     std::map<std::string, Phase> nodes;  // node name -> phase
     Outcome outcome = Outcome::kNone;

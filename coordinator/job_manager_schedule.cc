@@ -386,107 +386,47 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   e.live.reset();
   active_.erase(e.job.id());
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
-  a->set_ended_ms(clock_->NowMs());
+  const int64_t now = clock_->NowMs();
+  a->set_ended_ms(now);
   a->set_exit_code(live.exit_code);
   a->set_term_signal(live.term_signal);
   const v1::JobSpec& spec = e.job.spec();
-  int32_t code = live.term_signal ? 128 + live.term_signal : live.exit_code;
-  std::string actor = "coordinator";
-  // Services restart whatever their exit (an exit 0 is no failure), after a backoff that
-  // doubles with each restart in a row and starts over after a healthy run.
-  auto restart_service = [&](const std::string& why, bool failure, const std::string& code) {
-    if (failure) e.job.set_failures(e.job.failures() + 1);
-    const Policy::ServiceRestart p = policy_.policy.ServiceRestartFor(spec.priority_class());
-    int64_t since = a->started_ms() ? a->started_ms() : a->scheduled_ms();
-    bool healthy = a->ended_ms() - since >= p.healthy_after_s * 1000;
-    uint32_t streak = healthy ? 1 : e.job.restarts_in_a_row() + 1;
-    e.job.set_restarts_in_a_row(streak);
-    const int64_t now = clock_->NowMs();
-    e.job.set_cooldown_until_ms(DeadlineMs(now, p.Backoff(streak)));
-    const int64_t backoff = e.job.cooldown_until_ms() - now;
-    Transition(e, v1::JOB_STATE_PENDING,
-               why + "; restarting in " + std::to_string(backoff / 1000) + "." +
-                   std::to_string(backoff % 1000 / 100) + " s, its GPUs held",
-               actor, txn, code);
-  };
-  auto retry = [&](const std::string& why, bool counts_as_failure, const std::string& code) {
-    if (counts_as_failure) e.job.set_failures(e.job.failures() + 1);
-    const absl::Duration backoff =
-        DoublingBackoff(absl::Milliseconds(options_.retry_backoff_base_ms),
-                        absl::Milliseconds(options_.retry_backoff_max_ms),
-                        counts_as_failure ? e.job.failures() : 0);
-    e.job.set_cooldown_until_ms(DeadlineMs(clock_->NowMs(), backoff));
-    Transition(e, v1::JOB_STATE_PENDING, why, actor, txn, code);
-  };
-  switch (live.outcome) {
-    case Outcome::kEvicted: {
-      // Evictions are counted apart from failures; the cooldown doubles with each one. A
-      // drain is the operator's doing, not the job's: no count, no cooldown.
-      const bool drained = !a->drained_node().empty();
-      if (!drained) e.job.set_evictions(e.job.evictions() + 1);
-      const PriorityClass* cls = policy_.policy.Find(spec.priority_class());
-      int64_t wait = cls && !drained ? sched::CooldownMs(*cls, e.job.evictions()) : 0;
-      e.job.set_cooldown_until_ms(DeadlineMs(clock_->NowMs(), absl::Milliseconds(wait)));
-      std::string how =
-          live.term_signal == 0 && live.exit_code == 0 ? "checkpointed and exited"
-          : live.term_signal == SIGKILL || live.exit_code == 128 + SIGKILL
-              ? "killed after its grace period"
-              : "exited with code " +
-                    std::to_string(live.term_signal ? 128 + live.term_signal : live.exit_code);
-      std::string resume =
-          a->checkpoint_step() >= 0 ? "resumes from step " + std::to_string(a->checkpoint_step())
-          : a->reports_progress()   ? "no checkpoint: restarts from the beginning"
-                                    : "checkpoint unknown: the job does not report progress";
-      a->set_end_reason("evicted: " + how + "; " + resume);
-      EvictedLocked(e, drained ? "drained" : "preempted", live.outcome_reason, txn);
-      Transition(e, v1::JOB_STATE_COOLDOWN,
-                 a->end_reason() + "; cooldown " + std::to_string(wait / 1000) + " s", actor, txn);
-      if (wait == 0) Transition(e, v1::JOB_STATE_PENDING, "cooldown over", actor, txn);
-      if (e.job.state() == v1::JOB_STATE_COOLDOWN) cooldown_.insert(e.job.id());
-      break;
-    }
-    case Outcome::kCancelled:
-      a->set_end_reason("cancelled");
-      Transition(e, v1::JOB_STATE_CANCELLED, e.job.cancel_reason(), e.job.cancel_requested_by(),
-                 txn);
-      break;
-    case Outcome::kNodeLost:
-      a->set_end_reason(live.outcome_reason);
-      EvictedLocked(e, "node_lost", live.outcome_reason, txn);
-      retry(live.outcome_reason + "; requeued from its last checkpoint", false, "");
-      break;
-    case Outcome::kMaxRuntime:
-      a->set_end_reason(live.outcome_reason);
-      e.job.set_exit_code(code ? code : 128 + SIGTERM);
-      Transition(e, v1::JOB_STATE_FAILED, live.outcome_reason, actor, txn);
-      break;
-    case Outcome::kFailed: {
-      a->set_end_reason("failed: " + live.outcome_reason);
-      bool again = spec.restart_policy() == v1::RESTART_POLICY_ALWAYS ||
-                   (spec.restart_policy() == v1::RESTART_POLICY_ON_FAILURE &&
-                    e.job.failures() < spec.max_restarts());
-      if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        restart_service(live.outcome_reason, /*failure=*/true, "failure");
-      } else if (again) {
-        retry(live.outcome_reason + "; retry " + std::to_string(e.job.failures() + 1) + " of " +
-                  std::to_string(spec.max_restarts()),
-              true, "failure");
-      } else {
-        e.job.set_exit_code(code);
-        Transition(e, v1::JOB_STATE_FAILED, live.outcome_reason, actor, txn);
-      }
-      break;
-    }
-    case Outcome::kNone:
-      a->set_end_reason("succeeded");
-      if (spec.restart_policy() == v1::RESTART_POLICY_ALWAYS) {
-        restart_service("service exited 0", /*failure=*/false, "service_exit");
-      } else {
-        e.job.set_exit_code(0);
-        Transition(e, v1::JOB_STATE_SUCCEEDED, "every rank exited 0", actor, txn);
-      }
-      break;
+  AttemptEndInput in;
+  in.outcome = live.outcome;
+  in.outcome_reason = live.outcome_reason;
+  in.exit_code = live.exit_code;
+  in.term_signal = live.term_signal;
+  in.restart_policy = spec.restart_policy();
+  in.max_restarts = spec.max_restarts();
+  in.failures = e.job.failures();
+  in.evictions = e.job.evictions();
+  in.restarts_in_a_row = e.job.restarts_in_a_row();
+  in.drained = !a->drained_node().empty();
+  in.checkpoint_step = a->checkpoint_step();
+  in.reports_progress = a->reports_progress();
+  in.ran = absl::Milliseconds(now - (a->started_ms() ? a->started_ms() : a->scheduled_ms()));
+  if (const PriorityClass* cls = policy_.policy.Find(spec.priority_class())) {
+    in.eviction_cooldown = [cls](uint32_t n) {
+      return absl::Milliseconds(sched::CooldownMs(*cls, n));
+    };
   }
+  in.service = policy_.policy.ServiceRestartFor(spec.priority_class());
+  in.retry_base = absl::Milliseconds(options_.retry_backoff_base_ms);
+  in.retry_max = absl::Milliseconds(options_.retry_backoff_max_ms);
+  in.cancel_reason = e.job.cancel_reason();
+  in.cancel_requested_by = e.job.cancel_requested_by();
+  const AttemptEnd end = DecideAttemptEnd(in);
+  e.job.set_failures(end.failures);
+  e.job.set_evictions(end.evictions);
+  e.job.set_restarts_in_a_row(end.restarts_in_a_row);
+  if (end.cooldown) e.job.set_cooldown_until_ms(DeadlineMs(now, *end.cooldown));
+  if (end.job_exit_code) e.job.set_exit_code(*end.job_exit_code);
+  a->set_end_reason(end.end_reason);
+  if (!end.eviction.empty()) EvictedLocked(e, end.eviction, live.outcome_reason, txn);
+  for (const AttemptEnd::Step& step : end.steps) {
+    Transition(e, step.to, step.reason, step.actor, txn, step.code);
+  }
+  if (e.job.state() == v1::JOB_STATE_COOLDOWN) cooldown_.insert(e.job.id());
   for (const auto& p : a->placement()) {
     v1::CoordinatorCommand cmd;
     cmd.mutable_ack()->set_job_id(e.job.id());
