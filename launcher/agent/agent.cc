@@ -20,20 +20,6 @@ extern char** environ;
 namespace baton {
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, const TlsMaterial& tls) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  SetClientMessageLimits(&args);
-  // main() checked that these credentials can be made (plaintext only on loopback).
-  auto creds = ChannelCredentials(tls, target);
-  return grpc::CreateCustomChannel(
-      target, creds.ok() ? *creds : grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
-}
-
 AttemptObserver* NoObserver() {
   static AttemptObserver none;
   return &none;
@@ -42,12 +28,13 @@ AttemptObserver* NoObserver() {
 }  // namespace
 
 Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
-             std::unique_ptr<Isolator> isolator, AttemptObserver* observer, Spawner* spawner)
+             std::unique_ptr<Isolator> isolator, AttemptObserver* observer, Spawner* spawner,
+             CoordinatorLink* link)
     : options_(std::move(options)),
       inventory_(std::move(inventory)),
       clock_(clock),
-      channel_(MakeChannel(options_.coordinator, options_.tls)),
-      stub_(v1::AgentControl::NewStub(channel_)),
+      own_link_(link ? nullptr : GrpcCoordinatorLink(options_.coordinator, options_.tls)),
+      link_(link ? link : own_link_.get()),
       spawner_(spawner ? spawner : &reaper_),
       isolator_(isolator
                     ? std::move(isolator)
@@ -67,6 +54,7 @@ void Agent::Start(const std::string& advertise_address) {
   }
   connection_ = std::thread([this] { ConnectionLoop(); });
   worker_ = std::thread([this] { WorkerLoop(); });
+  effector_ = std::thread([this] { EffectsLoop(); });
   for (int i = 0; i < std::max(1, options_.launch_workers); ++i) {
     launchers_.emplace_back([this] { LaunchLoop(); });
   }
@@ -124,7 +112,7 @@ void Agent::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (stream_ctx_) stream_ctx_->TryCancel();
+    if (stream_) stream_->Cancel();
   }
   launch_cv_.notify_all();
   exits_cv_.notify_all();
@@ -135,6 +123,12 @@ void Agent::Stop() {
   janitor_cv_.notify_all();
   if (connection_.joinable()) connection_.join();
   if (worker_.joinable()) worker_.join();
+  {
+    std::lock_guard<std::mutex> lock(effects_mu_);
+    effects_stop_ = true;  // it finishes what the worker handed it first
+  }
+  effects_cv_.notify_all();
+  if (effector_.joinable()) effector_.join();
   for (std::thread& t : launchers_) t.join();
   launchers_.clear();
   if (janitor_.joinable()) janitor_.join();
@@ -186,8 +180,7 @@ void Agent::ConnectionLoop() {
 }
 
 void Agent::Session() {
-  grpc::ClientContext ctx;  // we prove our node with our certificate (the channel's TLS)
-  auto stream = stub_->Connect(&ctx);
+  std::unique_ptr<CoordinatorStream> stream = link_->Connect();
   v1::NodeIsolation isolation = isolator_->Describe();  // its own lock, not ours
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -205,13 +198,17 @@ void Agent::Session() {
     }
     reg->set_version("baton 0.1.0");
     *reg->mutable_isolation() = std::move(isolation);
-    if (!stream->Write(msg)) {
-      spdlog::debug("cannot reach coordinator {}", options_.coordinator);
-    } else {
-      stream_ = stream.get();
-      stream_ctx_ = &ctx;
-    }
+    // The registration goes first; what is queued from now on follows it. Under mu_, so no
+    // report can slip between the state it carries and the session's first message.
+    stream_ = stream.get();
+    std::lock_guard<std::mutex> out(out_mu_);
+    outbox_.clear();
+    outbox_.push_back(std::move(msg));
+    out_open_ = true;
+    heartbeat_queued_ = false;
+    writer_done_ = false;
   }
+  std::thread writer([this, &stream] { WriteLoop(*stream); });
   v1::CoordinatorCommand cmd;
   bool registered = false;
   while (stream->Read(&cmd)) {
@@ -225,27 +222,73 @@ void Agent::Session() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stream_ = nullptr;
-    stream_ctx_ = nullptr;
+    std::unique_lock<std::mutex> out(out_mu_);
+    out_open_ = false;
+    outbox_.clear();  // the next registration carries every attempt's state
   }
-  grpc::Status status = stream->Finish();
+  out_cv_.notify_all();
+  {
+    // A write blocked on a stream whose reads have ended returns once the call is torn
+    // down; cancel it if it has not.
+    std::unique_lock<std::mutex> out(out_mu_);
+    if (!out_cv_.wait_for(out, std::chrono::seconds(1), [this] { return writer_done_; })) {
+      stream->Cancel();
+    }
+  }
+  writer.join();
+  absl::Status status = stream->Finish();
   if (registered || !status.ok()) {
-    spdlog::warn("coordinator stream ended: {} {}", static_cast<int>(status.error_code()),
-                 status.error_message());
+    spdlog::warn("coordinator stream ended: {} {}", static_cast<int>(status.code()),
+                 std::string(status.message()));
   }
 }
 
-void Agent::SendLocked(const v1::AgentMessage& msg) {
-  if (stream_ == nullptr) return;
-  if (!stream_->Write(msg) && stream_ctx_) {
-    stream_ctx_->TryCancel();  // the reader sees the break and reconnects
+void Agent::WriteLoop(CoordinatorStream& stream) {
+  std::deque<v1::AgentMessage> batch;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> out(out_mu_);
+      out_cv_.wait(out, [this] { return !outbox_.empty() || !out_open_; });
+      if (!out_open_) break;
+      batch.swap(outbox_);
+      heartbeat_queued_ = false;
+    }
+    bool ok = true;
+    for (const v1::AgentMessage& msg : batch) {
+      if (!(ok = stream.Write(msg))) break;
+    }
+    batch.clear();
+    if (!ok) {
+      stream.Cancel();  // the reader sees the break and reconnects
+      break;
+    }
   }
+  {
+    std::lock_guard<std::mutex> out(out_mu_);
+    writer_done_ = true;
+  }
+  out_cv_.notify_all();
+}
+
+void Agent::SendLocked(v1::AgentMessage msg) {
+  if (stream_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> out(out_mu_);
+    if (!out_open_) return;
+    if (msg.has_heartbeat()) {
+      if (heartbeat_queued_) return;  // the stream is not keeping up: one is enough
+      heartbeat_queued_ = true;
+    }
+    outbox_.push_back(std::move(msg));
+  }
+  out_cv_.notify_one();
 }
 
 void Agent::ReportLocked(Run& run) {
   run.report.set_time_ms(clock_->NowMs());
   v1::AgentMessage msg;
   *msg.mutable_report() = run.report;
-  SendLocked(msg);
+  SendLocked(std::move(msg));
 }
 
 void Agent::Handle(const v1::CoordinatorCommand& cmd) {
@@ -318,7 +361,21 @@ void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ra
 bool Agent::SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
   run.stop_ordered = true;
   run.report.set_killed(true);
-  if (run.awaiting_exec && run.ranks.empty() && run.daemons.empty()) {
+  if (run.launching) {
+    auto queued = std::find_if(launches_.begin(), launches_.end(), [&](const v1::Launch& l) {
+      return l.job_id() == key.first && l.attempt() == key.second;
+    });
+    if (queued != launches_.end()) {
+      // No launch worker has taken it: nothing is started, and its end is reported now.
+      launches_.erase(queued);
+      run.launching = false;
+      launched_cv_.notify_all();
+      spdlog::info("job {} attempt {}: stopped before it started", key.first, key.second);
+      FinishRunLocked(key, run);
+      return false;
+    }
+  }
+  if (run.awaiting_exec && run.ranks.empty() && run.daemons.empty() && run.execs_starting == 0) {
     // A gang node whose daemon never came: nothing runs, so the attempt ends here.
     run.awaiting_exec = false;
     FinishRunLocked(key, run);
@@ -463,7 +520,7 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
     std::lock_guard<std::mutex> lock(mu_);
     if (r.finishing) {
       observer_->OnAttemptEnded(r.key.first, r.key.second);
-      limits_changed_ = true;  // training widened again when inference left
+      limits_changed_ |= r.inference;  // training widened again when inference left
     }
     auto it = attempts_.find(r.key);
     if (it == attempts_.end()) continue;
@@ -489,6 +546,9 @@ void Agent::ProcessExitLocked(const Exit& e) {
   if (it == attempts_.end()) return;
   Run& run = it->second;
   if (run.launching) return run.early_exits.push_back(e);  // its pids are not known yet
+  if (run.execs_starting > 0 && !run.daemons.count(e.pid) && !run.ranks.count(e.pid)) {
+    return run.early_exits.push_back(e);  // a daemon StartExec has not taken over yet
+  }
   bool counts = true;
   auto daemon = run.daemons.find(e.pid);
   if (daemon != run.daemons.end()) {
@@ -637,9 +697,11 @@ void Agent::WorkerLoop() {
       exits_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return !exits_.empty(); });
       exits.swap(exits_);
     }
+    std::vector<Exit> adopted = PollAdopted();
     std::vector<NoteRead> reads;  // done after the lock is released
     std::unique_lock<std::mutex> lock(mu_);
     for (const Exit& e : exits) ProcessExitLocked(e);
+    for (Exit& e : adopted) AdoptedExitLocked(std::move(e));
     int64_t now = clock_->MonotonicMs();
     for (auto& [key, run] : attempts_) {
       if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.live()) {
@@ -647,7 +709,6 @@ void Agent::WorkerLoop() {
         KillNowLocked(key, run);
       }
     }
-    PollAdoptedLocked();
     bool refresh_stats = now >= next_stats_mono_;
     if (refresh_stats) next_stats_mono_ = now + options_.stats_interval_ms;
     if (now >= next_progress_mono_) {
@@ -660,7 +721,7 @@ void Agent::WorkerLoop() {
     if (stream_ && now >= next_heartbeat_mono_) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_time_ms(clock_->NowMs());
-      SendLocked(hb);
+      SendLocked(std::move(hb));
       next_heartbeat_mono_ = now + heartbeat_ms_;
     }
     // "Cut off" is measured by what we hear (every heartbeat is acknowledged): a cut link
@@ -671,7 +732,7 @@ void Agent::WorkerLoop() {
         lease_expired_ = true;
         spdlog::warn("no contact with the coordinator for {} ms: reconnecting; jobs keep running",
                      silent);
-        if (stream_ctx_) stream_ctx_->TryCancel();  // reconnect and register afresh
+        if (stream_) stream_->Cancel();  // reconnect and register afresh
       }
       StopDisconnectedLocked(silent);
     } else {
@@ -680,7 +741,8 @@ void Agent::WorkerLoop() {
     for (const Key& key : finishing_) {
       auto it = attempts_.find(key);
       if (it != attempts_.end())
-        reads.push_back({key, it->second.progress_file, it->second.user.uid, true});
+        reads.push_back(
+            {key, it->second.progress_file, it->second.user.uid, true, it->second.inference});
     }
     finishing_.clear();
     std::vector<Key> sweeps;
@@ -693,10 +755,37 @@ void Agent::WorkerLoop() {
       if (!live || !options_.kill_jobs_on_stop) return;
     }
     lock.unlock();
+    if (reads.empty() && sweeps.empty() && !limits_changed && !refresh_stats) continue;
+    {
+      std::lock_guard<std::mutex> effects(effects_mu_);
+      for (NoteRead& r : reads) {
+        auto [it, added] = effects_.reads.emplace(r.key, r);
+        if (!added && r.finishing) it->second = std::move(r);  // the end's read wins
+      }
+      effects_.sweeps.insert(sweeps.begin(), sweeps.end());
+      effects_.limits_changed |= limits_changed;
+      effects_.refresh_stats |= refresh_stats;
+    }
+    effects_cv_.notify_one();
+  }
+}
+
+void Agent::EffectsLoop() {
+  for (;;) {
+    Effects todo;
+    {
+      std::unique_lock<std::mutex> lock(effects_mu_);
+      effects_cv_.wait(lock, [this] { return !effects_.empty() || effects_stop_; });
+      if (effects_.empty()) return;  // stopping, and nothing is left
+      std::swap(todo, effects_);
+    }
     // Killed attempts: whatever of theirs left the process group dies with their cgroup.
-    for (const Key& key : sweeps) (void)isolator_->Kill(key.first, key.second);
-    if (limits_changed) ReportLimitChanges();
-    if (refresh_stats) RefreshStats();
+    for (const Key& key : todo.sweeps) (void)isolator_->Kill(key.first, key.second);
+    if (todo.limits_changed) ReportLimitChanges();
+    if (todo.refresh_stats) RefreshStats();
+    std::vector<NoteRead> reads;
+    reads.reserve(todo.reads.size());
+    for (auto& [key, r] : todo.reads) reads.push_back(std::move(r));
     ReadNotesOutsideLock(reads);
   }
 }

@@ -15,9 +15,13 @@
 // of the launch workers without it; an attempt's end (draining its output, its last
 // progress note, the final stats, removing its cgroups and class) and a kill's sweep of
 // its cgroup run on the worker without it; periodic stats are read without it. So
-// heartbeats and commands never wait behind a launch storm or a slow tc call.
-// Thread-safe; one per process. Threads: connection (reads commands), worker (exits,
-// deadlines, heartbeats, lease, ends), launch workers, the Reaper's.
+// heartbeats and commands never wait behind a launch storm or a slow tc call. Messages to
+// the coordinator are queued under the lock and written by the session's writer thread
+// without it, so a coordinator slow to read holds up nothing but its own stream (the lease
+// ends a stream that stays stuck, and registration resends every attempt's state).
+// Thread-safe; one per process. Threads: connection (reads commands), writer (one per
+// session), worker (exits, deadlines, heartbeats, lease: it never waits on a slow
+// effect), effects (ends, sweeps, stats, progress notes), launch workers, the Reaper's.
 #pragma once
 
 #include <atomic>
@@ -33,13 +37,13 @@
 
 #include "common/clock.h"
 #include "launcher/agent/attempt_observer.h"
+#include "launcher/agent/coordinator_link.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/process.h"
-#include "proto/agent.grpc.pb.h"
-#include "proto/rpc_util.h"
+#include "proto/agent.pb.h"
 #include "proto/tls.h"
 
 namespace baton {
@@ -75,9 +79,10 @@ class Agent {
  public:
   // `isolator` null: no isolation (mode none). `observer` (may be null) must outlive
   // the Agent. `spawner` (may be null: the agent's own Reaper) starts every process.
+  // `link` (may be null: gRPC to options.coordinator with options.tls) must outlive it.
   Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
         std::unique_ptr<Isolator> isolator = nullptr, AttemptObserver* observer = nullptr,
-        Spawner* spawner = nullptr);
+        Spawner* spawner = nullptr, CoordinatorLink* link = nullptr);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -117,6 +122,7 @@ class Agent {
     Key key;
     pid_t pid;
     ExitStatus status;
+    bool unknown = false;  // an adopted process gone without an exit record
   };
   struct Run {
     v1::AttemptReport report;  // the last state, resent until acknowledged
@@ -131,6 +137,7 @@ class Agent {
     int64_t saving_step = -1;       // a save in progress per the progress note; -1: none
     std::string progress_file;      // the checkpoint library's progress note (rank 0)
     bool adopted = false;           // found running at start: not our children
+    bool inference = false;         // isolated as inference: its start and end re-limit training
     std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
@@ -154,8 +161,12 @@ class Agent {
     // stop ordered meanwhile is applied when the launch is committed; exits of processes
     // it started meanwhile wait here until then.
     bool launching = false;
+    // Daemons being started by StartExec outside the lock (their exits wait here too).
+    int execs_starting = 0;
     std::vector<Exit> early_exits;
-    bool live() const { return !ranks.empty() || !daemons.empty() || awaiting_exec; }
+    bool live() const {
+      return !ranks.empty() || !daemons.empty() || awaiting_exec || execs_starting > 0;
+    }
     bool busy() const { return launching || live(); }
   };
   // A progress note to read outside the lock (the job's file), and for a finishing
@@ -165,6 +176,7 @@ class Agent {
     std::string path;
     uid_t owner = 0;
     bool finishing = false;
+    bool inference = false;  // a finishing inference attempt: training is widened again
   };
 
   void ConnectionLoop();
@@ -193,6 +205,19 @@ class Agent {
   void ArmKillLocked(Key key, Run& run);
   void KillNowLocked(Key key, Run& run);
   void WorkerLoop();
+  // What the worker hands the effects thread: the slow work it decided (the Isolator's
+  // lock, which launches hold while they set up cgroups; output drains; the jobs' files).
+  // Merged while the thread is busy: one read per attempt (an end's wins), sweeps once.
+  struct Effects {
+    std::map<Key, NoteRead> reads;
+    std::set<Key> sweeps;
+    bool limits_changed = false;
+    bool refresh_stats = false;
+    bool empty() const {
+      return reads.empty() && sweeps.empty() && !limits_changed && !refresh_stats;
+    }
+  };
+  void EffectsLoop();
   void ProcessExitLocked(const Exit& e);
   void FinishRunLocked(Key key, Run& run);
   // Starts a child of the attempt; its exit comes back through the worker thread. `run`
@@ -205,7 +230,13 @@ class Agent {
                     const std::vector<RankPlan>& ranks);
   void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
                  const std::vector<RankPlan>& ranks);
-  void SendLocked(const v1::AgentMessage& msg);
+  // Queues `msg` for the session's writer (dropped when there is no session: the next
+  // registration carries every attempt's state). A heartbeat is queued only when the last
+  // one has been taken for writing.
+  void SendLocked(v1::AgentMessage msg);
+  // The session's writer: writes what is queued, in order, without mu_; a failed write
+  // cancels the stream (the reader sees it end).
+  void WriteLoop(CoordinatorStream& stream);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, int64_t grace_ms);
   // Applies what the attempt's progress note held (or why it could not be read: said once
@@ -234,7 +265,10 @@ class Agent {
   // Which of `pids` are the ranks and daemons the previous agent started, with keepers.
   static void ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run);
   void ReattachOutput(Key key, const v1::Launch& l, Run& run);
-  void PollAdoptedLocked();
+  // Adopted attempts' ranks and daemons that are gone (/proc and their keepers' exit
+  // records, read without the lock), then applied under it.
+  std::vector<Exit> PollAdopted();
+  void AdoptedExitLocked(Exit e);
   static std::string PumpGroup(Key key);
 
   const AgentOptions options_;
@@ -242,8 +276,8 @@ class Agent {
   std::string advertise_address_;  // set by Start
   std::string exec_command_;       // mpirun's plm_rsh_agent, set by Start
   Clock* const clock_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::AgentControl::Stub> stub_;
+  std::unique_ptr<CoordinatorLink> own_link_;  // when the caller gave none
+  CoordinatorLink* const link_;
   Reaper reaper_;
   Spawner* const spawner_;  // reaper_ or the caller's
   std::unique_ptr<Isolator> isolator_;
@@ -254,12 +288,11 @@ class Agent {
   std::map<Key, Run> attempts_;
   std::vector<Key> finishing_;       // attempts whose end the worker reports next
   std::vector<Key> sweeps_;          // attempts whose cgroup the worker kills (Isolator::Kill)
-  bool limits_changed_ = false;      // an attempt started or ended: the worker re-reads limits
+  bool limits_changed_ = false;      // inference started or ended: the worker re-reads limits
   std::deque<v1::Launch> launches_;  // accepted, for the launch workers
   std::condition_variable launch_cv_;
   std::condition_variable launched_cv_;  // a launch was committed (StartExec waits for it)
-  grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorCommand>* stream_ = nullptr;
-  grpc::ClientContext* stream_ctx_ = nullptr;
+  CoordinatorStream* stream_ = nullptr;  // the live session's; Cancel only (any thread)
   int64_t heartbeat_ms_ = 1000;
   int64_t lease_ms_ = 10'000;
   std::atomic<int64_t> last_contact_mono_{0};  // any command; acks are taken without mu_
@@ -269,6 +302,14 @@ class Agent {
   bool lease_expired_ = false;
   bool stopping_ = false;
 
+  // The outbox, written by the session's writer. Taken after mu_, never before it.
+  std::mutex out_mu_;
+  std::condition_variable out_cv_;
+  std::deque<v1::AgentMessage> outbox_;
+  bool out_open_ = false;          // a session is open: SendLocked queues
+  bool heartbeat_queued_ = false;  // one waits in the outbox
+  bool writer_done_ = false;
+
   std::mutex exits_mu_;
   // Daemons whose exec client went away (HangUpExec). Its own lock: gRPC's cancel
   // callback must never wait for mu_, which is held across reports to the coordinator.
@@ -277,8 +318,14 @@ class Agent {
   std::condition_variable exits_cv_;
   std::deque<Exit> exits_;
 
+  std::mutex effects_mu_;
+  std::condition_variable effects_cv_;
+  Effects effects_;
+  bool effects_stop_ = false;
+
   std::thread connection_;
   std::thread worker_;
+  std::thread effector_;
   std::vector<std::thread> launchers_;
   // Retention: removes old attempt directories, outside every lock (JanitorLoop).
   void JanitorLoop();

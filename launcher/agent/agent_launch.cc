@@ -234,6 +234,7 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
   if (it == attempts_.end()) return;  // never: a launching attempt is not erased
   Run& run = it->second;
   run.launching = false;
+  run.inference = IsolationRequest(l).inference;
   launched_cv_.notify_all();
   std::vector<Exit> early = std::move(run.early_exits);
   run.early_exits.clear();
@@ -265,7 +266,8 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
     run.report.set_exit_code(started.report.exit_code());
     run.report.set_message(started.report.message());
     for (const Exit& e : early) ProcessExitLocked(e);
-    if (!spawned) ReportLocked(run);  // else once the spawned ranks are reaped
+    if (!spawned) ReportLocked(run);   // else once the spawned ranks are reaped
+    limits_changed_ |= run.inference;  // its isolation, set up and undone
     return;
   }
   observer_->OnAttemptStarted(l, run.report.isolation());
@@ -279,7 +281,7 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
   } else {
     ReportLocked(run);
   }
-  limits_changed_ = true;  // training narrowed for an inference arrival
+  limits_changed_ |= run.inference;  // training narrowed for an inference arrival
   for (const Exit& e : early) ProcessExitLocked(e);
   auto again = attempts_.find(key);
   if (again != attempts_.end() && !again->second.live() && !again->second.finishing) {
@@ -459,12 +461,51 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   so.output_fd = out_fd;
   so.error_fd = err_fd;
   so.keep_open_fds = std::move(hold_fds);
-  auto pid = SpawnInto(key, run, so);
-  if (!pid.ok()) return pid;
-  run.daemons[*pid] = std::move(on_exit);
-  run.awaiting_exec = false;
-  WriteProcesses(key, run);
-  spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
+  // The fork and exec run without the lock, into a scratch Run; the attempt counts as live
+  // meanwhile, and exits of processes it does not know yet wait for the commit.
+  Run scratch;
+  scratch.pgid = run.pgid;
+  scratch.cgroup_procs = run.cgroup_procs;
+  scratch.user = run.user;
+  ++run.execs_starting;
+  lock.unlock();
+  auto pid = SpawnInto(key, scratch, so);
+  lock.lock();
+  it = attempts_.find(key);
+  if (it == attempts_.end()) {  // never: a live attempt is not erased
+    if (pid.ok()) kill(*pid, SIGKILL);
+    return absl::FailedPreconditionError(which + " has ended on node " + options_.node_name);
+  }
+  Run& after = it->second;
+  --after.execs_starting;
+  if (pid.ok()) {
+    after.daemons[*pid] = std::move(on_exit);
+    after.keepers.insert(scratch.keepers.begin(), scratch.keepers.end());
+    if (scratch.pgid != after.pgid) after.pgid = scratch.pgid;  // the group it started
+    after.awaiting_exec = false;
+    WriteProcesses(key, after);
+    spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
+    if (after.stop_ordered) {
+      spdlog::info("job {} attempt {}: stopped while its daemon started: SIGKILL", key.first,
+                   key.second);
+      KillNowLocked(key, after);
+    }
+  }
+  // Exits that came while it started, of processes known now.
+  std::vector<Exit> early;
+  for (auto e = after.early_exits.begin(); e != after.early_exits.end();) {
+    if (after.daemons.count(e->pid) || after.ranks.count(e->pid) || after.execs_starting == 0) {
+      early.push_back(*e);
+      e = after.early_exits.erase(e);
+    } else {
+      ++e;
+    }
+  }
+  for (const Exit& e : early) ProcessExitLocked(e);
+  auto again = attempts_.find(key);
+  if (again != attempts_.end() && !again->second.live() && !again->second.finishing) {
+    FinishRunLocked(key, again->second);  // stopped meanwhile, and nothing runs
+  }
   return pid;
 }
 

@@ -12,6 +12,7 @@
 
 #include "launcher/agent/agent.h"
 #include "launcher/agent/job_files.h"
+#include "proto/rpc_util.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -61,6 +62,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   }
   Run& run = attempts_[key];
   run.adopted = true;
+  run.inference = IsolationRequest(l).inference;
   run.user.uid = user->uid;
   run.user.gid = user->gid;
   run.user.groups = user->gids;
@@ -148,35 +150,51 @@ void Agent::ReattachOutput(Key key, const v1::Launch& l, Run& run) {
   }
 }
 
-void Agent::PollAdoptedLocked() {
-  for (auto& [key, run] : attempts_) {
-    if (!run.adopted || !run.live()) continue;
-    std::vector<pid_t> gone;
-    for (const auto& [pid, rank] : run.ranks) {
-      if (!Alive(pid)) gone.push_back(pid);
-    }
-    for (const auto& [pid, done] : run.daemons) {
-      if (!Alive(pid)) gone.push_back(pid);
-    }
-    for (pid_t pid : gone) {
-      // Not our child: its keeper wrote down how it ended.
-      std::optional<ExitStatus> recorded = ReadExitFile(JobDir(key.first, key.second), pid);
-      auto keeper = run.keepers.find(pid);
-      if (!recorded && keeper != run.keepers.end() && Alive(keeper->second)) continue;  // soon
-      ExitStatus st;
-      if (recorded) {
-        st = *recorded;
-      } else {
-        if (run.report.message().empty()) {
-          run.report.set_message("exit status unknown: the agent restarted while the attempt ran");
-        }
-        st.exit_code = run.stop_ordered ? 0 : 255;
-        st.term_signal = run.stop_ordered ? SIGKILL : 0;
-      }
-      ProcessExitLocked(Exit{key, pid, st});
-      if (attempts_.find(key) == attempts_.end() || !run.live()) break;
+std::vector<Agent::Exit> Agent::PollAdopted() {
+  struct Probe {
+    Key key;
+    std::vector<pid_t> pids;         // its ranks and daemons
+    std::map<pid_t, pid_t> keepers;  // pid -> keeper
+  };
+  std::vector<Probe> probes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, run] : attempts_) {
+      if (!run.adopted || !run.live()) continue;
+      Probe& p = probes.emplace_back(Probe{key, {}, run.keepers});
+      for (const auto& [pid, rank] : run.ranks) p.pids.push_back(pid);
+      for (const auto& [pid, done] : run.daemons) p.pids.push_back(pid);
     }
   }
+  // /proc and the keepers' exit files, read without the lock.
+  std::vector<Exit> exits;
+  for (const Probe& p : probes) {
+    for (pid_t pid : p.pids) {
+      if (Alive(pid)) continue;
+      // Not our child: its keeper wrote down how it ended.
+      std::optional<ExitStatus> recorded = ReadExitFile(JobDir(p.key.first, p.key.second), pid);
+      auto keeper = p.keepers.find(pid);
+      if (!recorded && keeper != p.keepers.end() && Alive(keeper->second)) continue;  // soon
+      Exit& e = exits.emplace_back(Exit{p.key, pid, recorded.value_or(ExitStatus{})});
+      e.unknown = !recorded;
+    }
+  }
+  return exits;
+}
+
+void Agent::AdoptedExitLocked(Exit e) {
+  auto it = attempts_.find(e.key);
+  if (it == attempts_.end()) return;
+  Run& run = it->second;
+  if (!run.ranks.count(e.pid) && !run.daemons.count(e.pid)) return;  // already seen
+  if (e.unknown) {
+    if (run.report.message().empty()) {
+      run.report.set_message("exit status unknown: the agent restarted while the attempt ran");
+    }
+    e.status.exit_code = run.stop_ordered ? 0 : 255;
+    e.status.term_signal = run.stop_ordered ? SIGKILL : 0;
+  }
+  ProcessExitLocked(e);
 }
 
 }  // namespace baton

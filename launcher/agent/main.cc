@@ -25,6 +25,7 @@
 #include "launcher/agent/isolation/setup.h"
 #include "launcher/agent/node_service.h"
 #include "launcher/agent/rank_bind.h"
+#include "proto/rpc_util.h"
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "launcher/agent/log_pump.h"
+#include "proto/rpc_util.h"
 #include "proto/threaded_writer.h"
 
 namespace baton {

@@ -130,6 +130,73 @@ struct OpenOnExit {
   ~OpenOnExit() { gate->Open(); }
 };
 
+// The agent's real gRPC link to the fake coordinator, whose writes can be held: a
+// coordinator slow to read what the agent sends. A held write returns once the gate
+// opens, or false when its stream is cancelled.
+class GateLink : public CoordinatorLink {
+ public:
+  explicit GateLink(std::unique_ptr<CoordinatorLink> inner) : inner_(std::move(inner)) {}
+  std::unique_ptr<CoordinatorStream> Connect() override {
+    return std::make_unique<Stream>(this, inner_->Connect());
+  }
+  void HoldWrites() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void OpenWrites() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool WaitForHeldWrite() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return launcher_testing::WaitUntil(cv_, lock, [&] { return held_ > 0; });
+  }
+
+ private:
+  class Stream : public CoordinatorStream {
+   public:
+    Stream(GateLink* gate, std::unique_ptr<CoordinatorStream> inner)
+        : gate_(gate), inner_(std::move(inner)) {}
+    bool Write(const v1::AgentMessage& msg) override {
+      {
+        std::unique_lock<std::mutex> lock(gate_->mu_);
+        ++gate_->held_;
+        gate_->cv_.notify_all();
+        gate_->cv_.wait(lock, [&] { return gate_->open_ || cancelled_; });
+        --gate_->held_;
+        if (cancelled_) return false;
+      }
+      return inner_->Write(msg);
+    }
+    bool Read(v1::CoordinatorCommand* cmd) override { return inner_->Read(cmd); }
+    void Cancel() override {
+      {
+        std::lock_guard<std::mutex> lock(gate_->mu_);
+        cancelled_ = true;
+        gate_->cv_.notify_all();
+      }
+      inner_->Cancel();
+    }
+    absl::Status Finish() override { return inner_->Finish(); }
+
+   private:
+    GateLink* const gate_;
+    std::unique_ptr<CoordinatorStream> inner_;
+    bool cancelled_ = false;  // under gate_->mu_
+  };
+  std::unique_ptr<CoordinatorLink> inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int held_ = 0;  // writes waiting at the gate
+};
+
+struct OpenLinkOnExit {
+  GateLink* gate;
+  ~OpenLinkOnExit() { gate->OpenWrites(); }
+};
+
 // Counts the heartbeat acknowledgements the agent has handled.
 class AckCounter : public AttemptObserver {
  public:
@@ -179,7 +246,8 @@ class AgentTest : public ::testing::Test {
     o.reconnect_max_backoff_ms = 200;
     spawner_ = new GateSpawner();
     acks_ = new AckCounter();
-    agent_ = new Agent(o, TestInventory(), clock_, /*isolator=*/nullptr, acks_, spawner_);
+    link_ = new GateLink(GrpcCoordinatorLink(o.coordinator, o.tls));
+    agent_ = new Agent(o, TestInventory(), clock_, /*isolator=*/nullptr, acks_, spawner_, link_);
     agent_->Start(kAdvertise);
   }
 
@@ -238,10 +306,13 @@ class AgentTest : public ::testing::Test {
                      std::vector<std::string> gpus = {}) {
     ASSERT_TRUE(coordinator_->Push(LaunchCommand(job, std::move(command), ranks, gpus)));
   }
-  // Waits until the attempt's log contains `text` (the job says it is ready).
+  // Waits until the attempt's log contains `text` (the job says it is ready) and its
+  // launch is committed (RUNNING reported): its processes are known to the agent, so a
+  // stop reaches them as it would a running job. (They may write before the commit.)
   static bool WaitForLog(uint64_t job, const std::string& text) {
     return PollUntil(
-        [&] { return ReadFile(agent_->LogPath(job, 1)).find(text) != std::string::npos; });
+               [&] { return ReadFile(agent_->LogPath(job, 1)).find(text) != std::string::npos; }) &&
+           WaitReport(job, v1::AttemptReport::PHASE_RUNNING);
   }
 
   static ScratchDir* dir_;
@@ -251,6 +322,7 @@ class AgentTest : public ::testing::Test {
   static Agent* agent_;
   static GateSpawner* spawner_;
   static AckCounter* acks_;
+  static GateLink* link_;
 };
 
 ScratchDir* AgentTest::dir_ = nullptr;
@@ -260,6 +332,7 @@ FakeCoordinator* AgentTest::coordinator_ = nullptr;
 Agent* AgentTest::agent_ = nullptr;
 GateSpawner* AgentTest::spawner_ = nullptr;
 AckCounter* AgentTest::acks_ = nullptr;
+GateLink* AgentTest::link_ = nullptr;
 
 TEST_F(AgentTest, RegistersWithNodeNameInventoryAndAddress) {
   auto reg = coordinator_->WaitFor([](const auto& m) { return m.msg.has_register_(); });
@@ -339,6 +412,69 @@ TEST_F(AgentTest, HeartbeatsAndOtherLaunchesGoOnWhileALaunchIsStuckStarting) {
 }
 
 // Exits of processes that end before their launch is committed are kept, not lost.
+// What the agent sends is written outside its lock: while a write to the coordinator is
+// stuck (a coordinator slow to read), launches start and commands are handled; what was
+// queued meanwhile follows in order once the write goes through. Written under the lock,
+// the stuck heartbeat would hold the launch and the kill until the gate opened.
+TEST_F(AgentTest, AStuckWriteToTheCoordinatorHoldsUpNothingElse) {
+  Barrier();
+  OpenLinkOnExit open{link_};
+  link_->HoldWrites();
+  clock_->AdvanceMs(kHeartbeatMs);  // a heartbeat is due: its write is held
+  ASSERT_TRUE(link_->WaitForHeldWrite());
+  Launch(742, {"sh", "-c", "echo started; exec sleep 60"});
+  EXPECT_TRUE(PollUntil([] {
+    return ReadFile(agent_->LogPath(742, 1)).find("started") != std::string::npos;
+  })) << "the launch waited for the stuck write";
+  ASSERT_TRUE(coordinator_->Push(KillCommand(742, SIGTERM, /*grace_seconds=*/30)));
+  EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(742, 1); }))
+      << "the kill waited for the stuck write";
+  EXPECT_TRUE(agent_->connected());
+  EXPECT_TRUE(Reports(742).empty()) << "nothing is written while the write is stuck";
+
+  link_->OpenWrites();
+  auto end = WaitEnd(742);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(end->term_signal(), SIGTERM);
+  std::vector<v1::AttemptReport> reports = Reports(742);
+  ASSERT_GE(reports.size(), 2u);
+  EXPECT_EQ(reports.front().phase(), v1::AttemptReport::PHASE_RUNNING) << "in order";
+  EXPECT_EQ(reports.back().phase(), v1::AttemptReport::PHASE_EXITED);
+}
+
+// The worker that sends heartbeats hands slow effects to another thread: here an ended
+// attempt's output drain, which waits (2 s) for a process that escaped its group and still
+// holds the output open. A heartbeat due meanwhile goes out before the end's report; were
+// the drain on the worker, the heartbeat would wait for it and come after.
+TEST_F(AgentTest, HeartbeatsGoOutWhileAnEndedAttemptsOutputDrains) {
+  Barrier();
+  int exits = spawner_->exits();
+  // The rank ends once its child has left the group (as a daemonizing tool would).
+  Launch(745, {"sh", "-c",
+               "setsid sh -c 'touch \"$TMPDIR/escaped\"; exec sleep 4' & "
+               "while [ ! -e \"$TMPDIR/escaped\" ]; do sleep 0.01; done; exit 0"});
+  ASSERT_TRUE(WaitReport(745, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_TRUE(spawner_->WaitForExits(exits + 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the worker saw the exit
+  EXPECT_TRUE(agent_->IsLive(745, 1)) << "its output is still being drained";
+  size_t from = coordinator_->count();
+  clock_->AdvanceMs(kHeartbeatMs);
+  auto is_heartbeat = [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); };
+  ASSERT_TRUE(coordinator_->WaitFor(is_heartbeat, from));
+  ASSERT_TRUE(WaitEnd(745));
+  std::vector<FakeCoordinator::Received> got = coordinator_->received();
+  size_t heartbeat = got.size(), end = got.size();
+  for (size_t i = from; i < got.size(); ++i) {
+    if (got[i].msg.has_heartbeat() && heartbeat == got.size()) heartbeat = i;
+    if (got[i].msg.has_report() && got[i].msg.report().job_id() == 745 &&
+        got[i].msg.report().phase() == v1::AttemptReport::PHASE_EXITED && end == got.size()) {
+      end = i;
+    }
+  }
+  EXPECT_LT(heartbeat, end) << "the heartbeat waited for the drain";
+}
+
 TEST_F(AgentTest, ARankThatEndsBeforeItsLaunchIsCommittedIsReported) {
   Barrier();
   OpenOnExit open{spawner_};
@@ -370,8 +506,8 @@ TEST_F(AgentTest, ALaunchStoppedBeforeAWorkerTakesItStartsNothing) {
   for (int i = 0; i < workers; ++i) {
     ASSERT_TRUE(coordinator_->Push(KillCommand(750 + i, SIGKILL, 0)));
   }
+  auto end = WaitEnd(760);  // while every worker is still busy
   spawner_->Open();
-  auto end = WaitEnd(760);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->phase(), v1::AttemptReport::PHASE_EXITED);
   EXPECT_TRUE(end->killed());
@@ -699,6 +835,55 @@ TEST_F(AgentTest, MpiGangNodeRunsItsDaemonThroughExecWithTheSecret) {
   EXPECT_EQ(end->exit_code(), 3);
   auto late = agent_->StartExec(ExecOf(12, "s3cret", "true"), 1, 2, {}, [](ExitStatus) {});
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition) << "attempt ended";
+}
+
+// Open MPI's daemon is started outside the agent's lock too: while its spawn is stuck,
+// heartbeats go out and commands are handled. A stop that came meanwhile kills it once
+// started; a daemon that ends before the agent takes it over is still reported.
+TEST_F(AgentTest, AnExecStuckStartingHoldsUpNothingAndAStopMeanwhileKillsIt) {
+  ASSERT_TRUE(coordinator_->Push(SecondNodeOfMpiGang(743)));
+  ASSERT_TRUE(WaitReport(743, v1::AttemptReport::PHASE_RUNNING));
+  OpenOnExit open{spawner_};
+  spawner_->Close(GateSpawner::Hold::kBeforeFork, 743);
+  std::atomic<int> signal{-1};
+  absl::StatusOr<pid_t> pid;
+  std::thread exec([&] {
+    pid = agent_->StartExec(ExecOf(743, "s3cret", "exec sleep 60"), 1, 2, {},
+                            [&](ExitStatus st) { signal = st.term_signal; });
+  });
+  ASSERT_TRUE(spawner_->WaitForWaiting(1));
+  auto is_heartbeat = [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); };
+  size_t from = coordinator_->count();
+  clock_->AdvanceMs(kHeartbeatMs);
+  EXPECT_TRUE(coordinator_->WaitFor(is_heartbeat, from)) << "no heartbeat while exec starts";
+  ASSERT_TRUE(coordinator_->Push(KillCommand(743, SIGTERM, /*grace_seconds=*/30)));
+  EXPECT_TRUE(agent_->IsLive(743, 1)) << "its daemon is being started";
+  spawner_->Open();
+  exec.join();
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  auto end = WaitEnd(743);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->killed());
+  EXPECT_EQ(end->term_signal(), SIGKILL) << "stopped while it started: killed at once";
+  EXPECT_EQ(signal.load(), SIGKILL) << "the exec stream learns how its daemon ended";
+
+  ASSERT_TRUE(coordinator_->Push(SecondNodeOfMpiGang(744)));
+  ASSERT_TRUE(WaitReport(744, v1::AttemptReport::PHASE_RUNNING));
+  int exits = spawner_->exits();
+  spawner_->Close(GateSpawner::Hold::kAfterFork, 744);
+  std::atomic<int> code{-1};
+  std::thread quick([&] {
+    pid = agent_->StartExec(ExecOf(744, "s3cret", "exit 5"), 1, 2, {},
+                            [&](ExitStatus st) { code = st.exit_code; });
+  });
+  ASSERT_TRUE(spawner_->WaitForExits(exits + 1)) << "it ends before StartExec takes it over";
+  spawner_->Open();
+  quick.join();
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  auto quick_end = WaitEnd(744);
+  ASSERT_TRUE(quick_end) << "its exit, seen while it started, was dropped";
+  EXPECT_EQ(quick_end->exit_code(), 5);
+  EXPECT_EQ(code.load(), 5);
 }
 
 TEST_F(AgentTest, MpiGangNodeWithoutItsDaemonEndsWhenStopped) {
