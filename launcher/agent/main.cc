@@ -4,7 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +26,7 @@
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
 #include "launcher/agent/node_service.h"
+#include "launcher/agent/process.h"
 #include "launcher/agent/rank_bind.h"
 #include "proto/rpc_util.h"
 
@@ -337,6 +340,12 @@ int main(int argc, char** argv) {
     spdlog::error("--name '{}' must match [A-Za-z0-9][A-Za-z0-9._-]{{0,62}}",
                   flags.agent.node_name);
     return 2;
+  }
+  // Every job process starts under baton-keeper, installed beside this binary.
+  if (access(baton::KeeperProgram().c_str(), X_OK) != 0) {
+    spdlog::error("cannot run {}: {} (it is installed beside baton-agent)", baton::KeeperProgram(),
+                  std::strerror(errno));
+    return 1;
   }
   auto inventory = baton::ReadInventory(flags.inventory);
   if (!inventory.ok()) {

@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -20,8 +22,7 @@
 #include "common/status.h"
 #include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/job_files.h"
-
-extern char** environ;
+#include "launcher/agent/keeper_args.h"
 
 namespace baton {
 namespace {
@@ -34,201 +35,101 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
   return out;
 }
 
-// Messages from the child (and keeper) to Spawn, 3 ints each (atomic pipe writes).
-enum MsgKind : int { kChildPid = 1, kFailed = 2 };
+// What the keeper's starter needs: it runs on a stack of its own in the spawner's memory
+// (CLONE_VM) while the spawning thread waits (CLONE_VFORK), so it only clears close-on-exec
+// on the descriptors the keeper inherits, which touches its own descriptor table, and execs.
+struct KeeperExec {
+  const char* path;
+  char* const* argv;
+  const int* fds;
+  size_t fd_count;
+  int msg_fd;
+};
 
-// After fork, async-signal-safe: reports a failing step as (step, errno) and exits 127.
-[[noreturn]] void FailStep(int msg_fd, int step) {
-  int msg[3] = {kFailed, step, errno};
-  (void)!write(msg_fd, msg, sizeof msg);
-  _exit(127);
+__attribute__((no_sanitize_address)) int ExecKeeper(void* arg) {
+  const auto* x = static_cast<const KeeperExec*>(arg);
+  for (size_t i = 0; i < x->fd_count; ++i) fcntl(x->fds[i], F_SETFD, 0);
+  static char* const kNoEnvironment[] = {nullptr};
+  execve(x->path, x->argv, kNoEnvironment);
+  FailStep(x->msg_fd, kStepExecKeeper);
 }
 
-// After fork: unblocks every signal and gives each `action` (SIGCHLD keeps its default).
-void ResetSignals(sighandler_t action) {
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent blocks stop signals; jobs must not
-  for (int s = 1; s < NSIG; ++s) signal(s, s == SIGCHLD ? SIG_DFL : action);
-}
-
-// After fork: the calling process joins the job's cgroups (step 2 on failure).
-void JoinCgroups(const SpawnOptions& o, int msg_fd) {
-  for (const auto& procs : o.cgroup_procs) {
-    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, "0", 1) != 1) FailStep(msg_fd, 2);
-    close(fd);
-  }
-}
-
-// After fork: become `u` for good (raw syscalls: this process has one thread, and glibc's
-// wrappers would try to signal the parent's). Groups first, the uid last; no_new_privs
-// always, so that no setuid program gives the job more than its owner has.
-void BecomeUser(const std::optional<ProcessUser>& user, int msg_fd) {
-  if (user && (user->uid != geteuid() || user->gid != getegid())) {
-    const ProcessUser& u = *user;
-    if (syscall(SYS_setgroups, u.groups.size(), u.groups.data()) != 0) FailStep(msg_fd, 7);
-    if (syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0) FailStep(msg_fd, 7);
-    if (syscall(SYS_setresuid, u.uid, u.uid, u.uid) != 0) FailStep(msg_fd, 7);
-  }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailStep(msg_fd, 8);
-}
-
-// In the child: async-signal-safe only. Reports a failing step as (step, errno).
-[[noreturn]] void ChildExec(const SpawnOptions& o, char** argv, char** envp, int log_fd, int err_fd,
-                            pid_t group) {
-  auto fail = [err_fd](int step) { FailStep(err_fd, step); };
-  ResetSignals(SIG_DFL);
-  if (setpgid(0, group) != 0) fail(1);
-  JoinCgroups(o, err_fd);
-  // The agent's own CPUs are not the job's: its binding, within its cpuset, decides.
-  if (int step = BindThisProcess(o.binding); step != 0) fail(8 + step);
-  BecomeUser(o.user, err_fd);
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(log_fd, 1) < 0 ||
-      dup2(o.error_fd >= 0 ? o.error_fd : log_fd, 2) < 0) {
-    fail(3);
-  }
-  if (devnull > 2) close(devnull);  // the job gets stdin, not a second /dev/null descriptor
-  if (chdir(o.cwd.c_str()) != 0) fail(4);
-  // glibc's execvpe searches the caller's PATH, not envp's: make the job's environment
-  // the caller's so argv[0] resolves with the PATH the job was given (spec.env).
-  environ = envp;
-  execvpe(argv[0], argv, envp);
-  fail(5);
-  _exit(127);
-}
-
-// Closes every descriptor from 3 up except `keep` (async-signal-safe: sorts in place).
-void CloseAllExcept(int* keep, size_t n) {
-  for (size_t i = 1; i < n; ++i) {
-    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
-  }
-  unsigned int from = 3;
-  for (size_t i = 0; i < n; ++i) {
-    if (keep[i] < 3) continue;
-    if (static_cast<unsigned int>(keep[i]) > from) {
-      syscall(SYS_close_range, from, static_cast<unsigned int>(keep[i]) - 1, 0);
-    }
-    from = static_cast<unsigned int>(keep[i]) + 1;
-  }
-  syscall(SYS_close_range, from, ~0U, 0);
-}
-
-// "<prefix><pid>" into `out` (async-signal-safe).
-void ExitPath(const char* prefix, pid_t pid, char* out, size_t size) {
-  size_t n = 0;
-  while (prefix[n] != 0 && n + 12 < size) {
-    out[n] = prefix[n];
-    ++n;
-  }
-  char digits[12];
-  int d = 0;
-  for (unsigned long v = static_cast<unsigned long>(pid); d == 0 || v > 0; v /= 10) {
-    digits[d++] = static_cast<char>('0' + v % 10);
-  }
-  while (d > 0) out[n++] = digits[--d];
-  out[n] = 0;
-}
-
-// "<code> <signal>\n" (async-signal-safe).
-size_t FormatStatus(int code, int sig, char* out) {
-  size_t n = 0;
-  auto put = [&](int v) {
-    char digits[12];
-    int d = 0;
-    for (unsigned int u = static_cast<unsigned int>(v); d == 0 || u > 0; u /= 10) {
-      digits[d++] = static_cast<char>('0' + u % 10);
-    }
-    while (d > 0) out[n++] = digits[--d];
-  };
-  put(code);
-  out[n++] = ' ';
-  put(sig);
-  out[n++] = '\n';
-  return n;
-}
-
-// The keeper (async-signal-safe only): starts the child, reports its pid, waits for it,
-// records its end in "<exit_prefix><pid>" and ends the same way.
-[[noreturn]] void KeeperMain(const SpawnOptions& o, char** argv, char** envp, int log_fd,
-                             int msg_fd, pid_t group, const char* exit_prefix) {
-  ResetSignals(SIG_IGN);  // deaf to all but SIGKILL: only the child's end ends it
-  // Out of the agent's process group (its signals are not ours) but in its session: the
-  // child joins the attempt's group, which the first rank made in this session.
-  setpgid(0, 0);
-  JoinCgroups(o, msg_fd);
-  int keep[64];
-  size_t nkeep = 0;
-  keep[nkeep++] = log_fd;
-  keep[nkeep++] = msg_fd;
-  if (o.error_fd >= 0) keep[nkeep++] = o.error_fd;
-  for (int fd : o.keep_open_fds) {
-    if (nkeep < 64) keep[nkeep++] = fd;
-    fcntl(fd, F_SETFD, FD_CLOEXEC);  // held here, never seen by the child
-  }
-  CloseAllExcept(keep, nkeep);  // the agent's sockets and files are not ours to hold
-  pid_t child = fork();
-  if (child == 0) ChildExec(o, argv, envp, log_fd, msg_fd, group);
-  if (child < 0) FailStep(msg_fd, 6);
-  setpgid(child, group == 0 ? child : group);  // before anyone hears the pid
-  int msg[3] = {kChildPid, child, 0};
-  (void)!write(msg_fd, msg, sizeof msg);
-  close(msg_fd);
-  close(log_fd);
-  if (o.error_fd >= 0) close(o.error_fd);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) _exit(255);
-  }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  char path[4096];
-  ExitPath(exit_prefix, child, path, sizeof path);
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    char text[32];
-    (void)!write(fd, text, FormatStatus(code, sig, text));
-    close(fd);
-  }
-  if (sig == 0) _exit(code);
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);  // the child's crash is not the keeper's
-  signal(sig, SIG_DFL);
-  kill(getpid(), sig);
-  _exit(128 + sig);
+// Starts the keeper (spawn_child.h) as posix_spawn would: no copy of this process's page
+// tables, no copy-on-write afterwards. Every signal stays blocked in the new process until
+// the keeper has set its own dispositions: no handler of the agent's can run in it.
+pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd, int msg_fd) {
+  KeeperArgs k;
+  k.argv = o.argv;
+  k.env = o.env;
+  k.cwd = o.cwd;
+  k.exit_prefix = o.exit_dir + "/exit.";
+  k.msg_fd = msg_fd;
+  k.out_fd = log_fd;
+  k.err_fd = o.error_fd;
+  k.keep_fds = o.keep_open_fds;
+  k.group = o.process_group;
+  k.cgroup_procs = o.cgroup_procs;
+  k.binding = o.binding;
+  k.user = o.user;
+  std::vector<std::string> args = EncodeKeeperArgs(k);
+  args.insert(args.begin(), program);
+  std::vector<char*> argv = CStrings(args);
+  std::vector<int> fds = {msg_fd, log_fd};
+  if (o.error_fd >= 0) fds.push_back(o.error_fd);
+  fds.insert(fds.end(), o.keep_open_fds.begin(), o.keep_open_fds.end());
+  KeeperExec x{program.c_str(), argv.data(), fds.data(), fds.size(), msg_fd};
+  constexpr size_t kStack = 64 * 1024;
+  void* stack =
+      mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid =
+      clone(ExecKeeper, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &x);
+  int err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  munmap(stack, kStack);
+  errno = err;
+  return pid;
 }
 
 absl::Status ExecError(const SpawnOptions& o, int step, int err) {
   std::string what;
   switch (step) {
-    case 1:
+    case kStepSetpgid:
       what = "setpgid";
       break;
-    case 2:
+    case kStepCgroups:
       what = "join the job's cgroups";
       break;
-    case 3:
+    case kStepRedirect:
       what = "redirect output";
       break;
-    case 4:
+    case kStepChdir:
       what = "chdir to " + o.cwd;
       break;
-    case 6:
+    case kStepForkChild:
       what = "fork the keeper's child";
       break;
-    case 7:
+    case kStepUser:
       what = "become uid " + std::to_string(o.user ? o.user->uid : 0) + " gid " +
              std::to_string(o.user ? o.user->gid : 0) + " (is the agent root?)";
       break;
-    case 8:
+    case kStepNoNewPrivs:
       what = "set no_new_privs";
       break;
-    case 9:
+    case kStepCpus:
       what = "bind to CPUs " + FormatCpuList(o.binding.cpus);
       break;
-    case 10:
+    case kStepMems:
       what = "bind memory to NUMA nodes " + FormatCpuList(o.binding.mems);
+      break;
+    case kStepExecKeeper:
+      what = "exec the keeper " + (o.keeper_program.empty() ? KeeperProgram() : o.keeper_program);
+      break;
+    case kStepKeeperArgs:
+      what = "pass the keeper its arguments";
       break;
     default:
       what = "exec '" + o.argv[0] + "'";
@@ -241,6 +142,17 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
 }
 
 }  // namespace
+
+const std::string& KeeperProgram() {
+  static const std::string* program = [] {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+    dir = dir.substr(0, dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
+    return new std::string(dir + "/baton-keeper");
+  }();
+  return *program;
+}
 
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid) {
   // The keeper (root) wrote it in the agent's job dir; read it as carefully as any other.
@@ -267,21 +179,36 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child, pid_t* k
     close(log_fd);
     return ErrnoToStatus(err, "pipe");
   }
-  std::vector<char*> argv = CStrings(o.argv);
-  std::vector<char*> envp = CStrings(o.env);
-  std::string exit_prefix = o.exit_dir + "/exit.";
-  pid_t pid = fork();
-  if (pid == 0 && kept) {
-    KeeperMain(o, argv.data(), envp.data(), log_fd, pipefd[1], o.process_group,
-               exit_prefix.c_str());
+  pid_t pid;
+  if (kept) {
+    pid = StartKeeper(o, o.keeper_program.empty() ? KeeperProgram() : o.keeper_program, log_fd,
+                      pipefd[1]);
+  } else {
+    // Everything the child reads is ready before fork: after it, async-signal-safe only.
+    std::vector<char*> argv = CStrings(o.argv);
+    std::vector<char*> envp = CStrings(o.env);
+    std::vector<const char*> procs;
+    for (const auto& p : o.cgroup_procs) procs.push_back(p.c_str());
+    procs.push_back(nullptr);
+    ChildPlan plan;
+    plan.argv = argv.data();
+    plan.envp = envp.data();
+    plan.cwd = o.cwd.c_str();
+    plan.out_fd = log_fd;
+    plan.err_fd = o.error_fd;
+    plan.group = o.process_group;
+    plan.cgroup_procs = procs.data();
+    plan.binding = &o.binding;
+    plan.user = o.user ? &*o.user : nullptr;
+    pid = fork();
+    if (pid == 0) ChildExec(plan, pipefd[1]);
   }
-  if (pid == 0) ChildExec(o, argv.data(), envp.data(), log_fd, pipefd[1], o.process_group);
   int fork_err = errno;
   close(pipefd[1]);
   close(log_fd);
   if (pid < 0) {
     close(pipefd[0]);
-    return ErrnoToStatus(fork_err, "fork");
+    return ErrnoToStatus(fork_err, kept ? "start the keeper" : "fork");
   }
   // Also set the group from the parent: whichever runs first, the group exists before
   // anyone signals it. (A keeper does this for its child.)
@@ -296,8 +223,8 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child, pid_t* k
       n = read(pipefd[0], msg, sizeof msg);
     } while (n < 0 && errno == EINTR);
     if (n != static_cast<ssize_t>(sizeof msg)) break;  // EOF: exec'ed, or all said
-    if (msg[0] == kChildPid) child = msg[1];
-    if (msg[0] == kFailed && !failed) {
+    if (msg[0] == kSpawnChildPid) child = msg[1];
+    if (msg[0] == kSpawnFailed && !failed) {
       failed = true;
       failure[0] = msg[1];
       failure[1] = msg[2];

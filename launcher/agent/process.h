@@ -1,13 +1,16 @@
-// Starting and reaping job processes. Spawn forks, puts the child in the given process
-// group and cgroups with its binding (CPUs, memory nodes), points stdout/stderr at the
-// attempt's log, becomes the job's user (uid, gid, groups) with no_new_privs, changes
-// directory and execs — with only async-signal-safe calls between fork and exec — and
-// reports exec failures (ENOENT, EACCES…) synchronously through a close-on-exec pipe.
-// With an exit_dir, a keeper process sits between the agent and the child: it waits for
-// the child, records how it ended in a file and ends the same way, so that an agent
-// restarted meanwhile still learns each process's exit status, and it holds the child's
-// output pipes open. The Reaper owns waitpid for the whole agent: it is the only place
-// children are reaped. Spawn is thread-safe; one Reaper per process.
+// Starting and reaping job processes. Spawn starts a child in the given process group
+// and cgroups with its binding (CPUs, memory nodes), its stdout/stderr on the attempt's
+// log, as the job's user (uid, gid, groups) with no_new_privs, in its directory
+// (spawn_child.h), and reports exec failures (ENOENT, EACCES…) synchronously through a
+// close-on-exec pipe. With an exit_dir, a keeper process sits between the agent and the
+// child: it waits for the child, records how it ended in a file and ends the same way, so
+// that an agent restarted meanwhile still learns each process's exit status, and it holds
+// the child's output pipes open. The keeper is the small static baton-keeper, started
+// without copying the agent's address space (clone with CLONE_VM | CLONE_VFORK, as
+// posix_spawn does): a fork of the big, threaded agent cost page-table copies, then
+// copy-on-write faults and TLB shootdowns in the agent for as long as the keeper lived.
+// The Reaper owns waitpid for the whole agent: it is the only place children are reaped.
+// Spawn is thread-safe; one Reaper per process.
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/agent/rank_bind.h"
+#include "launcher/agent/spawn_child.h"
 
 namespace baton {
 
@@ -29,13 +33,6 @@ struct ExitStatus {
   int exit_code = 0;    // valid when term_signal == 0
   int term_signal = 0;  // the signal that ended it, if any
   bool ok() const { return exit_code == 0 && term_signal == 0; }
-};
-
-// The identity a child takes before exec (the job's owner, job_user.h).
-struct ProcessUser {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;  // supplementary groups
 };
 
 struct SpawnOptions {
@@ -58,6 +55,8 @@ struct SpawnOptions {
   // ("<exit code> <signal>\n", see ReadExitFile) when the child ends and then exits the
   // same way. The keeper closes every descriptor it does not need.
   std::string exit_dir;
+  // The keeper's program; empty: KeeperProgram().
+  std::string keeper_program;
   // Keeper only: descriptors it holds open while the child lives — the read ends of the
   // child's output pipes, so that its writes never fail (EPIPE, SIGPIPE) while the agent
   // that reads them restarts. The child does not inherit them. The caller keeps its own.
@@ -68,6 +67,10 @@ struct SpawnOptions {
   // Unset: the agent's own identity (tests, an agent that is not root).
   std::optional<ProcessUser> user;
 };
+
+// baton-keeper next to this process's own binary (where the build and the package put
+// it), whether or not it is there.
+const std::string& KeeperProgram();
 
 // What a keeper recorded for `pid` in `exit_dir`; nullopt while there is no record.
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);

@@ -17,7 +17,7 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" || {
   cat "$work/install.log"; fail "cmake --install failed"; }
 libdir=$(find "$prefix" -name libbaton_checkpoint.a -printf '%h\n' | head -1)
 [ -n "$libdir" ] || fail "libbaton_checkpoint.a not installed"
-for f in bin/baton bin/baton-agent bin/baton-exec bin/baton-coordinator \
+for f in bin/baton bin/baton-agent bin/baton-exec bin/baton-keeper bin/baton-coordinator \
          include/baton/checkpoint/checkpoint.h include/baton/common/clock.h \
          lib/systemd/system/baton-coordinator.service lib/systemd/system/baton-agent.service \
          etc/baton/coordinator.yaml etc/baton/agent.yaml; do
@@ -58,7 +58,7 @@ complete_words() {  # words of the command line so far -> what completion offers
 # One version everywhere, the build's.
 version=$("$prefix/bin/baton" --version | awk '{print $2}')
 [ -n "$version" ] || fail "baton --version printed nothing"
-for b in baton-agent baton-coordinator baton-exec; do
+for b in baton-agent baton-coordinator baton-exec baton-keeper; do
   got=$("$prefix/bin/$b" --version)
   [ "$got" = "$b $version" ] || fail "$b --version said '$got', expected '$b $version'"
 done

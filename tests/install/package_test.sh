@@ -51,6 +51,7 @@ has baton-coordinator etc/baton/coordinator.yaml
 has baton-agent etc/baton/agent.yaml
 has baton-agent usr/bin/baton-agent
 has baton-agent usr/bin/baton-exec
+has baton-agent usr/bin/baton-keeper
 has baton-agent usr/lib/systemd/system/baton-agent.service
 has baton-client usr/bin/baton
 has libbaton-checkpoint-dev usr/include/baton/checkpoint/checkpoint.h

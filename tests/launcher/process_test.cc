@@ -90,15 +90,24 @@ std::vector<pid_t> ZombieChildren() {
   return out;
 }
 
-class ProcessTest : public ::testing::Test {
+// Every test runs twice: a child forked from this process, and one started by
+// baton-keeper (an exit_dir), as the agent starts every job process.
+// `argv` in `dir`, its output in dir/out.log; kept: under a keeper recording in `dir`.
+SpawnOptions OptionsIn(const ScratchDir& dir, bool kept, std::vector<std::string> argv) {
+  SpawnOptions o;
+  o.argv = std::move(argv);
+  o.env = {PathEnv()};
+  o.cwd = dir.path();
+  o.log_path = dir.Sub("out.log");
+  if (kept) o.exit_dir = dir.path();
+  return o;
+}
+
+class ProcessTest : public ::testing::TestWithParam<bool> {
  protected:
+  bool kept() const { return GetParam(); }
   SpawnOptions Options(std::vector<std::string> argv) {
-    SpawnOptions o;
-    o.argv = std::move(argv);
-    o.env = {PathEnv()};
-    o.cwd = dir_.path();
-    o.log_path = dir_.Sub("out.log");
-    return o;
+    return OptionsIn(dir_, kept(), std::move(argv));
   }
   pid_t SpawnOk(const SpawnOptions& o) {
     auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
@@ -110,7 +119,7 @@ class ProcessTest : public ::testing::Test {
   Exits exits_;
 };
 
-TEST_F(ProcessTest, ReportsTheExitCode) {
+TEST_P(ProcessTest, ReportsTheExitCode) {
   pid_t pid = SpawnOk(Options({"sh", "-c", "exit 7"}));
   ExitStatus st = exits_.Wait(pid);
   EXPECT_EQ(st.exit_code, 7);
@@ -119,7 +128,7 @@ TEST_F(ProcessTest, ReportsTheExitCode) {
   EXPECT_TRUE(exits_.Wait(SpawnOk(Options({"true"}))).ok());
 }
 
-TEST_F(ProcessTest, AJobStartsFromEveryCpuWhateverTheAgentsOwnAffinity) {
+TEST_P(ProcessTest, AJobStartsFromEveryCpuWhateverTheAgentsOwnAffinity) {
   // The agent keeps its own threads off inference's cores (SelfAffinity); a rank it
   // spawns must not inherit that: its cgroup's cpuset decides (none here: every CPU).
   unsigned n = std::thread::hardware_concurrency();
@@ -135,7 +144,7 @@ TEST_F(ProcessTest, AJobStartsFromEveryCpuWhateverTheAgentsOwnAffinity) {
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "Cpus_allowed_list:\t0-" + std::to_string(n - 1) + "\n");
 }
 
-TEST_F(ProcessTest, AJobTakesItsBindingTheCpusAndTheMemoryPolicyBeforeExec) {
+TEST_P(ProcessTest, AJobTakesItsBindingTheCpusAndTheMemoryPolicyBeforeExec) {
   unsigned n = std::thread::hardware_concurrency();
   if (n < 2) GTEST_SKIP() << "needs two CPUs";
   if (access("/proc/self/numa_maps", R_OK) != 0) GTEST_SKIP() << "no NUMA support here";
@@ -149,7 +158,7 @@ TEST_F(ProcessTest, AJobTakesItsBindingTheCpusAndTheMemoryPolicyBeforeExec) {
   EXPECT_NE(out.substr(out.find('\n') + 1), "0\n") << "its memory is bound to node 0: " << out;
 }
 
-TEST_F(ProcessTest, ABindingTheKernelRefusesFailsTheSpawnNamingIt) {
+TEST_P(ProcessTest, ABindingTheKernelRefusesFailsTheSpawnNamingIt) {
   SpawnOptions o = Options({"true"});
   o.binding = ProcessBinding{{}, {1000}};  // no such NUMA node
   auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
@@ -158,21 +167,21 @@ TEST_F(ProcessTest, ABindingTheKernelRefusesFailsTheSpawnNamingIt) {
       << pid.status();
 }
 
-TEST_F(ProcessTest, ReportsTheSignalThatKilledIt) {
+TEST_P(ProcessTest, ReportsTheSignalThatKilledIt) {
   pid_t pid = SpawnOk(Options({"sh", "-c", "kill -KILL $$"}));
   ExitStatus st = exits_.Wait(pid);
   EXPECT_EQ(st.term_signal, SIGKILL);
   EXPECT_FALSE(st.ok());
 }
 
-TEST_F(ProcessTest, StdoutAndStderrAreAppendedToTheLog) {
+TEST_P(ProcessTest, StdoutAndStderrAreAppendedToTheLog) {
   WriteFile(dir_.Sub("out.log"), "earlier line\n");
   pid_t pid = SpawnOk(Options({"sh", "-c", "echo to-stdout; echo to-stderr >&2"}));
   ASSERT_TRUE(exits_.Wait(pid).ok());
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "earlier line\nto-stdout\nto-stderr\n");
 }
 
-TEST_F(ProcessTest, StdinIsEmpty) {
+TEST_P(ProcessTest, StdinIsEmpty) {
   pid_t pid = SpawnOk(Options({"sh", "-c", "cat; echo done"}));
   ASSERT_TRUE(exits_.Wait(pid).ok());
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "done\n");
@@ -189,10 +198,12 @@ std::set<int> InheritableDescriptors() {
   return fds;
 }
 
-TEST_F(ProcessTest, ChildGetsOnlyStdioFromSpawn) {
+TEST_P(ProcessTest, ChildGetsOnlyStdioFromSpawn) {
   pid_t pid = SpawnOk(Options({"sh", "-c", "ls /proc/$$/fd"}));
   ASSERT_TRUE(exits_.Wait(pid).ok());
-  std::set<int> expected = InheritableDescriptors();  // not Spawn's to close
+  // A forked child gets what this process leaves inheritable (not Spawn's to close); the
+  // keeper closes everything but its own.
+  std::set<int> expected = kept() ? std::set<int>() : InheritableDescriptors();
   expected.insert({0, 1, 2});
   std::set<int> got;
   std::istringstream in(ReadFile(dir_.Sub("out.log")));
@@ -200,7 +211,7 @@ TEST_F(ProcessTest, ChildGetsOnlyStdioFromSpawn) {
   EXPECT_EQ(got, expected);
 }
 
-TEST_F(ProcessTest, RunsInTheGivenDirectory) {
+TEST_P(ProcessTest, RunsInTheGivenDirectory) {
   std::filesystem::create_directories(dir_.Sub("work/here"));
   SpawnOptions o = Options({"pwd", "-P"});
   o.cwd = dir_.Sub("work/here");
@@ -208,7 +219,7 @@ TEST_F(ProcessTest, RunsInTheGivenDirectory) {
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), dir_.Sub("work/here") + "\n");
 }
 
-TEST_F(ProcessTest, EnvironmentIsExactlyTheOneGiven) {
+TEST_P(ProcessTest, EnvironmentIsExactlyTheOneGiven) {
   ASSERT_EQ(setenv("BATON_TEST_MUST_NOT_LEAK", "1", 1), 0);
   SpawnOptions o = Options({"env"});
   o.env = {PathEnv(), "ALPHA=1", "WITH_SPACE=a b", "EMPTY="};
@@ -221,7 +232,7 @@ TEST_F(ProcessTest, EnvironmentIsExactlyTheOneGiven) {
   EXPECT_EQ(lines, (std::set<std::string>{PathEnv(), "ALPHA=1", "WITH_SPACE=a b", "EMPTY="}));
 }
 
-TEST_F(ProcessTest, ProgramIsLookedUpInTheChildsPath) {
+TEST_P(ProcessTest, ProgramIsLookedUpInTheChildsPath) {
   // Jobs set PATH in spec.env (a venv, a conda env): that PATH must find argv[0], not the
   // agent's own.
   WriteFile(dir_.Sub("bin/baton-probe-tool"), "#!/bin/sh\necho probe ran\n");
@@ -234,7 +245,7 @@ TEST_F(ProcessTest, ProgramIsLookedUpInTheChildsPath) {
   EXPECT_EQ(ReadFile(dir_.Sub("out.log")), "probe ran\n");
 }
 
-TEST_F(ProcessTest, MissingProgramIsNotFoundNamingItAndLeavesNoZombie) {
+TEST_P(ProcessTest, MissingProgramIsNotFoundNamingItAndLeavesNoZombie) {
   Exits unused;
   auto pid = SharedReaper().SpawnAndWatch(Options({"baton-no-such-program"}), unused.Callback());
   ASSERT_FALSE(pid.ok());
@@ -245,7 +256,7 @@ TEST_F(ProcessTest, MissingProgramIsNotFoundNamingItAndLeavesNoZombie) {
   EXPECT_TRUE(unused.calls().empty()) << "a failed spawn must not call on_exit";
 }
 
-TEST_F(ProcessTest, MissingWorkingDirectoryIsAnErrorNamingIt) {
+TEST_P(ProcessTest, MissingWorkingDirectoryIsAnErrorNamingIt) {
   SpawnOptions o = Options({"true"});
   o.cwd = dir_.Sub("no/such/dir");
   auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
@@ -254,7 +265,7 @@ TEST_F(ProcessTest, MissingWorkingDirectoryIsAnErrorNamingIt) {
   EXPECT_THAT(std::string(pid.status().message()), Not(HasSubstr("exec")));
 }
 
-TEST_F(ProcessTest, UnwritableLogIsAnErrorNamingIt) {
+TEST_P(ProcessTest, UnwritableLogIsAnErrorNamingIt) {
   SpawnOptions o = Options({"true"});
   o.log_path = dir_.Sub("no/such/dir/out.log");
   auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
@@ -262,13 +273,13 @@ TEST_F(ProcessTest, UnwritableLogIsAnErrorNamingIt) {
   EXPECT_THAT(std::string(pid.status().message()), HasSubstr(o.log_path));
 }
 
-TEST_F(ProcessTest, EmptyCommandIsInvalid) {
+TEST_P(ProcessTest, EmptyCommandIsInvalid) {
   auto pid = SharedReaper().SpawnAndWatch(Options({}), exits_.Callback());
   ASSERT_FALSE(pid.ok());
   EXPECT_EQ(pid.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(ProcessTest, ChildLeadsItsOwnProcessGroupAndASecondOneJoinsIt) {
+TEST_P(ProcessTest, ChildLeadsItsOwnProcessGroupAndASecondOneJoinsIt) {
   pid_t leader = SpawnOk(Options({"sleep", "30"}));
   ASSERT_GT(leader, 0);
   EXPECT_EQ(getpgid(leader), leader);
@@ -284,7 +295,7 @@ TEST_F(ProcessTest, ChildLeadsItsOwnProcessGroupAndASecondOneJoinsIt) {
   EXPECT_EQ(exits_.Wait(member).term_signal, SIGKILL);
 }
 
-TEST_F(ProcessTest, StopSignalsAreUnblockedInTheChild) {
+TEST_P(ProcessTest, StopSignalsAreUnblockedInTheChild) {
   // The agent blocks stop signals in its threads; the job must still die of SIGTERM.
   sigset_t term, old;
   sigemptyset(&term);
@@ -297,7 +308,7 @@ TEST_F(ProcessTest, StopSignalsAreUnblockedInTheChild) {
   EXPECT_EQ(exits_.Wait(pid).term_signal, SIGTERM);
 }
 
-TEST_F(ProcessTest, IgnoredSignalsAreRestoredToDefaultInTheChild) {
+TEST_P(ProcessTest, IgnoredSignalsAreRestoredToDefaultInTheChild) {
   struct sigaction ign {
   }, old{};
   ign.sa_handler = SIG_IGN;
@@ -309,7 +320,7 @@ TEST_F(ProcessTest, IgnoredSignalsAreRestoredToDefaultInTheChild) {
   EXPECT_EQ(exits_.Wait(pid).term_signal, SIGINT);
 }
 
-TEST_F(ProcessTest, ManyQuickChildrenAreEachReapedOnce) {
+TEST_P(ProcessTest, ManyQuickChildrenAreEachReapedOnce) {
   constexpr int kChildren = 200;
   std::set<pid_t> pids;
   for (int i = 0; i < kChildren; ++i) {
@@ -326,7 +337,7 @@ TEST_F(ProcessTest, ManyQuickChildrenAreEachReapedOnce) {
   for (pid_t pid : pids) EXPECT_EQ(calls[pid], 1) << "pid " << pid;
 }
 
-TEST_F(ProcessTest, ConcurrentSpawnsFromSeveralThreadsAreAllReaped) {
+TEST_P(ProcessTest, ConcurrentSpawnsFromSeveralThreadsAreAllReaped) {
   constexpr int kThreads = 4, kEach = 25;
   std::vector<std::thread> threads;
   std::mutex mu;
@@ -350,6 +361,74 @@ TEST_F(ProcessTest, ConcurrentSpawnsFromSeveralThreadsAreAllReaped) {
     EXPECT_LE(st.exit_code, kThreads);
   }
 }
+
+// What only a kept child has: the keeper itself.
+class KeeperTest : public ::testing::Test {
+ protected:
+  SpawnOptions Options(std::vector<std::string> argv) {
+    return OptionsIn(dir_, true, std::move(argv));
+  }
+  ScratchDir dir_;
+  Exits exits_;
+};
+
+std::string Proc(pid_t pid, const std::string& what) {
+  return "/proc/" + std::to_string(pid) + "/" + what;
+}
+
+TEST_F(KeeperTest, IsItsOwnSmallProgramNotACopyOfTheSpawnerAndSeesNothingOfTheJobsEnvironment) {
+  SpawnOptions o = Options({"sleep", "30"});
+  o.env = {PathEnv(), "GLIBC_TUNABLES=glibc.malloc.perturb=85", "BATON_JOB_VALUE=1"};
+  pid_t keeper = 0;
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback(), &keeper);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_GT(keeper, 0);
+  ASSERT_NE(keeper, *pid);
+  // Started by exec, not a fork of this process: its program is baton-keeper, and it runs
+  // as root with an empty environment, so no variable of the job's can steer it.
+  EXPECT_EQ(std::filesystem::read_symlink(Proc(keeper, "exe")).string(), KeeperProgram());
+  EXPECT_EQ(ReadFile(Proc(keeper, "environ")), "");
+  EXPECT_TRUE(PollUntil([&] {
+    return ReadFile(Proc(*pid, "environ")).find("BATON_JOB_VALUE=1") != std::string::npos;
+  })) << "the job's environment did not reach the job";
+  std::string stat = ReadFile(Proc(*pid, "stat"));
+  int ppid = 0;
+  char state = 0;
+  ASSERT_EQ(sscanf(stat.c_str() + stat.rfind(')') + 1, " %c %d", &state, &ppid), 2);
+  EXPECT_EQ(ppid, keeper);
+  ASSERT_EQ(kill(*pid, SIGKILL), 0);
+  EXPECT_EQ(exits_.Wait(*pid).term_signal, SIGKILL);
+  std::optional<ExitStatus> recorded = ReadExitFile(dir_.path(), *pid);
+  ASSERT_TRUE(recorded.has_value()) << "no exit record from the keeper";
+  EXPECT_EQ(recorded->term_signal, SIGKILL);
+}
+
+TEST_F(KeeperTest, RecordsTheExitCodeWhereARestartedAgentFindsIt) {
+  auto pid = SharedReaper().SpawnAndWatch(Options({"sh", "-c", "exit 7"}), exits_.Callback());
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(exits_.Wait(*pid).exit_code, 7);
+  std::optional<ExitStatus> recorded = ReadExitFile(dir_.path(), *pid);
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->exit_code, 7);
+  EXPECT_EQ(recorded->term_signal, 0);
+}
+
+TEST_F(KeeperTest, AMissingKeeperProgramIsAnErrorNamingItAndLeavesNoZombie) {
+  SpawnOptions o = Options({"true"});
+  o.keeper_program = dir_.Sub("no-such-keeper");
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_FALSE(pid.ok());
+  EXPECT_EQ(pid.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(pid.status().message()),
+              HasSubstr("exec the keeper " + dir_.Sub("no-such-keeper")));
+  EXPECT_TRUE(PollUntil([] { return ZombieChildren().empty(); })) << "zombie children left";
+  EXPECT_TRUE(exits_.calls().empty()) << "a failed spawn must not call on_exit";
+}
+
+INSTANTIATE_TEST_SUITE_P(ForkedOrKept, ProcessTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return std::string(p.param ? "Kept" : "Forked");
+                         });
 
 }  // namespace
 }  // namespace baton
