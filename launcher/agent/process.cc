@@ -110,7 +110,7 @@ absl::Status ExecError(const SpawnOptions& o, int step, int err) {
       what = "chdir to " + o.cwd;
       break;
     case kStepForkChild:
-      what = "fork the keeper's child";
+      what = "start the keeper's child";
       break;
     case kStepUser:
       what = "become uid " + std::to_string(o.user ? o.user->uid : 0) + " gid " +

@@ -1,6 +1,7 @@
 #include "launcher/agent/spawn_child.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -94,6 +95,13 @@ void SetCloseOnExec(int fd) {
   if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+struct ChildStart {
+  const ChildPlan* plan;
+  int msg_fd;
+};
+
+int StartChild(void* arg);
+
 }  // namespace
 
 [[noreturn]] void FailStep(int msg_fd, int step) {
@@ -107,8 +115,8 @@ void SetCloseOnExec(int fd) {
   if (setpgid(0, p.group) != 0) FailStep(msg_fd, kStepSetpgid);
   JoinCgroups(p, msg_fd);
   // The agent's own CPUs are not the job's: its binding, within its cpuset, decides.
-  static const ProcessBinding kUnbound;
-  if (int step = BindThisProcess(p.binding ? *p.binding : kUnbound); step != 0) {
+  const ProcessBinding unbound;  // empty: allocates nothing
+  if (int step = BindThisProcess(p.binding ? *p.binding : unbound); step != 0) {
     FailStep(msg_fd, kStepNoNewPrivs + step);
   }
   BecomeUser(p.user, msg_fd);
@@ -121,11 +129,20 @@ void SetCloseOnExec(int fd) {
   if (chdir(p.cwd) != 0) FailStep(msg_fd, kStepChdir);
   // glibc's execvpe searches the caller's PATH, not envp's: make the job's environment
   // the caller's so argv[0] resolves with the PATH the job was given (spec.env). This
-  // process is a fork, or the keeper's child: the environment it changes is its own.
+  // process is a fork, or the keeper's child, whose keeper never reads its environment.
   environ = const_cast<char**>(p.envp);
   execvpe(p.argv[0], p.argv, p.envp);
   FailStep(msg_fd, kStepExec);
 }
+
+namespace {
+
+__attribute__((no_sanitize_address)) int StartChild(void* arg) {
+  const auto* start = static_cast<const ChildStart*>(arg);
+  ChildExec(*start->plan, start->msg_fd);
+}
+
+}  // namespace
 
 [[noreturn]] void KeeperMain(const KeeperPlan& k) {
   ResetSignals(SIG_IGN);  // deaf to all but SIGKILL: only the child's end ends it
@@ -143,8 +160,14 @@ void SetCloseOnExec(int fd) {
   // Held here, never seen by the child: it execs with 0, 1 and 2 only, and the status
   // pipe's EOF tells the spawner that it did.
   for (size_t i = 0; i < nkeep; ++i) SetCloseOnExec(keep[i]);
-  pid_t child = fork();
-  if (child == 0) ChildExec(k.child, k.msg_fd);
+  // The child runs in the keeper's memory on a stack of its own until it execs, the keeper
+  // waiting meanwhile (CLONE_VM | CLONE_VFORK): nothing to copy and nothing to fault back.
+  // What it changes there (errno, environ) the keeper no longer reads; its descriptors,
+  // signal handlers, directory and credentials are its own.
+  static char child_stack[64 * 1024] __attribute__((aligned(64)));
+  ChildStart start{&k.child, k.msg_fd};
+  pid_t child =
+      clone(StartChild, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   if (child < 0) FailStep(k.msg_fd, kStepForkChild);
   pid_t group = k.child.group;
   setpgid(child, group == 0 ? child : group);  // before anyone hears the pid

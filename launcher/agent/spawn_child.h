@@ -1,8 +1,8 @@
 // What a process does between fork and exec to become one of a job's processes, and the
 // keeper that sits between the agent and it (process.h). Async-signal-safe and libc only,
 // so that it runs in a forked child and in the small static baton-keeper, which the agent
-// starts without copying its own address space (process.cc) and which then forks the job's
-// process from its own, tiny one. Everything a plan points to is the caller's.
+// starts without copying its own address space (process.cc) and which starts the job's
+// process the same way from its own, tiny one. Everything a plan points to is the caller's.
 #pragma once
 
 #include <sys/types.h>
@@ -76,7 +76,7 @@ struct KeeperPlan {
 [[noreturn]] void ChildExec(const ChildPlan& plan, int msg_fd);
 
 // The keeper: deaf to every signal but SIGKILL, in the job's cgroups but a process group of
-// its own, it forks the child (ChildExec), reports its pid, waits for it, writes
+// its own, it starts the child (ChildExec), reports its pid, waits for it, writes
 // "<exit code> <signal>\n" to "<exit_prefix><pid>" and ends the same way the child did.
 [[noreturn]] void KeeperMain(const KeeperPlan& plan);
 
