@@ -7,12 +7,6 @@
 namespace baton {
 namespace {
 
-std::string JoinNumbers(const std::vector<uint32_t>& v) {
-  std::string out;
-  for (uint32_t n : v) out += (out.empty() ? "" : ",") + std::to_string(n);
-  return out;
-}
-
 // A whole decimal number in [0, max]; nullopt otherwise.
 std::optional<uint64_t> Number(std::string_view text, uint64_t max) {
   uint64_t v = 0;
@@ -21,20 +15,6 @@ std::optional<uint64_t> Number(std::string_view text, uint64_t max) {
     return std::nullopt;
   }
   return v;
-}
-
-// "1,2,3" (or "") -> numbers.
-bool NumberList(std::string_view text, uint64_t max, std::vector<uint32_t>* out) {
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    auto n = Number(text.substr(0, comma), max);
-    if (!n) return false;
-    out->push_back(static_cast<uint32_t>(*n));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-    if (text.empty()) return false;  // a trailing comma
-  }
-  return true;
 }
 
 bool ParseUser(std::string_view text, ProcessUser* u) {
@@ -49,7 +29,7 @@ bool ParseUser(std::string_view text, ProcessUser* u) {
   u->gid = static_cast<gid_t>(*gid);
   if (b == std::string_view::npos) return true;
   std::vector<uint32_t> groups;
-  if (!NumberList(text.substr(b + 1), UINT32_MAX - 1, &groups)) return false;
+  if (!ParseNumberList(text.substr(b + 1), UINT32_MAX - 1, &groups)) return false;
   u->groups.assign(groups.begin(), groups.end());
   return true;
 }
@@ -63,12 +43,13 @@ std::vector<std::string> EncodeKeeperArgs(const KeeperArgs& k) {
   for (int fd : k.keep_fds) a.push_back("--keep-fd=" + std::to_string(fd));
   if (k.group != 0) a.push_back("--group=" + std::to_string(k.group));
   for (const auto& p : k.cgroup_procs) a.push_back("--cgroup=" + p);
-  if (!k.binding.cpus.empty()) a.push_back("--cpus=" + JoinNumbers(k.binding.cpus));
-  if (!k.binding.mems.empty()) a.push_back("--mems=" + JoinNumbers(k.binding.mems));
+  if (!k.binding.cpus.empty()) a.push_back("--cpus=" + JoinNumberList(k.binding.cpus));
+  if (!k.binding.mems.empty()) a.push_back("--mems=" + JoinNumberList(k.binding.mems));
   if (k.user) {
     std::string u = "--user=" + std::to_string(k.user->uid) + ":" + std::to_string(k.user->gid);
     if (!k.user->groups.empty()) {
-      u += ":" + JoinNumbers(std::vector<uint32_t>(k.user->groups.begin(), k.user->groups.end()));
+      u +=
+          ":" + JoinNumberList(std::vector<uint32_t>(k.user->groups.begin(), k.user->groups.end()));
     }
     a.push_back(u);
   }
@@ -123,9 +104,9 @@ bool DecodeKeeperArgs(const std::vector<std::string>& args, KeeperArgs* out, std
       ok = !value.empty();
       k.cgroup_procs.emplace_back(value);
     } else if (name == "cpus") {
-      ok = NumberList(value, 1 << 16, &k.binding.cpus);
+      ok = ParseNumberList(value, 1 << 16, &k.binding.cpus);
     } else if (name == "mems") {
-      ok = NumberList(value, 1 << 16, &k.binding.mems);
+      ok = ParseNumberList(value, 1 << 16, &k.binding.mems);
     } else if (name == "user") {
       k.user.emplace();
       ok = ParseUser(value, &*k.user);

@@ -11,18 +11,6 @@
 #include "launcher/agent/keeper_args.h"
 #include "launcher/agent/spawn_child.h"
 
-namespace {
-
-std::vector<char*> CStrings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  out.reserve(v.size() + 1);
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && args[0] == "--version") {
@@ -39,18 +27,13 @@ int main(int argc, char** argv) {
     }
     return 127;
   }
-  std::vector<char*> child_argv = CStrings(k.argv), child_env = CStrings(k.env);
-  std::vector<const char*> procs;
-  for (const auto& p : k.cgroup_procs) procs.push_back(p.c_str());
-  procs.push_back(nullptr);
+  baton::OwnedChildPlan child(k.argv, k.env, k.cgroup_procs);
   baton::KeeperPlan plan;
-  plan.child.argv = child_argv.data();
-  plan.child.envp = child_env.data();
+  plan.child = child.plan;
   plan.child.cwd = k.cwd.c_str();
   plan.child.out_fd = k.out_fd;
   plan.child.err_fd = k.err_fd;
   plan.child.group = k.group;
-  plan.child.cgroup_procs = procs.data();
   plan.child.binding = &k.binding;
   plan.child.user = k.user ? &*k.user : nullptr;
   plan.msg_fd = k.msg_fd;

@@ -27,14 +27,6 @@
 namespace baton {
 namespace {
 
-std::vector<char*> CStrings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  out.reserve(v.size() + 1);
-  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 // What the keeper's starter needs: it runs on a stack of its own in the spawner's memory
 // (CLONE_VM) while the spawning thread waits (CLONE_VFORK), so it only clears close-on-exec
 // on the descriptors the keeper inherits, which touches its own descriptor table, and execs.
@@ -73,7 +65,7 @@ pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd,
   k.user = o.user;
   std::vector<std::string> args = EncodeKeeperArgs(k);
   args.insert(args.begin(), program);
-  std::vector<char*> argv = CStrings(args);
+  std::vector<char*> argv = CStringArray(args);
   std::vector<int> fds = {msg_fd, log_fd};
   if (o.error_fd >= 0) fds.push_back(o.error_fd);
   fds.insert(fds.end(), o.keep_open_fds.begin(), o.keep_open_fds.end());
@@ -185,19 +177,12 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child, pid_t* k
                       pipefd[1]);
   } else {
     // Everything the child reads is ready before fork: after it, async-signal-safe only.
-    std::vector<char*> argv = CStrings(o.argv);
-    std::vector<char*> envp = CStrings(o.env);
-    std::vector<const char*> procs;
-    for (const auto& p : o.cgroup_procs) procs.push_back(p.c_str());
-    procs.push_back(nullptr);
-    ChildPlan plan;
-    plan.argv = argv.data();
-    plan.envp = envp.data();
+    OwnedChildPlan owned(o.argv, o.env, o.cgroup_procs);
+    ChildPlan& plan = owned.plan;
     plan.cwd = o.cwd.c_str();
     plan.out_fd = log_fd;
     plan.err_fd = o.error_fd;
     plan.group = o.process_group;
-    plan.cgroup_procs = procs.data();
     plan.binding = &o.binding;
     plan.user = o.user ? &*o.user : nullptr;
     pid = fork();

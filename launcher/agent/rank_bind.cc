@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,31 +14,33 @@
 namespace baton {
 namespace {
 
-constexpr size_t kMaxNodes = 1024;  // the memory policy's node mask, in bits
+constexpr size_t kMaxNodes = 1024;            // the memory policy's node mask, in bits
+constexpr uint64_t kMaxNumber = 999'999'999;  // a CPU, node or rank
 
-std::string JoinNumbers(const std::vector<uint32_t>& v) {
+}  // namespace
+
+std::string JoinNumberList(const std::vector<uint32_t>& v) {
   std::string out;
   for (uint32_t n : v) out += (out.empty() ? "" : ",") + std::to_string(n);
   return out;
 }
 
-// "1,2,3" (or "") -> numbers; false when malformed.
-bool SplitNumbers(const std::string& text, std::vector<uint32_t>* out) {
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(at, end - at);
-    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != item.npos) {
+bool ParseNumberList(std::string_view text, uint64_t max, std::vector<uint32_t>* out) {
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v > max) {
       return false;
     }
-    out->push_back(static_cast<uint32_t>(std::stoul(item)));
-    at = end + 1;
+    out->push_back(static_cast<uint32_t>(v));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return false;  // a trailing comma
   }
   return true;
 }
-
-}  // namespace
 
 int BindThisProcess(const ProcessBinding& b) {
   cpu_set_t set;
@@ -66,7 +69,7 @@ int BindThisProcess(const ProcessBinding& b) {
 std::string EncodeBindings(const std::vector<ProcessBinding>& ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    out += (i ? ";" : "") + JoinNumbers(ranks[i].cpus) + "/" + JoinNumbers(ranks[i].mems);
+    out += (i ? ";" : "") + JoinNumberList(ranks[i].cpus) + "/" + JoinNumberList(ranks[i].mems);
   }
   return out;
 }
@@ -82,8 +85,8 @@ std::optional<ProcessBinding> DecodeBinding(const std::string& text, uint32_t lo
   size_t slash = entry.find('/');
   if (text.empty() || slash == std::string::npos) return std::nullopt;
   ProcessBinding b;
-  if (!SplitNumbers(entry.substr(0, slash), &b.cpus) ||
-      !SplitNumbers(entry.substr(slash + 1), &b.mems)) {
+  if (!ParseNumberList(std::string_view(entry).substr(0, slash), kMaxNumber, &b.cpus) ||
+      !ParseNumberList(std::string_view(entry).substr(slash + 1), kMaxNumber, &b.mems)) {
     return std::nullopt;
   }
   return b;
@@ -99,7 +102,7 @@ int RunBoundRank(const std::vector<std::string>& args) {
   const char* plan = std::getenv(kBindingsEnv);
   const char* rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   std::vector<uint32_t> local;
-  if (plan && rank && SplitNumbers(rank, &local) && local.size() == 1) {
+  if (plan && rank && ParseNumberList(rank, kMaxNumber, &local) && local.size() == 1) {
     std::optional<ProcessBinding> b = DecodeBinding(plan, local[0]);
     int step = b ? BindThisProcess(*b) : 0;
     if (!b || step != 0) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace baton {
@@ -29,6 +30,12 @@ struct ProcessBinding {
 // or 1 when the affinity was refused, 2 when the memory policy was, with errno set.
 // Async-signal-safe: for a forked child before exec.
 int BindThisProcess(const ProcessBinding& binding);
+
+// "1,2,3" for {1, 2, 3}; "" for none.
+std::string JoinNumberList(const std::vector<uint32_t>& numbers);
+// Parses what JoinNumberList writes, each number at most `max`; false when malformed (not a
+// decimal number, too big, an empty item or a trailing comma).
+bool ParseNumberList(std::string_view text, uint64_t max, std::vector<uint32_t>* out);
 
 // "CPUS/MEMS" per local rank, ';'-separated, lists comma-separated ("0,1/0;/").
 std::string EncodeBindings(const std::vector<ProcessBinding>& per_local_rank);

@@ -14,6 +14,28 @@
 extern char** environ;
 
 namespace baton {
+
+std::vector<char*> CStringArray(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+OwnedChildPlan::OwnedChildPlan(const std::vector<std::string>& argv,
+                               const std::vector<std::string>& env,
+                               const std::vector<std::string>& cgroup_procs) {
+  argv_ = CStringArray(argv);
+  envp_ = CStringArray(env);
+  procs_.reserve(cgroup_procs.size() + 1);
+  for (const auto& p : cgroup_procs) procs_.push_back(p.c_str());
+  procs_.push_back(nullptr);
+  plan.argv = argv_.data();
+  plan.envp = envp_.data();
+  plan.cgroup_procs = procs_.data();
+}
+
 namespace {
 
 // Gives every signal `action` (SIGCHLD keeps its default), then unblocks them all: in this

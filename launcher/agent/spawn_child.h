@@ -1,13 +1,16 @@
 // What a process does between fork and exec to become one of a job's processes, and the
-// keeper that sits between the agent and it (process.h). Async-signal-safe and libc only,
-// so that it runs in a forked child and in the small static baton-keeper, which the agent
-// starts without copying its own address space (process.cc) and which starts the job's
-// process the same way from its own, tiny one. Everything a plan points to is the caller's.
+// keeper that sits between the agent and it (process.h). Async-signal-safe and libc only
+// (but for building a plan, before the fork), so that it runs in a forked child and in the
+// small static baton-keeper, which the agent starts without copying its own address space
+// (process.cc) and which starts the job's process the same way from its own, tiny one.
+// Everything a plan points to is the caller's.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "launcher/agent/rank_bind.h"
@@ -54,6 +57,24 @@ struct ChildPlan {
   const char* const* cgroup_procs = nullptr;
   const ProcessBinding* binding = nullptr;  // null: every CPU, no memory policy
   const ProcessUser* user = nullptr;        // null: stay who we are
+};
+
+// The null-terminated array of `v`'s strings that exec takes; they stay v's.
+std::vector<char*> CStringArray(const std::vector<std::string>& v);
+
+// A child's plan with the arrays it points into, built from strings before the fork or
+// clone (the only part here that allocates); the strings and binding stay the caller's.
+struct OwnedChildPlan {
+  OwnedChildPlan(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                 const std::vector<std::string>& cgroup_procs);
+  OwnedChildPlan(const OwnedChildPlan&) = delete;
+  OwnedChildPlan& operator=(const OwnedChildPlan&) = delete;
+
+  ChildPlan plan;  // argv, envp and cgroup_procs set; the rest is the caller's to fill
+
+ private:
+  std::vector<char*> argv_, envp_;
+  std::vector<const char*> procs_;
 };
 
 // The keeper's plan: the child's, the status pipe, what it holds open while the child lives
