@@ -37,7 +37,8 @@ int WaitForStopSignal() {
   return sig;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode,
+                                 Durability durability) {
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   unlink(tmp.c_str());  // a leftover of a crash; never written through
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -55,7 +56,7 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  if ((durability == Durability::kSurvivesCrash && fsync(fd) != 0) || close(fd) != 0) {
     int err = errno;
     unlink(tmp.c_str());
     return ErrnoToStatus(err, "sync " + tmp);

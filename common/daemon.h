@@ -16,9 +16,15 @@ namespace baton {
 void BlockStopSignals();
 // Waits for one of the blocked stop signals and returns its number.
 int WaitForStopSignal();
+// How long a file written here must last. kSurvivesCrash: synced before the rename, so that
+// after a power loss the file is the old one or the new one, whole. kUntilReboot: a record
+// of what ends with the boot (processes, cgroups); readers still never see half of it.
+enum class Durability { kSurvivesCrash, kUntilReboot };
+
 // Writes `content` to `path` through a temp file + rename, so readers never see half.
 // The file gets `mode`; the temp file is created exclusively and never through a link.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content,
-                                 mode_t mode = 0644);
+                                 mode_t mode = 0644,
+                                 Durability durability = Durability::kSurvivesCrash);
 
 }  // namespace baton

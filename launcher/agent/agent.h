@@ -108,9 +108,9 @@ class Agent {
 
   // For the log service.
   std::string LogPath(uint64_t job, uint32_t attempt) const;
-  // The attempt's files on this node. JobDir (the agent's, mode 0711): launch record,
-  // ranks, keepers' exit records, output log (0600) and the mpi hostfile. WorkDir, inside
-  // it, belongs to the job's owner (0700): default working dir, TMPDIR, progress note.
+  // The attempt's files on this node. JobDir (the agent's, mode 0711): the attempt record
+  // (attempt_record.h), keepers' exit records, output log (0600) and the mpi hostfile. WorkDir,
+  // inside it, belongs to the job's owner (0700): default working dir, TMPDIR, progress note.
   std::string WorkDir(uint64_t job, uint32_t attempt) const;
   // True while the attempt may still write output on this node.
   bool IsLive(uint64_t job, uint32_t attempt) const;
@@ -141,6 +141,7 @@ class Agent {
     std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
+    std::shared_ptr<const v1::Launch> launch;  // as accepted (or re-read), for its record
     std::string exec_secret;
     std::vector<std::string> exec_env;
     std::string cwd;
@@ -263,7 +264,8 @@ class Agent {
   void RecoverAttempts();
   void AdoptLocked(Key key, const std::vector<pid_t>& pids);
   // Which of `pids` are the ranks and daemons the previous agent started, with keepers.
-  static void ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run);
+  static void ReadProcesses(const v1::AgentAttemptRecord& record, const std::vector<pid_t>& pids,
+                            Run& run);
   void ReattachOutput(Key key, const v1::Launch& l, Run& run);
   // Adopted attempts' ranks and daemons that are gone (/proc and their keepers' exit
   // records, read without the lock), then applied under it.

@@ -12,6 +12,7 @@
 #include "common/net.h"
 #include "common/status.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/attempt_record.h"
 #include "launcher/agent/launch_env.h"
 #include "spdlog/spdlog.h"
 
@@ -183,10 +184,12 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
   if (error.empty()) {
     run.cgroup_procs = prepared->procs_files;
     *run.report.mutable_isolation() = IsolationOf(key);
-    // What a restarted agent needs to re-adopt the attempt (it holds the exec secret).
-    if (auto s = WriteFileAtomically(dir + "/launch.pb", l.SerializeAsString(), 0600); !s.ok()) {
-      error = std::string(s.message());
-    }
+    // What a restarted agent needs to re-adopt the attempt (it holds the exec secret); its
+    // processes are added once they run.
+    run.launch = std::make_shared<const v1::Launch>(l);
+    v1::AgentAttemptRecord record;
+    *record.mutable_launch() = l;
+    if (auto s = WriteAttemptRecord(dir, record); !s.ok()) error = std::string(s.message());
   }
   if (error.empty()) {
     run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
@@ -249,6 +252,7 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
   run.keepers = std::move(started.keepers);
   run.cgroup_procs = std::move(started.cgroup_procs);
   run.user = std::move(started.user);
+  run.launch = std::move(started.launch);
   run.exec_secret = std::move(started.exec_secret);
   run.exec_env = std::move(started.exec_env);
   run.awaiting_exec = started.awaiting_exec;
@@ -290,20 +294,24 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
 }
 
 void Agent::WriteProcesses(Key key, const Run& run) const {
-  // What a restarted agent re-adopts (agent_recover.cc): the group, then one line per
-  // process it started, "rank PID LOCAL_RANK KEEPER" or "daemon PID KEEPER".
-  std::string text = std::to_string(run.pgid) + "\n";
-  auto keeper = [&](pid_t pid) {
+  // What a restarted agent re-adopts (agent_recover.cc). A page-cache write of a small
+  // file, not synced (it ends with the boot): cheap enough under the lock, which orders
+  // the launch's and each exec'ed daemon's writes.
+  if (!run.launch) return;  // never: every started attempt has its launch
+  v1::AgentAttemptRecord record;
+  *record.mutable_launch() = *run.launch;
+  record.set_process_group(run.pgid);
+  auto add = [&](pid_t pid, bool daemon, uint32_t rank) {
+    v1::AgentAttemptRecord::Process* p = record.add_processes();
+    p->set_pid(pid);
+    p->set_daemon(daemon);
+    p->set_local_rank(rank);
     auto it = run.keepers.find(pid);
-    return std::to_string(it == run.keepers.end() ? 0 : it->second);
+    p->set_keeper(it == run.keepers.end() ? 0 : it->second);
   };
-  for (const auto& [pid, rank] : run.ranks) {
-    text += "rank " + std::to_string(pid) + " " + std::to_string(rank) + " " + keeper(pid) + "\n";
-  }
-  for (const auto& [pid, done] : run.daemons) {
-    text += "daemon " + std::to_string(pid) + " " + keeper(pid) + "\n";
-  }
-  if (auto s = WriteFileAtomically(JobDir(key.first, key.second) + "/ranks", text, 0600); !s.ok()) {
+  for (const auto& [pid, rank] : run.ranks) add(pid, false, rank);
+  for (const auto& [pid, done] : run.daemons) add(pid, true, 0);
+  if (auto s = WriteAttemptRecord(JobDir(key.first, key.second), record); !s.ok()) {
     spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
   }
 }

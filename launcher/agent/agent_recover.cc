@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "launcher/agent/agent.h"
+#include "launcher/agent/attempt_record.h"
 #include "launcher/agent/job_files.h"
 #include "proto/rpc_util.h"
 #include "spdlog/spdlog.h"
@@ -39,20 +39,16 @@ void Agent::RecoverAttempts() {
 }
 
 void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
-  std::string dir = JobDir(key.first, key.second);
-  v1::Launch l;
-  absl::StatusOr<std::string> record =
-      ReadUntrustedFile(dir + "/launch.pb", geteuid(), kMaxRequestBytes);
-  absl::Status adopted = !record.ok() ? record.status()
-                         : !l.ParseFromString(*record)
-                             ? absl::DataLossError("unreadable launch record in " + dir)
-                             : isolator_->Readopt(IsolationRequest(l));
+  absl::StatusOr<v1::AgentAttemptRecord> record = ReadAttemptRecord(JobDir(key.first, key.second));
+  absl::Status adopted =
+      record.ok() ? isolator_->Readopt(IsolationRequest(record->launch())) : record.status();
   if (!adopted.ok()) {
     spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
                  adopted.ToString());
     (void)isolator_->Release(key.first, key.second);
     return;
   }
+  const v1::Launch& l = record->launch();
   absl::StatusOr<JobUser> user = ResolveJobUser(l.user(), options_.node_name);
   if (!user.ok()) {
     spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
@@ -61,6 +57,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
     return;
   }
   Run& run = attempts_[key];
+  run.launch = std::make_shared<const v1::Launch>(l);
   run.adopted = true;
   run.inference = IsolationRequest(l).inference;
   run.user.uid = user->uid;
@@ -76,7 +73,7 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   run.progress_file = work + "/progress.json";
   run.exec_secret = l.exec_secret();
   run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
-  ReadProcesses(dir, pids, run);
+  ReadProcesses(*record, pids, run);
   if (run.ranks.empty() && run.daemons.empty()) {
     // No record of which process is which: watch them all; signal none on a node whose
     // processes are Open MPI's daemon and its children (mpirun forwards signals).
@@ -96,33 +93,23 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
                key.first, key.second, run.ranks.size(), run.daemons.size());
 }
 
-void Agent::ReadProcesses(const std::string& dir, const std::vector<pid_t>& pids, Run& run) {
+void Agent::ReadProcesses(const v1::AgentAttemptRecord& record, const std::vector<pid_t>& pids,
+                          Run& run) {
   auto running = [&](pid_t pid) {
     return pid > 1 && std::find(pids.begin(), pids.end(), pid) != pids.end();
   };
   // Believed only as far as the cgroups confirm it: the group must be one the attempt's
   // processes are in now (never init's, never ours: kill(-1) or our own group would
   // reach far beyond the attempt), each pid one of its processes.
-  absl::StatusOr<std::string> text = ReadUntrustedFile(dir + "/ranks", geteuid());
-  std::istringstream ranks(text.ok() ? *text : "");
-  std::string line;
-  if (std::getline(ranks, line)) {
-    run.pgid = BelievableGroup(std::strtol(line.c_str(), nullptr, 10), pids, getpgrp(), getpgid);
-  }
-  while (std::getline(ranks, line)) {
-    std::istringstream words(line);
-    std::string kind;
-    pid_t pid = 0, keeper = 0;
-    uint32_t rank = 0;
-    words >> kind;
-    if (kind == "rank" && (words >> pid >> rank >> keeper) && running(pid)) {
-      run.ranks[pid] = rank;
-    } else if (kind == "daemon" && (words >> pid >> keeper) && running(pid)) {
-      run.daemons[pid] = nullptr;  // its exec stream went with the previous agent
+  run.pgid = BelievableGroup(record.process_group(), pids, getpgrp(), getpgid);
+  for (const auto& p : record.processes()) {
+    if (!running(p.pid())) continue;
+    if (p.daemon()) {
+      run.daemons[p.pid()] = nullptr;  // its exec stream went with the previous agent
     } else {
-      continue;
+      run.ranks[p.pid()] = p.local_rank();
     }
-    if (keeper > 0) run.keepers[pid] = keeper;
+    if (p.keeper() > 0) run.keepers[p.pid()] = p.keeper();
   }
 }
 

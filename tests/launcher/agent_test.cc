@@ -979,7 +979,7 @@ TEST_F(AgentTest, AJobRunsAsItsOwnerWithItsGroupsAndNoNewPrivs) {
   EXPECT_EQ(Stat(dir).st_uid, 0u);
   EXPECT_EQ(Stat(dir + "/work").st_uid, alice->pw_uid);
   EXPECT_EQ(Stat(dir + "/work").st_mode & 07777, 0700u);
-  EXPECT_EQ(Stat(dir + "/launch.pb").st_mode & 07777, 0600u) << "it holds the exec secret";
+  EXPECT_EQ(Stat(dir + "/attempt.pb").st_mode & 07777, 0600u) << "it holds the exec secret";
   EXPECT_EQ(Stat(dir + "/output.log").st_mode & 07777, 0600u);
 }
 
@@ -1009,11 +1009,11 @@ TEST_F(AgentTest, AnotherUsersJobCannotReadThisAttemptsFilesNorSignalItsProcesse
   ASSERT_FALSE(pid.empty());
   pid.pop_back();
   std::string probe;
-  for (const std::string& f : {a + "/launch.pb", a + "/output.log", a + "/ranks",
-                               a + "/work/progress.json", "/proc/" + pid + "/environ"}) {
+  for (const std::string& f : {a + "/attempt.pb", a + "/output.log", a + "/work/progress.json",
+                               "/proc/" + pid + "/environ"}) {
     probe += "cat " + f + " >/dev/null 2>&1 && echo READ " + f + " || echo DENIED " + f + "; ";
   }
-  probe += "grep -a alice-secret /proc/" + pid + "/environ " + a + "/launch.pb 2>/dev/null; ";
+  probe += "grep -a alice-secret /proc/" + pid + "/environ " + a + "/attempt.pb 2>/dev/null; ";
   probe += "kill -0 " + pid + " 2>/dev/null && echo SIGNALLED || echo NO-SIGNAL; ";
   probe += "kill -USR1 " + pid + " 2>/dev/null && echo SIGNALLED || echo NO-SIGNAL; ";
   probe += "ls " + a + " >/dev/null 2>&1 && echo LISTED || echo NOT-LISTED; echo probed";

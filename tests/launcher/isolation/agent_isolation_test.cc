@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/attempt_record.h"
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/setup.h"
 #include "tests/launcher/fake_coordinator.h"
@@ -536,13 +537,16 @@ TEST_F(AgentIsolation, ARestartedAgentSignalsNothingOutsideTheAttemptWhateverIts
   ASSERT_TRUE(phase(21, v1::AttemptReport::PHASE_RUNNING, 0));
   agent.KillNine();
   // Job 20's record now names job 21's process group.
-  std::string victim = ReadFile(agent.data + "/jobs/21/1/ranks");
-  pid_t victim_group = static_cast<pid_t>(std::stol(victim.substr(0, victim.find('\n'))));
+  absl::StatusOr<v1::AgentAttemptRecord> victim = ReadAttemptRecord(agent.data + "/jobs/21/1");
+  ASSERT_TRUE(victim.ok()) << victim.status();
+  pid_t victim_group = victim->process_group();
   ASSERT_GT(victim_group, 1);
   ASSERT_EQ(kill(-victim_group, 0), 0) << "job 21 runs";
-  std::string record = ReadFile(agent.data + "/jobs/20/1/ranks");
-  launcher_testing::WriteFile(agent.data + "/jobs/20/1/ranks",
-                              std::to_string(victim_group) + record.substr(record.find('\n')));
+  absl::StatusOr<v1::AgentAttemptRecord> record = ReadAttemptRecord(agent.data + "/jobs/20/1");
+  ASSERT_TRUE(record.ok()) << record.status();
+  ASSERT_EQ(record->processes_size(), 1);
+  record->set_process_group(victim_group);
+  ASSERT_TRUE(WriteAttemptRecord(agent.data + "/jobs/20/1", *record).ok());
 
   int before = coordinator.session();
   agent.Start(dir_->Sub("rk2"));
