@@ -187,7 +187,10 @@ __attribute__((no_sanitize_address)) int StartChild(void* arg) {
   // What it changes there (errno, environ) the keeper no longer reads; its descriptors,
   // signal handlers, directory and credentials are its own.
   static char child_stack[64 * 1024] __attribute__((aligned(64)));
-  ChildStart start{&k.child, k.msg_fd};
+  // The child starts in the cgroups the keeper joined above: nothing to join again.
+  ChildPlan child_plan = k.child;
+  child_plan.cgroup_procs = nullptr;
+  ChildStart start{&child_plan, k.msg_fd};
   pid_t child =
       clone(StartChild, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   if (child < 0) FailStep(k.msg_fd, kStepForkChild);
