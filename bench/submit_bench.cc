@@ -9,10 +9,14 @@
 //   2. durable submits through the API from 16 client threads: submits/s, with the
 //      per-tenant fair-use limits on (far above the load) and off, interleaved three
 //      times each: throttle_overhead_ratio = on ÷ off (median of the pairs);
-//   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s.
+//   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s, against its floor:
+//      the same number of jobs' own processes (baton-keeper and `true`, started as the agent
+//      starts them, Spawn in process.h) from 16 threads with no daemon at all, before and
+//      after the end-to-end run; the better of the two is the floor.
 // Ends with one JSON line (keys in docs/benchmarks.md).
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +28,7 @@
 #include <thread>
 
 #include "bench/daemons.h"
+#include "launcher/agent/process.h"
 #include "proto/api.grpc.pb.h"
 #include "proto/rpc_util.h"
 #include "proto/tls.h"
@@ -57,6 +62,40 @@ double TimeProcess(const std::vector<std::string>& argv,
   auto code = p.Wait(std::chrono::seconds(30));
   double ms = Ms(Clock::now() - start);
   return code == 0 ? ms : -1;
+}
+
+// Jobs per second when only each job's own processes run: `jobs` times baton-keeper and
+// `true` under it, as the agent starts them (exit record included), from `threads` threads.
+double SpawnFloorJobsPerSec(const std::string& dir, int jobs, int threads) {
+  std::filesystem::create_directories(dir);
+  int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  std::atomic<int> next{0}, failed{0};
+  auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      baton::SpawnOptions so;
+      so.argv = {"true"};
+      so.env = {"PATH=/usr/bin:/bin"};
+      so.cwd = dir;
+      so.output_fd = devnull;
+      so.exit_dir = dir;
+      while (next++ < jobs) {
+        pid_t keeper = 0;
+        int status = 0;
+        if (!baton::Spawn(so, nullptr, &keeper).ok() || waitpid(keeper, &status, 0) != keeper ||
+            status != 0) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  close(devnull);
+  std::filesystem::remove_all(dir);
+  if (failed > 0) std::fprintf(stderr, "spawn floor: %d of %d failed\n", failed.load(), jobs);
+  return failed > 0 ? 0 : jobs / secs;
 }
 
 v1::JobSpec TrivialSpec() {
@@ -195,8 +234,10 @@ int main(int argc, char** argv) {
   std::printf("API submits (%d threads, each durable): %.0f /s (group-commit limit %.0f /s)\n",
               r["api-threads"].as<int>(), api_rate, group_limit);
 
-  // 3. End to end on many agents.
+  // 3. End to end on many agents, between two runs of its floor.
   double e2e_rate = 0;
+  const int floor_threads = r["agents"].as<int>();
+  double spawn_floor = SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads);
   {
     Daemons d(dir + "/e2e");
     std::string target = d.StartCoordinator();
@@ -231,6 +272,10 @@ int main(int argc, char** argv) {
     std::printf("end to end: %d trivial jobs on %d agents in %.2f s: %.0f jobs/s\n", jobs, agents,
                 secs, e2e_rate);
   }
+  spawn_floor = std::max(
+      spawn_floor, SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads));
+  std::printf("floor: the jobs' own processes alone (keeper + true, %d threads): %.0f jobs/s\n",
+              floor_threads, spawn_floor);
   std::filesystem::remove_all(dir);
   std::printf(
       "{\"auth\":\"munge+tls\",\"api_auth\":\"token+tls\",\"cli_submit_p50_vs_empty_rpc\":%.3f,"
@@ -238,9 +283,11 @@ int main(int argc, char** argv) {
       "\"e2e_jobs_per_s\":%.1f,\"cli_submit_p50_ms\":%.3f,\"cli_submit_p99_ms\":%.3f,"
       "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
       "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f,"
-      "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f}\n",
+      "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f,"
+      "\"e2e_spawn_floor_jobs_per_s\":%.1f,\"e2e_vs_spawn_floor\":%.3f}\n",
       cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
       floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit,
-      throttle_overhead, Percentile(api_off, 0.5));
+      throttle_overhead, Percentile(api_off, 0.5), spawn_floor,
+      spawn_floor > 0 ? e2e_rate / spawn_floor : 0);
   return 0;
 }
