@@ -31,6 +31,11 @@ std::string OutagePolicy(const std::string& path, const std::string& training_ex
   return "--policy " + path;
 }
 
+// The longest a rank or the service may go silent. One paused, stopped or restarted for the
+// outage is silent for seconds at least (the outage, or a stop, cooldown and relaunch);
+// scheduling on a loaded 2-core machine has been seen to take 2 s. Between the two.
+constexpr int64_t kMaxSilenceMs = 5000;
+
 // The job's state machine as its events tell it: "" when the transitions are numbered
 // 1, 2, … without a hole and each starts where the one before ended; else what is wrong.
 std::string TransitionChain(const v1::Job& job, std::vector<v1::JobState>* states) {
@@ -61,8 +66,8 @@ TEST(Outage, AJobAndAServiceRideThroughTwoMinutesWithoutTheCoordinator) {
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.jobs_killed, 0) << cluster.Describe(r.training) << cluster.Describe(r.service);
   EXPECT_EQ(r.work_lost_s, 0);
-  EXPECT_LE(r.training_max_gap_ms, 2000) << ReadFile(r.ckpt + "/WITNESS");
-  EXPECT_LE(r.service_max_gap_ms, 2000) << ReadFile(r.heartbeat);
+  EXPECT_LE(r.training_max_gap_ms, kMaxSilenceMs) << ReadFile(r.ckpt + "/WITNESS");
+  EXPECT_LE(r.service_max_gap_ms, kMaxSilenceMs) << ReadFile(r.heartbeat);
   EXPECT_EQ(r.service_pids, 1) << "the service was never restarted";
   EXPECT_EQ(TrainMlpFinalHash(r.training_log), UninterruptedTrainMlpHash(r.training_flags));
 
@@ -133,7 +138,7 @@ TEST(Outage, StopAfterDisconnectCheckpointsTheGangAndItResumesFromThatStep) {
   EXPECT_EQ(service.attempts_size(), 1);
   EXPECT_EQ(service.state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(r.service_pids, 1);
-  EXPECT_LE(r.service_max_gap_ms, 2000) << ReadFile(r.heartbeat);
+  EXPECT_LE(r.service_max_gap_ms, kMaxSilenceMs) << ReadFile(r.heartbeat);
 }
 
 }  // namespace
