@@ -50,7 +50,7 @@ void Agent::Start(const std::string& advertise_address) {
   RecoverAttempts();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    last_contact_mono_.store(clock_->MonotonicMs());
+    last_contact_mono_ms_.store(clock_->MonotonicMs());
   }
   connection_ = std::thread([this] { ConnectionLoop(); });
   worker_ = std::thread([this] { WorkerLoop(); });
@@ -95,7 +95,7 @@ void Agent::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
-    if (options_.kill_jobs_on_stop) StopAllLocked("agent stopping", 3000);
+    if (options_.kill_jobs_on_stop) StopAllLocked("agent stopping", absl::Seconds(3));
   }
   if (options_.kill_jobs_on_stop) {
     // Give the ranks their short grace and report the ends while still connected.
@@ -164,18 +164,19 @@ bool Agent::IsLive(uint64_t job, uint32_t attempt) const {
 // --- the coordinator stream -----------------------------------------------------------
 
 void Agent::ConnectionLoop() {
-  int64_t backoff = 100;
+  constexpr absl::Duration kFirstBackoff = absl::Milliseconds(100);
+  absl::Duration backoff = kFirstBackoff;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
     }
-    int64_t started = clock_->MonotonicMs();
+    absl::Time started = clock_->Monotonic();
     Session();
-    if (clock_->MonotonicMs() - started > 5000) backoff = 100;  // it was a real session
+    if (clock_->Monotonic() - started > absl::Seconds(5)) backoff = kFirstBackoff;  // a real one
     std::unique_lock<std::mutex> lock(exits_mu_);
-    exits_cv_.wait_for(lock, std::chrono::milliseconds(backoff));
-    backoff = std::min(backoff * 2, options_.reconnect_max_backoff_ms);
+    exits_cv_.wait_for(lock, absl::ToChronoMilliseconds(backoff));
+    backoff = std::min(backoff * 2, options_.reconnect_max_backoff);
   }
 }
 
@@ -292,7 +293,7 @@ void Agent::ReportLocked(Run& run) {
 }
 
 void Agent::Handle(const v1::CoordinatorCommand& cmd) {
-  last_contact_mono_.store(clock_->MonotonicMs());
+  last_contact_mono_ms_.store(clock_->MonotonicMs());
   if (cmd.has_heartbeat_ack()) {
     // Without the lock: an ack is never late for what the agent is doing meanwhile. It
     // carries the heartbeat's own time (this agent's wall clock).
@@ -303,8 +304,9 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
   std::lock_guard<std::mutex> lock(mu_);
   switch (cmd.cmd_case()) {
     case v1::CoordinatorCommand::kRegistered:
-      heartbeat_ms_ = std::max<int64_t>(50, cmd.registered().heartbeat_interval_ms());
-      lease_ms_ = std::max<int64_t>(2 * heartbeat_ms_, cmd.registered().lease_ms());
+      heartbeat_interval_ = std::max(absl::Milliseconds(50),
+                                     absl::Milliseconds(cmd.registered().heartbeat_interval_ms()));
+      lease_ = std::max(2 * heartbeat_interval_, absl::Milliseconds(cmd.registered().lease_ms()));
       break;
     case v1::CoordinatorCommand::kLaunch:
       AcceptLaunchLocked(cmd.launch());
@@ -316,7 +318,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       spdlog::info("job {} attempt {}: signal {} ({}), SIGKILL in {} s", k.job_id(), k.attempt(),
                    k.signal(), k.reason(), k.grace_seconds());
       StopRun(it->first, it->second, k.signal() ? k.signal() : SIGKILL,
-              clock_->MonotonicMs() + int64_t{k.grace_seconds()} * 1000,
+              clock_->Monotonic() + absl::Seconds(k.grace_seconds()),
               /*ranks_only=*/k.signal() == SIGUSR1);
       break;
     }
@@ -324,8 +326,10 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       const v1::Preempt& p = cmd.preempt();
       auto it = attempts_.find({p.job_id(), p.attempt()});
       if (it == attempts_.end() || !it->second.busy()) break;
-      int64_t left = std::max<int64_t>(0, p.deadline_ms() - clock_->NowMs());
-      PreemptRun(it->first, it->second, clock_->MonotonicMs() + left);
+      // The deadline is the coordinator's wall clock; what is left of it, on ours.
+      absl::Duration left =
+          std::max(absl::ZeroDuration(), absl::FromUnixMillis(p.deadline_ms()) - clock_->Now());
+      PreemptRun(it->first, it->second, clock_->Monotonic() + left);
       break;
     }
     case v1::CoordinatorCommand::kSignal: {
@@ -350,15 +354,14 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
 
 // --- attempts ---------------------------------------------------------------------------
 
-void Agent::StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
-  if (signal == SIGKILL) kill_at_mono = 0;
-  if (!SignalRunLocked(key, run, signal, kill_at_mono, ranks_only)) return;
-  if (run.stop_kill_mono == 0 || kill_at_mono < run.stop_kill_mono)
-    run.stop_kill_mono = kill_at_mono;
+void Agent::StopRun(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only) {
+  if (signal == SIGKILL) kill_at = absl::InfinitePast();  // now
+  if (!SignalRunLocked(key, run, signal, kill_at, ranks_only)) return;
+  run.stop_kill_at = std::min(run.stop_kill_at, kill_at);  // only ever sooner
   ArmKillLocked(key, run);
 }
 
-bool Agent::SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only) {
+bool Agent::SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only) {
   run.stop_ordered = true;
   run.report.set_killed(true);
   if (run.launching) {
@@ -382,7 +385,7 @@ bool Agent::SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono,
     return false;
   }
   run.awaiting_exec = false;
-  if (kill_at_mono <= clock_->MonotonicMs()) {
+  if (kill_at <= clock_->Monotonic()) {
     KillNowLocked(key, run);
     return false;
   }
@@ -394,28 +397,27 @@ bool Agent::SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono,
   return true;
 }
 
-void Agent::PreemptRun(Key key, Run& run, int64_t deadline_mono) {
+void Agent::PreemptRun(Key key, Run& run, absl::Time deadline) {
   // A resent Preempt only moves the deadline (later while a checkpoint is written):
   // SIGUSR1 again could reach a rank that has saved and put back the default action,
   // which would kill it. The deadline is the Preempt's alone, so that it can move later.
-  deadline_mono = std::max<int64_t>(deadline_mono, 1);
   if (!run.preempted) {
     run.preempted = true;
-    spdlog::info("job {} attempt {}: evicted, SIGUSR1; SIGKILL in {} ms", key.first, key.second,
-                 deadline_mono - clock_->MonotonicMs());
-    if (!SignalRunLocked(key, run, SIGUSR1, deadline_mono, /*ranks_only=*/true)) return;
+    spdlog::info("job {} attempt {}: evicted, SIGUSR1; SIGKILL in {}", key.first, key.second,
+                 absl::FormatDuration(deadline - clock_->Monotonic()));
+    if (!SignalRunLocked(key, run, SIGUSR1, deadline, /*ranks_only=*/true)) return;
   } else {
-    spdlog::info("job {} attempt {}: eviction deadline now in {} ms", key.first, key.second,
-                 deadline_mono - clock_->MonotonicMs());
+    spdlog::info("job {} attempt {}: eviction deadline now in {}", key.first, key.second,
+                 absl::FormatDuration(deadline - clock_->Monotonic()));
   }
-  run.preempt_kill_mono = deadline_mono;
+  run.preempt_kill_at = deadline;
   ArmKillLocked(key, run);
 }
 
-void Agent::StopDisconnectedLocked(int64_t silent_ms) {
+void Agent::StopDisconnectedLocked(absl::Duration silent) {
   for (auto& [key, run] : attempts_) {
-    if (!run.live() || run.disconnect_stopped || run.stop_after_disconnect_ms <= 0 ||
-        silent_ms <= run.stop_after_disconnect_ms) {
+    if (!run.live() || run.disconnect_stopped ||
+        run.stop_after_disconnect <= absl::ZeroDuration() || silent <= run.stop_after_disconnect) {
       continue;
     }
     // A graceful eviction decided here: the coordinator replaces the attempt only after
@@ -423,37 +425,32 @@ void Agent::StopDisconnectedLocked(int64_t silent_ms) {
     run.disconnect_stopped = true;
     run.report.set_stopped_disconnected(true);
     run.report.set_message("stopped on " + options_.node_name + " after " +
-                           std::to_string(silent_ms / 1000) +
+                           std::to_string(absl::ToInt64Seconds(silent)) +
                            " s without the coordinator (stop_after_disconnect): checkpoint and "
                            "exit");
     spdlog::warn("job {} attempt {}: {}", key.first, key.second, run.report.message());
-    PreemptRun(key, run, clock_->MonotonicMs() + run.grace_ms);
+    PreemptRun(key, run, clock_->Monotonic() + run.grace);
   }
 }
 
 void Agent::ArmKillLocked(Key key, Run& run) {
-  int64_t at = run.stop_kill_mono;
-  if (run.preempt_kill_mono != 0 && (at == 0 || run.preempt_kill_mono < at)) {
-    at = run.preempt_kill_mono;
-  }
-  if (at != 0 && at <= clock_->MonotonicMs() && run.live()) return KillNowLocked(key, run);
-  run.kill_at_mono = at;
+  absl::Time at = std::min(run.stop_kill_at, run.preempt_kill_at);
+  if (at <= clock_->Monotonic() && run.live()) return KillNowLocked(key, run);
+  run.kill_at = at;
 }
 
 void Agent::KillNowLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);
   if (isolator_->enabled()) sweeps_.push_back(key);  // descendants that left the group too
-  run.kill_at_mono = 0;
-  run.stop_kill_mono = 0;
-  run.preempt_kill_mono = 0;
+  run.kill_at = run.stop_kill_at = run.preempt_kill_at = absl::InfiniteFuture();
 }
 
-void Agent::StopAllLocked(const std::string& why, int64_t grace_ms) {
+void Agent::StopAllLocked(const std::string& why, absl::Duration grace) {
   for (auto& [key, run] : attempts_) {
     if (!run.busy()) continue;
     spdlog::warn("job {} attempt {}: stopping ({})", key.first, key.second, why);
     if (run.report.message().empty()) run.report.set_message(why);
-    StopRun(key, run, SIGTERM, clock_->MonotonicMs() + grace_ms, /*ranks_only=*/false);
+    StopRun(key, run, SIGTERM, clock_->Monotonic() + grace, /*ranks_only=*/false);
   }
 }
 
@@ -571,7 +568,7 @@ void Agent::ProcessExitLocked(const Exit& e) {
     }
     if (run.live() && !run.stop_ordered) {
       // One rank down takes its node's others with it (as torchrun does).
-      StopRun(e.key, run, SIGTERM, clock_->MonotonicMs() + options_.local_failure_grace_ms,
+      StopRun(e.key, run, SIGTERM, clock_->Monotonic() + options_.local_failure_grace,
               /*ranks_only=*/false);
       run.report.set_killed(false);
     }
@@ -581,7 +578,7 @@ void Agent::ProcessExitLocked(const Exit& e) {
 
 void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
-  run.kill_at_mono = 0;
+  run.kill_at = absl::InfiniteFuture();
   // Its output drained, its last progress note read and its isolation released, the
   // worker reports the end (ReadNotesOutsideLock): none of it happens under the lock.
   run.finishing = true;
@@ -702,36 +699,36 @@ void Agent::WorkerLoop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (const Exit& e : exits) ProcessExitLocked(e);
     for (Exit& e : adopted) AdoptedExitLocked(std::move(e));
-    int64_t now = clock_->MonotonicMs();
+    absl::Time now = clock_->Monotonic();
     for (auto& [key, run] : attempts_) {
-      if (run.kill_at_mono != 0 && now >= run.kill_at_mono && run.live()) {
+      if (now >= run.kill_at && run.live()) {
         spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
         KillNowLocked(key, run);
       }
     }
-    bool refresh_stats = now >= next_stats_mono_;
-    if (refresh_stats) next_stats_mono_ = now + options_.stats_interval_ms;
-    if (now >= next_progress_mono_) {
+    bool refresh_stats = now >= next_stats_;
+    if (refresh_stats) next_stats_ = now + options_.stats_interval;
+    if (now >= next_progress_) {
       // The checkpoint library's committed step travels with the attempt's reports.
       for (auto& [key, run] : attempts_) {
         if (run.live()) reads.push_back({key, run.progress_file, run.user.uid, false});
       }
-      next_progress_mono_ = now + 500;
+      next_progress_ = now + absl::Milliseconds(500);
     }
-    if (stream_ && now >= next_heartbeat_mono_) {
+    if (stream_ && now >= next_heartbeat_) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_time_ms(clock_->NowMs());
       SendLocked(std::move(hb));
-      next_heartbeat_mono_ = now + heartbeat_ms_;
+      next_heartbeat_ = now + heartbeat_interval_;
     }
     // "Cut off" is measured by what we hear (every heartbeat is acknowledged): a cut link
     // leaves the stream looking open for a long time, and writes into it still succeed.
-    int64_t silent = now - last_contact_mono_.load();
-    if (silent > lease_ms_) {
+    absl::Duration silent = now - absl::FromUnixMillis(last_contact_mono_ms_.load());
+    if (silent > lease_) {
       if (!lease_expired_) {
         lease_expired_ = true;
-        spdlog::warn("no contact with the coordinator for {} ms: reconnecting; jobs keep running",
-                     silent);
+        spdlog::warn("no contact with the coordinator for {}: reconnecting; jobs keep running",
+                     absl::FormatDuration(silent));
         if (stream_) stream_->Cancel();  // reconnect and register afresh
       }
       StopDisconnectedLocked(silent);

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/coordinator_link.h"
@@ -55,16 +56,16 @@ struct AgentOptions {
   std::string pool;
   std::map<std::string, std::string> labels;
   std::vector<v1::Taint> taints;
-  int64_t reconnect_max_backoff_ms = 2000;
-  int64_t local_failure_grace_ms = 5000;  // other local ranks after one fails
-  std::string nic;                        // cluster interface (NCCL_SOCKET_IFNAME)
-  std::string mpi_network;                // CIDR for Open MPI's TCP; "" derives it
-  std::string mpirun = "mpirun";          // the mpirun to use in mpi mode
-  bool kill_jobs_on_stop = true;          // false: jobs outlive the agent and are re-adopted
+  absl::Duration reconnect_max_backoff = absl::Seconds(2);
+  absl::Duration local_failure_grace = absl::Seconds(5);  // other local ranks after one fails
+  std::string nic;                                        // cluster interface (NCCL_SOCKET_IFNAME)
+  std::string mpi_network;                                // CIDR for Open MPI's TCP; "" derives it
+  std::string mpirun = "mpirun";                          // the mpirun to use in mpi mode
+  bool kill_jobs_on_stop = true;  // false: jobs outlive the agent and are re-adopted
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
-  int64_t stats_interval_ms = 5000;  // limits and throttling re-reported this often
-  int launch_workers = 4;            // attempts started at once (forks, cgroup set-up)
+  absl::Duration stats_interval = absl::Seconds(5);  // limits and throttling re-reported this often
+  int launch_workers = 4;  // attempts started at once (forks, cgroup set-up)
   uint64_t max_log_bytes = LogPump::kDefaultMaxLogBytes;  // per attempt's output log
   // Attempt directories (records, log, work dir) of attempts that ended are removed this
   // long after their last change (checked every 10 minutes); zero keeps them.
@@ -130,14 +131,15 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    int64_t kill_at_mono = 0;       // SIGKILL the group then; 0: not scheduled
-    int64_t stop_kill_mono = 0;     // from Kill, lease expiry, a local failure: only sooner
-    int64_t preempt_kill_mono = 0;  // the latest Preempt's deadline (grace extensions move it)
-    bool preempted = false;         // SIGUSR1 delivered for an eviction (never twice)
-    int64_t saving_step = -1;       // a save in progress per the progress note; -1: none
-    std::string progress_file;      // the checkpoint library's progress note (rank 0)
-    bool adopted = false;           // found running at start: not our children
-    bool inference = false;         // isolated as inference: its start and end re-limit training
+    // Deadlines on the monotonic clock; InfiniteFuture: none.
+    absl::Time kill_at = absl::InfiniteFuture();          // SIGKILL the group then
+    absl::Time stop_kill_at = absl::InfiniteFuture();     // Kill, lease expiry, a local failure
+    absl::Time preempt_kill_at = absl::InfiniteFuture();  // the latest Preempt's (it moves)
+    bool preempted = false;     // SIGUSR1 delivered for an eviction (never twice)
+    int64_t saving_step = -1;   // a save in progress per the progress note; -1: none
+    std::string progress_file;  // the checkpoint library's progress note (rank 0)
+    bool adopted = false;       // found running at start: not our children
+    bool inference = false;     // isolated as inference: its start and end re-limit training
     std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
@@ -146,9 +148,9 @@ class Agent {
     std::vector<std::string> exec_env;
     std::string cwd;
     ProcessUser user;  // every process of the attempt runs as the job's owner
-    // Cut off from the coordinator this long, the attempt is stopped gracefully (0: never).
-    int64_t stop_after_disconnect_ms = 0;
-    int64_t grace_ms = 0;             // its eviction grace (the spec's)
+    // Cut off from the coordinator this long, the attempt is stopped gracefully (zero: never).
+    absl::Duration stop_after_disconnect;
+    absl::Duration grace;             // its eviction grace (the spec's)
     bool disconnect_stopped = false;  // told to checkpoint and stop for lack of contact
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
@@ -193,16 +195,16 @@ class Agent {
   void StartAttempt(const v1::Launch& l, Run& run);
   // Under the lock: the started attempt into the table, with what happened meanwhile.
   void CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_before_start);
-  void StopRun(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
+  void StopRun(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only);
   // Marks the attempt stopping and sends `signal` (to the ranks, or the whole group); kills
-  // at once when `kill_at_mono` has passed. False when nothing is left to wait for.
-  bool SignalRunLocked(Key key, Run& run, int signal, int64_t kill_at_mono, bool ranks_only);
+  // at once when `kill_at` has passed. False when nothing is left to wait for.
+  bool SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only);
   // Eviction: SIGUSR1 to the ranks once; the kill follows the latest deadline given.
-  void PreemptRun(Key key, Run& run, int64_t deadline_mono);
+  void PreemptRun(Key key, Run& run, absl::Time deadline);
   // Attempts cut off from the coordinator past their stop_after_disconnect: SIGUSR1 and
   // their grace, once.
-  void StopDisconnectedLocked(int64_t silent_ms);
-  // kill_at_mono from the two deadlines; kills now when it has passed.
+  void StopDisconnectedLocked(absl::Duration silent);
+  // kill_at from the two deadlines; kills now when it has passed.
   void ArmKillLocked(Key key, Run& run);
   void KillNowLocked(Key key, Run& run);
   void WorkerLoop();
@@ -239,7 +241,7 @@ class Agent {
   // cancels the stream (the reader sees it end).
   void WriteLoop(CoordinatorStream& stream);
   void ReportLocked(Run& run);
-  void StopAllLocked(const std::string& why, int64_t grace_ms);
+  void StopAllLocked(const std::string& why, absl::Duration grace);
   // Applies what the attempt's progress note held (or why it could not be read: said once
   // in the report); true when its committed step moved forward, a save started or ended
   // (what the coordinator's grace extension needs to know), or the error changed.
@@ -295,12 +297,13 @@ class Agent {
   std::condition_variable launch_cv_;
   std::condition_variable launched_cv_;  // a launch was committed (StartExec waits for it)
   CoordinatorStream* stream_ = nullptr;  // the live session's; Cancel only (any thread)
-  int64_t heartbeat_ms_ = 1000;
-  int64_t lease_ms_ = 10'000;
-  std::atomic<int64_t> last_contact_mono_{0};  // any command; acks are taken without mu_
-  int64_t next_heartbeat_mono_ = 0;
-  int64_t next_progress_mono_ = 0;
-  int64_t next_stats_mono_ = 0;
+  absl::Duration heartbeat_interval_ = absl::Seconds(1);
+  absl::Duration lease_ = absl::Seconds(10);
+  // Monotonic ms (an atomic: acks are taken without mu_) of the last command of any kind.
+  std::atomic<int64_t> last_contact_mono_ms_{0};
+  absl::Time next_heartbeat_ = absl::InfinitePast();  // monotonic; due at once
+  absl::Time next_progress_ = absl::InfinitePast();
+  absl::Time next_stats_ = absl::InfinitePast();
   bool lease_expired_ = false;
   bool stopping_ = false;
 

@@ -171,8 +171,8 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     error = std::string(s.message());
   } else {
     run.user = AsProcessUser(*user);
-    run.stop_after_disconnect_ms = static_cast<int64_t>(l.stop_after_disconnect_ms());
-    run.grace_ms = int64_t{l.spec().grace_seconds()} * 1000;
+    run.stop_after_disconnect = absl::Milliseconds(l.stop_after_disconnect_ms());
+    run.grace = absl::Seconds(l.spec().grace_seconds());
   }
   // Limits first: every process of the attempt (ranks, mpirun, exec'ed daemons) joins
   // its cgroups before it execs.
@@ -258,8 +258,8 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
   run.awaiting_exec = started.awaiting_exec;
   run.cwd = std::move(started.cwd);
   run.progress_file = std::move(started.progress_file);
-  run.stop_after_disconnect_ms = started.stop_after_disconnect_ms;
-  run.grace_ms = started.grace_ms;
+  run.stop_after_disconnect = started.stop_after_disconnect;
+  run.grace = started.grace;
   run.failed = started.failed;
   if (started.report.has_isolation()) {
     *run.report.mutable_isolation() = started.report.isolation();

@@ -63,8 +63,8 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   run.user.uid = user->uid;
   run.user.gid = user->gid;
   run.user.groups = user->gids;
-  run.stop_after_disconnect_ms = static_cast<int64_t>(l.stop_after_disconnect_ms());
-  run.grace_ms = int64_t{l.spec().grace_seconds()} * 1000;
+  run.stop_after_disconnect = absl::Milliseconds(l.stop_after_disconnect_ms());
+  run.grace = absl::Seconds(l.spec().grace_seconds());
   run.report.set_job_id(key.first);
   run.report.set_attempt(key.second);
   run.report.set_checkpoint_step(-1);

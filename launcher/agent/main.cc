@@ -263,7 +263,7 @@ Flags ParseFlags(int argc, char** argv) {
     throw cxxopts::exceptions::exception("--stats-interval: " +
                                          std::string(stats.status().message()));
   }
-  f.agent.stats_interval_ms = std::max<int64_t>(100, absl::ToInt64Milliseconds(*stats));
+  f.agent.stats_interval = std::max(absl::Milliseconds(100), *stats);
   f.agent.inference_classes.clear();
   {
     std::stringstream classes(r["inference-classes"].as<std::string>());

@@ -243,7 +243,7 @@ class AgentTest : public ::testing::Test {
     t.set_key("maint");
     t.set_effect("NoSchedule");
     o.taints = {t};
-    o.reconnect_max_backoff_ms = 200;
+    o.reconnect_max_backoff = absl::Milliseconds(200);
     spawner_ = new GateSpawner();
     acks_ = new AckCounter();
     link_ = new GateLink(GrpcCoordinatorLink(o.coordinator, o.tls));

@@ -213,7 +213,7 @@ class AgentIsolation : public ::testing::Test {
     o.node_name = launcher_testing::kNode;
     o.coordinator = coordinator_->address();
     o.data_dir = dir_->path();
-    o.stats_interval_ms = kStatsMs;
+    o.stats_interval = absl::Milliseconds(kStatsMs);
     o.tls = tls_->agent;
     agent_ = new Agent(o, *inv, clock_, std::move(*iso));
     agent_->Start("127.0.0.1:1");
