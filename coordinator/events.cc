@@ -108,6 +108,20 @@ v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::s
   return ev;
 }
 
+int64_t CheckpointTimeMs(const v1::Attempt& a, int64_t reported_ms, int64_t now_ms) {
+  if (reported_ms <= 0) return now_ms;
+  int64_t earliest = std::max(a.started_ms(), a.checkpoint_time_ms());
+  return std::min(now_ms, std::max(earliest, reported_ms));
+}
+
+int64_t EndedMs(const v1::Attempt& a, size_t nodes, const std::map<std::string, int64_t>& reported,
+                int64_t now_ms) {
+  if (nodes == 0 || reported.size() < nodes) return now_ms;
+  int64_t last = 0;
+  for (const auto& [node, ms] : reported) last = std::max(last, ms);
+  return std::min(now_ms, std::max(a.started_ms(), last));
+}
+
 double LostGpuSeconds(const v1::Job& job, int64_t now_ms) {
   if (job.attempts_size() == 0) return 0;
   const v1::Attempt& a = *job.attempts().rbegin();

@@ -4,6 +4,7 @@
 // JobManager numbers and stores what these return. Pure; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -37,5 +38,19 @@ v1::Event NodeChange(const v1::Node& node, const std::string& code, const std::s
 // and 0 for an evicted attempt that exited cleanly after a checkpoint it committed during
 // the eviction (that save holds all its work).
 double LostGpuSeconds(const v1::Job& job, int64_t now_ms);
+
+// When attempt `a`'s newly reported checkpoint was committed, for LostGpuSeconds: the time
+// its agent read from the job's progress note (`reported_ms`; 0: none, so `now_ms`), kept
+// between the attempt's previous checkpoint (or its start) and now. The job writes that
+// note, so it could only claim an earlier commit, which makes it look costlier to evict
+// but no more than never saving would; a later one than now is a skewed clock.
+int64_t CheckpointTimeMs(const v1::Attempt& a, int64_t reported_ms, int64_t now_ms);
+
+// When attempt `a` ended, for LostGpuSeconds: the latest end its `nodes` agents reported
+// (`reported`, node -> unix ms on that node's clock), kept between its start and now, when
+// every node reported one; else `now_ms` (a lost node, an older agent). An end heard late
+// (after a coordinator outage) is then still when it happened, like its checkpoint.
+int64_t EndedMs(const v1::Attempt& a, size_t nodes, const std::map<std::string, int64_t>& reported,
+                int64_t now_ms);
 
 }  // namespace baton::events

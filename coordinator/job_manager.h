@@ -176,6 +176,9 @@ class JobManager {
     uint64_t evicting_for = 0;           // evictions: the preemptor
     std::optional<int64_t> saving_step;  // a checkpoint being written (progress note)
     std::string saving_node;             // the node whose agent reported it
+    // When each node's part ended, as its agent reported it (the report's time_ms, the
+    // node's clock): with every node's, the attempt's end is theirs, not when we heard.
+    std::map<std::string, int64_t> node_end_ms;
   };
   struct JobEntry {
     v1::Job job;

@@ -243,9 +243,10 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     txn.touched.insert(e->job.id());
   }
   if (r.checkpoint_step() > a->checkpoint_step()) {
-    // When it was committed, as far as we know: least-lost-work eviction counts from here.
+    // When it was committed: least-lost-work eviction and the work lost count from here.
     a->set_checkpoint_step(r.checkpoint_step());
-    a->set_checkpoint_time_ms(clock_->NowMs());
+    a->set_checkpoint_time_ms(
+        events::CheckpointTimeMs(*a, r.checkpoint_time_ms(), clock_->NowMs()));
     txn.touched.insert(e->job.id());
   }
   if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
@@ -280,6 +281,7 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     return;
   }
   if (phase == Phase::kExited) return;
+  if (r.time_ms() > 0) live.node_end_ms[node] = r.time_ms();
   if (r.stopped_disconnected() && live.outcome == Outcome::kNone) {
     // The agent stopped it for want of us (a partition, our outage): like a lost node,
     // it resumes from its checkpoint, and the rest of its gang stops too.

@@ -387,7 +387,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   active_.erase(e.job.id());
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   const int64_t now = clock_->NowMs();
-  a->set_ended_ms(now);
+  a->set_ended_ms(events::EndedMs(*a, live.nodes.size(), live.node_end_ms, now));
   a->set_exit_code(live.exit_code);
   a->set_term_signal(live.term_signal);
   const v1::JobSpec& spec = e.job.spec();

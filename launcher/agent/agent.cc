@@ -481,6 +481,9 @@ bool Agent::ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& not
   }
   if (progress->committed_step > run.report.checkpoint_step()) {
     run.report.set_checkpoint_step(progress->committed_step);
+    // The note is rewritten only as a save starts, commits or fails: its time is the
+    // commit's, or a later one. Read late (the last read, at the end), it still says when.
+    run.report.set_checkpoint_time_ms(progress->time_ms);
     changed = true;
   }
   int64_t saving = progress->state == "saving" ? progress->step : -1;

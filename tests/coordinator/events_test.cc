@@ -194,5 +194,30 @@ TEST(Events, LostWorkCountsFromTheLastCheckpointOrTheStart) {
   EXPECT_DOUBLE_EQ(events::LostGpuSeconds(job, 11'000), 4.0) << "ends at its end";
 }
 
+TEST(Events, ACheckpointCountsFromWhenItsNoteSaysItCommittedWithinWhatIsPossible) {
+  v1::Attempt a;
+  a.set_started_ms(1'000);
+  EXPECT_EQ(events::CheckpointTimeMs(a, 0, 9'000), 9'000) << "no time reported: when heard";
+  EXPECT_EQ(events::CheckpointTimeMs(a, 7'500, 9'000), 7'500)
+      << "heard late (with the end report, say): still when it was committed";
+  EXPECT_EQ(events::CheckpointTimeMs(a, 12'000, 9'000), 9'000) << "never after now";
+  EXPECT_EQ(events::CheckpointTimeMs(a, 500, 9'000), 1'000) << "never before the start";
+  a.set_checkpoint_time_ms(6'000);
+  EXPECT_EQ(events::CheckpointTimeMs(a, 5'000, 9'000), 6'000)
+      << "never before the checkpoint it follows";
+}
+
+TEST(Events, AnAttemptEndsWhenItsNodesSayOnlyWhenEveryNodeSaid) {
+  v1::Attempt a;
+  a.set_started_ms(1'000);
+  EXPECT_EQ(events::EndedMs(a, 2, {{"n1", 4'000}, {"n2", 5'000}}, 9'000), 5'000)
+      << "heard late (after an outage): still when the last node ended";
+  EXPECT_EQ(events::EndedMs(a, 2, {{"n1", 4'000}}, 9'000), 9'000)
+      << "a node that never said (lost): when we heard";
+  EXPECT_EQ(events::EndedMs(a, 1, {}, 9'000), 9'000) << "an older agent: when we heard";
+  EXPECT_EQ(events::EndedMs(a, 1, {{"n1", 12'000}}, 9'000), 9'000) << "never after now";
+  EXPECT_EQ(events::EndedMs(a, 1, {{"n1", 500}}, 9'000), 1'000) << "never before the start";
+}
+
 }  // namespace
 }  // namespace baton::testing

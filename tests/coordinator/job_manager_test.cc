@@ -2,6 +2,7 @@
 // agents. Each test narrates one behaviour.
 #include <csignal>
 
+#include "coordinator/events.h"
 #include "tests/coordinator/harness.h"
 
 namespace baton::testing {
@@ -420,6 +421,52 @@ TEST(JobManager, AnEvictionSaysWhetherTheCheckpointIsNoneOrUnknown) {
         << why;
     (void)serve;
   }
+}
+
+// A checkpoint committed just before the kill reaches the coordinator only with the end
+// report: its time is the note's, not the report's, so the work after it still counts.
+TEST(JobManager, ACheckpointHeardOnlyWithTheEndCountsFromWhenItWasCommitted) {
+  Harness h(QuickEvictions());
+  h.Connect("n1", /*gpus=*/2);
+  auto train = h.Submit(Spec(1, 2));
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  h.clock().AdvanceMs(10'000);
+  const int64_t committed = h.clock().NowMs() - 4'000;
+  v1::AttemptReport done = Report(*train, 1, Phase::PHASE_EXITED);
+  done.set_term_signal(SIGKILL);
+  done.set_killed(true);
+  done.set_checkpoint_step(25);
+  done.set_checkpoint_time_ms(committed);
+  h.Report("n1", done);
+  const v1::Attempt a = h.Get(*train).attempts(0);
+  EXPECT_EQ(a.checkpoint_step(), 25);
+  EXPECT_EQ(a.checkpoint_time_ms(), committed);
+  EXPECT_GT(a.ended_ms(), a.checkpoint_time_ms()) << "the 4 s since it are lost work";
+}
+
+// An attempt that saved and stopped while the coordinator was away is heard of only when
+// it returns: its end and its checkpoint are both the node's times, so the outage is not
+// counted as lost work.
+TEST(JobManager, AnEndHeardAfterAnOutageKeepsTheNodesTimes) {
+  Harness h(QuickEvictions());
+  h.Connect("n1", /*gpus=*/2);
+  auto train = h.Submit(Spec(1, 2));
+  h.Schedule();
+  h.Report("n1", Report(*train, 1, Phase::PHASE_RUNNING));
+  const int64_t started = h.clock().NowMs();
+  v1::AttemptReport done = Report(*train, 1, Phase::PHASE_EXITED);
+  done.set_checkpoint_step(30);
+  done.set_checkpoint_time_ms(started + 6'000);
+  done.set_time_ms(started + 6'800);
+  h.clock().AdvanceMs(20'000);  // the coordinator was away meanwhile
+  h.Report("n1", done);
+  const v1::Job job = h.Get(*train);
+  const v1::Attempt& a = job.attempts(0);
+  EXPECT_EQ(a.ended_ms(), started + 6'800);
+  EXPECT_EQ(a.checkpoint_time_ms(), started + 6'000);
+  EXPECT_DOUBLE_EQ(events::LostGpuSeconds(job, h.clock().NowMs()), 2 * 0.8)
+      << "0.8 s on 2 GPUs since its checkpoint, not the outage";
 }
 
 TEST(JobManager, AHigherClassEvictsTrainingWhichCoolsDownAndResumes) {

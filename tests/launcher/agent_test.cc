@@ -535,8 +535,8 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithTheExitCode) {
 
 TEST_F(AgentTest, CheckpointProgressTravelsWithTheReports) {
   // What libbaton_checkpoint's rank 0 writes (checkpoint/FORMAT.md, "Progress file").
-  std::string note =
-      R"({"attempt":1,"state":"committed","step":42,"committed_step":42,"time_ms":1})";
+  std::string note = R"({"attempt":1,"state":"committed","step":42,"committed_step":42,)"
+                     R"("time_ms":1700000001234})";
   Launch(40, {"sh", "-c",
               "printf '%s\\n' '" + note + "' > \"$BATON_PROGRESS_FILE\"; echo ready; sleep 60"});
   ASSERT_TRUE(WaitForLog(40, "ready"));
@@ -548,6 +548,7 @@ TEST_F(AgentTest, CheckpointProgressTravelsWithTheReports) {
   ASSERT_TRUE(r) << "a running attempt's committed step is reported";
   EXPECT_EQ(r->msg.report().phase(), v1::AttemptReport::PHASE_RUNNING);
   EXPECT_TRUE(r->msg.report().reports_progress()) << "the job reports progress";
+  EXPECT_EQ(r->msg.report().checkpoint_time_ms(), 1700000001234) << "when it was committed";
   ASSERT_TRUE(coordinator_->Push(KillCommand(40, SIGKILL, 0)));
   auto end = WaitEnd(40);
   ASSERT_TRUE(end);
@@ -555,12 +556,14 @@ TEST_F(AgentTest, CheckpointProgressTravelsWithTheReports) {
 }
 
 TEST_F(AgentTest, ProgressWrittenJustBeforeExitIsInTheEndReport) {
-  std::string note = R"({"attempt":1,"state":"committed","step":7,"committed_step":7,"time_ms":1})";
+  std::string note =
+      R"({"attempt":1,"state":"committed","step":7,"committed_step":7,"time_ms":1700000000777})";
   Launch(41, {"sh", "-c", "printf '%s\\n' '" + note + "' > \"$BATON_PROGRESS_FILE\""});
   auto end = WaitEnd(41);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 0);
   EXPECT_EQ(end->checkpoint_step(), 7);
+  EXPECT_EQ(end->checkpoint_time_ms(), 1700000000777) << "read at the end, it still says when";
   EXPECT_TRUE(end->reports_progress());
   // A job that writes no note: its checkpoint is unknown, not "none".
   Launch(42, {"true"});
