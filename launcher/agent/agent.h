@@ -226,8 +226,9 @@ class Agent {
   // Starts a child of the attempt; its exit comes back through the worker thread. `run`
   // is the table's (under the lock) or a launch worker's own.
   absl::StatusOr<pid_t> SpawnInto(Key key, Run& run, SpawnOptions& so);
-  // The attempt's processes in its job dir, for a restarted agent to re-adopt.
-  void WriteProcesses(Key key, const Run& run) const;
+  // The attempt's record (its launch, group and processes so far) in its job dir, for a
+  // restarted agent to re-adopt.
+  absl::Status WriteRecord(Key key, const Run& run) const;
   // `ranks`: each local rank's binding (the Isolator's plan).
   void LaunchDirect(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
                     const std::vector<RankPlan>& ranks);

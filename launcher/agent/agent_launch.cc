@@ -187,9 +187,7 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     // What a restarted agent needs to re-adopt the attempt (it holds the exec secret); its
     // processes are added once they run.
     run.launch = std::make_shared<const v1::Launch>(l);
-    v1::AgentAttemptRecord record;
-    *record.mutable_launch() = l;
-    if (auto s = WriteAttemptRecord(dir, record); !s.ok()) error = std::string(s.message());
+    if (auto s = WriteRecord(key, run); !s.ok()) error = std::string(s.message());
   }
   if (error.empty()) {
     run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
@@ -227,7 +225,9 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     if (!run.live()) (void)isolator_->Release(l.job_id(), l.attempt());
     return;
   }
-  WriteProcesses(key, run);
+  if (auto s = WriteRecord(key, run); !s.ok()) {
+    spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
+  }
   run.report.set_phase(v1::AttemptReport::PHASE_RUNNING);
 }
 
@@ -293,11 +293,11 @@ void Agent::CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_b
   }
 }
 
-void Agent::WriteProcesses(Key key, const Run& run) const {
+absl::Status Agent::WriteRecord(Key key, const Run& run) const {
   // What a restarted agent re-adopts (agent_recover.cc). A page-cache write of a small
   // file, not synced (it ends with the boot): cheap enough under the lock, which orders
   // the launch's and each exec'ed daemon's writes.
-  if (!run.launch) return;  // never: every started attempt has its launch
+  if (!run.launch) return absl::OkStatus();  // never: every started attempt has its launch
   v1::AgentAttemptRecord record;
   *record.mutable_launch() = *run.launch;
   record.set_process_group(run.pgid);
@@ -311,9 +311,7 @@ void Agent::WriteProcesses(Key key, const Run& run) const {
   };
   for (const auto& [pid, rank] : run.ranks) add(pid, false, rank);
   for (const auto& [pid, done] : run.daemons) add(pid, true, 0);
-  if (auto s = WriteAttemptRecord(JobDir(key.first, key.second), record); !s.ok()) {
-    spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
-  }
+  return WriteAttemptRecord(JobDir(key.first, key.second), record);
 }
 
 absl::StatusOr<pid_t> Agent::SpawnInto(Key key, Run& run, SpawnOptions& so) {
@@ -491,7 +489,9 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
     after.keepers.insert(scratch.keepers.begin(), scratch.keepers.end());
     if (scratch.pgid != after.pgid) after.pgid = scratch.pgid;  // the group it started
     after.awaiting_exec = false;
-    WriteProcesses(key, after);
+    if (auto s = WriteRecord(key, after); !s.ok()) {
+      spdlog::warn("job {} attempt {}: {}", key.first, key.second, s.ToString());
+    }
     spdlog::info("job {} attempt {}: exec'ed daemon {}", req.job_id(), req.attempt(), *pid);
     if (after.stop_ordered) {
       spdlog::info("job {} attempt {}: stopped while its daemon started: SIGKILL", key.first,

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <sstream>
 
 #include "common/daemon.h"
@@ -59,11 +58,12 @@ absl::Status WriteAttemptRecord(const std::string& dir, const v1::AgentAttemptRe
 
 absl::StatusOr<v1::AgentAttemptRecord> ReadAttemptRecord(const std::string& dir) {
   std::string path = dir + "/" + kAttemptRecordFile;
-  if (access(path.c_str(), F_OK) != 0 && errno == ENOENT &&
-      access((dir + "/launch.pb").c_str(), F_OK) == 0) {
-    return ReadOlderRecords(dir);
-  }
   absl::StatusOr<std::string> bytes = ReadUntrustedFile(path, geteuid(), kMaxRecordBytes);
+  if (absl::IsNotFound(bytes.status())) {
+    absl::StatusOr<v1::AgentAttemptRecord> older = ReadOlderRecords(dir);
+    // Neither kind: the new record is the one missing.
+    return absl::IsNotFound(older.status()) ? bytes.status() : older;
+  }
   if (!bytes.ok()) return bytes.status();
   v1::AgentAttemptRecord r;
   if (!r.ParseFromString(*bytes)) return absl::DataLossError("unreadable attempt record " + path);
