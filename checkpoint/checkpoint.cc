@@ -66,7 +66,12 @@ void Checkpointer::State::Log(const std::string& message) const {
 ShardHeader Checkpointer::State::Layout(int64_t step) const {
   std::vector<BufferShape> shapes;
   shapes.reserve(buffers.size());
-  for (const RegisteredBuffer& b : buffers) shapes.push_back({b.name, b.size});
+  for (const RegisteredBuffer& b : buffers) {
+    // Host memory is read and written in place where its file offset shares its phase;
+    // device buffers pass through the page-aligned staging, at their offset.
+    const uint64_t phase = b.device ? 0 : reinterpret_cast<uintptr_t>(b.data) % kShardAlignment;
+    shapes.push_back({b.name, b.size, phase});
+  }
   return LayoutShard(step, collective->rank(), collective->size(), shapes);
 }
 

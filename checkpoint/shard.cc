@@ -65,10 +65,16 @@ absl::Status Damaged(const std::string& what) {
   return absl::DataLossError("shard header: " + what);
 }
 
-absl::Status CheckEntries(const ShardHeader& h) {
+// Version 1: every offset aligned. Version 2: within kShardAlignment of the previous end.
+bool Placed(uint32_t version, uint64_t offset, uint64_t end) {
+  if (offset < end) return false;
+  return version == 1 ? offset % kShardAlignment == 0 : offset - end < kShardAlignment;
+}
+
+absl::Status CheckEntries(uint32_t version, const ShardHeader& h) {
   uint64_t end = h.header_bytes;
   for (const BufferEntry& b : h.buffers) {
-    if (b.offset % kShardAlignment != 0 || b.offset < end || b.size > h.file_bytes ||
+    if (!Placed(version, b.offset, end) || b.size > h.file_bytes ||
         b.offset > h.file_bytes - b.size) {
       return Damaged("buffer '" + b.name + "' at offset " + std::to_string(b.offset) + " with " +
                      std::to_string(b.size) + " bytes does not fit the layout");
@@ -92,18 +98,25 @@ ShardHeader LayoutShard(int64_t step, int rank, int world_size,
   uint64_t raw = kFixedBytes + sizeof(uint64_t);  // fixed fields + trailing checksum
   for (const BufferShape& b : buffers) raw += kEntryFixedBytes + b.name.size();
   h.header_bytes = AlignUp(raw);
-  uint64_t offset = h.header_bytes;
+  uint64_t end = h.header_bytes;
   for (const BufferShape& b : buffers) {
+    const uint64_t phase = b.phase % kShardAlignment;
+    const uint64_t offset =
+        end + (phase + kShardAlignment - end % kShardAlignment) % kShardAlignment;
     h.buffers.push_back(BufferEntry{b.name, offset, b.size});
-    offset = AlignUp(offset + b.size);
+    end = offset + b.size;
   }
-  h.file_bytes = offset;
+  h.file_bytes = AlignUp(end);
   return h;
 }
 
 std::string EncodeShardHeader(const ShardHeader& h) {
+  uint32_t version = 1;
+  for (const BufferEntry& b : h.buffers) {
+    if (b.offset % kShardAlignment != 0) version = kShardFormatVersion;
+  }
   std::string out(kMagic, sizeof(kMagic));
-  Put<uint32_t>(&out, kFormatVersion);
+  Put<uint32_t>(&out, version);
   Put<uint32_t>(&out, static_cast<uint32_t>(h.rank));
   Put<uint32_t>(&out, static_cast<uint32_t>(h.world_size));
   Put<uint32_t>(&out, static_cast<uint32_t>(h.buffers.size()));
@@ -140,7 +153,7 @@ absl::StatusOr<ShardHeader> ParseShardHeader(const std::string& bytes) {
   Cursor c(bytes);
   c.GetBytes(sizeof(kMagic));
   const uint32_t version = c.Get<uint32_t>();
-  if (version == 0 || version > static_cast<uint32_t>(kFormatVersion)) {
+  if (version == 0 || version > kShardFormatVersion) {
     return Damaged("format version " + std::to_string(version) + " is not one this library reads");
   }
   ShardHeader h;
@@ -165,7 +178,7 @@ absl::StatusOr<ShardHeader> ParseShardHeader(const std::string& bytes) {
   const uint64_t recorded = c.Get<uint64_t>();
   if (c.overrun()) return Damaged("buffer table runs past the header region");
   if (Xxh3(bytes.data(), body) != recorded) return Damaged("header checksum mismatch");
-  BATON_RETURN_IF_ERROR(CheckEntries(h));
+  BATON_RETURN_IF_ERROR(CheckEntries(version, h));
   return h;
 }
 

@@ -130,6 +130,72 @@ absl::Status WriteZeros(WritableFile* file, uint64_t offset, uint64_t n) {
 
 bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kDirectIoAlignment == 0; }
 
+// An O_DIRECT call moves 4 KiB-aligned runs between 4 KiB-aligned file offsets and
+// memory. A unit's plan keeps the aligned middle of each large piece in place and takes
+// the rest (the header, padding, unaligned edges of buffers, small buffers, memory whose
+// phase does not match its offset) through a unit-sized bounce buffer, each byte at its
+// place in the unit.
+constexpr uint64_t kMinInPlaceBytes = kChecksumChunkBytes;
+constexpr int kMaxInPlacePerUnit = 8;
+constexpr int kMaxCallsPerUnit = 2 * kMaxInPlacePerUnit + 1;  // bounce runs between them
+
+uint64_t IoAlignDown(uint64_t n) { return n / kDirectIoAlignment * kDirectIoAlignment; }
+uint64_t IoAlignUp(uint64_t n) { return IoAlignDown(n + kDirectIoAlignment - 1); }
+
+template <typename Ptr>
+struct UnitPlan {
+  // One I/O call; data nullptr: the bounce buffer at the run's place in the unit.
+  struct Run {
+    uint64_t offset;
+    uint64_t size;
+    Ptr data;
+  };
+  // The unit's bytes in file order: data is their buffer (nullptr: bytes no buffer
+  // covers), in_place whether the I/O moves them there directly (else via the bounce).
+  struct Span {
+    uint64_t offset;
+    uint64_t size;
+    Ptr data;
+    bool in_place;
+  };
+  std::vector<Run> runs;
+  std::vector<Span> spans;
+  bool bounce = false;  // whether any run uses the bounce buffer
+};
+
+// Plans the I/O of the unit [start, end) (both aligned) over `pieces`.
+template <typename Ptr>
+void PlanUnit(uint64_t start, uint64_t end, const std::vector<Piece<Ptr>>& pieces,
+              UnitPlan<Ptr>* plan) {
+  plan->runs.clear();
+  plan->spans.clear();
+  plan->bounce = false;
+  uint64_t run = start;  // the bounce run not yet planned starts here
+  auto bounce_run = [&](uint64_t to) {
+    if (to > run) plan->runs.push_back({run, to - run, nullptr}), plan->bounce = true;
+  };
+  auto bounced = [&](uint64_t offset, uint64_t size, Ptr data) {
+    if (size > 0) plan->spans.push_back({offset, size, data, false});
+  };
+  int in_place = 0;
+  for (const auto& p : pieces) {
+    const uint64_t a = IoAlignUp(p.offset), b = IoAlignDown(p.offset + p.size);
+    if (p.data == nullptr || in_place == kMaxInPlacePerUnit || b <= a ||
+        b - a < std::min(kMinInPlaceBytes, end - start) || !Aligned(p.data + (a - p.offset))) {
+      bounced(p.offset, p.size, p.data);
+      continue;
+    }
+    ++in_place;
+    bounced(p.offset, a - p.offset, p.data);
+    bounce_run(a);
+    plan->runs.push_back({a, b - a, p.data + (a - p.offset)});
+    plan->spans.push_back({a, b - a, p.data + (a - p.offset), true});
+    bounced(b, p.offset + p.size - b, p.data + (b - p.offset));
+    run = b;
+  }
+  bounce_run(end);
+}
+
 struct WriteJob {
   WritableFile* file;
   uint64_t file_bytes;
@@ -144,27 +210,34 @@ absl::Status WriteUnit(const WriteJob& job, uint64_t unit) {
   const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
   auto pieces = PiecesOf<const char*>(*job.segments, start, end);
   ChunkHasher hasher(job.digests, start);
-  const bool direct_ready = pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data);
-  if (!job.file->direct() || direct_ready) {
+  for (const auto& p : pieces) hasher.Update(p.data, p.size);
+  hasher.Finish();
+  if (!job.file->direct()) {
     for (const auto& p : pieces) {
-      hasher.Update(p.data, p.size);
       BATON_RETURN_IF_ERROR(p.data ? job.file->WriteAt(p.offset, p.data, p.size)
                                    : WriteZeros(job.file, p.offset, p.size));
     }
-    hasher.Finish();
     return absl::OkStatus();
   }
-  // O_DIRECT needs one aligned source: gather the unit into a bounce buffer.
-  char* buf = job.bounce->Acquire();
-  if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
-  for (const auto& p : pieces) {
-    char* dst = buf + (p.offset - start);
-    p.data ? std::memcpy(dst, p.data, p.size) : std::memset(dst, 0, p.size);
+  UnitPlan<const char*> plan;
+  PlanUnit(start, end, pieces, &plan);
+  char* buf = nullptr;
+  if (plan.bounce) {
+    // What cannot go in place is gathered into a bounce buffer at its place in the unit.
+    buf = job.bounce->Acquire();
+    if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
+    for (const auto& sp : plan.spans) {
+      if (sp.in_place) continue;
+      char* dst = buf + (sp.offset - start);
+      sp.data ? std::memcpy(dst, sp.data, sp.size) : std::memset(dst, 0, sp.size);
+    }
   }
-  hasher.Update(buf, end - start);
-  hasher.Finish();
-  absl::Status status = job.file->WriteAt(start, buf, end - start);
-  job.bounce->Release(buf);
+  absl::Status status;
+  for (const auto& r : plan.runs) {
+    status = job.file->WriteAt(r.offset, r.data ? r.data : buf + (r.offset - start), r.size);
+    if (!status.ok()) break;
+  }
+  if (buf != nullptr) job.bounce->Release(buf);
   return status;
 }
 
@@ -199,17 +272,21 @@ absl::Status ReadBuffered(ReadJob& job, uint64_t unit) {
   return absl::OkStatus();
 }
 
-// Hashes a unit that arrived in a bounce buffer and copies it to the buffers it covers, a
+// Hashes a unit's spans in file order and copies the bounced ones where they belong, a
 // block at a time so that the copy reads what the hash just brought into the cache.
-void ScatterUnit(const char* buf, uint64_t start, const std::vector<Piece<char*>>& pieces,
-                 ChunkHasher& hasher) {
+void FinishRead(const UnitPlan<char*>& plan, const char* bounce, uint64_t start,
+                ChunkHasher& hasher) {
   constexpr uint64_t kBlock = 256 << 10;
-  for (const auto& p : pieces) {
-    const char* src = buf + (p.offset - start);
-    for (uint64_t done = 0; done < p.size;) {
-      const uint64_t n = std::min(kBlock, p.size - done);
+  for (const auto& sp : plan.spans) {
+    if (sp.in_place) {
+      hasher.Update(sp.data, sp.size);
+      continue;
+    }
+    const char* src = bounce + (sp.offset - start);
+    for (uint64_t done = 0; done < sp.size;) {
+      const uint64_t n = std::min(kBlock, sp.size - done);
       hasher.Update(src + done, n);
-      if (p.data) std::memcpy(p.data + done, src + done, n);
+      if (sp.data) std::memcpy(sp.data + done, src + done, n);
       done += n;
     }
   }
@@ -217,40 +294,40 @@ void ScatterUnit(const char* buf, uint64_t start, const std::vector<Piece<char*>
 }
 
 // One lane of an O_DIRECT read: units lane, lane + lanes, … with up to `depth` of them in
-// flight. A unit wholly inside one aligned buffer is read in place; any other goes
-// through one of the lane's bounce buffers. Each is hashed (and scattered) as it arrives,
-// while the lane's other reads and the other lanes' keep the disk busy.
+// flight, each as the few reads its plan gives. Each unit is hashed (and its bounced
+// bytes copied out) once all its reads arrived, while the lane's other reads and the
+// other lanes' keep the disk busy.
 absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
   struct Slot {
-    uint64_t start = 0, end = 0;       // the unit in flight, as file offsets
-    std::vector<Piece<char*>> pieces;  // where its bytes go
-    char* dst = nullptr;               // where it is read to: in place, or `bounce`
+    uint64_t start = 0;  // the unit in flight, as a file offset
+    int pending = 0;     // its reads not yet arrived
+    UnitPlan<char*> plan;
     std::unique_ptr<char, decltype(&std::free)> bounce{nullptr, &std::free};
   };
   const uint64_t units = CeilDiv(job.file_bytes, job.unit_bytes);
   std::vector<Slot> slots(static_cast<size_t>(depth));
   // After the slots: destroyed first, it waits for every read in flight into them.
-  std::unique_ptr<ReadQueue> queue = job.file->NewReadQueue(depth);
+  std::unique_ptr<ReadQueue> queue = job.file->NewReadQueue(depth * kMaxCallsPerUnit);
   uint64_t next = lane;
   int in_flight = 0;
   auto submit = [&](size_t k) -> absl::Status {
     Slot& slot = slots[k];
     slot.start = next * job.unit_bytes;
-    slot.end = std::min(slot.start + job.unit_bytes, job.file_bytes);
-    slot.pieces = PiecesOf<char*>(*job.targets, slot.start, slot.end);
-    const auto& pieces = slot.pieces;
-    if (pieces.size() == 1 && pieces[0].data && Aligned(pieces[0].data)) {
-      slot.dst = pieces[0].data;
-    } else {
-      if (!slot.bounce) {
-        slot.bounce.reset(AllocateIoBuffer(job.unit_bytes));
-        if (!slot.bounce) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
-      }
-      slot.dst = slot.bounce.get();
+    const uint64_t end = std::min(slot.start + job.unit_bytes, job.file_bytes);
+    const auto pieces = PiecesOf<char*>(*job.targets, slot.start, end);
+    PlanUnit(slot.start, end, pieces, &slot.plan);
+    if (slot.plan.bounce && !slot.bounce) {
+      slot.bounce.reset(AllocateIoBuffer(job.unit_bytes));
+      if (!slot.bounce) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
     }
     next += lanes;
-    BATON_RETURN_IF_ERROR(queue->Submit(slot.start, slot.dst, slot.end - slot.start, k));
-    ++in_flight;
+    for (size_t i = 0; i < slot.plan.runs.size(); ++i) {
+      const auto& r = slot.plan.runs[i];
+      char* dst = r.data ? r.data : slot.bounce.get() + (r.offset - slot.start);
+      BATON_RETURN_IF_ERROR(queue->Submit(r.offset, dst, r.size, (i << 8) | k));
+      ++slot.pending;
+      ++in_flight;
+    }
     return absl::OkStatus();
   };
   absl::Status status;
@@ -260,15 +337,12 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     --in_flight;
     status = done.status;
     if (!status.ok() || job.stop.load(std::memory_order_relaxed)) break;
-    const Slot& slot = slots[done.tag];
+    const size_t k = done.tag & 0xff;
+    Slot& slot = slots[k];
+    if (--slot.pending > 0) continue;
     ChunkHasher hasher(job.digests, slot.start);
-    if (slot.dst == slot.bounce.get()) {
-      ScatterUnit(slot.dst, slot.start, slot.pieces, hasher);
-    } else {
-      hasher.Update(slot.dst, slot.end - slot.start);
-      hasher.Finish();
-    }
-    if (next < units) status = submit(done.tag);
+    FinishRead(slot.plan, slot.bounce.get(), slot.start, hasher);
+    if (next < units) status = submit(k);
   }
   if (!status.ok()) job.stop.store(true);
   return status;

@@ -1,8 +1,10 @@
 // Moving shard files between memory and disk fast: the file is cut into units written or
 // read by a few threads at once, each unit hashed as it passes (the shard checksum of
 // FORMAT.md), one fsync per file. O_DIRECT reads keep threads x queue_depth units in
-// flight (ReadQueue), so the disk stays busy while arrived units are hashed and copied. Internal to
-// checkpoint/; the Checkpointer calls it. Thread-safe; each call uses its own threads.
+// flight (ReadQueue), so the disk stays busy while arrived units are hashed; each unit's
+// aligned runs inside a buffer are read in place, the rest through a bounce buffer.
+// Internal to checkpoint/; the Checkpointer calls it. Thread-safe; each call uses its own
+// threads.
 #pragma once
 
 #include <cstdint>

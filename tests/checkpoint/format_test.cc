@@ -2,6 +2,7 @@
 // worker environment variables. Every damaged input must be rejected with its reason.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -95,12 +96,28 @@ TEST(Manifest, NewerFormatVersionAsksForANewerLibrary) {
   EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("newer"));
 }
 
+uint32_t VersionOf(const std::string& header) {
+  uint32_t v = 0;
+  std::memcpy(&v, header.data() + 8, sizeof(v));
+  return v;
+}
+
+// Rewrites a little-endian u64 or u32 field of an encoded header and signs it again.
+template <typename T>
+std::string Patched(std::string header, size_t at, T value, size_t body) {
+  std::memcpy(header.data() + at, &value, sizeof(value));
+  const uint64_t sum = Xxh3(header.data(), body);
+  std::memcpy(header.data() + body, &sum, sizeof(sum));
+  return header;
+}
+
 TEST(ShardHeader, LayoutAlignsEveryBufferAndRoundTrips) {
   const ShardHeader h =
       LayoutShard(/*step=*/7, /*rank=*/1, /*world_size=*/3,
                   {{"empty", 0}, {"one", 1}, {"page", 4096}, {"odd", 5000}, {"last", 3}});
   EXPECT_EQ(h.header_bytes, 4096u);
   for (const BufferEntry& b : h.buffers) EXPECT_EQ(b.offset % kShardAlignment, 0u) << b.name;
+  EXPECT_EQ(VersionOf(EncodeShardHeader(h)), 1u);
   EXPECT_EQ(h.buffers[1].offset, 4096u);
   EXPECT_EQ(h.buffers[2].offset, 8192u);
   EXPECT_EQ(h.buffers[3].offset, 12288u);
@@ -111,6 +128,59 @@ TEST(ShardHeader, LayoutAlignsEveryBufferAndRoundTrips) {
   auto parsed = ParseShardHeader(bytes);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(*parsed, h);
+}
+
+TEST(ShardHeader, EachBufferSitsAtItsMemorysPhaseAfterThePreviousOne) {
+  const ShardHeader h = LayoutShard(2, 0, 1,
+                                    {{"a", 100000, 16},
+                                     {"b", 5, 16},
+                                     {"c", 9000, 4095},
+                                     {"d", 0, 7},
+                                     {"e", 70000, 0},
+                                     {"f", 1, 4096 + 3}});
+  uint64_t end = h.header_bytes;
+  const uint64_t phases[] = {16, 16, 4095, 7, 0, 3};
+  for (size_t i = 0; i < h.buffers.size(); ++i) {
+    const BufferEntry& b = h.buffers[i];
+    EXPECT_EQ(b.offset % kShardAlignment, phases[i]) << b.name;
+    EXPECT_GE(b.offset, end) << b.name;
+    EXPECT_LT(b.offset - end, kShardAlignment) << b.name;
+    end = b.offset + b.size;
+  }
+  EXPECT_EQ(h.buffers[0].offset, 4096u + 16);
+  EXPECT_EQ(h.buffers[1].offset, 4096u + 16 + 100000 + (16 + 4096 - (4096 + 16 + 100000) % 4096));
+  EXPECT_EQ(h.file_bytes % kShardAlignment, 0u);
+  EXPECT_GE(h.file_bytes, end);
+  EXPECT_LT(h.file_bytes - end, kShardAlignment);
+  const std::string bytes = EncodeShardHeader(h);
+  EXPECT_EQ(VersionOf(bytes), 2u) << "unaligned offsets need format version 2";
+  auto parsed = ParseShardHeader(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, h);
+  // Aligned memory keeps version 1, which older libraries read.
+  EXPECT_EQ(VersionOf(EncodeShardHeader(LayoutShard(2, 0, 1, {{"a", 100000, 0}}))), 1u);
+}
+
+TEST(ShardHeader, RejectsOffsetsTheirVersionDoesNotAllow) {
+  const ShardHeader h = LayoutShard(2, 0, 1, {{"a", 100000, 16}, {"b", 5, 16}});
+  const std::string bytes = EncodeShardHeader(h);
+  const size_t body = 48 + 2 * 24 + 2;
+  const size_t b_offset = 48 + 24 + 1 + 8;  // entry b: name length, reserved, then offset
+  ASSERT_TRUE(ParseShardHeader(bytes).ok());
+  // Version 1 promises aligned offsets.
+  auto v1 = ParseShardHeader(Patched<uint32_t>(bytes, 8, 1, body));
+  EXPECT_THAT(std::string(v1.status().message()), HasSubstr("does not fit the layout"));
+  // Version 2 allows less than 4 KiB of padding before a buffer, not more.
+  auto gap = ParseShardHeader(
+      Patched<uint64_t>(bytes, b_offset, h.buffers[1].offset + kShardAlignment, body));
+  EXPECT_THAT(std::string(gap.status().message()), HasSubstr("does not fit the layout"));
+  // Nor does it let a buffer start inside the previous one.
+  auto overlap =
+      ParseShardHeader(Patched<uint64_t>(bytes, b_offset, h.buffers[1].offset - 1 - 4080, body));
+  EXPECT_THAT(std::string(overlap.status().message()), HasSubstr("does not fit the layout"));
+  // A version this library does not know.
+  auto v3 = ParseShardHeader(Patched<uint32_t>(bytes, 8, 3, body));
+  EXPECT_THAT(std::string(v3.status().message()), HasSubstr("format version 3"));
 }
 
 TEST(ShardHeader, ManyLongNamesSpillIntoMoreHeaderPages) {
