@@ -9,6 +9,10 @@
 //                                               (16 MiB, huge pages) — each reading
 //                                               the very shard files RestoreLatest reads,
 //                                               each after dropping the page cache
+//          and, for states up to 4 GiB, RestoreLatest vs a single-stream O_DIRECT reader
+//          landing the files in pre-faulted memory the size of the state on 4 KiB pages,
+//          as the state is (the strict readers rewrite one 16 MiB block that stays in the
+//          cache; a restore must fill the program's memory)
 //   stall  SaveAsync's stall    vs memcpy of the same bytes between pre-faulted buffers
 // Each configuration (state size x ranks; by default 2 GiB and 8 GiB, 1 rank and 4 ranks
 // sharing the disk as threads of this process, the size split between them) runs --reps
@@ -21,12 +25,14 @@
 //                          [--no-direct] [--explain]
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
 // through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
-// twice the unit, with one read in flight per thread and with twice the reads in flight —
-// where restore time goes.
+// twice the unit, with one read in flight per thread, with twice the reads in flight, and
+// with io_in_place (the state's pages read in place, not through bounce buffers) — where
+// restore time goes.
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +136,13 @@ bool ParseFlag(const std::string& arg, Flags* f) {
   if (const char* v = value("--io-threads=")) return ParseCount(v, 64, &f->io_threads);
   if (const char* v = value("--io-depth=")) return ParseCount(v, 64, &f->io_depth);
   return false;
+}
+
+// CPU seconds this process has used, every thread's, user and system.
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 double Seconds(const std::function<void()>& fn) {
@@ -263,6 +276,25 @@ bool ReadDirect(const std::vector<std::string>& files, AlignedBlock& block) {
   return true;
 }
 
+// The landing reader: each file in turn, 16 MiB at a time, into consecutive memory from
+// `dest` (aligned), so every byte lands in its own page as a restore's does.
+bool ReadDirectLanded(const std::vector<std::string>& files, char* dest, uint64_t room) {
+  for (const std::string& f : files) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) return false;
+    for (ssize_t r; room > 0 && (r = ::read(fd, dest, std::min(kBlock, room))) != 0;) {
+      if (r < 0) {
+        ::close(fd);
+        return false;
+      }
+      dest += r;
+      room -= static_cast<uint64_t>(r);
+    }
+    ::close(fd);
+  }
+  return room > 0;  // else the files did not fit: no figure
+}
+
 // The plain O_DIRECT writer: each file in turn, `blocks` x 16 MiB, then fsync.
 bool WriteDirect(const std::vector<std::string>& files, uint64_t blocks, AlignedBlock& block) {
   for (const std::string& f : files) {
@@ -296,7 +328,8 @@ struct Config {
   std::vector<Rank> rank;
   std::unique_ptr<testing::ThreadGroup> group;  // ranks > 1
   LocalCollective local;                        // ranks == 1
-  std::vector<char> copy_target;                // the stall's memcpy reference
+  std::vector<char> copy_target;                // the stall's memcpy reference, the landing
+                                                // reader's destination (4 KiB pages)
   int64_t step = 0;
   bool cold = true;
   Samples samples;
@@ -319,17 +352,19 @@ void Setup(const Flags& f, Config& c) {
   for (int r = 0; r < c.ranks; ++r) {
     c.rank[r].state = MakeState(c.size / c.ranks, f.buffers, r);
   }
-  if (c.size <= kStallMaxBytes) c.copy_target.assign(c.size, 1);  // pre-faulted
+  // Pre-faulted; room for the shard files' headers and padding, and for aligning.
+  if (c.size <= kStallMaxBytes) c.copy_target.assign(c.size + (64 << 20), 1);
   OnEveryRank(c, [&](int r) {
     Collective* collective = c.ranks == 1 ? &c.local : c.group->rank(r);
     Rank& mine = c.rank[r];
-    auto make = [&](int threads, bool direct, uint64_t unit, int depth) {
+    auto make = [&](int threads, bool direct, uint64_t unit, int depth, bool in_place = false) {
       auto ckpt = Checkpointer::Create({.dir = c.dir + "/ckpt",
                                         .keep_last = 1,
                                         .io_threads = threads,
                                         .io_unit_bytes = unit,
                                         .io_queue_depth = depth,
-                                        .direct_io = direct},
+                                        .direct_io = direct,
+                                        .io_in_place = in_place},
                                        collective);
       Check(ckpt.status(), "Checkpointer::Create");
       for (size_t i = 0; i < mine.state.size(); ++i) {
@@ -350,6 +385,7 @@ void Setup(const Flags& f, Config& c) {
       mine.variants["restore 2x unit"] = make(t, f.direct, 2 * f.io_unit, d);
       mine.variants["restore depth 1"] = make(t, f.direct, f.io_unit, 1);
       mine.variants["restore 2x depth"] = make(t, f.direct, f.io_unit, std::min(64, 2 * d));
+      mine.variants["restore in place"] = make(t, f.direct, f.io_unit, d, /*in_place=*/true);
     }
   });
 }
@@ -456,6 +492,14 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   }
   readers.emplace_back("O_DIRECT read",
                        [&] { Check(ReadDirect(shards, block), "O_DIRECT read failed"); });
+  if (!c.copy_target.empty()) {
+    readers.emplace_back("O_DIRECT landed", [&] {
+      char* dest = c.copy_target.data();
+      const uint64_t skip = (4096 - reinterpret_cast<uintptr_t>(dest) % 4096) % 4096;
+      Check(ReadDirectLanded(shards, dest + skip, c.copy_target.size() - skip),
+            "O_DIRECT landing read failed");
+    });
+  }
   // The writes just before may still be draining below the guest (a virtual disk's host
   // cache): let them, so that whichever reader comes first is not the one that pays.
   ::sync();
@@ -463,7 +507,13 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   for (size_t i = 0; i < readers.size(); ++i) {
     auto& [name, run] = readers[(i + rep) % readers.size()];
     c.cold &= DropCaches();
+    const double cpu = CpuSeconds();
     const double seconds = Seconds(run);
+    // The process's own CPU per GiB (nothing else runs in it meanwhile); readers that are
+    // other processes (dd, fio) show none.
+    if (name.starts_with("restore")) {
+      c.samples[name + " cpu"].push_back((CpuSeconds() - cpu) / (bytes / kGiB));
+    }
     if (name == "fio read") {
       c.samples[name].push_back(fio_gib_s);
     } else {
@@ -493,7 +543,7 @@ void MeasureStall(Config& c) {
 
 struct Figures {
   double save = 0, write_ref = 0, restore = 0, read_ref = 0, stall_ms = 0, memcpy_ms = 0;
-  double save_ratio = 0, restore_ratio = 0;
+  double save_ratio = 0, restore_ratio = 0, landing_ref = 0, landing_ratio = 0, restore_cpu = 0;
 };
 
 // Throughputs are medians per method; a reference is, in each repetition, the best of its
@@ -522,8 +572,10 @@ Figures Summarize(const Config& c) {
   Figures f;
   f.save = Median(samples("save"));
   f.restore = Median(samples("restore"));
+  f.restore_cpu = Median(samples("restore cpu"));
   f.save_ratio = paired("save", {"dd write", "O_DIRECT write"}, &f.write_ref);
   f.restore_ratio = paired("restore", {"dd read", "fio read", "O_DIRECT read"}, &f.read_ref);
+  f.landing_ratio = paired("restore", {"O_DIRECT landed"}, &f.landing_ref);
   f.stall_ms = Median(samples("stall s")) * 1e3;
   f.memcpy_ms = Median(samples("memcpy s")) * 1e3;
   return f;
@@ -534,7 +586,9 @@ void Print(const Config& c, const Figures& f, int reps) {
               c.cold ? "" : " (cache drop not allowed: reads may be warm)");
   for (const auto& [name, v] : c.samples) {
     if (name.ends_with(" s")) continue;
-    std::printf("  %-16s %7.3f GiB/s  (", name.c_str(), Median(v));
+    const bool cpu = name.ends_with(" cpu");
+    std::printf(cpu ? "  %-20s %7.3f CPU s/GiB  (" : "  %-20s %7.3f GiB/s      (", name.c_str(),
+                Median(v));
     for (size_t i = 0; i < v.size(); ++i) std::printf("%s%.3f", i ? " " : "", v[i]);
     std::printf(")\n");
   }
@@ -542,6 +596,9 @@ void Print(const Config& c, const Figures& f, int reps) {
               f.save_ratio);
   std::printf("  RestoreLatest / best raw read of its repetition  %.3f (target >= 0.9)\n",
               f.restore_ratio);
+  if (f.landing_ratio > 0) {
+    std::printf("  RestoreLatest / O_DIRECT read landing in memory  %.3f\n", f.landing_ratio);
+  }
   if (f.memcpy_ms > 0) {
     std::printf("  SaveAsync stall %.1f ms / memcpy %.1f ms = %.3f (target <= 1.5)\n", f.stall_ms,
                 f.memcpy_ms, f.stall_ms / f.memcpy_ms);
@@ -608,11 +665,17 @@ int main(int argc, char** argv) {
       std::snprintf(buf, sizeof(buf),
                     "%s\"save_vs_raw_write%s\":%.3f,\"restore_vs_strict_raw_read%s\":%.3f,"
                     "\"save_gib_s%s\":%.3f,\"raw_write_gib_s%s\":%.3f,\"restore_gib_s%s\":%.3f,"
-                    "\"raw_read_gib_s%s\":%.3f",
+                    "\"raw_read_gib_s%s\":%.3f,\"restore_cpu_s_per_gib%s\":%.3f",
                     json.size() > 1 ? "," : "", sfx.c_str(), f.save_ratio, sfx.c_str(),
                     f.restore_ratio, sfx.c_str(), f.save, sfx.c_str(), f.write_ref, sfx.c_str(),
-                    f.restore, sfx.c_str(), f.read_ref);
+                    f.restore, sfx.c_str(), f.read_ref, sfx.c_str(), f.restore_cpu);
       json += buf;
+      if (f.landing_ratio > 0) {
+        std::snprintf(buf, sizeof(buf),
+                      ",\"restore_vs_landing_read%s\":%.3f,\"landing_read_gib_s%s\":%.3f",
+                      sfx.c_str(), f.landing_ratio, sfx.c_str(), f.landing_ref);
+        json += buf;
+      }
       if (f.memcpy_ms > 0) {
         std::snprintf(buf, sizeof(buf),
                       ",\"async_stall_vs_memcpy%s\":%.3f,\"async_stall_ms%s\":%.1f,"

@@ -166,7 +166,8 @@ absl::StatusOr<std::unique_ptr<Checkpointer>> Checkpointer::Create(Options optio
                     .unit_bytes = options.io_unit_bytes,
                     .direct_io = options.direct_io,
                     .sync = options.skip_sync_for_testing != SyncPoint::kShardFile,
-                    .queue_depth = options.io_queue_depth};
+                    .queue_depth = options.io_queue_depth,
+                    .in_place = options.io_in_place};
   s->options = std::move(options);
   if (s->is_root()) {
     BATON_RETURN_IF_ERROR(s->dir->EnsureRoot());

@@ -51,6 +51,16 @@ struct Options {
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).
   bool direct_io = true;
+  // O_DIRECT moves a buffer's pages straight between file and memory whatever the memory's
+  // offset within a page (each buffer is stored at that offset modulo 4 KiB, FORMAT.md).
+  // false: only buffers that start on a page boundary (aligned_alloc, mmap, pinned or
+  // huge-page memory) go in place, the rest through huge-page bounce buffers and a copy.
+  // A direct request holds at most max_segments runs of physically contiguous memory, so
+  // from 4 KiB pages a request carries at most max_segments x 4 KiB (~1 MiB on virtio);
+  // on the benchmark machines' virtio disk the bounce buffers were faster despite the
+  // copy (`baton-bench-checkpoint --explain`: "restore in place"). Set it where requests
+  // of that size already saturate the disk (NVMe) or the buffers are on huge pages.
+  bool io_in_place = false;
   // Recorded in manifests and the progress file; -1 reads BATON_ATTEMPT (unset: 0).
   int64_t attempt = -1;
   // Where rank 0 reports progress; "" means BATON_PROGRESS_FILE, else <dir>/PROGRESS.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "checkpoint/hash.h"
@@ -21,12 +22,16 @@ namespace {
 
 alignas(kDirectIoAlignment) const char kZeros[kChecksumChunkBytes] = {};
 
+bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kDirectIoAlignment == 0; }
+
 // A run of the file image inside one unit; data == nullptr marks bytes no region covers.
+// aligned_region: the region it is part of starts on a page boundary.
 template <typename Ptr>
 struct Piece {
   uint64_t offset;
   Ptr data;
   uint64_t size;
+  bool aligned_region = false;
 };
 
 template <typename Ptr, typename Region>
@@ -44,7 +49,8 @@ std::vector<Piece<Ptr>> PiecesOf(const std::vector<Region>& regions, uint64_t st
       if (pos == end) break;
     }
     const uint64_t piece_end = std::min(it->offset + it->size, end);
-    pieces.push_back({pos, static_cast<Ptr>(it->data) + (pos - it->offset), piece_end - pos});
+    pieces.push_back(
+        {pos, static_cast<Ptr>(it->data) + (pos - it->offset), piece_end - pos, Aligned(it->data)});
     pos = piece_end;
   }
   if (pos < end) pieces.push_back({pos, nullptr, end - pos});
@@ -128,8 +134,6 @@ absl::Status WriteZeros(WritableFile* file, uint64_t offset, uint64_t n) {
   return absl::OkStatus();
 }
 
-bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kDirectIoAlignment == 0; }
-
 // An O_DIRECT call moves 4 KiB-aligned runs between 4 KiB-aligned file offsets and
 // memory. A unit's plan keeps the aligned middle of each large piece in place and takes
 // the rest (the header, padding, unaligned edges of buffers, small buffers, memory whose
@@ -163,9 +167,10 @@ struct UnitPlan {
   bool bounce = false;  // whether any run uses the bounce buffer
 };
 
-// Plans the I/O of the unit [start, end) (both aligned) over `pieces`.
+// Plans the I/O of the unit [start, end) (both aligned) over `pieces`; any_phase: any
+// piece may go in place, not only those of page-aligned regions (IoOptions::in_place).
 template <typename Ptr>
-void PlanUnit(uint64_t start, uint64_t end, const std::vector<Piece<Ptr>>& pieces,
+void PlanUnit(uint64_t start, uint64_t end, const std::vector<Piece<Ptr>>& pieces, bool any_phase,
               UnitPlan<Ptr>* plan) {
   plan->runs.clear();
   plan->spans.clear();
@@ -180,8 +185,9 @@ void PlanUnit(uint64_t start, uint64_t end, const std::vector<Piece<Ptr>>& piece
   int in_place = 0;
   for (const auto& p : pieces) {
     const uint64_t a = IoAlignUp(p.offset), b = IoAlignDown(p.offset + p.size);
-    if (p.data == nullptr || in_place == kMaxInPlacePerUnit || b <= a ||
-        b - a < std::min(kMinInPlaceBytes, end - start) || !Aligned(p.data + (a - p.offset))) {
+    if (p.data == nullptr || (!any_phase && !p.aligned_region) || in_place == kMaxInPlacePerUnit ||
+        b <= a || b - a < std::min(kMinInPlaceBytes, end - start) ||
+        !Aligned(p.data + (a - p.offset))) {
       bounced(p.offset, p.size, p.data);
       continue;
     }
@@ -203,35 +209,60 @@ struct WriteJob {
   const std::vector<WriteSegment>* segments;
   uint64_t* digests;
   BouncePool* bounce;
+  bool in_place;
 };
+
+// Hashes a unit's spans in file order: in-place ones where they lie, the others a block at
+// a time in the bounce buffer, moving each block between it and its buffer while the block
+// is still in the cache: a save (const data) gathers it in first, a restore scatters it
+// out after.
+template <typename Ptr>
+void HashUnit(const UnitPlan<Ptr>& plan, char* bounce, uint64_t start, ChunkHasher& hasher) {
+  constexpr bool kGather = std::is_const_v<std::remove_pointer_t<Ptr>>;
+  constexpr uint64_t kBlock = 256 << 10;
+  for (const auto& sp : plan.spans) {
+    if (sp.in_place) {
+      hasher.Update(sp.data, sp.size);
+      continue;
+    }
+    for (uint64_t done = 0; done < sp.size;) {
+      const uint64_t n = std::min(kBlock, sp.size - done);
+      char* block = bounce + (sp.offset - start) + done;
+      if constexpr (kGather) {
+        sp.data ? std::memcpy(block, sp.data + done, n) : std::memset(block, 0, n);
+      }
+      hasher.Update(block, n);
+      if constexpr (!kGather) {
+        if (sp.data) std::memcpy(sp.data + done, block, n);
+      }
+      done += n;
+    }
+  }
+  hasher.Finish();
+}
 
 absl::Status WriteUnit(const WriteJob& job, uint64_t unit) {
   const uint64_t start = unit * job.unit_bytes;
   const uint64_t end = std::min(start + job.unit_bytes, job.file_bytes);
   auto pieces = PiecesOf<const char*>(*job.segments, start, end);
   ChunkHasher hasher(job.digests, start);
-  for (const auto& p : pieces) hasher.Update(p.data, p.size);
-  hasher.Finish();
   if (!job.file->direct()) {
     for (const auto& p : pieces) {
+      hasher.Update(p.data, p.size);
       BATON_RETURN_IF_ERROR(p.data ? job.file->WriteAt(p.offset, p.data, p.size)
                                    : WriteZeros(job.file, p.offset, p.size));
     }
+    hasher.Finish();
     return absl::OkStatus();
   }
   UnitPlan<const char*> plan;
-  PlanUnit(start, end, pieces, &plan);
+  PlanUnit(start, end, pieces, job.in_place, &plan);
   char* buf = nullptr;
   if (plan.bounce) {
-    // What cannot go in place is gathered into a bounce buffer at its place in the unit.
     buf = job.bounce->Acquire();
     if (buf == nullptr) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
-    for (const auto& sp : plan.spans) {
-      if (sp.in_place) continue;
-      char* dst = buf + (sp.offset - start);
-      sp.data ? std::memcpy(dst, sp.data, sp.size) : std::memset(dst, 0, sp.size);
-    }
   }
+  HashUnit(plan, buf, start, hasher);
   absl::Status status;
   for (const auto& r : plan.runs) {
     status = job.file->WriteAt(r.offset, r.data ? r.data : buf + (r.offset - start), r.size);
@@ -249,6 +280,7 @@ struct ReadJob {
   uint64_t unit_bytes;
   const std::vector<ReadTarget>* targets;
   uint64_t* digests;
+  bool in_place;
   std::atomic<bool> stop{false};  // a lane failed: the others stop submitting
 };
 
@@ -270,27 +302,6 @@ absl::Status ReadBuffered(ReadJob& job, uint64_t unit) {
   }
   hasher.Finish();
   return absl::OkStatus();
-}
-
-// Hashes a unit's spans in file order and copies the bounced ones where they belong, a
-// block at a time so that the copy reads what the hash just brought into the cache.
-void FinishRead(const UnitPlan<char*>& plan, const char* bounce, uint64_t start,
-                ChunkHasher& hasher) {
-  constexpr uint64_t kBlock = 256 << 10;
-  for (const auto& sp : plan.spans) {
-    if (sp.in_place) {
-      hasher.Update(sp.data, sp.size);
-      continue;
-    }
-    const char* src = bounce + (sp.offset - start);
-    for (uint64_t done = 0; done < sp.size;) {
-      const uint64_t n = std::min(kBlock, sp.size - done);
-      hasher.Update(src + done, n);
-      if (sp.data) std::memcpy(sp.data + done, src + done, n);
-      done += n;
-    }
-  }
-  hasher.Finish();
 }
 
 // One lane of an O_DIRECT read: units lane, lane + lanes, … with up to `depth` of them in
@@ -315,7 +326,7 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     slot.start = next * job.unit_bytes;
     const uint64_t end = std::min(slot.start + job.unit_bytes, job.file_bytes);
     const auto pieces = PiecesOf<char*>(*job.targets, slot.start, end);
-    PlanUnit(slot.start, end, pieces, &slot.plan);
+    PlanUnit(slot.start, end, pieces, job.in_place, &slot.plan);
     if (slot.plan.bounce && !slot.bounce) {
       slot.bounce.reset(AllocateIoBuffer(job.unit_bytes));
       if (!slot.bounce) return absl::ResourceExhaustedError("out of memory for an I/O buffer");
@@ -341,7 +352,7 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     Slot& slot = slots[k];
     if (--slot.pending > 0) continue;
     ChunkHasher hasher(job.digests, slot.start);
-    FinishRead(slot.plan, slot.bounce.get(), slot.start, hasher);
+    HashUnit(slot.plan, slot.bounce.get(), slot.start, hasher);
     if (next < units) status = submit(k);
   }
   if (!status.ok()) job.stop.store(true);
@@ -378,7 +389,8 @@ absl::StatusOr<ShardInfo> WriteShardFile(Env* env, const std::string& path, uint
   BATON_ASSIGN_OR_RETURN(auto file, env->NewWritableFile(path, file_options));
   std::vector<uint64_t> digests(CeilDiv(file_bytes, kChecksumChunkBytes));
   BouncePool bounce(options.unit_bytes);
-  WriteJob job{file.get(), file_bytes, options.unit_bytes, &segments, digests.data(), &bounce};
+  WriteJob job{file.get(),     file_bytes, options.unit_bytes, &segments,
+               digests.data(), &bounce,    options.in_place};
   BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(file_bytes, options.unit_bytes), options.threads,
                                     [&](size_t unit) { return WriteUnit(job, unit); }));
   if (options.sync) BATON_RETURN_IF_ERROR(file->Sync());
@@ -401,7 +413,7 @@ absl::Status ReadShardFile(Env* env, const std::string& path, const ShardInfo& e
                                " bytes, not a multiple of 4 KiB (damaged)");
   }
   std::vector<uint64_t> digests(CeilDiv(size, kChecksumChunkBytes));
-  ReadJob job{file.get(), size, options.unit_bytes, &targets, digests.data()};
+  ReadJob job{file.get(), size, options.unit_bytes, &targets, digests.data(), options.in_place};
   const size_t units = CeilDiv(size, options.unit_bytes);
   if (file->direct()) {
     const size_t lanes = std::min<size_t>(units, static_cast<size_t>(options.threads));

@@ -2,7 +2,8 @@
 // read by a few threads at once, each unit hashed as it passes (the shard checksum of
 // FORMAT.md), one fsync per file. O_DIRECT reads keep threads x queue_depth units in
 // flight (ReadQueue), so the disk stays busy while arrived units are hashed; each unit's
-// aligned runs inside a buffer are read in place, the rest through a bounce buffer.
+// aligned runs inside a buffer go in place (IoOptions::in_place), the rest through a
+// bounce buffer.
 // Internal to checkpoint/; the Checkpointer calls it. Thread-safe; each call uses its own
 // threads.
 #pragma once
@@ -24,6 +25,9 @@ struct IoOptions {
   bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
   int queue_depth = 2;            // O_DIRECT reads in flight per reading thread
+  // O_DIRECT straight between file and memory wherever they share a phase; false: only
+  // for segments and targets whose memory starts page-aligned (Options::io_in_place).
+  bool in_place = false;
 };
 
 // Bytes of the file image at [offset, offset+size) that live at `data`. Bytes not covered

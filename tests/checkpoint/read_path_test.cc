@@ -1,9 +1,10 @@
 // The restore read path at its edges (issue 17): O_DIRECT reads (several in flight per
 // thread, Linux AIO on the real filesystem) straight into a buffer where its memory has the
-// phase its file offset has, through a bounce buffer otherwise (the header, padding, the
-// unaligned edges of buffers, small buffers, memory of another phase), buffered reads
-// where the filesystem has no O_DIRECT. Every shape round-trips exactly, on the fault-injecting Env
-// (which refuses unaligned direct reads as the kernel does) and on the real filesystem.
+// phase its file offset has (page-aligned memory, or any with io_in_place), through a
+// bounce buffer otherwise (the header, padding, the unaligned edges of buffers, small
+// buffers, other memory), buffered reads where the filesystem has no O_DIRECT. Every shape
+// round-trips exactly, on the fault-injecting Env (which refuses unaligned direct reads as the
+// kernel does) and on the real filesystem.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -116,8 +117,10 @@ std::vector<Shape> Shapes() {
   };
 }
 
-void RoundTrip(Env* env, const std::string& dir, const Shape& shape, uint64_t unit, int depth = 2) {
-  SCOPED_TRACE(shape.name + ", unit " + std::to_string(unit) + ", depth " + std::to_string(depth));
+void RoundTrip(Env* env, const std::string& dir, const Shape& shape, uint64_t unit, int depth,
+               bool in_place) {
+  SCOPED_TRACE(shape.name + ", unit " + std::to_string(unit) + ", depth " + std::to_string(depth) +
+               (in_place ? ", in place" : ""));
   std::vector<std::unique_ptr<Region>> regions;
   for (size_t n : shape.sizes) regions.push_back(std::make_unique<Region>(n, shape.misalign));
   LocalCollective local;
@@ -130,6 +133,7 @@ void RoundTrip(Env* env, const std::string& dir, const Shape& shape, uint64_t un
     o.io_unit_bytes = unit;
     o.io_queue_depth = depth;
     o.direct_io = true;
+    o.io_in_place = in_place;
     auto ckpt = Checkpointer::Create(std::move(o), &local);
     EXPECT_TRUE(ckpt.ok()) << ckpt.status();
     for (size_t i = 0; i < regions.size(); ++i) {
@@ -154,9 +158,11 @@ void RoundTrip(Env* env, const std::string& dir, const Shape& shape, uint64_t un
 TEST(ReadPath, EveryShapeRoundTripsOnTheFaultEnvWhichRefusesUnalignedDirectReads) {
   for (const Shape& shape : Shapes()) {
     for (uint64_t unit : {uint64_t{64} << 10, uint64_t{1} << 20}) {
-      FaultInjectionEnv env;
-      ASSERT_TRUE(env.CreateDir("/ckpt").ok());
-      RoundTrip(&env, "/ckpt", shape, unit);
+      for (bool in_place : {false, true}) {
+        FaultInjectionEnv env;
+        ASSERT_TRUE(env.CreateDir("/ckpt").ok());
+        RoundTrip(&env, "/ckpt", shape, unit, /*depth=*/2, in_place);
+      }
     }
   }
 }
@@ -167,24 +173,26 @@ TEST(ReadPath, EveryShapeRoundTripsOnTheRealFilesystem) {
   for (const Shape& shape : Shapes()) {
     for (int depth : {1, 2, 16}) {
       ScratchDir dir;
-      RoundTrip(DefaultEnv(), dir.Sub("ckpt"), shape, 64 << 10, depth);
+      RoundTrip(DefaultEnv(), dir.Sub("ckpt"), shape, 64 << 10, depth, /*in_place=*/depth == 2);
     }
   }
 }
 
 // Which path each unit takes. A buffer's bytes are stored at its memory's phase (its
-// address modulo 4 KiB), so its units are read in place whether or not its memory is page-
-// aligned; only when the memory restored into has another phase than the memory saved
-// from does every byte go through the bounce buffer. A corrupted shard is still refused.
+// address modulo 4 KiB). Page-aligned memory is read in place; with io_in_place, so is
+// memory of any phase the file has. Memory of another phase than the memory saved from
+// goes through the bounce buffer. A corrupted shard is still refused.
 TEST(ReadPath, UnitsAreReadInPlaceWhereTheMemorysPhaseMatchesTheFile) {
   struct Case {
     size_t saved_misalign, restored_misalign;
-    bool in_place;
+    bool io_in_place;
+    bool in_place;  // expected
   };
-  for (const Case& c : {Case{0, 0, true}, Case{8, 8, true}, Case{4000, 4000, true},
-                        Case{8, 24, false}, Case{0, 8, false}}) {
+  for (const Case& c : {Case{0, 0, false, true}, Case{0, 0, true, true}, Case{8, 8, false, false},
+                        Case{8, 8, true, true}, Case{4000, 4000, true, true},
+                        Case{8, 24, true, false}, Case{0, 8, true, false}}) {
     SCOPED_TRACE("saved at " + std::to_string(c.saved_misalign) + ", restored at " +
-                 std::to_string(c.restored_misalign));
+                 std::to_string(c.restored_misalign) + (c.io_in_place ? ", io_in_place" : ""));
     FaultInjectionEnv fault;
     ASSERT_TRUE(fault.CreateDir("/ckpt").ok());
     WatchingEnv env(&fault);
@@ -194,6 +202,7 @@ TEST(ReadPath, UnitsAreReadInPlaceWhereTheMemorysPhaseMatchesTheFile) {
       o.dir = "/ckpt";
       o.env = &env;
       o.io_unit_bytes = 256 << 10;
+      o.io_in_place = c.io_in_place;
       auto ckpt = Checkpointer::Create(std::move(o), &local);
       EXPECT_TRUE(ckpt.ok());
       EXPECT_TRUE((*ckpt)->RegisterHostBuffer("big", big.data(), big.size()).ok());
