@@ -25,9 +25,9 @@
 //                          [--no-direct] [--explain]
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
 // through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
-// twice the unit, with one read in flight per thread, with twice the reads in flight, and
-// with io_in_place (the state's pages read in place, not through bounce buffers) — where
-// restore time goes.
+// twice the unit, with one read in flight per thread, with twice the reads in flight —
+// where restore time goes; and a Save and RestoreLatest with io_in_place (the state's pages
+// moved in place, not through bounce buffers; its own directory, as its layout differs).
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -316,6 +316,9 @@ struct Rank {
   std::unique_ptr<Checkpointer> ckpt;
   // --explain: the same directory and buffers, restored another way.
   std::map<std::string, std::unique_ptr<Checkpointer>> variants;
+  // --explain: the same buffers saved and restored with io_in_place, in their own directory
+  // (the layout differs: each buffer at its memory's phase).
+  std::unique_ptr<Checkpointer> in_place;
 };
 
 // GiB/s samples by name ("save", "dd write", …); stall and memcpy in seconds.
@@ -358,7 +361,7 @@ void Setup(const Flags& f, Config& c) {
     Collective* collective = c.ranks == 1 ? &c.local : c.group->rank(r);
     Rank& mine = c.rank[r];
     auto make = [&](int threads, bool direct, uint64_t unit, int depth, bool in_place = false) {
-      auto ckpt = Checkpointer::Create({.dir = c.dir + "/ckpt",
+      auto ckpt = Checkpointer::Create({.dir = c.dir + (in_place ? "/ckpt-in-place" : "/ckpt"),
                                         .keep_last = 1,
                                         .io_threads = threads,
                                         .io_unit_bytes = unit,
@@ -385,16 +388,17 @@ void Setup(const Flags& f, Config& c) {
       mine.variants["restore 2x unit"] = make(t, f.direct, 2 * f.io_unit, d);
       mine.variants["restore depth 1"] = make(t, f.direct, f.io_unit, 1);
       mine.variants["restore 2x depth"] = make(t, f.direct, f.io_unit, std::min(64, 2 * d));
-      mine.variants["restore in place"] = make(t, f.direct, f.io_unit, d, /*in_place=*/true);
+      mine.in_place = make(t, f.direct, f.io_unit, d, /*in_place=*/true);
     }
   });
 }
 
-std::vector<std::string> ShardFiles(const Config& c, int64_t step) {
+std::vector<std::string> ShardFiles(const Config& c, int64_t step,
+                                    const std::string& sub = "ckpt") {
   std::vector<std::string> files;
   for (int r = 0; r < c.ranks; ++r) {
-    files.push_back(c.dir + "/ckpt/step-" + std::to_string(step) + "/rank-" + std::to_string(r) +
-                    ".shard");
+    files.push_back(c.dir + "/" + sub + "/step-" + std::to_string(step) + "/rank-" +
+                    std::to_string(r) + ".shard");
   }
   return files;
 }
@@ -412,6 +416,14 @@ void MeasureWrites(Config& c, AlignedBlock& block) {
   const std::vector<std::string> shards = ShardFiles(c, step);
   const uint64_t bytes = FileBytes(shards);
   Sample(c, "save", bytes, save_s);
+  if (c.rank[0].in_place) {
+    ::sync();
+    const double s = Seconds([&] {
+      OnEveryRank(c, [&](int r) { Check(c.rank[r].in_place->Save(step), "Save in place"); });
+    });
+    OnEveryRank(c, [&](int r) { Check(c.rank[r].in_place->Wait(), "background pruning"); });
+    Sample(c, "save in place", FileBytes(ShardFiles(c, step, "ckpt-in-place")), s);
+  }
   // The references write as many 16 MiB blocks as a shard holds, one file per rank.
   const uint64_t blocks = std::max<uint64_t>(1, bytes / c.ranks / kBlock);
   const uint64_t ref_bytes = blocks * kBlock * c.ranks;
@@ -441,7 +453,9 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   double fio_gib_s = 0;
   auto restore_with = [&](const std::string& variant) {
     OnEveryRank(c, [&](int r) {
-      Checkpointer& ckpt = variant.empty() ? *c.rank[r].ckpt : *c.rank[r].variants.at(variant);
+      Checkpointer& ckpt = variant.empty()                 ? *c.rank[r].ckpt
+                           : variant == "restore in place" ? *c.rank[r].in_place
+                                                           : *c.rank[r].variants.at(variant);
       auto restored = ckpt.RestoreLatest();
       Check(restored.ok() && restored->has_value() && (*restored)->step == step,
             "RestoreLatest did not bring back step " + std::to_string(step));
@@ -451,6 +465,9 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   for (const auto& [variant, ckpt] : c.rank[0].variants) {
     readers.emplace_back(variant, [&, name = variant] { restore_with(name); });
   }
+  // Its own files, as large as the others to within 4 KiB per buffer.
+  if (c.rank[0].in_place)
+    readers.emplace_back("restore in place", [&] { restore_with("restore in place"); });
   readers.emplace_back("dd read", [&] {
     std::vector<std::vector<std::string>> dds;
     for (const std::string& s : shards) dds.push_back({"dd", "if=" + s, "of=/dev/null", "bs=16M"});
@@ -653,6 +670,7 @@ int main(int argc, char** argv) {
       }
       for (Rank& r : c.rank) {
         r.variants.clear();
+        r.in_place.reset();
         r.ckpt.reset();
       }
       std::error_code ec;

@@ -67,9 +67,11 @@ ShardHeader Checkpointer::State::Layout(int64_t step) const {
   std::vector<BufferShape> shapes;
   shapes.reserve(buffers.size());
   for (const RegisteredBuffer& b : buffers) {
-    // Host memory is read and written in place where its file offset shares its phase;
-    // device buffers pass through the page-aligned staging, at their offset.
-    const uint64_t phase = b.device ? 0 : reinterpret_cast<uintptr_t>(b.data) % kShardAlignment;
+    // With io_in_place, host memory is stored at its phase so that O_DIRECT can move its
+    // pages in place; otherwise at phase 0 (shard format 1, as older libraries wrote it).
+    // Device buffers pass through the page-aligned staging, at their offset.
+    const bool phased = options.io_in_place && !b.device;
+    const uint64_t phase = phased ? reinterpret_cast<uintptr_t>(b.data) % kShardAlignment : 0;
     shapes.push_back({b.name, b.size, phase});
   }
   return LayoutShard(step, collective->rank(), collective->size(), shapes);

@@ -52,7 +52,8 @@ struct Options {
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).
   bool direct_io = true;
   // O_DIRECT moves a buffer's pages straight between file and memory whatever the memory's
-  // offset within a page (each buffer is stored at that offset modulo 4 KiB, FORMAT.md).
+  // offset within a page (each buffer is then stored at that offset modulo 4 KiB, shard
+  // format 2, which libraries older than this option do not read; FORMAT.md).
   // false: only buffers that start on a page boundary (aligned_alloc, mmap, pinned or
   // huge-page memory) go in place, the rest through huge-page bounce buffers and a copy.
   // A direct request holds at most max_segments runs of physically contiguous memory, so
