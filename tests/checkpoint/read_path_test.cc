@@ -213,6 +213,10 @@ TEST(ReadPath, UnitsAreReadInPlaceWhereTheMemorysPhaseMatchesTheFile) {
       saved.Fill(9);
       ASSERT_TRUE(make(saved)->Save(1).ok());
     }
+    // Stored at the memory's phase (format 2) only with io_in_place; else format 1.
+    auto shard = ReadSmallFile(&fault, "/ckpt/step-1/rank-0.shard", 8 << 20);
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    EXPECT_EQ((*shard)[8], c.io_in_place && c.saved_misalign != 0 ? 2 : 1) << "shard format";
     Region big(4 << 20, c.restored_misalign);
     env.Watch(big.data(), big.size());
     auto ckpt = make(big);
