@@ -347,7 +347,7 @@ PYBIND11_MODULE(_baton, m) {
 
   py::class_<PyCheckpointer>(m, "Checkpointer")
       .def(py::init([](const std::string& dir, int keep_last, int io_threads,
-                       uint64_t io_unit_bytes, bool direct_io, int64_t attempt,
+                       uint64_t io_unit_bytes, bool direct_io, bool io_in_place, int64_t attempt,
                        const std::string& progress_file, py::object collective, bool device_memory,
                        std::function<void(const std::string&)> log) {
              ck::Options o;
@@ -356,6 +356,7 @@ PYBIND11_MODULE(_baton, m) {
              o.io_threads = io_threads;
              o.io_unit_bytes = io_unit_bytes;
              o.direct_io = direct_io;
+             o.io_in_place = io_in_place;
              o.attempt = attempt;
              o.progress_file = progress_file;
              o.log = std::move(log);
@@ -363,8 +364,9 @@ PYBIND11_MODULE(_baton, m) {
                                                      device_memory);
            }),
            py::arg("dir"), py::arg("keep_last"), py::arg("io_threads"), py::arg("io_unit_bytes"),
-           py::arg("direct_io"), py::arg("attempt"), py::arg("progress_file"),
-           py::arg("collective"), py::arg("device_memory"), py::arg("log"))
+           py::arg("direct_io"), py::arg("io_in_place"), py::arg("attempt"),
+           py::arg("progress_file"), py::arg("collective"), py::arg("device_memory"),
+           py::arg("log"))
       .def("close", &PyCheckpointer::Close)
       .def("register_buffer", &PyCheckpointer::RegisterBuffer, py::arg("name"), py::arg("obj"))
       .def("register_pointer", &PyCheckpointer::RegisterPointer, py::arg("name"),

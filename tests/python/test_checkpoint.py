@@ -51,6 +51,28 @@ def test_numpy_round_trip_every_dtype_in_place(tmp_path):
         np.testing.assert_array_equal(a, expected[name], err_msg=name)
 
 
+@pytest.mark.parametrize("io_in_place", [False, True])
+def test_large_tensors_round_trip_with_or_without_io_in_place(tmp_path, io_in_place):
+    # Tensors of several MiB whose memory is not page-aligned (a storage offset of 3
+    # floats): with io_in_place they are stored at their memory's phase (shard format 2)
+    # and read in place; without, they keep format 1 and go through bounce buffers.
+    base = torch.randn(3 + (3 << 20))
+    tensors = {"offset": base[3:], "other": torch.randn(1 << 20), "small": torch.randn(5)}
+    assert tensors["offset"].data_ptr() % 4096 != 0
+    expected = {k: v.clone() for k, v in tensors.items()}
+    with Checkpointer(str(tmp_path), io_in_place=io_in_place) as ckpt:
+        for name, t in tensors.items():
+            ckpt.register(name, t)
+        ckpt.save(4)
+        for t in tensors.values():
+            t.zero_()
+        assert ckpt.restore_latest().step == 4
+    for name, t in tensors.items():
+        assert torch.equal(t, expected[name]), name
+    with open(tmp_path / "step-4" / "rank-0.shard", "rb") as f:
+        assert f.read(12)[8] == (2 if io_in_place else 1)
+
+
 def test_torch_round_trip_every_dtype_in_place(tmp_path):
     tensors = {str(d): torch_value(d, i) for i, d in enumerate(TORCH_DTYPES)}
     tensors["scalar"] = torch.tensor(2.25)
