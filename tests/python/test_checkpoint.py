@@ -51,6 +51,21 @@ def test_numpy_round_trip_every_dtype_in_place(tmp_path):
         np.testing.assert_array_equal(a, expected[name], err_msg=name)
 
 
+def torch_round_trip(tmp_path, tensors, step, **options):
+    """Saves `tensors`, zeroes them, restores, and checks they came back bit for bit."""
+    expected = {k: v.clone() for k, v in tensors.items()}
+    with Checkpointer(str(tmp_path), **options) as ckpt:
+        for name, t in tensors.items():
+            ckpt.register(name, t)
+        ckpt.save(step)
+        for t in tensors.values():
+            t.zero_()
+        assert ckpt.restore_latest().step == step
+    for name, t in tensors.items():
+        assert t.dtype == expected[name].dtype
+        assert torch.equal(t, expected[name]), name
+
+
 @pytest.mark.parametrize("io_in_place", [False, True])
 def test_large_tensors_round_trip_with_or_without_io_in_place(tmp_path, io_in_place):
     # Tensors of several MiB whose memory is not page-aligned (a storage offset of 3
@@ -59,16 +74,7 @@ def test_large_tensors_round_trip_with_or_without_io_in_place(tmp_path, io_in_pl
     base = torch.randn(3 + (3 << 20))
     tensors = {"offset": base[3:], "other": torch.randn(1 << 20), "small": torch.randn(5)}
     assert tensors["offset"].data_ptr() % 4096 != 0
-    expected = {k: v.clone() for k, v in tensors.items()}
-    with Checkpointer(str(tmp_path), io_in_place=io_in_place) as ckpt:
-        for name, t in tensors.items():
-            ckpt.register(name, t)
-        ckpt.save(4)
-        for t in tensors.values():
-            t.zero_()
-        assert ckpt.restore_latest().step == 4
-    for name, t in tensors.items():
-        assert torch.equal(t, expected[name]), name
+    torch_round_trip(tmp_path, tensors, 4, io_in_place=io_in_place)
     with open(tmp_path / "step-4" / "rank-0.shard", "rb") as f:
         assert f.read(12)[8] == (2 if io_in_place else 1)
 
@@ -78,17 +84,7 @@ def test_torch_round_trip_every_dtype_in_place(tmp_path):
     tensors["scalar"] = torch.tensor(2.25)
     tensors["empty"] = torch.empty(0, 5)
     tensors["view"] = torch.arange(100.0)[10:30]  # contiguous view with a storage offset
-    expected = {k: v.clone() for k, v in tensors.items()}
-    with Checkpointer(str(tmp_path)) as ckpt:
-        for name, t in tensors.items():
-            ckpt.register(name, t)
-        ckpt.save(1)
-        for t in tensors.values():
-            t.zero_()
-        assert ckpt.restore_latest().step == 1
-    for name, t in tensors.items():
-        assert t.dtype == expected[name].dtype
-        assert torch.equal(t, expected[name]), name
+    torch_round_trip(tmp_path, tensors, 1)
 
 
 def test_registration_refuses_what_restore_could_not_fill(tmp_path):
