@@ -26,8 +26,10 @@
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
 // through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
 // twice the unit, with one read in flight per thread, with twice the reads in flight —
-// where restore time goes; and a Save and RestoreLatest with io_in_place (the state's pages
-// moved in place, not through bounce buffers; its own directory, as its layout differs).
+// where restore time goes; and, each in a directory of its own, Save and RestoreLatest
+// with io_in_place (the state's pages moved in place, not through bounce buffers; another
+// layout) and, for states up to 4 GiB, of a page-aligned copy of the state on transparent
+// huge pages (read in place by default).
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -316,9 +318,12 @@ struct Rank {
   std::unique_ptr<Checkpointer> ckpt;
   // --explain: the same directory and buffers, restored another way.
   std::map<std::string, std::unique_ptr<Checkpointer>> variants;
-  // --explain: the same buffers saved and restored with io_in_place, in their own directory
-  // (the layout differs: each buffer at its memory's phase).
-  std::unique_ptr<Checkpointer> in_place;
+  // --explain: checkpointers that save and restore in directories of their own, by name:
+  // "in place" (the state with io_in_place: another layout, each buffer at its memory's
+  // phase) and "huge pages" (a copy of the state on transparent huge pages, page-aligned).
+  std::map<std::string, std::unique_ptr<Checkpointer>> own;
+  std::unique_ptr<char, decltype(&std::free)> huge{nullptr, &std::free};
+  uint64_t huge_bytes = 0;
 };
 
 // GiB/s samples by name ("save", "dd write", …); stall and memcpy in seconds.
@@ -346,6 +351,27 @@ void OnEveryRank(Config& c, const std::function<void(int)>& fn) {
   }
 }
 
+// This process's anonymous memory on transparent huge pages, in MiB (-1: unknown).
+long AnonHugeMiB() {
+  std::FILE* in = std::fopen("/proc/self/smaps_rollup", "r");
+  if (in == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof(line), in) != nullptr) {
+    if (std::sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(in);
+  return kib < 0 ? -1 : kib / 1024;
+}
+
+// The directory of an --explain checkpointer that saves on its own ("in place" ->
+// "ckpt-in-place").
+std::string OwnDir(const std::string& name) {
+  std::string dir = "ckpt-" + name;
+  std::replace(dir.begin(), dir.end(), ' ', '-');
+  return dir;
+}
+
 void Setup(const Flags& f, Config& c) {
   std::string tmpl = f.dir + "/baton-bench-ckpt-XXXXXX";
   Check(::mkdtemp(tmpl.data()) != nullptr, "cannot create a directory in " + f.dir);
@@ -360,8 +386,13 @@ void Setup(const Flags& f, Config& c) {
   OnEveryRank(c, [&](int r) {
     Collective* collective = c.ranks == 1 ? &c.local : c.group->rank(r);
     Rank& mine = c.rank[r];
-    auto make = [&](int threads, bool direct, uint64_t unit, int depth, bool in_place = false) {
-      auto ckpt = Checkpointer::Create({.dir = c.dir + (in_place ? "/ckpt-in-place" : "/ckpt"),
+    // sub: the directory under c.dir; data: the buffers' memory (default: the state's).
+    auto make = [&](int threads, bool direct, uint64_t unit, int depth, bool in_place = false,
+                    const std::string& sub = "ckpt", std::vector<char*> data = {}) {
+      if (data.empty()) {
+        for (auto& b : mine.state) data.push_back(b.data());
+      }
+      auto ckpt = Checkpointer::Create({.dir = c.dir + "/" + sub,
                                         .keep_last = 1,
                                         .io_threads = threads,
                                         .io_unit_bytes = unit,
@@ -371,7 +402,7 @@ void Setup(const Flags& f, Config& c) {
                                        collective);
       Check(ckpt.status(), "Checkpointer::Create");
       for (size_t i = 0; i < mine.state.size(); ++i) {
-        Check((*ckpt)->RegisterHostBuffer("buffer-" + std::to_string(i), mine.state[i].data(),
+        Check((*ckpt)->RegisterHostBuffer("buffer-" + std::to_string(i), data[i],
                                           mine.state[i].size()),
               "register");
       }
@@ -388,7 +419,29 @@ void Setup(const Flags& f, Config& c) {
       mine.variants["restore 2x unit"] = make(t, f.direct, 2 * f.io_unit, d);
       mine.variants["restore depth 1"] = make(t, f.direct, f.io_unit, 1);
       mine.variants["restore 2x depth"] = make(t, f.direct, f.io_unit, std::min(64, 2 * d));
-      mine.in_place = make(t, f.direct, f.io_unit, d, /*in_place=*/true);
+      mine.own["in place"] = make(t, f.direct, f.io_unit, d, /*in_place=*/true, OwnDir("in place"));
+      if (c.size <= kStallMaxBytes) {
+        // The state again, each buffer page-aligned in memory advised onto huge pages
+        // before its first touch (THP's madvise mode), so O_DIRECT reads it in place.
+        std::vector<char*> data;
+        uint64_t bytes = 0;
+        for (auto& b : mine.state) bytes += (b.size() + 4095) / 4096 * 4096;
+        mine.huge_bytes = (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+        mine.huge.reset(static_cast<char*>(std::aligned_alloc(2 << 20, mine.huge_bytes)));
+        Check(mine.huge != nullptr, "out of memory for the huge-page state");
+        ::madvise(mine.huge.get(), mine.huge_bytes, MADV_HUGEPAGE);
+        char* at = mine.huge.get();
+        for (auto& b : mine.state) {
+          std::memcpy(at, b.data(), b.size());
+          data.push_back(at);
+          at += (b.size() + 4095) / 4096 * 4096;
+        }
+        mine.own["huge pages"] = make(t, f.direct, f.io_unit, d, false, OwnDir("huge pages"), data);
+        std::fprintf(
+            stderr,
+            "rank %d: %lu MiB copy of the state for huge pages (process: %ld MiB on them)\n", r,
+            static_cast<unsigned long>(mine.huge_bytes >> 20), AnonHugeMiB());
+      }
     }
   });
 }
@@ -416,13 +469,15 @@ void MeasureWrites(Config& c, AlignedBlock& block) {
   const std::vector<std::string> shards = ShardFiles(c, step);
   const uint64_t bytes = FileBytes(shards);
   Sample(c, "save", bytes, save_s);
-  if (c.rank[0].in_place) {
+  for (const auto& [name, unused] : c.rank[0].own) {
     ::sync();
-    const double s = Seconds([&] {
-      OnEveryRank(c, [&](int r) { Check(c.rank[r].in_place->Save(step), "Save in place"); });
+    const double s = Seconds([&, name = name] {
+      OnEveryRank(c, [&](int r) { Check(c.rank[r].own.at(name)->Save(step), "Save " + name); });
     });
-    OnEveryRank(c, [&](int r) { Check(c.rank[r].in_place->Wait(), "background pruning"); });
-    Sample(c, "save in place", FileBytes(ShardFiles(c, step, "ckpt-in-place")), s);
+    OnEveryRank(c, [&, name = name](int r) {
+      Check(c.rank[r].own.at(name)->Wait(), "background pruning");
+    });
+    Sample(c, "save " + name, FileBytes(ShardFiles(c, step, OwnDir(name))), s);
   }
   // The references write as many 16 MiB blocks as a shard holds, one file per rank.
   const uint64_t blocks = std::max<uint64_t>(1, bytes / c.ranks / kBlock);
@@ -453,9 +508,9 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   double fio_gib_s = 0;
   auto restore_with = [&](const std::string& variant) {
     OnEveryRank(c, [&](int r) {
-      Checkpointer& ckpt = variant.empty()                 ? *c.rank[r].ckpt
-                           : variant == "restore in place" ? *c.rank[r].in_place
-                                                           : *c.rank[r].variants.at(variant);
+      Checkpointer& ckpt = variant.empty()                     ? *c.rank[r].ckpt
+                           : c.rank[r].variants.count(variant) ? *c.rank[r].variants.at(variant)
+                                                               : *c.rank[r].own.at(variant);
       auto restored = ckpt.RestoreLatest();
       Check(restored.ok() && restored->has_value() && (*restored)->step == step,
             "RestoreLatest did not bring back step " + std::to_string(step));
@@ -465,9 +520,10 @@ void MeasureReads(Config& c, int rep, bool fio, AlignedBlock& block) {
   for (const auto& [variant, ckpt] : c.rank[0].variants) {
     readers.emplace_back(variant, [&, name = variant] { restore_with(name); });
   }
-  // Its own files, as large as the others to within 4 KiB per buffer.
-  if (c.rank[0].in_place)
-    readers.emplace_back("restore in place", [&] { restore_with("restore in place"); });
+  // Their own files, as large as the others to within 4 KiB per buffer.
+  for (const auto& [name, unused] : c.rank[0].own) {
+    readers.emplace_back("restore " + name, [&, name = name] { restore_with(name); });
+  }
   readers.emplace_back("dd read", [&] {
     std::vector<std::vector<std::string>> dds;
     for (const std::string& s : shards) dds.push_back({"dd", "if=" + s, "of=/dev/null", "bs=16M"});
@@ -670,7 +726,7 @@ int main(int argc, char** argv) {
       }
       for (Rank& r : c.rank) {
         r.variants.clear();
-        r.in_place.reset();
+        r.own.clear();
         r.ckpt.reset();
       }
       std::error_code ec;
