@@ -425,7 +425,8 @@ void Setup(const Flags& f, Config& c) {
         // before its first touch (THP's madvise mode), so O_DIRECT reads it in place.
         std::vector<char*> data;
         uint64_t bytes = 0;
-        for (auto& b : mine.state) bytes += (b.size() + 4095) / 4096 * 4096;
+        auto pages = [](uint64_t n) { return (n + 4095) / 4096 * 4096; };
+        for (auto& b : mine.state) bytes += pages(b.size());
         mine.huge_bytes = (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
         mine.huge.reset(static_cast<char*>(std::aligned_alloc(2 << 20, mine.huge_bytes)));
         Check(mine.huge != nullptr, "out of memory for the huge-page state");
@@ -434,7 +435,7 @@ void Setup(const Flags& f, Config& c) {
         for (auto& b : mine.state) {
           std::memcpy(at, b.data(), b.size());
           data.push_back(at);
-          at += (b.size() + 4095) / 4096 * 4096;
+          at += pages(b.size());
         }
         mine.own["huge pages"] = make(t, f.direct, f.io_unit, d, false, OwnDir("huge pages"), data);
         std::fprintf(

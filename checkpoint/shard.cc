@@ -19,10 +19,6 @@ constexpr uint64_t kFixedBytes = 48;       // magic .. file_bytes
 constexpr uint64_t kEntryFixedBytes = 24;  // name_len, reserved, offset, size
 constexpr uint64_t kMaxHeaderBytes = 64 << 20;
 
-uint64_t AlignUp(uint64_t n) {
-  return (n + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
-}
-
 template <typename T>
 void Put(std::string* out, T value) {
   out->append(reinterpret_cast<const char*>(&value), sizeof(value));
@@ -81,7 +77,7 @@ absl::Status CheckEntries(uint32_t version, const ShardHeader& h) {
     }
     end = b.offset + b.size;
   }
-  if (h.file_bytes % kShardAlignment != 0 || AlignUp(end) != h.file_bytes) {
+  if (h.file_bytes % kShardAlignment != 0 || ShardAlignUp(end) != h.file_bytes) {
     return Damaged("file size " + std::to_string(h.file_bytes) + " does not match its buffers");
   }
   return absl::OkStatus();
@@ -97,7 +93,7 @@ ShardHeader LayoutShard(int64_t step, int rank, int world_size,
   h.world_size = world_size;
   uint64_t raw = kFixedBytes + sizeof(uint64_t);  // fixed fields + trailing checksum
   for (const BufferShape& b : buffers) raw += kEntryFixedBytes + b.name.size();
-  h.header_bytes = AlignUp(raw);
+  h.header_bytes = ShardAlignUp(raw);
   uint64_t end = h.header_bytes;
   for (const BufferShape& b : buffers) {
     const uint64_t phase = b.phase % kShardAlignment;
@@ -106,7 +102,7 @@ ShardHeader LayoutShard(int64_t step, int rank, int world_size,
     h.buffers.push_back(BufferEntry{b.name, offset, b.size});
     end = offset + b.size;
   }
-  h.file_bytes = AlignUp(end);
+  h.file_bytes = ShardAlignUp(end);
   return h;
 }
 

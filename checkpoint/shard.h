@@ -16,6 +16,9 @@ namespace baton::checkpoint {
 // The header and the file size are multiples of this (O_DIRECT-friendly); a buffer's
 // offset has its memory's remainder modulo this.
 inline constexpr uint64_t kShardAlignment = 4096;
+// n rounded down or up to a multiple of kShardAlignment (also O_DIRECT's unit).
+inline uint64_t ShardAlignDown(uint64_t n) { return n / kShardAlignment * kShardAlignment; }
+inline uint64_t ShardAlignUp(uint64_t n) { return ShardAlignDown(n + kShardAlignment - 1); }
 // Version 1 put every buffer at a multiple of kShardAlignment; version 2 lets a buffer
 // start at any of the kShardAlignment bytes after the previous one ends. Writers write 1
 // whenever every offset is aligned, so that older libraries read those shards.

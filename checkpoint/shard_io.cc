@@ -142,9 +142,7 @@ absl::Status WriteZeros(WritableFile* file, uint64_t offset, uint64_t n) {
 constexpr uint64_t kMinInPlaceBytes = kChecksumChunkBytes;
 constexpr int kMaxInPlacePerUnit = 8;
 constexpr int kMaxCallsPerUnit = 2 * kMaxInPlacePerUnit + 1;  // bounce runs between them
-
-uint64_t IoAlignDown(uint64_t n) { return n / kDirectIoAlignment * kDirectIoAlignment; }
-uint64_t IoAlignUp(uint64_t n) { return IoAlignDown(n + kDirectIoAlignment - 1); }
+static_assert(kShardAlignment == kDirectIoAlignment, "units plan O_DIRECT runs by shard pages");
 
 template <typename Ptr>
 struct UnitPlan {
@@ -184,7 +182,7 @@ void PlanUnit(uint64_t start, uint64_t end, const std::vector<Piece<Ptr>>& piece
   };
   int in_place = 0;
   for (const auto& p : pieces) {
-    const uint64_t a = IoAlignUp(p.offset), b = IoAlignDown(p.offset + p.size);
+    const uint64_t a = ShardAlignUp(p.offset), b = ShardAlignDown(p.offset + p.size);
     if (p.data == nullptr || (!any_phase && !p.aligned_region) || in_place == kMaxInPlacePerUnit ||
         b <= a || b - a < std::min(kMinInPlaceBytes, end - start) ||
         !Aligned(p.data + (a - p.offset))) {
