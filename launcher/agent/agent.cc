@@ -35,7 +35,8 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
       clock_(clock),
       own_link_(link ? nullptr : GrpcCoordinatorLink(options_.coordinator, options_.tls)),
       link_(link ? link : own_link_.get()),
-      spawner_(spawner ? spawner : &reaper_),
+      own_reaper_(spawner ? nullptr : std::make_unique<Reaper>()),
+      spawner_(spawner ? spawner : own_reaper_.get()),
       isolator_(isolator
                     ? std::move(isolator)
                     : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
@@ -337,7 +338,7 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
       auto it = attempts_.find({sr.job_id(), sr.attempt()});
       if (it == attempts_.end() || (sr.signal() != SIGUSR1 && sr.signal() != SIGUSR2)) break;
       // Ranks (mpirun in mpi mode) only: a daemon or relay would die of it.
-      for (const auto& [pid, rank] : it->second.ranks) kill(pid, sr.signal());
+      for (const auto& [pid, rank] : it->second.ranks) spawner_->Signal(pid, sr.signal());
       break;
     }
     case v1::CoordinatorCommand::kAck: {
@@ -390,9 +391,9 @@ bool Agent::SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, b
     return false;
   }
   if (ranks_only) {
-    for (const auto& [pid, rank] : run.ranks) kill(pid, signal);
+    for (const auto& [pid, rank] : run.ranks) spawner_->Signal(pid, signal);
   } else if (run.pgid) {
-    kill(-run.pgid, signal);
+    spawner_->Signal(-run.pgid, signal);
   }
   return true;
 }
@@ -440,7 +441,7 @@ void Agent::ArmKillLocked(Key key, Run& run) {
 }
 
 void Agent::KillNowLocked(Key key, Run& run) {
-  if (run.pgid) kill(-run.pgid, SIGKILL);
+  if (run.pgid) spawner_->Signal(-run.pgid, SIGKILL);
   if (isolator_->enabled()) sweeps_.push_back(key);  // descendants that left the group too
   run.kill_at = run.stop_kill_at = run.preempt_kill_at = absl::InfiniteFuture();
 }
@@ -580,7 +581,8 @@ void Agent::ProcessExitLocked(const Exit& e) {
 }
 
 void Agent::FinishRunLocked(Key key, Run& run) {
-  if (run.pgid) kill(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
+  if (run.pgid)
+    spawner_->Signal(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
   run.kill_at = absl::InfiniteFuture();
   // Its output drained, its last progress note read and its isolation released, the
   // worker reports the end (ReadNotesOutsideLock): none of it happens under the lock.

@@ -79,7 +79,8 @@ struct AgentOptions {
 class Agent {
  public:
   // `isolator` null: no isolation (mode none). `observer` (may be null) must outlive
-  // the Agent. `spawner` (may be null: the agent's own Reaper) starts every process.
+  // the Agent. `spawner` (may be null: a Reaper of the agent's own) starts and signals
+  // every process.
   // `link` (may be null: gRPC to options.coordinator with options.tls) must outlive it.
   Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
         std::unique_ptr<Isolator> isolator = nullptr, AttemptObserver* observer = nullptr,
@@ -283,8 +284,8 @@ class Agent {
   Clock* const clock_;
   std::unique_ptr<CoordinatorLink> own_link_;  // when the caller gave none
   CoordinatorLink* const link_;
-  Reaper reaper_;
-  Spawner* const spawner_;  // reaper_ or the caller's
+  std::unique_ptr<Reaper> own_reaper_;  // when the caller gave no spawner
+  Spawner* const spawner_;              // own_reaper_ or the caller's: every fork and signal
   std::unique_ptr<Isolator> isolator_;
   AttemptObserver* const observer_;  // never null
   LogPump pump_;

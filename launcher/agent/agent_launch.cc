@@ -219,7 +219,7 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     run.report.set_phase(v1::AttemptReport::PHASE_REJECTED);
     run.report.set_exit_code(127);
     run.report.set_message(error);
-    if (run.pgid) kill(-run.pgid, SIGKILL);
+    if (run.pgid) spawner_->Signal(-run.pgid, SIGKILL);
     (void)isolator_->Kill(l.job_id(), l.attempt());
     // Else once the spawned ranks are reaped (FinishRunLocked).
     if (!run.live()) (void)isolator_->Release(l.job_id(), l.attempt());
@@ -331,7 +331,7 @@ absl::StatusOr<pid_t> Agent::SpawnInto(Key key, Run& run, SpawnOptions& so) {
   for (int tries = 0;; ++tries) {
     // Every process of the attempt's group may have ended already (a quick rank, done
     // while the next one starts): joining it then fails, and this one starts a new group.
-    if (run.pgid != 0 && kill(-run.pgid, 0) != 0 && errno == ESRCH) run.pgid = 0;
+    if (run.pgid != 0 && spawner_->Signal(-run.pgid, 0) != 0 && errno == ESRCH) run.pgid = 0;
     so.process_group = run.pgid;
     pid = spawner_->SpawnAndWatch(so, on_exit, &keeper);
     if (pid.ok() || so.process_group == 0 || tries > 0 || !absl::IsPermissionDenied(pid.status())) {
@@ -479,7 +479,7 @@ absl::StatusOr<pid_t> Agent::StartExec(const v1::ExecRequest& req, int out_fd, i
   lock.lock();
   it = attempts_.find(key);
   if (it == attempts_.end()) {  // never: a live attempt is not erased
-    if (pid.ok()) kill(*pid, SIGKILL);
+    if (pid.ok()) spawner_->Signal(*pid, SIGKILL);
     return absl::FailedPreconditionError(which + " has ended on node " + options_.node_name);
   }
   Run& after = it->second;
@@ -522,7 +522,7 @@ void Agent::HangUpExec(pid_t pid) {
     std::lock_guard<std::mutex> lock(hung_up_mu_);
     hung_up_.insert(pid);
   }
-  kill(pid, SIGTERM);  // not yet reaped (its exec stream is still open), so still ours
+  spawner_->Signal(pid, SIGTERM);  // not yet reaped (its exec stream is still open), so still ours
 }
 
 }  // namespace baton

@@ -226,6 +226,8 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& o, pid_t* failed_child, pid_t* k
   return child;
 }
 
+int Spawner::Signal(pid_t pid, int signal) { return kill(pid, signal); }
+
 Reaper::Reaper() {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -82,8 +82,9 @@ std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& options, pid_t* failed_child = nullptr,
                             pid_t* keeper = nullptr);
 
-// What the Agent starts its processes with: the Reaper, or in tests a stand-in that
-// delays or records spawns around a real Reaper. Thread-safe.
+// What the Agent starts and signals its processes with: the Reaper, or in tests a
+// stand-in that delays or records spawns around a real Reaper, or fakes the processes
+// altogether (the agent's decisions tested without forking). Thread-safe.
 class Spawner {
  public:
   using Callback = std::function<void(pid_t, ExitStatus)>;
@@ -91,6 +92,9 @@ class Spawner {
   // Spawns and registers `on_exit` (called once, on another thread, when the child ends).
   virtual absl::StatusOr<pid_t> SpawnAndWatch(const SpawnOptions& options, Callback on_exit,
                                               pid_t* keeper = nullptr) = 0;
+  // kill(2) for the processes it spawned: `pid` < 0 is a process group, `signal` 0 asks
+  // whether it exists. 0, or -1 with errno set.
+  virtual int Signal(pid_t pid, int signal);
 };
 
 // Waits for the children it spawned, each through a pidfd on one epoll set, and calls

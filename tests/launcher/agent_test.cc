@@ -33,6 +33,7 @@ using launcher_testing::KillCommand;
 using launcher_testing::kLeaseMs;
 using launcher_testing::kNode;
 using launcher_testing::LaunchCommand;
+using launcher_testing::ObserverLog;
 using launcher_testing::PollUntil;
 using launcher_testing::ReadFile;
 using launcher_testing::ScratchDir;
@@ -197,16 +198,6 @@ struct OpenLinkOnExit {
   ~OpenLinkOnExit() { gate->OpenWrites(); }
 };
 
-// Counts the heartbeat acknowledgements the agent has handled.
-class AckCounter : public AttemptObserver {
- public:
-  void OnHeartbeatAck(absl::Duration) override { acks_.fetch_add(1); }
-  int acks() const { return acks_.load(); }
-
- private:
-  std::atomic<int> acks_{0};
-};
-
 v1::Inventory TestInventory() {
   v1::Inventory inv;
   inv.set_cpus(8);
@@ -245,9 +236,10 @@ class AgentTest : public ::testing::Test {
     o.taints = {t};
     o.reconnect_max_backoff = absl::Milliseconds(200);
     spawner_ = new GateSpawner();
-    acks_ = new AckCounter();
+    observer_ = new ObserverLog();
     link_ = new GateLink(GrpcCoordinatorLink(o.coordinator, o.tls));
-    agent_ = new Agent(o, TestInventory(), clock_, /*isolator=*/nullptr, acks_, spawner_, link_);
+    agent_ =
+        new Agent(o, TestInventory(), clock_, /*isolator=*/nullptr, observer_, spawner_, link_);
     agent_->Start(kAdvertise);
   }
 
@@ -321,7 +313,7 @@ class AgentTest : public ::testing::Test {
   static FakeCoordinator* coordinator_;
   static Agent* agent_;
   static GateSpawner* spawner_;
-  static AckCounter* acks_;
+  static ObserverLog* observer_;
   static GateLink* link_;
 };
 
@@ -331,7 +323,7 @@ FakeClock* AgentTest::clock_ = nullptr;
 FakeCoordinator* AgentTest::coordinator_ = nullptr;
 Agent* AgentTest::agent_ = nullptr;
 GateSpawner* AgentTest::spawner_ = nullptr;
-AckCounter* AgentTest::acks_ = nullptr;
+ObserverLog* AgentTest::observer_ = nullptr;
 GateLink* AgentTest::link_ = nullptr;
 
 TEST_F(AgentTest, RegistersWithNodeNameInventoryAndAddress) {
@@ -380,10 +372,10 @@ TEST_F(AgentTest, HeartbeatsAndOtherLaunchesGoOnWhileALaunchIsStuckStarting) {
   auto is_heartbeat = [](const FakeCoordinator::Received& m) { return m.msg.has_heartbeat(); };
   for (int i = 0; i < 3; ++i) {
     size_t from = coordinator_->count();
-    int acks = acks_->acks();
+    int acks = observer_->acks();
     clock_->AdvanceMs(kHeartbeatMs);
     ASSERT_TRUE(coordinator_->WaitFor(is_heartbeat, from)) << "no heartbeat while launching";
-    ASSERT_TRUE(PollUntil([&] { return acks_->acks() > acks; })) << "its ack was not handled";
+    ASSERT_TRUE(PollUntil([&] { return observer_->acks() > acks; })) << "its ack was not handled";
   }
   EXPECT_TRUE(agent_->IsLive(740, 1)) << "an attempt being started counts as live";
   EXPECT_TRUE(Reports(740).empty()) << "nothing is reported before its processes run";
@@ -423,9 +415,12 @@ TEST_F(AgentTest, AStuckWriteToTheCoordinatorHoldsUpNothingElse) {
   clock_->AdvanceMs(kHeartbeatMs);  // a heartbeat is due: its write is held
   ASSERT_TRUE(link_->WaitForHeldWrite());
   Launch(742, {"sh", "-c", "echo started; exec sleep 60"});
-  EXPECT_TRUE(PollUntil([] {
-    return ReadFile(agent_->LogPath(742, 1)).find("started") != std::string::npos;
-  })) << "the launch waited for the stuck write";
+  // Committed, not only spawned (its output can come first): a stop now is a kill of a
+  // running attempt, not of one still starting.
+  EXPECT_TRUE(PollUntil([] { return observer_->started(742); }))
+      << "the launch waited for the stuck write";
+  EXPECT_TRUE(PollUntil(
+      [] { return ReadFile(agent_->LogPath(742, 1)).find("started") != std::string::npos; }));
   ASSERT_TRUE(coordinator_->Push(KillCommand(742, SIGTERM, /*grace_seconds=*/30)));
   EXPECT_TRUE(PollUntil([] { return !agent_->IsLive(742, 1); }))
       << "the kill waited for the stuck write";

@@ -1,7 +1,7 @@
 // A fake coordinator for in-process agent tests: a real gRPC AgentControl server on a
 // loopback port, TLS under a test CA (FakeCoordinatorTls), that records what agents send
 // and who they proved to be, and pushes commands on the live stream; plus builders for
-// the commands. Header-only; thread-safe (one mutex).
+// the commands (agent_wire.h). Header-only; thread-safe (one mutex).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -16,12 +16,12 @@
 #include "proto/agent.grpc.pb.h"
 #include "proto/rpc_util.h"
 #include "proto/tls.h"
+#include "tests/launcher/agent_wire.h"
 #include "tests/launcher/test_util.h"
 #include "tests/util/security.h"
 
 namespace baton::launcher_testing {
 
-inline constexpr char kNode[] = "node-t";
 inline constexpr uint32_t kHeartbeatMs = 100;
 inline constexpr uint32_t kLeaseMs = 60'000;
 
@@ -47,13 +47,8 @@ struct FakeCoordinatorTls {
 // Records what the agent sends on every Connect stream and lets the test push commands
 // on the live one. Answers each Register with Registered. Can be taken down and brought
 // back on the same port.
-class FakeCoordinator {
+class FakeCoordinator : public AgentMessageLog {
  public:
-  struct Received {
-    int session;
-    v1::AgentMessage msg;
-  };
-
   void Start(const TlsMaterial& tls) {
     tls_ = tls;
     auto creds = ServerCredentials(tls_, "127.0.0.1:0");
@@ -96,31 +91,6 @@ class FakeCoordinator {
     return peers_;
   }
 
-  // The first message at or after index `from` that satisfies `pred`.
-  std::optional<Received> WaitFor(const std::function<bool(const Received&)>& pred,
-                                  size_t from = 0) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<Received> found;
-    WaitUntil(cv_, lock, [&] {
-      for (size_t i = from; i < received_.size(); ++i) {
-        if (pred(received_[i])) {
-          found = received_[i];
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-  std::vector<Received> received() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_;
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_.size();
-  }
-
  private:
   using Stream = grpc::ServerReaderWriter<v1::CoordinatorCommand, v1::AgentMessage>;
 
@@ -145,7 +115,7 @@ class FakeCoordinator {
     v1::AgentMessage msg;
     while (stream->Read(&msg)) {
       std::lock_guard<std::mutex> lock(mu_);
-      received_.push_back({session, msg});
+      Record(session, msg);
       if (msg.has_register_()) {
         v1::CoordinatorCommand reply;
         reply.mutable_registered()->set_heartbeat_interval_ms(kHeartbeatMs);
@@ -179,51 +149,6 @@ class FakeCoordinator {
   grpc::ServerContext* ctx_ = nullptr;
   int sessions_ = 0;
   std::vector<Peer> peers_;
-  std::vector<Received> received_;
 };
-
-inline v1::CoordinatorCommand LaunchCommand(uint64_t job, std::vector<std::string> command,
-                                            uint32_t ranks = 1, std::vector<std::string> gpus = {},
-                                            uint32_t attempt = 1, const std::string& node = kNode) {
-  v1::CoordinatorCommand cmd;
-  v1::Launch* l = cmd.mutable_launch();
-  l->set_job_id(job);
-  l->set_attempt(attempt);
-  l->set_node_rank(0);
-  l->set_master_port(29500);
-  // The agent's own tests run their jobs as root (allowed); who a job runs as is tested
-  // with the test users (agent_test.cc, "AsItsOwner").
-  l->set_user("root");
-  l->set_allow_root(true);
-  v1::JobSpec* s = l->mutable_spec();
-  s->set_name("job" + std::to_string(job));
-  s->set_tenant("vision");
-  s->set_nodes(1);
-  s->set_ranks_per_node(ranks);
-  s->set_gpus_per_node(static_cast<uint32_t>(gpus.size()));
-  for (auto& arg : command) s->add_command(arg);
-  v1::NodeAssignment* p = l->add_placement();
-  p->set_node(node);
-  p->set_address("127.0.0.1");
-  for (auto& g : gpus) p->add_gpu_ids(g);
-  return cmd;
-}
-
-inline v1::CoordinatorCommand KillCommand(uint64_t job, int signal, uint32_t grace_seconds) {
-  v1::CoordinatorCommand cmd;
-  cmd.mutable_kill()->set_job_id(job);
-  cmd.mutable_kill()->set_attempt(1);
-  cmd.mutable_kill()->set_signal(signal);
-  cmd.mutable_kill()->set_grace_seconds(grace_seconds);
-  cmd.mutable_kill()->set_reason("test");
-  return cmd;
-}
-
-inline v1::CoordinatorCommand AckCommand(uint64_t job) {
-  v1::CoordinatorCommand cmd;
-  cmd.mutable_ack()->set_job_id(job);
-  cmd.mutable_ack()->set_attempt(1);
-  return cmd;
-}
 
 }  // namespace baton::launcher_testing
