@@ -140,19 +140,16 @@ absl::Status JobManager::Recover() {
     auto it = jobs_.find(ev.job_id());
     if (it != jobs_.end()) it->second.events.push_back(std::move(ev));
   }
-  int64_t now = clock_->MonotonicMs();
+  const absl::Time now = clock_->Monotonic();
   for (auto& node : snap->nodes) {
-    NodeEntry& n = nodes_[node.name()];
-    n.node = std::move(node);
-    if (n.node.state() != v1::NODE_STATE_LOST) n.node.set_state(v1::NODE_STATE_DISCONNECTED);
-    n.last_seen_mono = now;  // a fresh lease + margin to reconnect after our restart
-    observer_->OnNodeLoaded(n.node);
+    // A fresh lease + margin to reconnect after our restart.
+    observer_->OnNodeLoaded(nodes_.Load(std::move(node), now).node);
   }
   for (const auto& [id, e] : jobs_) observer_->OnJobLoaded(e.job);
   spdlog::info(
       "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
       "(finished jobs are read from the store when asked)",
-      jobs_.size(), pending_.size(), active_.size(), nodes_.size(),
+      jobs_.size(), pending_.size(), active_.size(), nodes_.all().size(),
       absl::FDivDuration(absl::Now() - began, absl::Seconds(1)));
   return absl::OkStatus();
 }
@@ -278,13 +275,7 @@ absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const 
 
 void JobManager::RunEffects(std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands,
                             std::vector<v1::Job> changed) {
-  if (!commands.empty()) {
-    std::lock_guard<std::mutex> lock(links_mu_);
-    for (const auto& [node, cmd] : commands) {
-      auto it = links_.find(node);
-      if (it != links_.end()) it->second->Send(cmd);
-    }
-  }
+  nodes_.Send(commands);
   watch_.Notify(changed);
 }
 
@@ -722,11 +713,11 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
                                std::to_string(job.id()) + " did not run on node " + req.node());
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto n = nodes_.find(where->node());
-  if (n == nodes_.end() || n->second.node.address().empty()) {
+  const NodeRegistry::Entry* n = nodes_.Find(where->node());
+  if (n == nullptr || n->node.address().empty()) {
     return absl::UnavailableError("node " + where->node() + " is unknown");
   }
-  return LogTarget{where->node(), n->second.node.address(), attempt};
+  return LogTarget{where->node(), n->node.address(), attempt};
 }
 
 void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<void()> done) {

@@ -29,6 +29,7 @@
 #include "coordinator/committer.h"
 #include "coordinator/event_log.h"
 #include "coordinator/finished_jobs.h"
+#include "coordinator/node_registry.h"
 #include "coordinator/observer.h"
 #include "coordinator/policy.h"
 #include "coordinator/scheduler/cluster_view.h"
@@ -187,11 +188,6 @@ class JobManager {
     std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
     int said_wait = -1;       // the sched::Outcome of the last wait logged; -1 after any event
   };
-  struct NodeEntry {
-    v1::Node node;
-    std::shared_ptr<AgentLink> link;
-    int64_t last_seen_mono = 0;
-  };
   // One change in progress: what to write and what to do once it is durable.
   struct Txn {
     StoreBatch batch;
@@ -256,9 +252,10 @@ class JobManager {
   void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);
   // A node silent past lease + margin: no new work; its attempts stay until their own
   // bound (ReplaceAfterMsLocked), when ReplaceLostAttemptsLocked requeues them.
-  void NodeLostLocked(NodeEntry& n, Txn& txn);
-  int64_t ReplaceAfterMsLocked(const JobEntry& e) const;
-  void ReplaceLostAttemptsLocked(const std::string& node, int64_t silent_ms, Txn& txn);
+  void NodeLostLocked(NodeRegistry::Entry& n, Txn& txn);
+  // How long a lost node's attempt of `e` may stay silent before it is replaced.
+  absl::Duration ReplaceAfterLocked(const JobEntry& e) const;
+  void ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent, Txn& txn);
   void ScheduleLoop();
   void Kick();
 
@@ -297,11 +294,8 @@ class JobManager {
   int64_t usage_saved_ms_ = 0;            // when Tick last stored the ledger
   int64_t retention_checked_ms_ = 0;      // when Tick last deleted expired jobs
   std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
-  std::map<std::string, NodeEntry> nodes_;
+  NodeRegistry nodes_;  // its table under mu_; its links also read by effects after commit
   uint64_t next_job_id_ = 1;
-
-  std::mutex links_mu_;  // current link per node, read by effects after commit
-  std::map<std::string, std::shared_ptr<AgentLink>> links_;
 
   WatchHub watch_;
 

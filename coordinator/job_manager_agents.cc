@@ -57,12 +57,17 @@ absl::Status CheckRegister(const v1::Register& reg) {
   return absl::OkStatus();
 }
 
+absl::Status NeverRegistered(const std::string& node) {
+  return absl::NotFoundError("node '" + node.substr(0, 64) +
+                             "' has never registered (`baton nodes` lists them)");
+}
+
 }  // namespace
 
 absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link) {
   if (absl::Status s = CheckRegister(reg); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  NodeEntry& n = nodes_[reg.node()];
+  NodeRegistry::Entry& n = nodes_.Connect(reg.node(), link, clock_->Monotonic());
   v1::NodeState before = n.node.state();
   n.node.set_name(reg.node());
   n.node.set_address(reg.address());
@@ -73,12 +78,6 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
   *n.node.mutable_labels() = reg.labels();
   *n.node.mutable_taints() = reg.taints();
   *n.node.mutable_isolation() = reg.isolation();
-  n.link = link;
-  n.last_seen_mono = clock_->MonotonicMs();
-  {
-    std::lock_guard<std::mutex> llock(links_mu_);
-    links_[reg.node()] = link;
-  }
   v1::CoordinatorCommand hello;
   hello.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
   hello.mutable_registered()->set_lease_ms(options_.lease_ms);
@@ -105,12 +104,9 @@ void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req
     return done(absl::InvalidArgumentError("reason: at most 512 bytes"));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(req.node());
-  if (it == nodes_.end()) {
-    return done(absl::NotFoundError("node '" + req.node().substr(0, 64) +
-                                    "' has never registered (`baton nodes` lists them)"));
-  }
-  v1::Node& node = it->second.node;
+  NodeRegistry::Entry* entry = nodes_.Find(req.node());
+  if (entry == nullptr) return done(NeverRegistered(req.node()));
+  v1::Node& node = entry->node;
   const int64_t now = clock_->NowMs();
   v1::NodeDrain* d = node.mutable_drain();
   if (d->since_ms() == 0) d->set_since_ms(now);
@@ -150,12 +146,9 @@ void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req
 void JobManager::UndrainNode(const Caller& caller, const std::string& name,
                              std::function<void(absl::StatusOr<v1::Node>)> done) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) {
-    return done(absl::NotFoundError("node '" + name.substr(0, 64) +
-                                    "' has never registered (`baton nodes` lists them)"));
-  }
-  v1::Node& node = it->second.node;
+  NodeRegistry::Entry* entry = nodes_.Find(name);
+  if (entry == nullptr) return done(NeverRegistered(name));
+  v1::Node& node = entry->node;
   if (!node.has_drain()) return done(node);  // nothing to do: idempotent, as kubectl uncordon
   node.clear_drain();
   Txn txn;
@@ -206,14 +199,12 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
 
 void JobManager::AgentHeartbeat(const std::string& node) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(node);
-  if (it != nodes_.end()) it->second.last_seen_mono = clock_->MonotonicMs();
+  nodes_.Seen(node, clock_->Monotonic());
 }
 
 void JobManager::AgentReport(const std::string& node, const v1::AttemptReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(node);
-  if (it != nodes_.end()) it->second.last_seen_mono = clock_->MonotonicMs();
+  nodes_.Seen(node, clock_->Monotonic());
   Txn txn;
   ApplyReportLocked(node, report, /*registering=*/false, txn);
   CommitLocked(std::move(txn));
@@ -334,25 +325,19 @@ void JobManager::MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn
 
 void JobManager::AgentDisconnected(const std::string& node, const AgentLink* link) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = nodes_.find(node);
-  if (it == nodes_.end() || it->second.link.get() != link) return;
-  it->second.link.reset();
-  {
-    std::lock_guard<std::mutex> llock(links_mu_);
-    links_.erase(node);
-  }
-  if (it->second.node.state() == v1::NODE_STATE_READY) {
-    it->second.node.set_state(v1::NODE_STATE_DISCONNECTED);
+  if (!nodes_.Disconnect(node, link)) return;
+  v1::Node& n = nodes_.Find(node)->node;
+  if (n.state() == v1::NODE_STATE_READY) {
+    n.set_state(v1::NODE_STATE_DISCONNECTED);
     Txn txn;
-    LogLocked(events::NodeChange(it->second.node, "disconnected", "agent stream closed"), nullptr,
-              txn);
+    LogLocked(events::NodeChange(n, "disconnected", "agent stream closed"), nullptr, txn);
     CommitLocked(std::move(txn));
   }
   spdlog::warn("node {} disconnected; declared lost in {} ms unless it returns", node,
                options_.lease_ms + options_.lost_margin_ms);
 }
 
-void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
+void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
   const std::string& node = n.node.name();
   spdlog::warn(
       "node {} lost: no contact for {} ms; its attempts are replaced once their "
@@ -364,27 +349,26 @@ void JobManager::NodeLostLocked(NodeEntry& n, Txn& txn) {
           n.node, "lost",
           "no contact for " + std::to_string(options_.lease_ms + options_.lost_margin_ms) + " ms"),
       nullptr, txn);
-  n.link.reset();
-  {
-    std::lock_guard<std::mutex> llock(links_mu_);
-    links_.erase(node);
-  }
+  nodes_.Cut(n);
   txn.batch.nodes.push_back(n.node);
 }
 
-int64_t JobManager::ReplaceAfterMsLocked(const JobEntry& e) const {
+absl::Duration JobManager::ReplaceAfterLocked(const JobEntry& e) const {
   int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
-  if (stop_s == Policy::kNever) return options_.lease_ms + options_.lost_margin_ms;
+  if (stop_s == Policy::kNever)
+    return absl::Milliseconds(options_.lease_ms + options_.lost_margin_ms);
   // The agent stops it at stop_s (counted from what it last heard, which is no earlier
   // than what we last heard from it) and kills it a grace later; then a margin.
-  return stop_s * 1000 + int64_t{e.job.spec().grace_seconds()} * 1000 + options_.lost_margin_ms;
+  return absl::Seconds(stop_s) + absl::Seconds(e.job.spec().grace_seconds()) +
+         absl::Milliseconds(options_.lost_margin_ms);
 }
 
-void JobManager::ReplaceLostAttemptsLocked(const std::string& node, int64_t silent_ms, Txn& txn) {
+void JobManager::ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent,
+                                           Txn& txn) {
   for (uint64_t id : std::set<uint64_t>(active_)) {
     JobEntry& e = jobs_.at(id);
     if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
-    if (silent_ms <= ReplaceAfterMsLocked(e)) continue;
+    if (silent <= ReplaceAfterLocked(e)) continue;
     if (e.live->outcome == Outcome::kNone) {
       e.live->outcome = Outcome::kNodeLost;
       e.live->outcome_reason = "node " + node + " lost";
@@ -398,14 +382,12 @@ void JobManager::Tick() {
   const std::vector<uint64_t> expired = ExpiredJobs();
   std::lock_guard<std::mutex> lock(mu_);
   Txn txn;
-  int64_t mono = clock_->MonotonicMs();
-  for (auto& [name, n] : nodes_) {
-    int64_t silent_ms = mono - n.last_seen_mono;
-    if (silent_ms > options_.lease_ms + options_.lost_margin_ms &&
-        n.node.state() != v1::NODE_STATE_LOST) {
-      NodeLostLocked(n, txn);
-    }
-    if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent_ms, txn);
+  const absl::Time mono = clock_->Monotonic();
+  const absl::Duration lost_after = absl::Milliseconds(options_.lease_ms + options_.lost_margin_ms);
+  for (auto& [name, n] : nodes_.all()) {
+    absl::Duration silent = mono - n.last_seen;
+    if (silent > lost_after && n.node.state() != v1::NODE_STATE_LOST) NodeLostLocked(n, txn);
+    if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent, txn);
   }
   int64_t now = clock_->NowMs();
   for (uint64_t id : active_) {

@@ -36,7 +36,7 @@ std::string NewSecret() {
 
 ClusterShape JobManager::ShapeLocked() const {
   ClusterShape shape;
-  for (const auto& [name, n] : nodes_) {
+  for (const auto& [name, n] : nodes_.all()) {
     const v1::Inventory& inv = n.node.inventory();
     uint32_t gpus = static_cast<uint32_t>(inv.gpus_size());
     ++shape.nodes;
@@ -59,15 +59,15 @@ bool JobManager::HoldsForRestartLocked(const JobEntry& e, int64_t now) const {
     return false;
   }
   for (const auto& p : e.job.attempts().rbegin()->placement()) {  // not on a drained node
-    auto n = nodes_.find(p.node());
-    if (n != nodes_.end() && n->second.node.has_drain()) return false;
+    const NodeRegistry::Entry* n = nodes_.Find(p.node());
+    if (n != nullptr && n->node.has_drain()) return false;
   }
   return true;
 }
 
 sched::ClusterView JobManager::BuildViewLocked() const {
   sched::ClusterView view;
-  for (const auto& [name, n] : nodes_) {
+  for (const auto& [name, n] : nodes_.all()) {
     if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
   }
   for (uint64_t id : active_) {
@@ -132,7 +132,7 @@ void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return;
   bool any_ready = false;
-  for (const auto& [name, n] : nodes_) any_ready |= n.node.state() == v1::NODE_STATE_READY;
+  for (const auto& [name, n] : nodes_.all()) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
   int64_t started = clock_->MonotonicMs();
   PassTimer timer(observer_);
@@ -211,7 +211,7 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
     p->set_cpu_millis(np.cpu_millis);
     p->set_memory_bytes(np.memory_bytes);
     p->set_first_rank(i * spec.ranks_per_node());
-    std::string addr = nodes_.at(node.name).node.address();
+    std::string addr = nodes_.Find(node.name)->node.address();
     p->set_address(addr.substr(0, addr.rfind(':')));
     for (const auto& r : np.ranks) {
       v1::RankBinding* b = p->add_ranks();
@@ -345,7 +345,7 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   out.set_queue_length(ex.queue_length);
   for (const auto& ev : ex.evictions) out.add_would_evict(ev.victim);
   std::string text = ex.Text(view);
-  for (const auto& [name, n] : nodes_) {  // capacity an admin took away, and why
+  for (const auto& [name, n] : nodes_.all()) {  // capacity an admin took away, and why
     if (!n.node.has_drain()) continue;
     const v1::NodeDrain& d = n.node.drain();
     text += "node " + name + " is drained (by " + d.by() +
@@ -375,8 +375,8 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
   int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
   l->set_stop_after_disconnect_ms(stop_s == Policy::kNever ? 0 : uint64_t(stop_s) * 1000);
   for (const auto& p : a.placement()) {
-    auto n = nodes_.find(p.node());
-    l->add_agent_addresses(n == nodes_.end() ? "" : n->second.node.address());
+    const NodeRegistry::Entry* n = nodes_.Find(p.node());
+    l->add_agent_addresses(n == nullptr ? "" : n->node.address());
   }
   return cmd;
 }
@@ -439,7 +439,7 @@ std::vector<v1::Node> JobManager::ListNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<v1::Node> out;
   std::map<std::string, size_t> index;
-  for (const auto& [name, n] : nodes_) {
+  for (const auto& [name, n] : nodes_.all()) {
     index[name] = out.size();
     out.push_back(n.node);
   }
