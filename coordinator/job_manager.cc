@@ -87,7 +87,7 @@ absl::Status JobManager::Recover() {
     }
     ledger_.Advance(clock_->NowMs(), {});
   }
-  usage_saved_ms_ = clock_->NowMs();
+  usage_saved_ = clock_->Now();
   next_job_id_ = snap->next_job_id;
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();
@@ -190,32 +190,31 @@ v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
 }
 
 void JobManager::ScheduleLoop() {
-  int64_t next_tick = 0;
-  int64_t next_pass = 0;
+  absl::Time next_tick = absl::InfinitePast();
+  absl::Time next_pass = absl::InfinitePast();
   std::unique_lock<std::mutex> lock(loop_mu_);
   while (!stopping_) {
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_interval_ms),
+    loop_cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.tick_interval),
                       [this] { return stopping_ || dirty_; });
     if (stopping_) break;
     bool dirty = dirty_;
     dirty_ = false;
     lock.unlock();
-    int64_t now = clock_->MonotonicMs();
+    absl::Time now = clock_->Monotonic();
     if (now >= next_tick) {
       Tick();
-      next_tick = now + options_.tick_interval_ms;
+      next_tick = now + options_.tick_interval;
       dirty = true;  // backoffs may have expired
     }
     if (dirty && now < next_pass) {
       // Too soon after the last pass: sleep out the interval, then run one pass for all.
-      std::this_thread::sleep_for(std::chrono::milliseconds(next_pass - now));
-      now = clock_->MonotonicMs();
+      std::this_thread::sleep_for(absl::ToChronoMilliseconds(next_pass - now));
     }
     if (dirty) {
       SchedulePass();
       // Passes take at most about a third of a core, however long the queue grows.
-      next_pass =
-          clock_->MonotonicMs() + std::max(options_.min_pass_interval_ms, 2 * last_pass_ms_.load());
+      next_pass = clock_->Monotonic() + std::max(options_.min_pass_interval,
+                                                 absl::Milliseconds(2 * last_pass_ms_.load()));
     }
     lock.lock();
   }

@@ -47,15 +47,15 @@ namespace baton {
 struct JobManagerOptions {
   Policy policy = Policy::Default();
   std::string policy_yaml;  // the text `policy` came from ("" for the built-in default)
-  int64_t heartbeat_interval_ms = 1000;     // agents send a heartbeat this often
-  int64_t lease_ms = 10'000;                // an agent cut off this long stops its jobs
-  int64_t lost_margin_ms = 5'000;           // node declared lost after lease + margin
-  int64_t usage_save_interval_ms = 60'000;  // the fair-share ledger is stored this often
-  int64_t retry_backoff_base_ms = 1000;     // failure retry backoff, doubling per failure
-  int64_t retry_backoff_max_ms = 60'000;
+  absl::Duration heartbeat_interval = absl::Seconds(1);  // agents send a heartbeat this often
+  absl::Duration lease = absl::Seconds(10);       // an agent cut off this long stops its jobs
+  absl::Duration lost_margin = absl::Seconds(5);  // node declared lost after lease + margin
+  absl::Duration usage_save_interval = absl::Minutes(1);  // the fair-share ledger is stored
+  absl::Duration retry_backoff_base = absl::Seconds(1);   // failure retry backoff, doubling
+  absl::Duration retry_backoff_max = absl::Minutes(1);
   uint32_t failure_kill_grace_seconds = 10;  // grace for the rest of a gang after a failure
-  int64_t tick_interval_ms = 250;            // leases, runtimes and backoffs checked this often
-  int64_t min_pass_interval_ms = 20;         // scheduling passes coalesce bursts of changes
+  absl::Duration tick_interval = absl::Milliseconds(250);     // leases, runtimes, backoffs checked
+  absl::Duration min_pass_interval = absl::Milliseconds(20);  // passes coalesce bursts
   // Grace extension: while an evicted job's checkpoint is being written its kill deadline
   // moves to now + grace, but never past Preempt + this many graces (the hard cap).
   double grace_cap_factor = 3.0;
@@ -63,7 +63,7 @@ struct JobManagerOptions {
   // below a quarter of it writes wait until space is freed (DiskSpace).
   uint64_t min_free_disk_bytes = 256ull << 20;
   // Finished jobs (and their events) are deleted this long after their end; 0: kept.
-  int64_t retention_ms = 30ll * 24 * 3600 * 1000;
+  absl::Duration retention = absl::Hours(30 * 24);
   // Finished jobs stay in memory (for status, logs and watchers right after the end) until
   // this many newer ones have finished; older ones are read from the store when asked.
   size_t finished_in_memory = 4096;
@@ -290,9 +290,9 @@ class JobManager {
   std::set<uint64_t> cooldown_;  // jobs in COOLDOWN
   // Preemption reservations of the last pass, given back to the next (sched README).
   std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
-  sched::UsageLedger ledger_;             // decayed GPU-seconds per tenant (fair share)
-  int64_t usage_saved_ms_ = 0;            // when Tick last stored the ledger
-  int64_t retention_checked_ms_ = 0;      // when Tick last deleted expired jobs
+  sched::UsageLedger ledger_;                      // decayed GPU-seconds per tenant (fair share)
+  absl::Time usage_saved_ = absl::InfinitePast();  // when Tick last stored the ledger
+  absl::Time retention_checked_ = absl::InfinitePast();  // when Tick last deleted expired jobs
   std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
   NodeRegistry nodes_;  // its table under mu_; its links also read by effects after commit
   uint64_t next_job_id_ = 1;

@@ -79,8 +79,9 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
   *n.node.mutable_taints() = reg.taints();
   *n.node.mutable_isolation() = reg.isolation();
   v1::CoordinatorCommand hello;
-  hello.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval_ms);
-  hello.mutable_registered()->set_lease_ms(options_.lease_ms);
+  hello.mutable_registered()->set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  hello.mutable_registered()->set_lease_ms(absl::ToInt64Milliseconds(options_.lease));
   link->Send(hello);  // before any reconciliation command
   spdlog::info("node {} registered from {} ({} CPUs, {} GPUs, {} attempts reported; was {})",
                reg.node(), reg.address(), reg.inventory().cpus(), reg.inventory().gpus_size(),
@@ -333,34 +334,33 @@ void JobManager::AgentDisconnected(const std::string& node, const AgentLink* lin
     LogLocked(events::NodeChange(n, "disconnected", "agent stream closed"), nullptr, txn);
     CommitLocked(std::move(txn));
   }
-  spdlog::warn("node {} disconnected; declared lost in {} ms unless it returns", node,
-               options_.lease_ms + options_.lost_margin_ms);
+  spdlog::warn("node {} disconnected; declared lost in {} unless it returns", node,
+               absl::FormatDuration(options_.lease + options_.lost_margin));
 }
 
 void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
   const std::string& node = n.node.name();
   spdlog::warn(
-      "node {} lost: no contact for {} ms; its attempts are replaced once their "
+      "node {} lost: no contact for {}; its attempts are replaced once their "
       "agent has stopped them (stop_after_disconnect + grace + margin)",
-      node, options_.lease_ms + options_.lost_margin_ms);
+      node, absl::FormatDuration(options_.lease + options_.lost_margin));
   n.node.set_state(v1::NODE_STATE_LOST);
-  LogLocked(
-      events::NodeChange(
-          n.node, "lost",
-          "no contact for " + std::to_string(options_.lease_ms + options_.lost_margin_ms) + " ms"),
-      nullptr, txn);
+  LogLocked(events::NodeChange(n.node, "lost",
+                               "no contact for " +
+                                   std::to_string(absl::ToInt64Milliseconds(options_.lease +
+                                                                            options_.lost_margin)) +
+                                   " ms"),
+            nullptr, txn);
   nodes_.Cut(n);
   txn.batch.nodes.push_back(n.node);
 }
 
 absl::Duration JobManager::ReplaceAfterLocked(const JobEntry& e) const {
   int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
-  if (stop_s == Policy::kNever)
-    return absl::Milliseconds(options_.lease_ms + options_.lost_margin_ms);
+  if (stop_s == Policy::kNever) return options_.lease + options_.lost_margin;
   // The agent stops it at stop_s (counted from what it last heard, which is no earlier
   // than what we last heard from it) and kills it a grace later; then a margin.
-  return absl::Seconds(stop_s) + absl::Seconds(e.job.spec().grace_seconds()) +
-         absl::Milliseconds(options_.lost_margin_ms);
+  return absl::Seconds(stop_s) + absl::Seconds(e.job.spec().grace_seconds()) + options_.lost_margin;
 }
 
 void JobManager::ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent,
@@ -383,7 +383,7 @@ void JobManager::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   Txn txn;
   const absl::Time mono = clock_->Monotonic();
-  const absl::Duration lost_after = absl::Milliseconds(options_.lease_ms + options_.lost_margin_ms);
+  const absl::Duration lost_after = options_.lease + options_.lost_margin;
   for (auto& [name, n] : nodes_.all()) {
     absl::Duration silent = mono - n.last_seen;
     if (silent > lost_after && n.node.state() != v1::NODE_STATE_LOST) NodeLostLocked(n, txn);
@@ -409,7 +409,7 @@ void JobManager::Tick() {
       Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
     }
   }
-  if (now - usage_saved_ms_ >= options_.usage_save_interval_ms) {
+  if (clock_->Now() - usage_saved_ >= options_.usage_save_interval) {
     // Charge what runs now and keep the ledger, so that a restart forgives nothing.
     ledger_.Advance(now, sched::RunningGpusByTenant(BuildViewLocked()));
     v1::FairShareUsage usage;
@@ -418,7 +418,7 @@ void JobManager::Tick() {
       (*usage.mutable_gpu_seconds())[tenant] = gpu_seconds;
     }
     txn.batch.usage = std::move(usage);
-    usage_saved_ms_ = now;
+    usage_saved_ = clock_->Now();
   }
   if (!expired.empty()) DeleteExpiredLocked(expired, txn);
   finished_.Trim(durable_txns_.load());
@@ -428,24 +428,24 @@ void JobManager::Tick() {
 }
 
 std::vector<uint64_t> JobManager::ExpiredJobs() {
-  if (options_.retention_ms <= 0) return {};
-  const int64_t now = clock_->NowMs();
+  if (options_.retention <= absl::ZeroDuration()) return {};
+  const absl::Time now = clock_->Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (now - retention_checked_ms_ < 60'000) return {};
-    retention_checked_ms_ = now;
+    if (now - retention_checked_ < absl::Minutes(1)) return {};
+    retention_checked_ = now;
   }
   // From the store's index of finished jobs by end time, outside the lock: only durable
   // final records are in it. A big backlog goes a batch per tick.
   constexpr size_t kBatch = 20'000;
-  auto ids = store_->EndedBefore(now - options_.retention_ms, kBatch);
+  auto ids = store_->EndedBefore(absl::ToUnixMillis(now - options_.retention), kBatch);
   if (!ids.ok()) {
     spdlog::warn("retention: cannot read the finished jobs: {}", ids.status().ToString());
     return {};
   }
   if (ids->size() == kBatch) {
     std::lock_guard<std::mutex> lock(mu_);
-    retention_checked_ms_ = 0;  // more at the next tick
+    retention_checked_ = absl::InfinitePast();  // more at the next tick
   }
   return *ids;
 }
@@ -459,8 +459,8 @@ void JobManager::DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& 
     txn.batch.deleted_jobs.push_back(id);
   }
   if (!txn.batch.deleted_jobs.empty()) {
-    spdlog::info("retention: deleted {} job(s) finished more than {} s ago",
-                 txn.batch.deleted_jobs.size(), options_.retention_ms / 1000);
+    spdlog::info("retention: deleted {} job(s) finished more than {} ago",
+                 txn.batch.deleted_jobs.size(), absl::FormatDuration(options_.retention));
     observer_->OnJobsDeleted(txn.batch.deleted_jobs.size());
   }
 }

@@ -411,8 +411,8 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     };
   }
   in.service = policy_.policy.ServiceRestartFor(spec.priority_class());
-  in.retry_base = absl::Milliseconds(options_.retry_backoff_base_ms);
-  in.retry_max = absl::Milliseconds(options_.retry_backoff_max_ms);
+  in.retry_base = options_.retry_backoff_base;
+  in.retry_max = options_.retry_backoff_max;
   in.cancel_reason = e.job.cancel_reason();
   in.cancel_requested_by = e.job.cancel_requested_by();
   const AttemptEnd end = DecideAttemptEnd(in);

@@ -126,17 +126,17 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     f.metrics_listen = r["metrics-listen"].as<std::string>();
     f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
     f.log_level = r["log-level"].as<std::string>();
-    auto ms = [&](const char* flag) {
+    auto duration = [&](const char* flag) {
       auto d = baton::ParseDuration(r[flag].as<std::string>());
       if (!d.ok()) {
         throw cxxopts::exceptions::exception("--" + std::string(flag) + ": " +
                                              std::string(d.status().message()));
       }
-      return absl::ToInt64Milliseconds(*d);
+      return *d;
     };
-    f.jm.heartbeat_interval_ms = ms("heartbeat");
-    f.jm.lease_ms = ms("lease");
-    f.jm.lost_margin_ms = ms("lost-margin");
+    f.jm.heartbeat_interval = duration("heartbeat");
+    f.jm.lease = duration("lease");
+    f.jm.lost_margin = duration("lost-margin");
     f.policy_file = r["policy"].as<std::string>();
     f.jm.grace_cap_factor = r["grace-cap-factor"].as<double>();
     f.tls.ca_file = r["tls-ca"].as<std::string>();
@@ -155,15 +155,15 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       throw cxxopts::exceptions::exception("--retention: " +
                                            std::string(retention.status().message()));
     }
-    f.jm.retention_ms = static_cast<int64_t>(*retention) * 1000;
+    f.jm.retention = absl::Seconds(*retention);
     f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
     f.max_follows = r["max-follows"].as<size_t>();
     if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {
       throw cxxopts::exceptions::exception(
           "--max-follows-per-user must be >= 1 and --max-follows at least as large");
     }
-    if (f.jm.heartbeat_interval_ms <= 0 || f.jm.lease_ms < 2 * f.jm.heartbeat_interval_ms ||
-        f.jm.lost_margin_ms < 0) {
+    if (f.jm.heartbeat_interval <= absl::ZeroDuration() ||
+        f.jm.lease < 2 * f.jm.heartbeat_interval || f.jm.lost_margin < absl::ZeroDuration()) {
       throw cxxopts::exceptions::exception("--heartbeat must be > 0 and --lease at least twice it");
     }
     if (!(f.jm.grace_cap_factor >= 1 && f.jm.grace_cap_factor <= 100)) {

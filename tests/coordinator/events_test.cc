@@ -46,9 +46,9 @@ v1::AttemptReport Checkpointed(uint64_t job, uint32_t attempt, int64_t step) {
 
 TEST(EventLog, SubmitRetryNodeLossRefusalPolicyAndCancelYieldExactlyTheseEvents) {
   JobManagerOptions opts = TestOptions();
-  opts.lease_ms = 10'000;
-  opts.lost_margin_ms = 5'000;
-  opts.retry_backoff_base_ms = 1'000;
+  opts.lease = absl::Seconds(10);
+  opts.lost_margin = absl::Seconds(5);
+  opts.retry_backoff_base = absl::Seconds(1);
   Harness h(opts);
   h.Connect("n1", /*gpus=*/4);
   v1::JobSpec spec = Spec(/*nodes=*/1, /*gpus=*/2);

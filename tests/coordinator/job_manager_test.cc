@@ -117,7 +117,7 @@ TEST(JobManager, HigherClassesStartFirst) {
 
 TEST(JobManager, RetriesFailuresWithBackoffThenFails) {
   JobManagerOptions opts = TestOptions();
-  opts.retry_backoff_base_ms = 1000;
+  opts.retry_backoff_base = absl::Seconds(1);
   Harness h(opts);
   h.Connect("n1");
   v1::JobSpec spec = Spec();
@@ -241,8 +241,8 @@ TEST(JobManager, LaunchCarriesThePolicysNcclSteering) {
 
 TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {
   JobManagerOptions opts = TestOptions();
-  opts.lease_ms = 10'000;
-  opts.lost_margin_ms = 5'000;
+  opts.lease = absl::Seconds(10);
+  opts.lost_margin = absl::Seconds(5);
   Harness h(opts);
   h.Connect("n1");
   v1::JobSpec spec = Spec();
@@ -694,7 +694,7 @@ TEST(JobManager, AdminsSetAVersionedPolicyThatOutlivesRestarts) {
 
 TEST(JobManager, FairShareUsageOutlivesACoordinatorRestart) {
   JobManagerOptions opts = TestOptions();
-  opts.usage_save_interval_ms = 30'000;
+  opts.usage_save_interval = absl::Seconds(30);
   Harness h(opts);
   h.Connect("n1", /*gpus=*/2);
   auto train = h.Submit(Spec(1, 2));

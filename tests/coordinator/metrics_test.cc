@@ -24,8 +24,8 @@ class MetricsScenario : public ::testing::Test {
 
   static JobManagerOptions Options() {
     JobManagerOptions o = TestOptions();
-    o.lease_ms = 10'000;
-    o.lost_margin_ms = 5'000;
+    o.lease = absl::Seconds(10);
+    o.lost_margin = absl::Seconds(5);
     return o;
   }
   // Both clocks move together: the JobManager's and the one the metrics read.

@@ -21,8 +21,8 @@ JobManagerOptions Defaults() {
   o.policy = Policy::Default();
   o.policy.access.members = {{"vision", {"alice"}}};
   o.policy.access.class_tenants = {{"inference", {"vision"}}, {"inference-critical", {"vision"}}};
-  o.lease_ms = 10'000;
-  o.lost_margin_ms = 5'000;
+  o.lease = absl::Seconds(10);
+  o.lost_margin = absl::Seconds(5);
   return o;
 }
 
