@@ -1,9 +1,13 @@
 // Time, injected: every component that reads the clock takes a Clock*, so tests and the
-// scheduler run on simulated time. RealClock is thread-safe; FakeClock too.
+// scheduler run on simulated time, and daemon loops wait on it (WaitFor), so that a fake
+// clock drives them too. RealClock is thread-safe; FakeClock too.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 
 #include "absl/time/time.h"
 
@@ -20,12 +24,18 @@ class Clock {
   // arbitrary origin (compare two of them; never print it as a date).
   absl::Time Now() const { return absl::FromUnixMillis(NowMs()); }
   absl::Time Monotonic() const { return absl::FromUnixMillis(MonotonicMs()); }
+  // Waits on `cv` (with `lock` held, released meanwhile) until `done()` or this clock's
+  // monotonic time has moved `d` on; returns done(). Wake-ups are the cv's, as always.
+  virtual bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                       absl::Duration d, const std::function<bool()>& done) const = 0;
 };
 
 class RealClock final : public Clock {
  public:
   int64_t NowMs() const override;
   int64_t MonotonicMs() const override;
+  bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, absl::Duration d,
+               const std::function<bool()>& done) const override;
   // The process-wide real clock (stateless, so sharing it is not a global config).
   static RealClock* Get();
 };
@@ -38,6 +48,10 @@ class FakeClock final : public Clock {
   void AdvanceMs(int64_t ms) { now_ms_.fetch_add(ms); }
   void SetMs(int64_t ms) { now_ms_.store(ms); }
   void Advance(absl::Duration d) { AdvanceMs(absl::ToInt64Milliseconds(d)); }
+  // Ends once Advance/SetMs has moved the clock `d` on (checked every real millisecond),
+  // however little real time passed.
+  bool WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, absl::Duration d,
+               const std::function<bool()>& done) const override;
 
  private:
   std::atomic<int64_t> now_ms_;

@@ -56,7 +56,10 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, Jo
           DiskSpace{options_.min_free_disk_bytes, options_.min_free_disk_bytes / 4}),
       policy_{options_.policy, {}},
       policy_snapshot_(std::make_shared<const Policy>(options_.policy)),
-      ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()) {}
+      ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()),
+      driver_(
+          clock, {options_.tick_interval, options_.min_pass_interval}, [this] { Tick(); },
+          [this] { SchedulePass(); }) {}
 
 JobManager::~JobManager() { Stop(); }
 
@@ -154,29 +157,11 @@ absl::Status JobManager::Recover() {
   return absl::OkStatus();
 }
 
-void JobManager::Start() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
-  if (loop_.joinable()) return;
-  stopping_ = false;
-  loop_ = std::thread([this] { ScheduleLoop(); });
-}
+void JobManager::Start() { driver_.Start(); }
 
 void JobManager::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.notify_all();
-  if (loop_.joinable()) loop_.join();
+  driver_.Stop();
   committer_.Flush();
-}
-
-void JobManager::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    dirty_ = true;
-  }
-  loop_cv_.notify_one();
 }
 
 JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
@@ -187,37 +172,6 @@ JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
 v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
   const PriorityClass* c = policy_.policy.Find(spec.priority_class());
   return c && c->service ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING;
-}
-
-void JobManager::ScheduleLoop() {
-  absl::Time next_tick = absl::InfinitePast();
-  absl::Time next_pass = absl::InfinitePast();
-  std::unique_lock<std::mutex> lock(loop_mu_);
-  while (!stopping_) {
-    loop_cv_.wait_for(lock, absl::ToChronoMilliseconds(options_.tick_interval),
-                      [this] { return stopping_ || dirty_; });
-    if (stopping_) break;
-    bool dirty = dirty_;
-    dirty_ = false;
-    lock.unlock();
-    absl::Time now = clock_->Monotonic();
-    if (now >= next_tick) {
-      Tick();
-      next_tick = now + options_.tick_interval;
-      dirty = true;  // backoffs may have expired
-    }
-    if (dirty && now < next_pass) {
-      // Too soon after the last pass: sleep out the interval, then run one pass for all.
-      std::this_thread::sleep_for(absl::ToChronoMilliseconds(next_pass - now));
-    }
-    if (dirty) {
-      SchedulePass();
-      // Passes take at most about a third of a core, however long the queue grows.
-      next_pass = clock_->Monotonic() + std::max(options_.min_pass_interval,
-                                                 absl::Milliseconds(2 * last_pass_ms_.load()));
-    }
-    lock.lock();
-  }
 }
 
 // --- commit pipeline --------------------------------------------------------------------

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -17,7 +16,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -35,6 +33,7 @@
 #include "coordinator/scheduler/cluster_view.h"
 #include "coordinator/scheduler/decisions.h"
 #include "coordinator/scheduler/fair_share.h"
+#include "coordinator/scheduler_driver.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
 #include "coordinator/submit_limiter.h"
@@ -90,7 +89,7 @@ class JobManager {
   // follows live work, not history (logged). Nodes start disconnected and get lease +
   // margin to come back before their jobs are requeued. Call before Start.
   absl::Status Recover();
-  // Starts the scheduler thread (ticks and scheduling passes).
+  // Starts the scheduler thread (ticks and scheduling passes: SchedulerDriver).
   void Start();
   // Stops the scheduler thread and drains pending commits.
   void Stop();
@@ -256,8 +255,7 @@ class JobManager {
   // How long a lost node's attempt of `e` may stay silent before it is replaced.
   absl::Duration ReplaceAfterLocked(const JobEntry& e) const;
   void ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent, Txn& txn);
-  void ScheduleLoop();
-  void Kick();
+  void Kick() { driver_.Kick(); }
 
   Store* const store_;
   Clock* const clock_;
@@ -293,17 +291,12 @@ class JobManager {
   sched::UsageLedger ledger_;                      // decayed GPU-seconds per tenant (fair share)
   absl::Time usage_saved_ = absl::InfinitePast();  // when Tick last stored the ledger
   absl::Time retention_checked_ = absl::InfinitePast();  // when Tick last deleted expired jobs
-  std::atomic<int64_t> last_pass_ms_{0};  // how long the last pass took (spaces passes out)
   NodeRegistry nodes_;  // its table under mu_; its links also read by effects after commit
   uint64_t next_job_id_ = 1;
 
   WatchHub watch_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool dirty_ = true;
-  bool stopping_ = false;
-  std::thread loop_;
+  SchedulerDriver driver_;  // last: its thread calls Tick and SchedulePass
 };
 
 }  // namespace baton

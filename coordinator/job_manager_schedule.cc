@@ -134,7 +134,6 @@ void JobManager::SchedulePass() {
   bool any_ready = false;
   for (const auto& [name, n] : nodes_.all()) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
-  int64_t started = clock_->MonotonicMs();
   PassTimer timer(observer_);
   int64_t now = clock_->NowMs();
   sched::ClusterView view = ViewWithUsageLocked(now, ledger_);
@@ -166,7 +165,6 @@ void JobManager::SchedulePass() {
   if (!txn.touched.empty() || !txn.commands.empty() || !txn.batch.empty()) {
     CommitLocked(std::move(txn));
   }
-  last_pass_ms_ = clock_->MonotonicMs() - started;
 }
 
 uint32_t JobManager::PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
