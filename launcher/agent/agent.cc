@@ -203,14 +203,9 @@ void Agent::Session() {
     // The registration goes first; what is queued from now on follows it. Under mu_, so no
     // report can slip between the state it carries and the session's first message.
     stream_ = stream.get();
-    std::lock_guard<std::mutex> out(out_mu_);
-    outbox_.clear();
-    outbox_.push_back(std::move(msg));
-    out_open_ = true;
-    heartbeat_queued_ = false;
-    writer_done_ = false;
+    outbox_.Open(std::move(msg));
   }
-  std::thread writer([this, &stream] { WriteLoop(*stream); });
+  std::thread writer([this, &stream] { outbox_.WriteLoop(*stream); });
   v1::CoordinatorCommand cmd;
   bool registered = false;
   while (stream->Read(&cmd)) {
@@ -224,19 +219,11 @@ void Agent::Session() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stream_ = nullptr;
-    std::unique_lock<std::mutex> out(out_mu_);
-    out_open_ = false;
-    outbox_.clear();  // the next registration carries every attempt's state
+    outbox_.Close();  // the next registration carries every attempt's state
   }
-  out_cv_.notify_all();
-  {
-    // A write blocked on a stream whose reads have ended returns once the call is torn
-    // down; cancel it if it has not.
-    std::unique_lock<std::mutex> out(out_mu_);
-    if (!out_cv_.wait_for(out, std::chrono::seconds(1), [this] { return writer_done_; })) {
-      stream->Cancel();
-    }
-  }
+  // A write blocked on a stream whose reads have ended returns once the call is torn
+  // down; cancel it if it has not.
+  if (!outbox_.WaitWriterDone(absl::Seconds(1))) stream->Cancel();
   writer.join();
   absl::Status status = stream->Finish();
   if (registered || !status.ok()) {
@@ -245,45 +232,8 @@ void Agent::Session() {
   }
 }
 
-void Agent::WriteLoop(CoordinatorStream& stream) {
-  std::deque<v1::AgentMessage> batch;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> out(out_mu_);
-      out_cv_.wait(out, [this] { return !outbox_.empty() || !out_open_; });
-      if (!out_open_) break;
-      batch.swap(outbox_);
-      heartbeat_queued_ = false;
-    }
-    bool ok = true;
-    for (const v1::AgentMessage& msg : batch) {
-      if (!(ok = stream.Write(msg))) break;
-    }
-    batch.clear();
-    if (!ok) {
-      stream.Cancel();  // the reader sees the break and reconnects
-      break;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> out(out_mu_);
-    writer_done_ = true;
-  }
-  out_cv_.notify_all();
-}
-
 void Agent::SendLocked(v1::AgentMessage msg) {
-  if (stream_ == nullptr) return;
-  {
-    std::lock_guard<std::mutex> out(out_mu_);
-    if (!out_open_) return;
-    if (msg.has_heartbeat()) {
-      if (heartbeat_queued_) return;  // the stream is not keeping up: one is enough
-      heartbeat_queued_ = true;
-    }
-    outbox_.push_back(std::move(msg));
-  }
-  out_cv_.notify_one();
+  if (stream_ != nullptr) outbox_.Push(std::move(msg));
 }
 
 void Agent::ReportLocked(Run& run) {

@@ -43,6 +43,7 @@
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
+#include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
 #include "proto/agent.pb.h"
 #include "proto/tls.h"
@@ -235,13 +236,9 @@ class Agent {
                     const std::vector<RankPlan>& ranks);
   void LaunchMpi(const v1::Launch& l, Run& run, RankEnvInput& in, const std::string& cwd,
                  const std::vector<RankPlan>& ranks);
-  // Queues `msg` for the session's writer (dropped when there is no session: the next
-  // registration carries every attempt's state). A heartbeat is queued only when the last
-  // one has been taken for writing.
+  // Queues `msg` for the session's writer (AgentOutbox: dropped when there is no session,
+  // the next registration carries every attempt's state).
   void SendLocked(v1::AgentMessage msg);
-  // The session's writer: writes what is queued, in order, without mu_; a failed write
-  // cancels the stream (the reader sees it end).
-  void WriteLoop(CoordinatorStream& stream);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, absl::Duration grace);
   // Applies what the attempt's progress note held (or why it could not be read: said once
@@ -309,13 +306,7 @@ class Agent {
   bool lease_expired_ = false;
   bool stopping_ = false;
 
-  // The outbox, written by the session's writer. Taken after mu_, never before it.
-  std::mutex out_mu_;
-  std::condition_variable out_cv_;
-  std::deque<v1::AgentMessage> outbox_;
-  bool out_open_ = false;          // a session is open: SendLocked queues
-  bool heartbeat_queued_ = false;  // one waits in the outbox
-  bool writer_done_ = false;
+  AgentOutbox outbox_;  // written by the session's writer; its lock is taken after mu_
 
   std::mutex exits_mu_;
   // Daemons whose exec client went away (HangUpExec). Its own lock: gRPC's cancel
