@@ -66,6 +66,9 @@ struct JobManagerOptions {
   // Finished jobs stay in memory (for status, logs and watchers right after the end) until
   // this many newer ones have finished; older ones are read from the store when asked.
   size_t finished_in_memory = 4096;
+
+  // A node silent this long is declared lost.
+  absl::Duration lost_after() const { return lease + lost_margin; }
 };
 
 // Where a job's log lives: the agent to ask and which attempt.
@@ -250,7 +253,7 @@ class JobManager {
   void FinishAttemptLocked(JobEntry& e, Txn& txn);
   void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);
   // A node silent past lease + margin: no new work; its attempts stay until their own
-  // bound (ReplaceAfterMsLocked), when ReplaceLostAttemptsLocked requeues them.
+  // bound (ReplaceAfterLocked), when ReplaceLostAttemptsLocked requeues them.
   void NodeLostLocked(NodeRegistry::Entry& n, Txn& txn);
   // How long a lost node's attempt of `e` may stay silent before it is replaced.
   absl::Duration ReplaceAfterLocked(const JobEntry& e) const;

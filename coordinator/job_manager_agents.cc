@@ -335,7 +335,7 @@ void JobManager::AgentDisconnected(const std::string& node, const AgentLink* lin
     CommitLocked(std::move(txn));
   }
   spdlog::warn("node {} disconnected; declared lost in {} unless it returns", node,
-               absl::FormatDuration(options_.lease + options_.lost_margin));
+               absl::FormatDuration(options_.lost_after()));
 }
 
 void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
@@ -343,13 +343,12 @@ void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
   spdlog::warn(
       "node {} lost: no contact for {}; its attempts are replaced once their "
       "agent has stopped them (stop_after_disconnect + grace + margin)",
-      node, absl::FormatDuration(options_.lease + options_.lost_margin));
+      node, absl::FormatDuration(options_.lost_after()));
   n.node.set_state(v1::NODE_STATE_LOST);
-  LogLocked(events::NodeChange(n.node, "lost",
-                               "no contact for " +
-                                   std::to_string(absl::ToInt64Milliseconds(options_.lease +
-                                                                            options_.lost_margin)) +
-                                   " ms"),
+  LogLocked(events::NodeChange(
+                n.node, "lost",
+                "no contact for " +
+                    std::to_string(absl::ToInt64Milliseconds(options_.lost_after())) + " ms"),
             nullptr, txn);
   nodes_.Cut(n);
   txn.batch.nodes.push_back(n.node);
@@ -357,7 +356,7 @@ void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
 
 absl::Duration JobManager::ReplaceAfterLocked(const JobEntry& e) const {
   int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
-  if (stop_s == Policy::kNever) return options_.lease + options_.lost_margin;
+  if (stop_s == Policy::kNever) return options_.lost_after();
   // The agent stops it at stop_s (counted from what it last heard, which is no earlier
   // than what we last heard from it) and kills it a grace later; then a margin.
   return absl::Seconds(stop_s) + absl::Seconds(e.job.spec().grace_seconds()) + options_.lost_margin;
@@ -383,10 +382,10 @@ void JobManager::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   Txn txn;
   const absl::Time mono = clock_->Monotonic();
-  const absl::Duration lost_after = options_.lease + options_.lost_margin;
   for (auto& [name, n] : nodes_.all()) {
     absl::Duration silent = mono - n.last_seen;
-    if (silent > lost_after && n.node.state() != v1::NODE_STATE_LOST) NodeLostLocked(n, txn);
+    if (silent > options_.lost_after() && n.node.state() != v1::NODE_STATE_LOST)
+      NodeLostLocked(n, txn);
     if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent, txn);
   }
   int64_t now = clock_->NowMs();

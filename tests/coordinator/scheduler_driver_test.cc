@@ -5,20 +5,12 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/launcher/test_util.h"
 
 namespace baton::testing {
 namespace {
 
-// Waits (real time, with a deadline) until `done()`.
-template <typename Pred>
-bool Eventually(Pred done) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using launcher_testing::PollUntil;
 
 // Counts ticks and passes; a pass takes `pass_cost` of the fake clock's time.
 struct Counts {
@@ -39,7 +31,7 @@ struct Counts {
 TEST(SchedulerDriver, TicksFollowTheClockAndEachTickIsFollowedByAPass) {
   Counts c;
   c.driver.Start();
-  ASSERT_TRUE(Eventually([&] { return c.ticks == 1 && c.passes == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return c.ticks == 1 && c.passes == 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(c.ticks, 1) << "ticked on real time";
   EXPECT_EQ(c.passes, 1);
@@ -47,7 +39,7 @@ TEST(SchedulerDriver, TicksFollowTheClockAndEachTickIsFollowedByAPass) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(c.ticks, 1);
   c.clock.Advance(absl::Milliseconds(1));
-  ASSERT_TRUE(Eventually([&] { return c.ticks == 2 && c.passes == 2; }));
+  ASSERT_TRUE(PollUntil([&] { return c.ticks == 2 && c.passes == 2; }));
   c.driver.Stop();
 }
 
@@ -56,26 +48,26 @@ TEST(SchedulerDriver, TicksFollowTheClockAndEachTickIsFollowedByAPass) {
 TEST(SchedulerDriver, KicksWithinTheSpacingShareOnePassAndLongPassesSpaceTheNextOut) {
   Counts c;
   c.driver.Start();
-  ASSERT_TRUE(Eventually([&] { return c.passes == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return c.passes == 1; }));
   for (int i = 0; i < 5; ++i) c.driver.Kick();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(c.passes, 1) << "a pass within min_pass_interval of the last";
   c.clock.Advance(absl::Milliseconds(100));
-  ASSERT_TRUE(Eventually([&] { return c.passes == 2; })) << "the kicks' pass never ran";
+  ASSERT_TRUE(PollUntil([&] { return c.passes == 2; })) << "the kicks' pass never ran";
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(c.passes, 2) << "five kicks, more than one pass";
 
   c.pass_cost = absl::Milliseconds(300);  // the next pass takes 300 ms: 600 ms apart
   c.clock.Advance(absl::Milliseconds(100));
   c.driver.Kick();
-  ASSERT_TRUE(Eventually([&] { return c.passes == 3; }));
+  ASSERT_TRUE(PollUntil([&] { return c.passes == 3; }));
   c.pass_cost = absl::ZeroDuration();
   c.driver.Kick();
   c.clock.Advance(absl::Milliseconds(500));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(c.passes, 3) << "within twice the last pass's length";
   c.clock.Advance(absl::Milliseconds(100));
-  ASSERT_TRUE(Eventually([&] { return c.passes == 4; }));
+  ASSERT_TRUE(PollUntil([&] { return c.passes == 4; }));
   c.driver.Stop();
 }
 
@@ -83,7 +75,7 @@ TEST(SchedulerDriver, KicksWithinTheSpacingShareOnePassAndLongPassesSpaceTheNext
 TEST(SchedulerDriver, StopEndsAWaitAtOnce) {
   Counts c;
   c.driver.Start();
-  ASSERT_TRUE(Eventually([&] { return c.passes == 1; }));
+  ASSERT_TRUE(PollUntil([&] { return c.passes == 1; }));
   c.driver.Kick();  // waits for the fake clock, which never moves
   auto began = std::chrono::steady_clock::now();
   c.driver.Stop();
@@ -107,7 +99,7 @@ TEST(ClockWait, AFakeClocksWaitEndsWhenItIsAdvanced) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   EXPECT_FALSE(returned) << "returned before the clock moved";
   clock.Advance(absl::Hours(1));
-  ASSERT_TRUE(Eventually([&] { return returned.load(); }));
+  ASSERT_TRUE(PollUntil([&] { return returned.load(); }));
   waiter.join();
   EXPECT_FALSE(result);
 

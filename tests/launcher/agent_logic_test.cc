@@ -153,6 +153,16 @@ class AgentLogicTest : public ::testing::Test {
     FAIL() << "no heartbeat after the agent reconnected";
   }
 
+  // After `before` more of the clock, `pid` has had no SIGKILL (else fails saying `why`);
+  // after `after` more, it has.
+  void ExpectSigkillOnlyAfter(Node& n, pid_t pid, absl::Duration before, absl::Duration after,
+                              const char* why) {
+    AdvanceAndPass(n, before);
+    EXPECT_EQ(n.processes.Count(pid, SIGKILL), 0) << why;
+    AdvanceAndPass(n, after);
+    ASSERT_TRUE(n.processes.WaitForSignal(pid, SIGKILL));
+  }
+
   ScratchDir dir_;
   FakeClock clock_;
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -210,10 +220,8 @@ TEST_F(AgentLogicTest, AFailingRankStopsTheOthersOnItsNodeAndKillsThemAfterTheLo
   // SIGTERM to the group; they ignore it, so SIGKILL follows the local grace (5 s).
   ASSERT_TRUE(n.processes.WaitForSignal(procs[1].pid, SIGTERM));
   EXPECT_EQ(n.processes.Count(procs[2].pid, SIGTERM), 1);
-  AdvanceAndPass(n, absl::Seconds(4));
-  EXPECT_EQ(n.processes.Count(procs[1].pid, SIGKILL), 0) << "killed before the local grace";
-  AdvanceAndPass(n, absl::Seconds(2));
-  ASSERT_TRUE(n.processes.WaitForSignal(procs[1].pid, SIGKILL));
+  ASSERT_NO_FATAL_FAILURE(ExpectSigkillOnlyAfter(
+      n, procs[1].pid, absl::Seconds(4), absl::Seconds(2), "killed before the local grace"));
   auto end = WaitReport(n, 20, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
   EXPECT_EQ(end->exit_code(), 3);  // the first failure's, not the kill's
@@ -233,10 +241,8 @@ TEST_F(AgentLogicTest, AKillSendsItsSignalThenSigkillWhenTheGraceRunsOut) {
   ASSERT_TRUE(n.coordinator.Push(KillCommand(30, SIGTERM, 10)));
   ASSERT_TRUE(n.processes.WaitForSignal(procs[0].pid, SIGTERM));
   ASSERT_TRUE(n.processes.WaitForSignal(procs[1].pid, SIGTERM));
-  AdvanceAndPass(n, absl::Seconds(9));
-  EXPECT_EQ(n.processes.Count(procs[0].pid, SIGKILL), 0) << "killed within its grace";
-  AdvanceAndPass(n, absl::Seconds(2));
-  ASSERT_TRUE(n.processes.WaitForSignal(procs[0].pid, SIGKILL));
+  ASSERT_NO_FATAL_FAILURE(ExpectSigkillOnlyAfter(n, procs[0].pid, absl::Seconds(9),
+                                                 absl::Seconds(2), "killed within its grace"));
   auto end = WaitReport(n, 30, v1::AttemptReport::PHASE_EXITED);
   ASSERT_TRUE(end);
   EXPECT_TRUE(end->killed());
@@ -355,10 +361,9 @@ TEST_F(AgentLogicTest, CutOffPastItsBoundAnAttemptIsToldToCheckpointThenKilledSe
   AdvanceAndPass(n, absl::Seconds(5));
   ASSERT_TRUE(n.processes.WaitForSignal(procs[0].pid, SIGUSR1));
   ASSERT_TRUE(n.processes.WaitForSignal(procs[1].pid, SIGUSR1));
-  AdvanceAndPass(n, absl::Seconds(29));  // kills are checked before the heartbeat
-  EXPECT_EQ(n.processes.Count(procs[0].pid, SIGKILL), 0) << "killed within its grace";
-  AdvanceAndPass(n, absl::Seconds(2));
-  ASSERT_TRUE(n.processes.WaitForSignal(procs[0].pid, SIGKILL));
+  // Kills are checked before the heartbeat that ends each pass.
+  ASSERT_NO_FATAL_FAILURE(ExpectSigkillOnlyAfter(n, procs[0].pid, absl::Seconds(29),
+                                                 absl::Seconds(2), "killed within its grace"));
   EXPECT_TRUE(n.processes.Of(71)[0].signals.empty()) << "a service was stopped";
   EXPECT_GE(n.coordinator.sessions(), 2) << "it did not reconnect past its lease";
 

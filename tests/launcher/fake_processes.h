@@ -20,7 +20,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,7 +42,6 @@ class FakeProcesses : public Spawner {
     SpawnOptions options;
     std::vector<int> signals;  // every signal sent to it (directly or to its group)
     bool alive = true;
-    std::optional<ExitStatus> status;  // once it ended
   };
 
   FakeProcesses() : delivery_([this] { Deliver(); }) {}
@@ -69,8 +67,6 @@ class FakeProcesses : public Spawner {
       env_of += e + "\n";
     }
     std::unique_lock<std::mutex> lock(mu_);
-    ++spawns_started_;
-    cv_.notify_all();
     if (held_.count(job) && !stopping_holds_) {
       ++waiting_;
       cv_.notify_all();
@@ -131,14 +127,6 @@ class FakeProcesses : public Spawner {
     EndLocked(it->second, status);
     cv_.notify_all();
     return true;
-  }
-  // Writes `text` on the process's output, as it would print it.
-  bool Print(pid_t pid, const std::string& text) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = procs_.find(pid);
-    if (it == procs_.end() || it->second.options.output_fd < 0) return false;
-    return write(it->second.options.output_fd, text.data(), text.size()) ==
-           static_cast<ssize_t>(text.size());
   }
   // Processes of `job` ignore SIGTERM and SIGINT from now on (SIGKILL still ends them).
   void IgnoreTerm(uint64_t job) {
@@ -204,11 +192,6 @@ class FakeProcesses : public Spawner {
     std::lock_guard<std::mutex> lock(mu_);
     return CountLocked(pid, signal);
   }
-  // Spawns asked for so far (held or not, failed or not).
-  int spawns() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return spawns_started_;
-  }
 
  private:
   static constexpr pid_t kFirstPid = (1 << 22) + 1000;  // above any pid_max
@@ -233,7 +216,6 @@ class FakeProcesses : public Spawner {
   }
   void EndLocked(Proc& p, ExitStatus status) {
     p.alive = false;
-    p.status = status;
     CloseOutput(p);
     exits_.emplace_back(p.pid, status);
   }
@@ -261,7 +243,6 @@ class FakeProcesses : public Spawner {
   std::set<std::string> missing_;
   pid_t next_pid_ = kFirstPid;
   int waiting_ = 0;
-  int spawns_started_ = 0;
   bool stopping_ = false;
   bool stopping_holds_ = false;
   std::thread delivery_;  // last: started once the rest is constructed
