@@ -114,12 +114,12 @@ int64_t CheckpointTimeMs(const v1::Attempt& a, int64_t reported_ms, int64_t now_
   return std::min(now_ms, std::max(earliest, reported_ms));
 }
 
-int64_t EndedMs(const v1::Attempt& a, size_t nodes, const std::map<std::string, int64_t>& reported,
-                int64_t now_ms) {
-  if (nodes == 0 || reported.size() < nodes) return now_ms;
-  int64_t last = 0;
-  for (const auto& [node, ms] : reported) last = std::max(last, ms);
-  return std::min(now_ms, std::max(a.started_ms(), last));
+absl::Time Ended(const v1::Attempt& a, size_t nodes,
+                 const std::map<std::string, absl::Time>& reported, absl::Time now) {
+  if (nodes == 0 || reported.size() < nodes) return now;
+  absl::Time last = absl::InfinitePast();
+  for (const auto& [node, t] : reported) last = std::max(last, t);
+  return std::min(now, std::max(absl::FromUnixMillis(a.started_ms()), last));
 }
 
 double LostGpuSeconds(const v1::Job& job, int64_t now_ms) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "coordinator/access.h"
 #include "proto/api.pb.h"
 
@@ -47,10 +48,10 @@ double LostGpuSeconds(const v1::Job& job, int64_t now_ms);
 int64_t CheckpointTimeMs(const v1::Attempt& a, int64_t reported_ms, int64_t now_ms);
 
 // When attempt `a` ended, for LostGpuSeconds: the latest end its `nodes` agents reported
-// (`reported`, node -> unix ms on that node's clock), kept between its start and now, when
-// every node reported one; else `now_ms` (a lost node, an older agent). An end heard late
-// (after a coordinator outage) is then still when it happened, like its checkpoint.
-int64_t EndedMs(const v1::Attempt& a, size_t nodes, const std::map<std::string, int64_t>& reported,
-                int64_t now_ms);
+// (`reported`, node -> that node's clock), kept between its start and now, when every node
+// reported one; else `now` (a lost node, an older agent). An end heard late (after a
+// coordinator outage) is then still when it happened, like its checkpoint.
+absl::Time Ended(const v1::Attempt& a, size_t nodes,
+                 const std::map<std::string, absl::Time>& reported, absl::Time now);
 
 }  // namespace baton::events

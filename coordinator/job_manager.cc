@@ -36,9 +36,6 @@ absl::Status StoreFull() {
       absl::Seconds(30));
 }
 
-// Jobs that wait in the queue, counted against admission.max_pending_per_tenant.
-bool Waits(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN; }
-
 }  // namespace
 
 JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, JobObserver* observer)
@@ -92,15 +89,12 @@ absl::Status JobManager::Recover() {
   }
   usage_saved_ = clock_->Now();
   next_job_id_ = snap->next_job_id;
+  const absl::Time now = clock_->Now();
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();
     next_job_id_ = std::max(next_job_id_, id + 1);
-    JobEntry& e = jobs_[id];
-    e.job = std::move(job);
+    JobEntry& e = jobs_.Add(std::move(job));
     v1::JobState s = e.job.state();
-    if (s == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
-    if (s == v1::JOB_STATE_COOLDOWN) cooldown_.insert(id);
-    if (Waits(s)) limiter_.AddWaiting(e.job.spec().tenant(), +1);
     bool live =
         s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
     if (live && e.job.attempts_size() > 0) {
@@ -124,35 +118,33 @@ absl::Status JobManager::Recover() {
         a.kill_grace = e.job.spec().grace_seconds();
         // The deadline the agents hold (extensions included) stays in force; records from
         // before it was stored get a fresh grace.
-        a.preempted_ms = last.preempted_ms() ? last.preempted_ms() : clock_->NowMs();
-        a.preempt_deadline_ms = last.preempt_deadline_ms()
-                                    ? last.preempt_deadline_ms()
-                                    : clock_->NowMs() + int64_t{a.kill_grace} * 1000;
+        a.preempted = last.preempted_ms() ? absl::FromUnixMillis(last.preempted_ms()) : now;
+        a.preempt_deadline = last.preempt_deadline_ms()
+                                 ? absl::FromUnixMillis(last.preempt_deadline_ms())
+                                 : now + absl::Seconds(a.kill_grace);
       }
-      e.live = std::move(a);
-      active_.insert(id);
+      jobs_.StartAttempt(e, std::move(a));
     }
   }
   for (auto& secret : snap->secrets) {
-    auto it = jobs_.find(secret.job_id());
-    if (it != jobs_.end() && static_cast<int>(secret.attempt()) == it->second.job.attempts_size()) {
-      it->second.exec_secret = std::move(*secret.mutable_secret());
+    JobEntry* e = jobs_.Find(secret.job_id());
+    if (e != nullptr && static_cast<int>(secret.attempt()) == e->job.attempts_size()) {
+      e->exec_secret = std::move(*secret.mutable_secret());
     }
   }
   for (auto& ev : snap->events) {
-    auto it = jobs_.find(ev.job_id());
-    if (it != jobs_.end()) it->second.events.push_back(std::move(ev));
+    if (JobEntry* e = jobs_.Find(ev.job_id())) e->events.push_back(std::move(ev));
   }
-  const absl::Time now = clock_->Monotonic();
+  const absl::Time mono = clock_->Monotonic();
   for (auto& node : snap->nodes) {
     // A fresh lease + margin to reconnect after our restart.
-    observer_->OnNodeLoaded(nodes_.Load(std::move(node), now).node);
+    observer_->OnNodeLoaded(nodes_.Load(std::move(node), mono).node);
   }
-  for (const auto& [id, e] : jobs_) observer_->OnJobLoaded(e.job);
+  for (const auto& [id, e] : jobs_.all()) observer_->OnJobLoaded(e.job);
   spdlog::info(
       "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
       "(finished jobs are read from the store when asked)",
-      jobs_.size(), pending_.size(), active_.size(), nodes_.all().size(),
+      jobs_.size(), jobs_.queue().size(), jobs_.live().size(), nodes_.all().size(),
       absl::FDivDuration(absl::Now() - began, absl::Seconds(1)));
   return absl::OkStatus();
 }
@@ -164,9 +156,9 @@ void JobManager::Stop() {
   committer_.Flush();
 }
 
-JobManager::QueueKey JobManager::QueueKeyOf(const v1::Job& job) const {
-  const PriorityClass* c = policy_.policy.Find(job.spec().priority_class());
-  return {c ? -c->value : 0, job.submitted_ms(), job.id()};
+int32_t JobManager::ClassValueLocked(const std::string& priority_class) const {
+  const PriorityClass* c = policy_.policy.Find(priority_class);
+  return c ? c->value : 0;
 }
 
 v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
@@ -179,9 +171,9 @@ v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
 void JobManager::CommitLocked(Txn txn) {
   std::vector<v1::Job> changed;
   for (uint64_t id : txn.touched) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) continue;  // finished in an earlier Txn: nothing changes it
-    v1::Job& job = it->second.job;
+    JobEntry* e = jobs_.Find(id);
+    if (e == nullptr) continue;  // finished in an earlier Txn: nothing changes it
+    v1::Job& job = e->job;
     job.set_version(job.version() + 1);
     txn.batch.jobs.push_back(job);
     changed.push_back(job);
@@ -197,11 +189,11 @@ void JobManager::CommitLocked(Txn txn) {
   // Finished jobs leave the job table; they stay readable from finished_ until their final
   // record is durable and newer ones push them out.
   for (uint64_t id : txn.touched) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !IsTerminal(it->second.job.state()) || it->second.live) continue;
+    const JobEntry* e = jobs_.Find(id);
+    if (e == nullptr || !IsTerminal(e->job.state()) || e->live) continue;
     reserved_nodes_.erase(id);
-    finished_.Add(std::move(it->second.job), std::move(it->second.events), number);
-    jobs_.erase(it);
+    JobEntry done = jobs_.Remove(id);
+    finished_.Add(std::move(done.job), std::move(done.events), number);
   }
   finished_.Trim(durable_txns_.load());
 }
@@ -216,7 +208,7 @@ absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const 
       }
       return out;
     };
-    if (auto it = jobs_.find(id); it != jobs_.end()) return copy(it->second.job, it->second.events);
+    if (const JobEntry* e = jobs_.Find(id)) return copy(e->job, e->events);
     if (const FinishedJobs::Entry* e = finished_.Find(id)) return copy(e->job, e->events);
   }
   // Not in memory: finished, and its final record durable (finished_ keeps it until then),
@@ -282,11 +274,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
     return false;
   }
   NoteEvent(e, to, reason, actor, txn, code);
-  e.job.set_state(to);
-  if (from == v1::JOB_STATE_PENDING) pending_.erase(QueueKeyOf(e.job));
-  if (from == v1::JOB_STATE_COOLDOWN) cooldown_.erase(e.job.id());
-  if (to == v1::JOB_STATE_PENDING) pending_.insert(QueueKeyOf(e.job));
-  if (Waits(from) != Waits(to)) limiter_.AddWaiting(e.job.spec().tenant(), Waits(to) ? +1 : -1);
+  jobs_.SetState(e, to);
   if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());
   if (to != v1::JOB_STATE_PENDING) Kick();
   return true;
@@ -310,7 +298,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
       limiter_.TakeToken(has_tenant ? spec.tenant() : "user:" + caller.user, limits, clock_->Now());
   if (fair.ok() && valid.ok()) {
     limit = "waiting";
-    fair = limiter_.CheckWaiting(spec.tenant(), limits);
+    fair = SubmitLimiter::CheckWaiting(spec.tenant(), jobs_.Waiting(spec.tenant()), limits);
   }
   if (!fair.ok()) {
     observer_->OnSubmitThrottled(has_tenant ? spec.tenant() : "", limit);
@@ -325,11 +313,12 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
     return;
   }
   uint64_t id = next_job_id_++;
-  JobEntry& e = jobs_[id];
-  e.job.set_id(id);
-  *e.job.mutable_spec() = std::move(spec);
-  e.job.set_user(caller.user);
-  e.job.set_submitted_ms(clock_->NowMs());
+  v1::Job job;
+  job.set_id(id);
+  *job.mutable_spec() = std::move(spec);
+  job.set_user(caller.user);
+  job.set_submitted_ms(clock_->NowMs());
+  JobEntry& e = jobs_.Add(std::move(job));
   Txn txn;
   txn.batch.next_job_id = next_job_id_;
   Transition(e, v1::JOB_STATE_PENDING, "submitted by " + caller.user, caller.user, txn);
@@ -413,7 +402,7 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
       ListPosition at = position(job);
       if (!after || at > *after) memory.emplace_back(at, &job);
     };
-    for (const auto& [id, e] : jobs_) consider(e.job);
+    for (const auto& [id, e] : jobs_.all()) consider(e.job);
     if (finished_wanted) finished_.ForEach([&](const FinishedJobs::Entry& e) { consider(e.job); });
     std::sort(memory.begin(), memory.end(),
               [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -480,8 +469,8 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
                         std::function<void(absl::StatusOr<v1::JobState>)> done) {
   if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
+  JobEntry* found = jobs_.Find(job_id);
+  if (found == nullptr) {
     // Finished (or unknown): nothing to stop; idempotent for a cancelled job.
     lock.unlock();
     absl::StatusOr<v1::Job> job = Lookup(job_id, /*with_events=*/false);
@@ -494,7 +483,7 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
     return done(absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
                                               StateName(job->state())));
   }
-  JobEntry& e = it->second;
+  JobEntry& e = *found;
   absl::StatusOr<v1::JobState> result = e.job.state();
   if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "cancel");
       !may.ok()) {
@@ -538,15 +527,15 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
   std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) {
+    const JobEntry* found = jobs_.Find(job_id);
+    if (found == nullptr) {
       lock.unlock();
       BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
       BATON_RETURN_IF_ERROR(access::CheckMayActOn(policy()->access, caller, job, "signal"));
       return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
                                            StateName(job.state()) + ", not running");
     }
-    const JobEntry& e = it->second;
+    const JobEntry& e = *found;
     if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "signal");
         !may.ok()) {
       return may;
@@ -611,10 +600,7 @@ void JobManager::SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req
   SetSnapshot(policy_.policy);
   ledger_.set_half_life_ms(policy_.policy.fair_share_half_life_s * 1000);
   // Class values may have changed: the queue's order keys with them.
-  std::vector<uint64_t> queued;
-  for (const auto& key : pending_) queued.push_back(std::get<2>(key));
-  pending_.clear();
-  for (uint64_t id : queued) pending_.insert(QueueKeyOf(jobs_.at(id).job));
+  jobs_.Reorder();
   spdlog::info("{} by {}", what, caller.user);
   Txn txn;
   txn.batch.policy = v;
@@ -685,8 +671,7 @@ void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<
 absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
                                            std::function<void(const v1::Job&)> fn) {
   std::unique_lock<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
-  auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) return watch_.Add(it->second.job, std::move(fn));
+  if (const JobEntry* e = jobs_.Find(job_id)) return watch_.Add(e->job, std::move(fn));
   // Finished (it changes no more: one call) or unknown.
   lock.unlock();
   BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));

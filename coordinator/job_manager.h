@@ -27,6 +27,7 @@
 #include "coordinator/committer.h"
 #include "coordinator/event_log.h"
 #include "coordinator/finished_jobs.h"
+#include "coordinator/job_table.h"
 #include "coordinator/node_registry.h"
 #include "coordinator/observer.h"
 #include "coordinator/policy.h"
@@ -164,32 +165,8 @@ class JobManager {
   bool store_full() const { return committer_.store_full(); }
 
  private:
-  enum class Phase { kLaunching, kRunning, kExited };
+  using Phase = AttemptPhase;
   using Outcome = AttemptOutcome;
-  struct LiveAttempt {
-    std::map<std::string, Phase> nodes;  // node name -> phase
-    Outcome outcome = Outcome::kNone;
-    std::string outcome_reason;
-    int32_t exit_code = 0;
-    int32_t term_signal = 0;
-    int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
-    uint32_t kill_grace = 0;
-    int64_t preempted_ms = 0;            // evictions: when the Preempt was first sent
-    int64_t preempt_deadline_ms = 0;     // evictions: when the agents kill what is left
-    uint64_t evicting_for = 0;           // evictions: the preemptor
-    std::optional<int64_t> saving_step;  // a checkpoint being written (progress note)
-    std::string saving_node;             // the node whose agent reported it
-    // When each node's part ended, as its agent reported it (the report's time_ms, the
-    // node's clock): with every node's, the attempt's end is theirs, not when we heard.
-    std::map<std::string, int64_t> node_end_ms;
-  };
-  struct JobEntry {
-    v1::Job job;
-    std::vector<v1::Event> events;
-    std::optional<LiveAttempt> live;
-    std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
-    int said_wait = -1;       // the sched::Outcome of the last wait logged; -1 after any event
-  };
   // One change in progress: what to write and what to do once it is durable.
   struct Txn {
     StoreBatch batch;
@@ -220,6 +197,8 @@ class JobManager {
   // has ended: one EVICTION event with its lost work, counted by the metrics.
   void EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why, Txn& txn);
   ClusterShape ShapeLocked() const;
+  // A priority class's value under the policy in force (0 unknown): the queue's order.
+  int32_t ClassValueLocked(const std::string& priority_class) const;
   // Inference for the policy's service classes: the agent isolates it as such.
   v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
   // A service waiting out its restart backoff: its last placement stays held for it.
@@ -277,18 +256,13 @@ class JobManager {
   std::shared_ptr<const Policy> policy_snapshot_;  // policy_.policy, for policy()
 
   mutable std::mutex mu_;
-  std::map<uint64_t, JobEntry> jobs_;  // unfinished jobs (and any finished one still live)
+  // Unfinished jobs (and any finished one still live), ordered by the policy's classes.
+  JobTable jobs_{[this](const std::string& cls) { return ClassValueLocked(cls); }};
+  SubmitLimiter limiter_;  // per tenant: the submit rate
   // Recently finished jobs, until the commit that stored them is durable (finished_jobs.h).
   FinishedJobs finished_{options_.finished_in_memory};
   uint64_t txns_ = 0;                      // Txns committed (numbered)
   std::atomic<uint64_t> durable_txns_{0};  // the newest durable Txn (completions run in order)
-  // PENDING jobs in the order they are served: (-class value, submitted_ms, id).
-  using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
-  QueueKey QueueKeyOf(const v1::Job& job) const;
-  std::set<QueueKey> pending_;
-  SubmitLimiter limiter_;        // per tenant: submit rate, and jobs waiting (PENDING, COOLDOWN)
-  std::set<uint64_t> active_;    // jobs with a live attempt
-  std::set<uint64_t> cooldown_;  // jobs in COOLDOWN
   // Preemption reservations of the last pass, given back to the next (sched README).
   std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
   sched::UsageLedger ledger_;                      // decayed GPU-seconds per tenant (fair share)

@@ -124,7 +124,7 @@ void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req
                 caller.user),
             nullptr, txn);
   if (req.evict()) {
-    for (uint64_t id : std::set<uint64_t>(active_)) {
+    for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
       JobEntry& e = jobs_.at(id);
       auto phase = e.live->nodes.find(node.name());
       if (phase == e.live->nodes.end() || phase->second == Phase::kExited) continue;
@@ -172,7 +172,7 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
     ApplyReportLocked(node, r, /*registering=*/true, txn);
   }
   // Attempts we expect on this node that the agent did not mention.
-  for (uint64_t id : std::set<uint64_t>(active_)) {
+  for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
     JobEntry& e = jobs_.at(id);
     if (!e.live) continue;
     auto phase = e.live->nodes.find(node);
@@ -213,8 +213,7 @@ void JobManager::AgentReport(const std::string& node, const v1::AttemptReport& r
 
 void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptReport& r,
                                    bool registering, Txn& txn) {
-  auto it = jobs_.find(r.job_id());
-  JobEntry* e = it == jobs_.end() ? nullptr : &it->second;
+  JobEntry* e = jobs_.Find(r.job_id());
   bool current = e && e->live && r.attempt() == static_cast<uint32_t>(e->job.attempts_size()) &&
                  e->live->nodes.count(node);
   bool running = r.phase() == v1::AttemptReport::PHASE_RUNNING;
@@ -273,7 +272,7 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     return;
   }
   if (phase == Phase::kExited) return;
-  if (r.time_ms() > 0) live.node_end_ms[node] = r.time_ms();
+  if (r.time_ms() > 0) live.node_end[node] = absl::FromUnixMillis(r.time_ms());
   if (r.stopped_disconnected() && live.outcome == Outcome::kNone) {
     // The agent stopped it for want of us (a partition, our outage): like a lost node,
     // it resumes from its checkpoint, and the rest of its gang stops too.
@@ -364,7 +363,7 @@ absl::Duration JobManager::ReplaceAfterLocked(const JobEntry& e) const {
 
 void JobManager::ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent,
                                            Txn& txn) {
-  for (uint64_t id : std::set<uint64_t>(active_)) {
+  for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
     JobEntry& e = jobs_.at(id);
     if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
     if (silent <= ReplaceAfterLocked(e)) continue;
@@ -389,7 +388,7 @@ void JobManager::Tick() {
     if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent, txn);
   }
   int64_t now = clock_->NowMs();
-  for (uint64_t id : active_) {
+  for (uint64_t id : jobs_.live()) {
     JobEntry& e = jobs_.at(id);
     if (e.live && e.live->outcome == Outcome::kEvicted && e.live->saving_step) {
       ExtendGraceLocked(e, txn);
@@ -402,7 +401,7 @@ void JobManager::Tick() {
     e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
     OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
   }
-  for (uint64_t id : std::set<uint64_t>(cooldown_)) {  // Transition leaves the set
+  for (uint64_t id : std::set<uint64_t>(jobs_.cooldown())) {  // Transition leaves the set
     JobEntry& e = jobs_.at(id);
     if (e.job.cooldown_until_ms() <= now) {
       Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
@@ -453,7 +452,8 @@ void JobManager::DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& 
   // Finished jobs whose end is older than the retention go, with their events; what
   // the scheduler needs (fair-share usage) is kept apart and stays.
   for (uint64_t id : expired) {
-    if (jobs_.count(id)) continue;  // still live (a final state whose attempt has not ended)
+    if (jobs_.Find(id) != nullptr)
+      continue;  // still live (a final state whose attempt has not ended)
     finished_.Erase(id);
     txn.batch.deleted_jobs.push_back(id);
   }

@@ -70,7 +70,7 @@ sched::ClusterView JobManager::BuildViewLocked() const {
   for (const auto& [name, n] : nodes_.all()) {
     if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
   }
-  for (uint64_t id : active_) {
+  for (uint64_t id : jobs_.live()) {
     const JobEntry& e = jobs_.at(id);
     const v1::Attempt& a = *e.job.attempts().rbegin();
     sched::RunningGang g;
@@ -91,7 +91,7 @@ sched::ClusterView JobManager::BuildViewLocked() const {
     view.running.push_back(std::move(g));
   }
   int64_t now = clock_->NowMs();
-  for (const auto& key : pending_) {  // already in queue order: the scheduler's fast path
+  for (const auto& key : jobs_.queue()) {  // already in queue order: the scheduler's fast path
     const JobEntry& e = jobs_.at(std::get<2>(key));
     if (HoldsForRestartLocked(e, now)) {
       // A service in its restart backoff keeps its GPUs (and cores): nobody takes them
@@ -130,7 +130,7 @@ sched::ClusterView JobManager::ViewWithUsageLocked(int64_t now, sched::UsageLedg
 
 void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (pending_.empty()) return;
+  if (jobs_.queue().empty()) return;
   bool any_ready = false;
   for (const auto& [name, n] : nodes_.all()) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
@@ -173,7 +173,7 @@ uint32_t JobManager::PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
   // Unique among the live attempts whose first node (where MASTER_ADDR points) is ours.
   const std::string& first = view.nodes[placement.nodes.at(0).node].name;
   std::set<uint32_t> taken;
-  for (uint64_t id : active_) {
+  for (uint64_t id : jobs_.live()) {
     const v1::Job& other = jobs_.at(id).job;
     if (id == job_id || other.attempts_size() == 0) continue;
     const v1::Attempt& a = *other.attempts().rbegin();
@@ -219,8 +219,7 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
     live.nodes[node.name] = Phase::kLaunching;
     where += (where.empty() ? "" : ",") + node.name;
   }
-  e.live = std::move(live);
-  active_.insert(e.job.id());
+  jobs_.StartAttempt(e, std::move(live));
   reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);
   std::string placed = "attempt " + std::to_string(number) + " placed on " + where;
@@ -240,13 +239,13 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
   live.evicting_for = ev.preemptor;
   live.kill_signal = SIGUSR1;
   live.kill_grace = e.job.spec().grace_seconds();
-  live.preempted_ms = clock_->NowMs();
-  live.preempt_deadline_ms = live.preempted_ms + int64_t{e.job.spec().grace_seconds()} * 1000;
+  live.preempted = clock_->Now();
+  live.preempt_deadline = live.preempted + absl::Seconds(e.job.spec().grace_seconds());
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   a->set_evicted_for(ev.preemptor);
   a->set_lost_gpu_seconds(ev.lost_gpu_seconds);
-  a->set_preempted_ms(live.preempted_ms);
-  a->set_preempt_deadline_ms(live.preempt_deadline_ms);
+  a->set_preempted_ms(absl::ToUnixMillis(live.preempted));
+  a->set_preempt_deadline_ms(absl::ToUnixMillis(live.preempt_deadline));
   Transition(e, v1::JOB_STATE_PREEMPTING,
              ev.message + "; checkpoint and exit within " +
                  std::to_string(e.job.spec().grace_seconds()) + " s",
@@ -261,31 +260,31 @@ v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const
   v1::Preempt* p = cmd.mutable_preempt();
   p->set_job_id(e.job.id());
   p->set_attempt(e.job.attempts_size());
-  p->set_deadline_ms(e.live->preempt_deadline_ms);
+  p->set_deadline_ms(absl::ToUnixMillis(e.live->preempt_deadline));
   p->set_reason(e.live->outcome_reason);
   return cmd;
 }
 
 void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
   LiveAttempt& live = *e.live;
-  const int64_t grace_ms = std::max<int64_t>(1000, int64_t{e.job.spec().grace_seconds()} * 1000);
-  const int64_t cap =
-      live.preempted_ms + static_cast<int64_t>(options_.grace_cap_factor * grace_ms);
-  const int64_t wanted = std::min(cap, clock_->NowMs() + grace_ms);
+  const absl::Duration grace =
+      std::max(absl::Seconds(1), absl::Seconds(e.job.spec().grace_seconds()));
+  const absl::Time cap = live.preempted + options_.grace_cap_factor * grace;
+  const absl::Time wanted = std::min(cap, clock_->Now() + grace);
   // Moves in steps of a quarter grace (at least 250 ms): one store write and one command
   // per node every few seconds while a checkpoint is written, not one per report.
-  if (wanted - live.preempt_deadline_ms < std::max<int64_t>(250, grace_ms / 4)) return;
+  if (wanted - live.preempt_deadline < std::max(absl::Milliseconds(250), grace / 4)) return;
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   if (a->preempt_deadline_ms() ==
       a->preempted_ms() + int64_t{e.job.spec().grace_seconds()} * 1000) {
     NoteEvent(e, e.job.state(),
               "checkpoint of step " + std::to_string(*live.saving_step) +
                   " in progress: grace extended (at most to " +
-                  std::to_string((cap - live.preempted_ms) / 1000) + " s)",
+                  std::to_string(absl::ToInt64Seconds(cap - live.preempted)) + " s)",
               "coordinator", txn);
   }
-  live.preempt_deadline_ms = wanted;
-  a->set_preempt_deadline_ms(wanted);
+  live.preempt_deadline = wanted;
+  a->set_preempt_deadline_ms(absl::ToUnixMillis(wanted));
   txn.touched.insert(e.job.id());
   for (const auto& [node, phase] : live.nodes) {
     if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
@@ -323,14 +322,14 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
     return out;
   };
   std::unique_lock<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
+  const JobEntry* found = jobs_.Find(job_id);
+  if (found == nullptr) {
     lock.unlock();  // finished, or unknown
     BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
     return not_waiting(job);
   }
   v1::ExplainResponse out;
-  const v1::Job& job = it->second.job;
+  const v1::Job& job = found->job;
   if (job.state() != v1::JOB_STATE_PENDING) return not_waiting(job);
   sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
   int64_t now = clock_->NowMs();
@@ -380,12 +379,11 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
 }
 
 void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
-  LiveAttempt live = std::move(*e.live);
-  e.live.reset();
-  active_.erase(e.job.id());
+  LiveAttempt live = jobs_.EndAttempt(e);
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   const int64_t now = clock_->NowMs();
-  a->set_ended_ms(events::EndedMs(*a, live.nodes.size(), live.node_end_ms, now));
+  a->set_ended_ms(absl::ToUnixMillis(
+      events::Ended(*a, live.nodes.size(), live.node_end, absl::FromUnixMillis(now))));
   a->set_exit_code(live.exit_code);
   a->set_term_signal(live.term_signal);
   const v1::JobSpec& spec = e.job.spec();
@@ -424,7 +422,6 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   for (const AttemptEnd::Step& step : end.steps) {
     Transition(e, step.to, step.reason, step.actor, txn, step.code);
   }
-  if (e.job.state() == v1::JOB_STATE_COOLDOWN) cooldown_.insert(e.job.id());
   for (const auto& p : a->placement()) {
     v1::CoordinatorCommand cmd;
     cmd.mutable_ack()->set_job_id(e.job.id());
@@ -441,7 +438,7 @@ std::vector<v1::Node> JobManager::ListNodes() const {
     index[name] = out.size();
     out.push_back(n.node);
   }
-  for (uint64_t id : active_) {
+  for (uint64_t id : jobs_.live()) {
     const JobEntry& e = jobs_.at(id);
     for (const auto& p : e.job.attempts().rbegin()->placement()) {
       auto it = index.find(p.node());

@@ -29,24 +29,13 @@ absl::Status SubmitLimiter::TakeToken(const std::string& key, const Policy::Admi
                    wait);
 }
 
-absl::Status SubmitLimiter::CheckWaiting(const std::string& tenant,
-                                         const Policy::Admission& limits) const {
-  if (Waiting(tenant) < limits.max_pending_per_tenant) return absl::OkStatus();
-  return Throttled("tenant " + tenant + " already has " + std::to_string(Waiting(tenant)) +
+absl::Status SubmitLimiter::CheckWaiting(const std::string& tenant, uint32_t waiting,
+                                         const Policy::Admission& limits) {
+  if (waiting < limits.max_pending_per_tenant) return absl::OkStatus();
+  return Throttled("tenant " + tenant + " already has " + std::to_string(waiting) +
                        " jobs waiting (admission.max_pending_per_tenant); submit more once "
                        "some have started or been cancelled",
                    absl::Seconds(30));
-}
-
-void SubmitLimiter::AddWaiting(const std::string& tenant, int delta) {
-  uint32_t& n = waiting_[tenant];
-  n = delta < 0 && n < static_cast<uint32_t>(-delta) ? 0 : n + delta;
-  if (n == 0) waiting_.erase(tenant);
-}
-
-uint32_t SubmitLimiter::Waiting(const std::string& tenant) const {
-  auto it = waiting_.find(tenant);
-  return it == waiting_.end() ? 0 : it->second;
 }
 
 }  // namespace baton

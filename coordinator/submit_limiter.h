@@ -23,11 +23,10 @@ class SubmitLimiter {
   // its tenant was known) at `now`; ResourceExhausted with the wait for the next token
   // when the bucket is empty. A rate of 0 never throttles.
   absl::Status TakeToken(const std::string& key, const Policy::Admission& limits, absl::Time now);
-  // ResourceExhausted when `tenant` already has max_pending_per_tenant jobs waiting.
-  absl::Status CheckWaiting(const std::string& tenant, const Policy::Admission& limits) const;
-  // The JobManager counts a tenant's waiting jobs as they enter and leave the queue.
-  void AddWaiting(const std::string& tenant, int delta);
-  uint32_t Waiting(const std::string& tenant) const;
+  // ResourceExhausted when `tenant` already has max_pending_per_tenant jobs waiting
+  // (`waiting`: the JobTable's count).
+  static absl::Status CheckWaiting(const std::string& tenant, uint32_t waiting,
+                                   const Policy::Admission& limits);
 
  private:
   struct Bucket {
@@ -35,7 +34,6 @@ class SubmitLimiter {
     absl::Time last;
   };
   std::map<std::string, Bucket> buckets_;
-  std::map<std::string, uint32_t> waiting_;
 };
 
 }  // namespace baton

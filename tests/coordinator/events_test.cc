@@ -210,13 +210,15 @@ TEST(Events, ACheckpointCountsFromWhenItsNoteSaysItCommittedWithinWhatIsPossible
 TEST(Events, AnAttemptEndsWhenItsNodesSayOnlyWhenEveryNodeSaid) {
   v1::Attempt a;
   a.set_started_ms(1'000);
-  EXPECT_EQ(events::EndedMs(a, 2, {{"n1", 4'000}, {"n2", 5'000}}, 9'000), 5'000)
+  auto ms = [](int64_t t) { return absl::FromUnixMillis(t); };
+  const absl::Time now = ms(9'000);
+  EXPECT_EQ(events::Ended(a, 2, {{"n1", ms(4'000)}, {"n2", ms(5'000)}}, now), ms(5'000))
       << "heard late (after an outage): still when the last node ended";
-  EXPECT_EQ(events::EndedMs(a, 2, {{"n1", 4'000}}, 9'000), 9'000)
+  EXPECT_EQ(events::Ended(a, 2, {{"n1", ms(4'000)}}, now), now)
       << "a node that never said (lost): when we heard";
-  EXPECT_EQ(events::EndedMs(a, 1, {}, 9'000), 9'000) << "an older agent: when we heard";
-  EXPECT_EQ(events::EndedMs(a, 1, {{"n1", 12'000}}, 9'000), 9'000) << "never after now";
-  EXPECT_EQ(events::EndedMs(a, 1, {{"n1", 500}}, 9'000), 1'000) << "never before the start";
+  EXPECT_EQ(events::Ended(a, 1, {}, now), now) << "an older agent: when we heard";
+  EXPECT_EQ(events::Ended(a, 1, {{"n1", ms(12'000)}}, now), now) << "never after now";
+  EXPECT_EQ(events::Ended(a, 1, {{"n1", ms(500)}}, now), ms(1'000)) << "never before the start";
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+// The coordinator's unfinished jobs in memory, with the indexes that follow their states:
+// the queue (PENDING jobs in the order they are served), the jobs in COOLDOWN, the jobs
+// with a live attempt, and each tenant's count of waiting jobs (PENDING or COOLDOWN: what
+// admission.max_pending_per_tenant caps). A state changes only through SetState and an
+// attempt only through StartAttempt/EndAttempt, so no index can drift from the jobs.
+// Knows nothing of the store, events or the clock. Thread-compatible: the JobManager
+// calls it under its lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/attempt_end.h"
+#include "proto/api.pb.h"
+
+namespace baton {
+
+// Where a node's part of an attempt stands.
+enum class AttemptPhase { kLaunching, kRunning, kExited };
+
+// An attempt that holds resources, as the coordinator tracks it.
+struct LiveAttempt {
+  std::map<std::string, AttemptPhase> nodes;  // node name -> phase
+  AttemptOutcome outcome = AttemptOutcome::kNone;
+  std::string outcome_reason;
+  int32_t exit_code = 0;
+  int32_t term_signal = 0;
+  int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
+  uint32_t kill_grace = 0;
+  absl::Time preempted = absl::InfinitePast();         // evictions: when the Preempt was first sent
+  absl::Time preempt_deadline = absl::InfinitePast();  // evictions: when agents kill the rest
+  uint64_t evicting_for = 0;                           // evictions: the preemptor
+  std::optional<int64_t> saving_step;                  // a checkpoint being written (progress note)
+  std::string saving_node;                             // the node whose agent reported it
+  // When each node's part ended, as its agent reported it (the node's clock): with every
+  // node's, the attempt's end is theirs, not when we heard.
+  std::map<std::string, absl::Time> node_end;
+};
+
+struct JobEntry {
+  v1::Job job;
+  std::vector<v1::Event> events;
+  std::optional<LiveAttempt> live;  // set between StartAttempt and EndAttempt
+  std::string exec_secret;          // the current attempt's (store.proto; never in the public Job)
+  int said_wait = -1;  // the sched::Outcome of the last wait logged; -1 after any event
+};
+
+// PENDING and COOLDOWN jobs wait in the queue (admission counts them).
+bool Waits(v1::JobState s);
+
+class JobTable {
+ public:
+  // (-class value, submitted_ms, id): the queue's order.
+  using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
+  // A job's priority class value (higher is served first), as the policy says now.
+  using ClassValue = std::function<int32_t(const std::string& priority_class)>;
+
+  explicit JobTable(ClassValue class_value) : class_value_(std::move(class_value)) {}
+
+  // Adds `job` (a new id) indexed by its state, with no live attempt.
+  JobEntry& Add(v1::Job job);
+  JobEntry* Find(uint64_t id);
+  const JobEntry* Find(uint64_t id) const;
+  JobEntry& at(uint64_t id);  // the job must be here
+  const JobEntry& at(uint64_t id) const;
+  // Takes a job out, with its place in every index; it must have no live attempt.
+  JobEntry Remove(uint64_t id);
+
+  // Sets the job's state, moving it between the indexes.
+  void SetState(JobEntry& e, v1::JobState to);
+  // The job holds resources from now on (`a` replaces any attempt before it).
+  void StartAttempt(JobEntry& e, LiveAttempt a);
+  // Its attempt has ended: returned, and the job leaves the live set.
+  LiveAttempt EndAttempt(JobEntry& e);
+
+  // Class values changed (a new policy): the queued jobs are keyed again.
+  void Reorder();
+
+  size_t size() const { return jobs_.size(); }
+  const std::map<uint64_t, JobEntry>& all() const { return jobs_; }
+  const std::set<QueueKey>& queue() const { return queue_; }
+  const std::set<uint64_t>& cooldown() const { return cooldown_; }
+  const std::set<uint64_t>& live() const { return live_; }
+  uint32_t Waiting(const std::string& tenant) const;
+
+ private:
+  QueueKey KeyOf(const v1::Job& job) const;
+  void Index(const v1::Job& job, int sign);  // adds (+1) or takes out (-1) by its state
+
+  ClassValue class_value_;
+  std::map<uint64_t, JobEntry> jobs_;
+  std::set<QueueKey> queue_;
+  std::map<uint64_t, QueueKey> queued_as_;  // each queued job's key when it was queued
+  std::set<uint64_t> cooldown_;
+  std::set<uint64_t> live_;
+  std::map<std::string, uint32_t> waiting_;  // tenant -> PENDING + COOLDOWN jobs
+};
+
+}  // namespace baton

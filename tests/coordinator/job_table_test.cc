@@ -1,0 +1,182 @@
+#include "coordinator/job_table.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace baton::testing {
+namespace {
+
+// Class values as a policy would give them; tests change them to play a new policy.
+struct Classes {
+  std::map<std::string, int32_t> value{{"prod", 100}, {"batch", 10}};
+  JobTable::ClassValue fn() {
+    return [this](const std::string& c) { return value.count(c) ? value.at(c) : 0; };
+  }
+};
+
+v1::Job MakeJob(uint64_t id, const std::string& cls, int64_t submitted_ms,
+                const std::string& tenant = "t", v1::JobState s = v1::JOB_STATE_PENDING) {
+  v1::Job job;
+  job.set_id(id);
+  job.mutable_spec()->set_priority_class(cls);
+  job.mutable_spec()->set_tenant(tenant);
+  job.set_submitted_ms(submitted_ms);
+  job.set_state(s);
+  return job;
+}
+
+std::vector<uint64_t> QueuedIds(const JobTable& t) {
+  std::vector<uint64_t> out;
+  for (const auto& key : t.queue()) out.push_back(std::get<2>(key));
+  return out;
+}
+
+TEST(JobTable, TheQueueIsServedByClassThenSubmitTimeThenId) {
+  Classes classes;
+  JobTable t(classes.fn());
+  t.Add(MakeJob(1, "batch", 1'000));
+  t.Add(MakeJob(2, "prod", 3'000));
+  t.Add(MakeJob(3, "batch", 500));
+  t.Add(MakeJob(4, "unknown", 0));
+  t.Add(MakeJob(5, "prod", 3'000));
+  t.Add(MakeJob(6, "prod", 1'000, "t", v1::JOB_STATE_RUNNING));  // not queued
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{2, 5, 3, 1, 4}));
+  EXPECT_EQ(t.size(), 6u);
+}
+
+TEST(JobTable, StatesMoveJobsBetweenTheIndexesAndTenantsCountTheirWaitingJobs) {
+  Classes classes;
+  JobTable t(classes.fn());
+  JobEntry& a = t.Add(MakeJob(1, "batch", 1, "alice"));
+  JobEntry& b = t.Add(MakeJob(2, "batch", 2, "alice", v1::JOB_STATE_UNSPECIFIED));
+  t.Add(MakeJob(3, "batch", 3, "bob", v1::JOB_STATE_COOLDOWN));
+  EXPECT_EQ(t.Waiting("alice"), 1u) << "a job being submitted waits once it is PENDING";
+  EXPECT_EQ(t.Waiting("bob"), 1u) << "COOLDOWN waits too";
+  EXPECT_EQ(t.cooldown(), (std::set<uint64_t>{3}));
+
+  t.SetState(b, v1::JOB_STATE_PENDING);
+  EXPECT_EQ(t.Waiting("alice"), 2u);
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{1, 2}));
+
+  t.SetState(a, v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(b.job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(a.job.state(), v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(t.Waiting("alice"), 1u);
+
+  t.SetState(a, v1::JOB_STATE_COOLDOWN);
+  EXPECT_EQ(t.cooldown(), (std::set<uint64_t>{1, 3}));
+  EXPECT_EQ(t.Waiting("alice"), 2u);
+  t.SetState(a, v1::JOB_STATE_PENDING);
+  EXPECT_EQ(t.cooldown(), (std::set<uint64_t>{3}));
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(t.Waiting("alice"), 2u) << "COOLDOWN -> PENDING still waits: counted once";
+
+  t.SetState(a, v1::JOB_STATE_CANCELLED);
+  t.SetState(b, v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(t.Waiting("alice"), 0u);
+  EXPECT_TRUE(t.queue().empty());
+}
+
+// A new policy changes class values: the queue follows, and a job queued under the old
+// values still leaves it (its key then is not the key it would get now).
+TEST(JobTable, ANewPolicyReordersTheQueueAndJobsQueuedBeforeItStillLeave) {
+  Classes classes;
+  JobTable t(classes.fn());
+  t.Add(MakeJob(1, "batch", 1));
+  JobEntry& prod = t.Add(MakeJob(2, "prod", 2));
+  classes.value["batch"] = 1'000;
+  classes.value["prod"] = 1;
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{2, 1})) << "keyed when queued";
+  t.SetState(prod, v1::JOB_STATE_SCHEDULED);
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{1})) << "left under its old key";
+  t.SetState(prod, v1::JOB_STATE_PENDING);
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{1, 2})) << "job 1 still keyed at 10, job 2 at 1";
+  classes.value["prod"] = 5'000;
+  t.Reorder();
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{2, 1}));
+  classes.value["batch"] = 7;  // no Reorder: job 1 is keyed at 1000
+  JobEntry removed = t.Remove(1);
+  EXPECT_EQ(removed.job.id(), 1u);
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{2}));
+}
+
+TEST(JobTable, LiveAttemptsAreIndexedAndAJobWithOneCannotLeave) {
+  Classes classes;
+  JobTable t(classes.fn());
+  JobEntry& e = t.Add(MakeJob(7, "prod", 1, "t", v1::JOB_STATE_SCHEDULED));
+  LiveAttempt a;
+  a.nodes["n1"] = AttemptPhase::kLaunching;
+  a.preempted = absl::FromUnixSeconds(5);
+  t.StartAttempt(e, a);
+  EXPECT_EQ(t.live(), (std::set<uint64_t>{7}));
+  ASSERT_TRUE(e.live);
+  EXPECT_THROW(t.Remove(7), std::logic_error);
+  EXPECT_THROW(t.Add(MakeJob(7, "prod", 1)), std::logic_error) << "ids are unique";
+  LiveAttempt ended = t.EndAttempt(e);
+  EXPECT_EQ(ended.nodes.at("n1"), AttemptPhase::kLaunching);
+  EXPECT_EQ(ended.preempted, absl::FromUnixSeconds(5));
+  EXPECT_FALSE(e.live);
+  EXPECT_TRUE(t.live().empty());
+  t.SetState(e, v1::JOB_STATE_SUCCEEDED);
+  t.Remove(7);
+  EXPECT_EQ(t.Find(7), nullptr);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_THROW(t.Remove(7), std::logic_error);
+}
+
+// Every index equals what the jobs say, after any sequence of changes.
+TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
+  Classes classes;
+  JobTable t(classes.fn());
+  std::mt19937 rng(42);
+  const std::vector<v1::JobState> states = {v1::JOB_STATE_PENDING,  v1::JOB_STATE_SCHEDULED,
+                                            v1::JOB_STATE_RUNNING,  v1::JOB_STATE_PREEMPTING,
+                                            v1::JOB_STATE_COOLDOWN, v1::JOB_STATE_SUCCEEDED};
+  const std::vector<std::string> tenants = {"a", "b", "c"};
+  const std::vector<std::string> cls = {"prod", "batch", "other"};
+  uint64_t next_id = 1;
+  for (int step = 0; step < 5'000; ++step) {
+    const int op = static_cast<int>(rng() % 10);
+    std::vector<uint64_t> ids;
+    for (const auto& [id, e] : t.all()) ids.push_back(id);
+    JobEntry* e = ids.empty() ? nullptr : &t.at(ids[rng() % ids.size()]);
+    if (op < 3 || e == nullptr) {
+      t.Add(MakeJob(next_id++, cls[rng() % cls.size()], static_cast<int64_t>(rng() % 100),
+                    tenants[rng() % tenants.size()], states[rng() % states.size()]));
+    } else if (op < 7) {
+      t.SetState(*e, states[rng() % states.size()]);
+    } else if (op == 7) {
+      if (e->live)
+        t.EndAttempt(*e);
+      else
+        t.StartAttempt(*e, LiveAttempt{});
+    } else if (op == 8 && !e->live) {
+      t.Remove(e->job.id());
+    } else if (op == 9) {
+      classes.value[cls[rng() % cls.size()]] = static_cast<int32_t>(rng() % 200);
+      if (rng() % 2) t.Reorder();
+    }
+    // Recomputed from the jobs.
+    std::set<uint64_t> queued, cooldown, live;
+    std::map<std::string, uint32_t> waiting;
+    for (const auto& [id, j] : t.all()) {
+      if (j.job.state() == v1::JOB_STATE_PENDING) queued.insert(id);
+      if (j.job.state() == v1::JOB_STATE_COOLDOWN) cooldown.insert(id);
+      if (Waits(j.job.state())) ++waiting[j.job.spec().tenant()];
+      if (j.live) live.insert(id);
+    }
+    std::vector<uint64_t> in_queue = QueuedIds(t);
+    ASSERT_EQ(std::set<uint64_t>(in_queue.begin(), in_queue.end()), queued) << "step " << step;
+    ASSERT_EQ(in_queue.size(), queued.size()) << "step " << step << ": a job queued twice";
+    ASSERT_EQ(t.cooldown(), cooldown) << "step " << step;
+    ASSERT_EQ(t.live(), live) << "step " << step;
+    for (const std::string& tenant : tenants) {
+      ASSERT_EQ(t.Waiting(tenant), waiting[tenant]) << "step " << step << " tenant " << tenant;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace baton::testing
