@@ -228,7 +228,9 @@ class JobManager {
   // the stop orders for it: they are sent again (else only with its first running report).
   void ApplyReportLocked(const std::string& node, const v1::AttemptReport& r, bool registering,
                          Txn& txn);
-  void MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn);
+  void SendStopLocked(const JobEntry& e, const StopOrder& order, Txn& txn);
+  // A stop `fx` orders goes to the gang; an attempt whose parts have all ended finishes.
+  void ApplyEffectsLocked(JobEntry& e, const ReportEffects& fx, Txn& txn);
   void FinishAttemptLocked(JobEntry& e, Txn& txn);
   void ReconcileNodeLocked(const std::string& node, const v1::Register& reg, Txn& txn);
   // A node silent past lease + margin: no new work; its attempts stay until their own

@@ -185,15 +185,13 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
         if (p.node() == node)
           txn.commands.emplace_back(node, LaunchCommandLocked(e, p.node_rank()));
       }
-    } else if (phase->second != Phase::kExited) {
-      if (e.live->outcome == Outcome::kNone) {
-        e.live->outcome = Outcome::kNodeLost;
-        e.live->outcome_reason = "agent on " + node + " no longer knows attempt " +
-                                 std::to_string(attempt) + " (agent restarted)";
-        OrderStopLocked(e, SIGTERM, options_.failure_kill_grace_seconds, e.live->outcome_reason,
-                        txn);
-      }
-      MarkExitedLocked(e, node, txn);
+    } else {
+      ApplyEffectsLocked(e,
+                         PartLost(*e.live, node,
+                                  "agent on " + node + " no longer knows attempt " +
+                                      std::to_string(attempt) + " (agent restarted)",
+                                  options_.failure_kill_grace_seconds),
+                         txn);
     }
   }
 }
@@ -241,86 +239,38 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
     txn.touched.insert(e->job.id());
   }
   if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
-  if (running && r.has_saving_step()) {
-    live.saving_step = r.saving_step();
-    live.saving_node = node;
-  } else if (live.saving_node == node) {
-    live.saving_step.reset();
+  const ReportEffects fx =
+      ApplyReport(live, node, r, registering, options_.failure_kill_grace_seconds);
+  if (fx.resend_preempt) txn.commands.emplace_back(node, PreemptCommandLocked(*e));
+  if (fx.extend_grace) ExtendGraceLocked(*e, txn);
+  if (fx.resend_stop) {
+    txn.commands.emplace_back(node, KillCommand(r.job_id(), r.attempt(), live.kill_signal,
+                                                live.kill_grace, live.outcome_reason));
   }
-  Phase& phase = live.nodes[node];
-  if (running) {
-    if (phase == Phase::kExited) return;
-    // Stop orders go once per stream: progress reports of a stopping attempt must not
-    // deliver its signal again (a second SIGTERM or SIGUSR1 can end a rank mid-save).
-    bool resend = registering || phase != Phase::kRunning;
-    phase = Phase::kRunning;
-    if (live.outcome == Outcome::kEvicted) {
-      if (resend) txn.commands.emplace_back(node, PreemptCommandLocked(*e));
-      if (live.saving_step) ExtendGraceLocked(*e, txn);
-    } else if (live.kill_signal && resend) {
-      txn.commands.emplace_back(node, KillCommand(r.job_id(), r.attempt(), live.kill_signal,
-                                                  live.kill_grace, live.outcome_reason));
-    }
-    bool all_running = true;
-    for (const auto& [n, p] : live.nodes) all_running &= p == Phase::kRunning;
-    if (all_running && e->job.state() == v1::JOB_STATE_SCHEDULED) {
-      a->set_started_ms(clock_->NowMs());
-      Transition(*e, v1::JOB_STATE_RUNNING,
-                 "running on " + std::to_string(live.nodes.size()) + " node(s)", "agent:" + node,
-                 txn);
-    }
-    return;
+  if (fx.all_running && e->job.state() == v1::JOB_STATE_SCHEDULED) {
+    a->set_started_ms(clock_->NowMs());
+    Transition(*e, v1::JOB_STATE_RUNNING,
+               "running on " + std::to_string(live.nodes.size()) + " node(s)", "agent:" + node,
+               txn);
   }
-  if (phase == Phase::kExited) return;
-  if (r.time_ms() > 0) live.node_end[node] = absl::FromUnixMillis(r.time_ms());
-  if (r.stopped_disconnected() && live.outcome == Outcome::kNone) {
-    // The agent stopped it for want of us (a partition, our outage): like a lost node,
-    // it resumes from its checkpoint, and the rest of its gang stops too.
-    live.outcome = Outcome::kNodeLost;
-    live.outcome_reason = r.message();
-    OrderStopLocked(*e, SIGTERM, options_.failure_kill_grace_seconds, live.outcome_reason, txn);
-    MarkExitedLocked(*e, node, txn);
-    return;
+  ApplyEffectsLocked(*e, fx, txn);
+}
+
+void JobManager::ApplyEffectsLocked(JobEntry& e, const ReportEffects& fx, Txn& txn) {
+  if (fx.stop) SendStopLocked(e, *fx.stop, txn);
+  if (fx.ended) FinishAttemptLocked(e, txn);
+}
+
+void JobManager::SendStopLocked(const JobEntry& e, const StopOrder& order, Txn& txn) {
+  for (const std::string& node : order.nodes) {
+    txn.commands.emplace_back(node, KillCommand(e.job.id(), e.job.attempts_size(), order.signal,
+                                                order.grace, order.reason));
   }
-  bool failed =
-      r.exit_code() != 0 || r.term_signal() != 0 || r.phase() == v1::AttemptReport::PHASE_REJECTED;
-  if (failed && live.outcome != Outcome::kNone && live.exit_code == 0 && live.term_signal == 0) {
-    // Stopping already (eviction, cancel): keep how it ended, for the attempt's record.
-    live.exit_code = r.exit_code();
-    live.term_signal = r.term_signal();
-  }
-  if (failed && live.outcome == Outcome::kNone) {
-    live.outcome = Outcome::kFailed;
-    live.exit_code = r.exit_code();
-    live.term_signal = r.term_signal();
-    live.outcome_reason =
-        "rank(s) on " + node + " failed: " +
-        (r.message().empty() ? "exit code " + std::to_string(r.exit_code()) : r.message());
-    OrderStopLocked(*e, SIGTERM, options_.failure_kill_grace_seconds, live.outcome_reason, txn);
-  }
-  MarkExitedLocked(*e, node, txn);
 }
 
 void JobManager::OrderStopLocked(JobEntry& e, int signal, uint32_t grace, const std::string& reason,
                                  Txn& txn) {
-  LiveAttempt& live = *e.live;
-  if (live.kill_signal == 0) {
-    live.kill_signal = signal;
-    live.kill_grace = grace;
-  }
-  for (const auto& [node, phase] : live.nodes) {
-    if (phase == Phase::kExited) continue;
-    txn.commands.emplace_back(
-        node, KillCommand(e.job.id(), e.job.attempts_size(), signal, grace, reason));
-  }
-}
-
-void JobManager::MarkExitedLocked(JobEntry& e, const std::string& node, Txn& txn) {
-  e.live->nodes[node] = Phase::kExited;
-  for (const auto& [n, p] : e.live->nodes) {
-    if (p != Phase::kExited) return;
-  }
-  FinishAttemptLocked(e, txn);
+  SendStopLocked(e, OrderStop(*e.live, signal, grace, reason), txn);
 }
 
 void JobManager::AgentDisconnected(const std::string& node, const AgentLink* link) {
@@ -367,12 +317,9 @@ void JobManager::ReplaceLostAttemptsLocked(const std::string& node, absl::Durati
     JobEntry& e = jobs_.at(id);
     if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
     if (silent <= ReplaceAfterLocked(e)) continue;
-    if (e.live->outcome == Outcome::kNone) {
-      e.live->outcome = Outcome::kNodeLost;
-      e.live->outcome_reason = "node " + node + " lost";
-      OrderStopLocked(e, SIGTERM, options_.failure_kill_grace_seconds, e.live->outcome_reason, txn);
-    }
-    MarkExitedLocked(e, node, txn);
+    ApplyEffectsLocked(
+        e, PartLost(*e.live, node, "node " + node + " lost", options_.failure_kill_grace_seconds),
+        txn);
   }
 }
 

@@ -16,33 +16,10 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/time/time.h"
-#include "coordinator/attempt_end.h"
+#include "coordinator/attempt_tracker.h"
 #include "proto/api.pb.h"
 
 namespace baton {
-
-// Where a node's part of an attempt stands.
-enum class AttemptPhase { kLaunching, kRunning, kExited };
-
-// An attempt that holds resources, as the coordinator tracks it.
-struct LiveAttempt {
-  std::map<std::string, AttemptPhase> nodes;  // node name -> phase
-  AttemptOutcome outcome = AttemptOutcome::kNone;
-  std::string outcome_reason;
-  int32_t exit_code = 0;
-  int32_t term_signal = 0;
-  int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
-  uint32_t kill_grace = 0;
-  absl::Time preempted = absl::InfinitePast();         // evictions: when the Preempt was first sent
-  absl::Time preempt_deadline = absl::InfinitePast();  // evictions: when agents kill the rest
-  uint64_t evicting_for = 0;                           // evictions: the preemptor
-  std::optional<int64_t> saving_step;                  // a checkpoint being written (progress note)
-  std::string saving_node;                             // the node whose agent reported it
-  // When each node's part ended, as its agent reported it (the node's clock): with every
-  // node's, the attempt's end is theirs, not when we heard.
-  std::map<std::string, absl::Time> node_end;
-};
 
 struct JobEntry {
   v1::Job job;

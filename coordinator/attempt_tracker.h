@@ -1,0 +1,80 @@
+// A live attempt as the coordinator tracks it: each node's part (launching, running,
+// exited), why it is stopping, how it ended, a checkpoint being written during an
+// eviction. What an agent's report or a stop order does to it is decided here, with no
+// store, no clock, no commands and no lock; the JobManager applies the effects (commands
+// to agents, the job's transitions, FinishAttemptLocked once every part has ended).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/attempt_end.h"
+#include "proto/agent.pb.h"
+
+namespace baton {
+
+// Where a node's part of an attempt stands.
+enum class AttemptPhase { kLaunching, kRunning, kExited };
+
+struct LiveAttempt {
+  std::map<std::string, AttemptPhase> nodes;  // node name -> phase
+  AttemptOutcome outcome = AttemptOutcome::kNone;
+  std::string outcome_reason;
+  int32_t exit_code = 0;  // how its processes ended (the first failure's)
+  int32_t term_signal = 0;
+  int32_t kill_signal = 0;  // nonzero once a stop was ordered (resent on reconnect)
+  uint32_t kill_grace = 0;
+  absl::Time preempted = absl::InfinitePast();         // evictions: when the Preempt was first sent
+  absl::Time preempt_deadline = absl::InfinitePast();  // evictions: when agents kill the rest
+  uint64_t evicting_for = 0;                           // evictions: the preemptor
+  std::optional<int64_t> saving_step;                  // a checkpoint being written (progress note)
+  std::string saving_node;                             // the node whose agent reported it
+  // When each node's part ended, as its agent reported it (the node's clock): with every
+  // node's, the attempt's end is theirs, not when we heard.
+  std::map<std::string, absl::Time> node_end;
+
+  // True when no node's part runs or launches any more.
+  bool AllExited() const;
+};
+
+// A stop to send: the signal, the agents' grace before SIGKILL, why, and to which nodes.
+struct StopOrder {
+  int signal = 0;
+  uint32_t grace = 0;
+  std::string reason;
+  std::vector<std::string> nodes;  // every node whose part has not ended
+};
+
+// Orders the attempt to stop. The first order's signal and grace are the attempt's (sent
+// again to an agent that reconnects); every order goes to the parts not yet ended.
+StopOrder OrderStop(LiveAttempt& live, int signal, uint32_t grace, std::string reason);
+
+// What follows an agent's report on its part of the attempt.
+struct ReportEffects {
+  bool resend_preempt = false;    // the node gets the eviction's Preempt again
+  bool resend_stop = false;       // the node gets the stop ordered before again (kill_signal)
+  bool extend_grace = false;      // a checkpoint is being written during the eviction
+  bool all_running = false;       // every part runs (the job is RUNNING if it was SCHEDULED)
+  std::optional<StopOrder> stop;  // the gang is told to stop (a failure, a disconnected stop)
+  bool ended = false;             // every part has ended: the attempt is over
+};
+
+// Records `node`'s report on a current attempt (the node is one of the attempt's).
+// `registering`: the report came with a (re)registration, so the agent may have missed
+// the stop orders: they go again (else only with its first running report, since a second
+// SIGTERM or SIGUSR1 can end a rank mid-save). `failure_grace`: the grace the rest of the
+// gang gets after a failure.
+ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::AttemptReport& r,
+                          bool registering, uint32_t failure_grace);
+
+// `node`'s part is gone with no report of its end (the node was lost; its agent restarted
+// and no longer knows it): unless the attempt is stopping already, it stops as for a lost
+// node (`reason`), the rest of the gang with `failure_grace`; the part counts as ended.
+ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::string& reason,
+                       uint32_t failure_grace);
+
+}  // namespace baton

@@ -1,0 +1,419 @@
+// ApplyReport and PartLost as a table: a live attempt and one node's report (or its loss)
+// in; the attempt after it and what the JobManager must do (commands, transitions, the
+// attempt's end) out.
+#include "coordinator/attempt_tracker.h"
+
+#include <signal.h>
+
+#include "gtest/gtest.h"
+
+namespace baton {
+namespace {
+
+using Ph = AttemptPhase;
+using O = AttemptOutcome;
+using R = v1::AttemptReport;
+
+constexpr uint32_t kFailureGrace = 10;
+
+LiveAttempt Gang(Ph n1, Ph n2, O outcome = O::kNone, int kill_signal = 0) {
+  LiveAttempt a;
+  a.nodes = {{"n1", n1}, {"n2", n2}};
+  a.outcome = outcome;
+  if (outcome != O::kNone) a.outcome_reason = "stopping already";
+  a.kill_signal = kill_signal;
+  a.kill_grace = kill_signal ? 30 : 0;
+  return a;
+}
+
+R Report(R::Phase phase, int exit_code = 0, int term_signal = 0, const std::string& msg = "") {
+  R r;
+  r.set_phase(phase);
+  r.set_exit_code(exit_code);
+  r.set_term_signal(term_signal);
+  r.set_message(msg);
+  return r;
+}
+
+template <typename F>
+R With(R r, F change) {
+  change(r);
+  return r;
+}
+
+struct Row {
+  const char* name;
+  LiveAttempt before;
+  R report;  // from n1
+  bool registering;
+  // Expected:
+  Ph n1_after;
+  O outcome;
+  int32_t exit_code, term_signal;
+  bool resend_preempt, resend_stop, extend_grace, all_running;
+  int stop_signal;  // 0: no stop ordered
+  std::vector<std::string> stop_nodes;
+  bool ended;
+  std::string outcome_reason = "";  // "" not checked
+};
+
+TEST(AttemptTracker, ReportsAsATable) {
+  const auto L = Ph::kLaunching, Run = Ph::kRunning, X = Ph::kExited;
+  const auto RUN = R::PHASE_RUNNING, EXIT = R::PHASE_EXITED, REJ = R::PHASE_REJECTED;
+  const R saving = With(Report(RUN), [](R& r) { r.set_saving_step(40); });
+  const std::vector<Row> rows = {
+      {"first part running",
+       Gang(L, L),
+       Report(RUN),
+       false,
+       Run,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       false},
+      {"last part running: all running",
+       Gang(L, Run),
+       Report(RUN),
+       false,
+       Run,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"a progress report changes nothing",
+       Gang(Run, Run),
+       Report(RUN),
+       false,
+       Run,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"stopping: its first running report gets the stop",
+       Gang(L, Run, O::kCancelled, SIGTERM),
+       Report(RUN),
+       false,
+       Run,
+       O::kCancelled,
+       0,
+       0,
+       false,
+       true,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"stopping: later progress reports do not (a second SIGTERM)",
+       Gang(Run, Run, O::kCancelled, SIGTERM),
+       Report(RUN),
+       false,
+       Run,
+       O::kCancelled,
+       0,
+       0,
+       false,
+       false,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"stopping: a reconnecting agent gets the stop again",
+       Gang(Run, Run, O::kCancelled, SIGTERM),
+       Report(RUN),
+       true,
+       Run,
+       O::kCancelled,
+       0,
+       0,
+       false,
+       true,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"evicted: the Preempt again on reconnect",
+       Gang(Run, Run, O::kEvicted, SIGUSR1),
+       Report(RUN),
+       true,
+       Run,
+       O::kEvicted,
+       0,
+       0,
+       true,
+       false,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"evicted: a progress report sends nothing",
+       Gang(Run, Run, O::kEvicted, SIGUSR1),
+       Report(RUN),
+       false,
+       Run,
+       O::kEvicted,
+       0,
+       0,
+       false,
+       false,
+       false,
+       true,
+       0,
+       {},
+       false},
+      {"evicted and saving: the grace may move",
+       Gang(Run, Run, O::kEvicted, SIGUSR1),
+       saving,
+       false,
+       Run,
+       O::kEvicted,
+       0,
+       0,
+       false,
+       false,
+       true,
+       true,
+       0,
+       {},
+       false},
+      {"a running report after the part's end is stale",
+       Gang(X, Run),
+       Report(RUN),
+       true,
+       X,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       false},
+      {"exit 0: the part ends, the other runs on",
+       Gang(Run, Run),
+       Report(EXIT),
+       false,
+       X,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       false},
+      {"exit 0 of the last part: the attempt ends",
+       Gang(Run, X),
+       Report(EXIT),
+       false,
+       X,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       true},
+      {"a failure stops the gang, itself included",
+       Gang(Run, Run),
+       Report(EXIT, 3),
+       false,
+       X,
+       O::kFailed,
+       3,
+       0,
+       false,
+       false,
+       false,
+       false,
+       SIGTERM,
+       {"n1", "n2"},
+       false,
+       "rank(s) on n1 failed: exit code 3"},
+      {"a signal is a failure; the message says why",
+       Gang(Run, X),
+       Report(EXIT, 0, 9, "OOM"),
+       false,
+       X,
+       O::kFailed,
+       0,
+       9,
+       false,
+       false,
+       false,
+       false,
+       SIGTERM,
+       {"n1"},
+       true,
+       "rank(s) on n1 failed: OOM"},
+      {"an unstartable launch is a failure",
+       Gang(L, L),
+       Report(REJ, 127, 0, "no such program"),
+       false,
+       X,
+       O::kFailed,
+       127,
+       0,
+       false,
+       false,
+       false,
+       false,
+       SIGTERM,
+       {"n1", "n2"},
+       false},
+      {"stopping already: how it ended is kept, no new stop",
+       Gang(Run, Run, O::kEvicted, SIGUSR1),
+       Report(EXIT, 0, 15),
+       false,
+       X,
+       O::kEvicted,
+       0,
+       15,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       false,
+       "stopping already"},
+      {"stopped for want of us: a lost node, the gang stops",
+       Gang(Run, Run),
+       With(Report(EXIT, 0, 15, "stopped: no coordinator for 20 s"),
+            [](R& r) { r.set_stopped_disconnected(true); }),
+       false,
+       X,
+       O::kNodeLost,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       SIGTERM,
+       {"n1", "n2"},
+       false,
+       "stopped: no coordinator for 20 s"},
+      {"an end heard twice counts once",
+       Gang(X, Run),
+       Report(EXIT, 4),
+       false,
+       X,
+       O::kNone,
+       0,
+       0,
+       false,
+       false,
+       false,
+       false,
+       0,
+       {},
+       false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    LiveAttempt live = row.before;
+    const ReportEffects fx = ApplyReport(live, "n1", row.report, row.registering, kFailureGrace);
+    EXPECT_EQ(live.nodes.at("n1"), row.n1_after);
+    EXPECT_EQ(live.nodes.at("n2"), row.before.nodes.at("n2")) << "another node's part";
+    EXPECT_EQ(live.outcome, row.outcome);
+    EXPECT_EQ(live.exit_code, row.exit_code);
+    EXPECT_EQ(live.term_signal, row.term_signal);
+    if (!row.outcome_reason.empty()) {
+      EXPECT_EQ(live.outcome_reason, row.outcome_reason);
+    }
+    EXPECT_EQ(fx.resend_preempt, row.resend_preempt);
+    EXPECT_EQ(fx.resend_stop, row.resend_stop);
+    EXPECT_EQ(fx.extend_grace, row.extend_grace);
+    EXPECT_EQ(fx.all_running, row.all_running);
+    EXPECT_EQ(fx.stop.has_value(), row.stop_signal != 0);
+    if (fx.stop && row.stop_signal) {
+      EXPECT_EQ(fx.stop->signal, row.stop_signal);
+      EXPECT_EQ(fx.stop->grace, kFailureGrace);
+      EXPECT_EQ(fx.stop->nodes, row.stop_nodes);
+      EXPECT_EQ(fx.stop->reason, live.outcome_reason);
+      EXPECT_EQ(live.kill_signal, row.stop_signal) << "the stop is the attempt's from now on";
+    }
+    EXPECT_EQ(fx.ended, row.ended);
+  }
+}
+
+TEST(AttemptTracker, AnEndReportedWithItsTimeKeepsIt) {
+  LiveAttempt live = Gang(Ph::kRunning, Ph::kRunning);
+  ApplyReport(live, "n1", With(Report(R::PHASE_EXITED), [](R& r) { r.set_time_ms(5'000); }), false,
+              kFailureGrace);
+  ApplyReport(live, "n2", Report(R::PHASE_EXITED), false, kFailureGrace);  // an older agent
+  EXPECT_EQ(live.node_end,
+            (std::map<std::string, absl::Time>{{"n1", absl::FromUnixMillis(5'000)}}));
+}
+
+TEST(AttemptTracker, ASaveInProgressIsForgottenWhenItsNodeSaysNoMore) {
+  LiveAttempt live = Gang(Ph::kRunning, Ph::kRunning, O::kEvicted, SIGUSR1);
+  ApplyReport(live, "n1", With(Report(R::PHASE_RUNNING), [](R& r) { r.set_saving_step(7); }), false,
+              kFailureGrace);
+  ASSERT_EQ(live.saving_step, 7);
+  ApplyReport(live, "n2", Report(R::PHASE_RUNNING), false, kFailureGrace);
+  EXPECT_EQ(live.saving_step, 7) << "another node's report";
+  ApplyReport(live, "n1", Report(R::PHASE_RUNNING), false, kFailureGrace);
+  EXPECT_FALSE(live.saving_step) << "the save is over";
+}
+
+// The first stop ordered is the attempt's: a later, harsher order is sent but what a
+// reconnecting agent gets again stays the first.
+TEST(AttemptTracker, TheFirstStopOrderedIsTheAttempts) {
+  LiveAttempt live = Gang(Ph::kRunning, Ph::kExited);
+  StopOrder first = OrderStop(live, SIGTERM, 30, "cancelled");
+  EXPECT_EQ(first.nodes, std::vector<std::string>{"n1"}) << "not to a part that has ended";
+  StopOrder second = OrderStop(live, SIGKILL, 0, "cancelled again");
+  EXPECT_EQ(second.signal, SIGKILL);
+  EXPECT_EQ(live.kill_signal, SIGTERM);
+  EXPECT_EQ(live.kill_grace, 30u);
+}
+
+TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) {
+  LiveAttempt live = Gang(Ph::kRunning, Ph::kLaunching);
+  ReportEffects fx = PartLost(live, "n1", "node n1 lost", kFailureGrace);
+  EXPECT_EQ(live.outcome, O::kNodeLost);
+  EXPECT_EQ(live.outcome_reason, "node n1 lost");
+  ASSERT_TRUE(fx.stop);
+  EXPECT_EQ(fx.stop->nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_FALSE(fx.ended);
+  fx = PartLost(live, "n1", "node n1 lost", kFailureGrace);
+  EXPECT_FALSE(fx.stop) << "a part already ended";
+  fx = PartLost(live, "n2", "node n2 lost", kFailureGrace);
+  EXPECT_FALSE(fx.stop) << "stopping already: no second order";
+  EXPECT_EQ(live.outcome_reason, "node n1 lost") << "the first cause stays";
+  EXPECT_TRUE(fx.ended);
+  EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
+}
+
+}  // namespace
+}  // namespace baton
