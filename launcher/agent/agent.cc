@@ -306,13 +306,11 @@ void Agent::Handle(const v1::CoordinatorCommand& cmd) {
 // --- attempts ---------------------------------------------------------------------------
 
 void Agent::StopRun(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only) {
-  if (signal == SIGKILL) kill_at = absl::InfinitePast();  // now
-  if (!SignalRunLocked(key, run, signal, kill_at, ranks_only)) return;
-  run.stop_kill_at = std::min(run.stop_kill_at, kill_at);  // only ever sooner
-  ArmKillLocked(key, run);
+  if (!BeginStopLocked(key, run)) return;
+  CarryOutLocked(key, run, run.stop.Stop(signal, kill_at, ranks_only, clock_->Monotonic()));
 }
 
-bool Agent::SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only) {
+bool Agent::BeginStopLocked(Key key, Run& run) {
   run.stop_ordered = true;
   run.report.set_killed(true);
   if (run.launching) {
@@ -336,33 +334,30 @@ bool Agent::SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, b
     return false;
   }
   run.awaiting_exec = false;
-  if (kill_at <= clock_->Monotonic()) {
-    KillNowLocked(key, run);
-    return false;
-  }
-  if (ranks_only) {
-    for (const auto& [pid, rank] : run.ranks) spawner_->Signal(pid, signal);
-  } else if (run.pgid) {
-    spawner_->Signal(-run.pgid, signal);
-  }
   return true;
 }
 
+void Agent::CarryOutLocked(Key key, Run& run, const StopPlan::Now& now) {
+  if (now.kill) return KillNowLocked(key, run);
+  if (now.signal && now.ranks_only) {
+    for (const auto& [pid, rank] : run.ranks) spawner_->Signal(pid, now.signal);
+  } else if (now.signal && run.pgid) {
+    spawner_->Signal(-run.pgid, now.signal);
+  }
+  if (now.due && run.live()) KillNowLocked(key, run);
+}
+
 void Agent::PreemptRun(Key key, Run& run, absl::Time deadline) {
-  // A resent Preempt only moves the deadline (later while a checkpoint is written):
-  // SIGUSR1 again could reach a rank that has saved and put back the default action,
-  // which would kill it. The deadline is the Preempt's alone, so that it can move later.
-  if (!run.preempted) {
-    run.preempted = true;
+  const absl::Duration left = deadline - clock_->Monotonic();
+  if (!run.stop.preempted()) {
     spdlog::info("job {} attempt {}: evicted, SIGUSR1; SIGKILL in {}", key.first, key.second,
-                 absl::FormatDuration(deadline - clock_->Monotonic()));
-    if (!SignalRunLocked(key, run, SIGUSR1, deadline, /*ranks_only=*/true)) return;
+                 absl::FormatDuration(left));
+    if (!BeginStopLocked(key, run)) return;
   } else {
     spdlog::info("job {} attempt {}: eviction deadline now in {}", key.first, key.second,
-                 absl::FormatDuration(deadline - clock_->Monotonic()));
+                 absl::FormatDuration(left));
   }
-  run.preempt_kill_at = deadline;
-  ArmKillLocked(key, run);
+  CarryOutLocked(key, run, run.stop.Preempt(deadline, clock_->Monotonic()));
 }
 
 void Agent::StopDisconnectedLocked(absl::Duration silent) {
@@ -384,16 +379,10 @@ void Agent::StopDisconnectedLocked(absl::Duration silent) {
   }
 }
 
-void Agent::ArmKillLocked(Key key, Run& run) {
-  absl::Time at = std::min(run.stop_kill_at, run.preempt_kill_at);
-  if (at <= clock_->Monotonic() && run.live()) return KillNowLocked(key, run);
-  run.kill_at = at;
-}
-
 void Agent::KillNowLocked(Key key, Run& run) {
   if (run.pgid) spawner_->Signal(-run.pgid, SIGKILL);
   if (isolator_->enabled()) sweeps_.push_back(key);  // descendants that left the group too
-  run.kill_at = run.stop_kill_at = run.preempt_kill_at = absl::InfiniteFuture();
+  run.stop.Clear();
 }
 
 void Agent::StopAllLocked(const std::string& why, absl::Duration grace) {
@@ -533,7 +522,7 @@ void Agent::ProcessExitLocked(const Exit& e) {
 void Agent::FinishRunLocked(Key key, Run& run) {
   if (run.pgid)
     spawner_->Signal(-run.pgid, SIGKILL);  // leftovers of the group die with the attempt
-  run.kill_at = absl::InfiniteFuture();
+  run.stop.Clear();
   // Its output drained, its last progress note read and its isolation released, the
   // worker reports the end (ReadNotesOutsideLock): none of it happens under the lock.
   run.finishing = true;
@@ -656,7 +645,7 @@ void Agent::WorkerLoop() {
     for (Exit& e : adopted) AdoptedExitLocked(std::move(e));
     absl::Time now = clock_->Monotonic();
     for (auto& [key, run] : attempts_) {
-      if (now >= run.kill_at && run.live()) {
+      if (run.stop.KillDue(now) && run.live()) {
         spdlog::warn("job {} attempt {}: grace over, SIGKILL", key.first, key.second);
         KillNowLocked(key, run);
       }

@@ -45,6 +45,7 @@
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
+#include "launcher/agent/stop_plan.h"
 #include "proto/agent.pb.h"
 #include "proto/tls.h"
 
@@ -133,11 +134,7 @@ class Agent {
     std::map<pid_t, uint32_t> ranks;  // live pid -> local rank
     bool failed = false;
     bool stop_ordered = false;
-    // Deadlines on the monotonic clock; InfiniteFuture: none.
-    absl::Time kill_at = absl::InfiniteFuture();          // SIGKILL the group then
-    absl::Time stop_kill_at = absl::InfiniteFuture();     // Kill, lease expiry, a local failure
-    absl::Time preempt_kill_at = absl::InfiniteFuture();  // the latest Preempt's (it moves)
-    bool preempted = false;     // SIGUSR1 delivered for an eviction (never twice)
+    StopPlan stop;              // its signals and SIGKILL deadline (monotonic clock)
     int64_t saving_step = -1;   // a save in progress per the progress note; -1: none
     std::string progress_file;  // the checkpoint library's progress note (rank 0)
     bool adopted = false;       // found running at start: not our children
@@ -198,16 +195,16 @@ class Agent {
   // Under the lock: the started attempt into the table, with what happened meanwhile.
   void CommitLaunchLocked(const v1::Launch& l, Run& started, bool stopped_before_start);
   void StopRun(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only);
-  // Marks the attempt stopping and sends `signal` (to the ranks, or the whole group); kills
-  // at once when `kill_at` has passed. False when nothing is left to wait for.
-  bool SignalRunLocked(Key key, Run& run, int signal, absl::Time kill_at, bool ranks_only);
+  // Every stop's first step: the attempt is marked stopping, and one with nothing started
+  // (its launch still queued; a gang node whose daemon never came) ends here: false then.
+  bool BeginStopLocked(Key key, Run& run);
+  // Carries out what the attempt's StopPlan answered: the signal, then the kill.
+  void CarryOutLocked(Key key, Run& run, const StopPlan::Now& now);
   // Eviction: SIGUSR1 to the ranks once; the kill follows the latest deadline given.
   void PreemptRun(Key key, Run& run, absl::Time deadline);
   // Attempts cut off from the coordinator past their stop_after_disconnect: SIGUSR1 and
   // their grace, once.
   void StopDisconnectedLocked(absl::Duration silent);
-  // kill_at from the two deadlines; kills now when it has passed.
-  void ArmKillLocked(Key key, Run& run);
   void KillNowLocked(Key key, Run& run);
   void WorkerLoop();
   // What the worker hands the effects thread: the slow work it decided (the Isolator's
