@@ -13,6 +13,37 @@ bool LiveAttempt::AllExited() const {
   return true;
 }
 
+std::optional<LiveAttempt> RecoverAttempt(const v1::Job& job, absl::Time now) {
+  const v1::JobState s = job.state();
+  const bool live =
+      s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
+  if (!live || job.attempts_size() == 0) return std::nullopt;
+  const v1::Attempt& last = *job.attempts().rbegin();
+  LiveAttempt a;
+  for (const auto& p : last.placement()) {
+    a.nodes[p.node()] =
+        s == v1::JOB_STATE_SCHEDULED ? AttemptPhase::kLaunching : AttemptPhase::kRunning;
+  }
+  if (!job.cancel_requested_by().empty()) {
+    a.outcome = AttemptOutcome::kCancelled;
+    a.kill_signal = SIGTERM;
+    a.kill_grace = job.spec().grace_seconds();
+  } else if (s == v1::JOB_STATE_PREEMPTING) {
+    a.outcome = AttemptOutcome::kEvicted;
+    a.outcome_reason = !last.drained_node().empty()
+                           ? "node " + last.drained_node() + " drained"
+                           : "evicted for job " + std::to_string(last.evicted_for());
+    a.evicting_for = last.evicted_for();
+    a.kill_signal = SIGUSR1;
+    a.kill_grace = job.spec().grace_seconds();
+    a.preempted = last.preempted_ms() ? absl::FromUnixMillis(last.preempted_ms()) : now;
+    a.preempt_deadline = last.preempt_deadline_ms()
+                             ? absl::FromUnixMillis(last.preempt_deadline_ms())
+                             : now + absl::Seconds(a.kill_grace);
+  }
+  return a;
+}
+
 StopOrder OrderStop(LiveAttempt& live, int signal, uint32_t grace, std::string reason) {
   if (live.kill_signal == 0) {
     live.kill_signal = signal;

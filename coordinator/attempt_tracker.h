@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "coordinator/attempt_end.h"
 #include "proto/agent.pb.h"
+#include "proto/api.pb.h"
 
 namespace baton {
 
@@ -40,6 +41,13 @@ struct LiveAttempt {
   // True when no node's part runs or launches any more.
   bool AllExited() const;
 };
+
+// A stored job's live attempt, as it is tracked again after a coordinator restart (none for
+// a job that holds no resources). Its parts launch or run as the job's state says; a
+// cancel or an eviction in progress goes on (its orders are sent again as the agents
+// return), an eviction with the deadline the agents hold (`now` + its grace for a record
+// from before deadlines were stored).
+std::optional<LiveAttempt> RecoverAttempt(const v1::Job& job, absl::Time now);
 
 // A stop to send: the signal, the agents' grace before SIGKILL, why, and to which nodes.
 struct StopOrder {

@@ -94,36 +94,8 @@ absl::Status JobManager::Recover() {
     uint64_t id = job.id();
     next_job_id_ = std::max(next_job_id_, id + 1);
     JobEntry& e = jobs_.Add(std::move(job));
-    v1::JobState s = e.job.state();
-    bool live =
-        s == v1::JOB_STATE_SCHEDULED || s == v1::JOB_STATE_RUNNING || s == v1::JOB_STATE_PREEMPTING;
-    if (live && e.job.attempts_size() > 0) {
-      LiveAttempt a;
-      for (const auto& p : e.job.attempts().rbegin()->placement()) {
-        a.nodes[p.node()] = s == v1::JOB_STATE_SCHEDULED ? Phase::kLaunching : Phase::kRunning;
-      }
-      if (!e.job.cancel_requested_by().empty()) {
-        a.outcome = Outcome::kCancelled;
-        a.kill_signal = SIGTERM;
-        a.kill_grace = e.job.spec().grace_seconds();
-      } else if (s == v1::JOB_STATE_PREEMPTING) {
-        // An eviction in progress: the agents get the Preempt again when they return.
-        const v1::Attempt& last = *e.job.attempts().rbegin();
-        a.outcome = Outcome::kEvicted;
-        a.outcome_reason = !last.drained_node().empty()
-                               ? "node " + last.drained_node() + " drained"
-                               : "evicted for job " + std::to_string(last.evicted_for());
-        a.evicting_for = last.evicted_for();
-        a.kill_signal = SIGUSR1;
-        a.kill_grace = e.job.spec().grace_seconds();
-        // The deadline the agents hold (extensions included) stays in force; records from
-        // before it was stored get a fresh grace.
-        a.preempted = last.preempted_ms() ? absl::FromUnixMillis(last.preempted_ms()) : now;
-        a.preempt_deadline = last.preempt_deadline_ms()
-                                 ? absl::FromUnixMillis(last.preempt_deadline_ms())
-                                 : now + absl::Seconds(a.kill_grace);
-      }
-      jobs_.StartAttempt(e, std::move(a));
+    if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
+      jobs_.StartAttempt(e, std::move(*a));
     }
   }
   for (auto& secret : snap->secrets) {

@@ -415,5 +415,63 @@ TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) 
   EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
 }
 
+v1::Job Stored(v1::JobState state, uint32_t grace = 30) {
+  v1::Job job;
+  job.set_id(9);
+  job.set_state(state);
+  job.mutable_spec()->set_grace_seconds(grace);
+  v1::Attempt* a = job.add_attempts();
+  a->add_placement()->set_node("n1");
+  a->add_placement()->set_node("n2");
+  return job;
+}
+
+TEST(AttemptTracker, RecoveredAttemptsGoOnAsTheStoreSays) {
+  const absl::Time now = absl::FromUnixSeconds(2'000);
+  EXPECT_FALSE(RecoverAttempt(Stored(v1::JOB_STATE_PENDING), now)) << "holds nothing";
+  v1::Job no_attempt = Stored(v1::JOB_STATE_RUNNING);
+  no_attempt.clear_attempts();
+  EXPECT_FALSE(RecoverAttempt(no_attempt, now));
+
+  std::optional<LiveAttempt> scheduled = RecoverAttempt(Stored(v1::JOB_STATE_SCHEDULED), now);
+  ASSERT_TRUE(scheduled);
+  EXPECT_EQ(scheduled->nodes,
+            (std::map<std::string, Ph>{{"n1", Ph::kLaunching}, {"n2", Ph::kLaunching}}));
+  EXPECT_EQ(scheduled->outcome, O::kNone);
+  EXPECT_EQ(scheduled->kill_signal, 0);
+
+  v1::Job cancelled = Stored(v1::JOB_STATE_RUNNING, 12);
+  cancelled.set_cancel_requested_by("alice");
+  std::optional<LiveAttempt> c = RecoverAttempt(cancelled, now);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->nodes.at("n2"), Ph::kRunning);
+  EXPECT_EQ(c->outcome, O::kCancelled);
+  EXPECT_EQ(c->kill_signal, SIGTERM) << "sent again as the agents return";
+  EXPECT_EQ(c->kill_grace, 12u);
+
+  v1::Job evicted = Stored(v1::JOB_STATE_PREEMPTING, 20);
+  v1::Attempt* a = evicted.mutable_attempts(0);
+  a->set_evicted_for(77);
+  a->set_preempted_ms(1'900'000);
+  a->set_preempt_deadline_ms(1'950'000);  // extended while a checkpoint was written
+  std::optional<LiveAttempt> e = RecoverAttempt(evicted, now);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->outcome, O::kEvicted);
+  EXPECT_EQ(e->outcome_reason, "evicted for job 77");
+  EXPECT_EQ(e->evicting_for, 77u);
+  EXPECT_EQ(e->kill_signal, SIGUSR1);
+  EXPECT_EQ(e->preempted, absl::FromUnixMillis(1'900'000));
+  EXPECT_EQ(e->preempt_deadline, absl::FromUnixMillis(1'950'000)) << "the agents' deadline";
+
+  a->set_drained_node("n2");
+  a->clear_preempted_ms();
+  a->clear_preempt_deadline_ms();
+  e = RecoverAttempt(evicted, now);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->outcome_reason, "node n2 drained");
+  EXPECT_EQ(e->preempted, now) << "an older record: a fresh grace";
+  EXPECT_EQ(e->preempt_deadline, now + absl::Seconds(20));
+}
+
 }  // namespace
 }  // namespace baton
