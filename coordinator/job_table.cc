@@ -5,7 +5,9 @@
 
 namespace baton {
 
-bool Waits(v1::JobState s) { return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN; }
+bool WaitsInQueue(v1::JobState s) {
+  return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN;
+}
 
 JobTable::QueueKey JobTable::KeyOf(const v1::Job& job) const {
   return {-class_value_(job.spec().priority_class()), job.submitted_ms(), job.id()};
@@ -27,7 +29,7 @@ void JobTable::Index(const v1::Job& job, int sign) {
     else
       cooldown_.erase(job.id());
   }
-  if (Waits(s)) {
+  if (WaitsInQueue(s)) {
     const std::string& tenant = job.spec().tenant();
     if (sign > 0) {
       ++waiting_[tenant];

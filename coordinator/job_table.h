@@ -30,7 +30,7 @@ struct JobEntry {
 };
 
 // PENDING and COOLDOWN jobs wait in the queue (admission counts them).
-bool Waits(v1::JobState s);
+bool WaitsInQueue(v1::JobState s);
 
 class JobTable {
  public:

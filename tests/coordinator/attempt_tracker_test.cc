@@ -7,7 +7,8 @@
 
 #include "gtest/gtest.h"
 
-namespace baton {
+// Its own namespace: the unity build puts several tests' helpers in one unit.
+namespace baton::attempt_tracker_test {
 namespace {
 
 using Ph = AttemptPhase;
@@ -252,4 +253,4 @@ TEST(AttemptTracker, RecoveredAttemptsGoOnAsTheStoreSays) {
 }
 
 }  // namespace
-}  // namespace baton
+}  // namespace baton::attempt_tracker_test

@@ -4,7 +4,8 @@
 
 #include "gtest/gtest.h"
 
-namespace baton::testing {
+// Its own namespace: the unity build puts several tests' helpers in one unit.
+namespace baton::testing::job_table_test {
 namespace {
 
 // Class values as a policy would give them; tests change them to play a new policy.
@@ -164,7 +165,7 @@ TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
     for (const auto& [id, j] : t.all()) {
       if (j.job.state() == v1::JOB_STATE_PENDING) queued.insert(id);
       if (j.job.state() == v1::JOB_STATE_COOLDOWN) cooldown.insert(id);
-      if (Waits(j.job.state())) ++waiting[j.job.spec().tenant()];
+      if (WaitsInQueue(j.job.state())) ++waiting[j.job.spec().tenant()];
       if (j.live) live.insert(id);
     }
     std::vector<uint64_t> in_queue = QueuedIds(t);
@@ -179,4 +180,4 @@ TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
 }
 
 }  // namespace
-}  // namespace baton::testing
+}  // namespace baton::testing::job_table_test

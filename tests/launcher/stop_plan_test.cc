@@ -5,7 +5,8 @@
 
 #include "gtest/gtest.h"
 
-namespace baton {
+// Its own namespace: the unity build puts several tests' helpers in one unit.
+namespace baton::stop_plan_test {
 namespace {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'000);
@@ -67,4 +68,4 @@ TEST(StopPlan, TheKillComesAtTheEarlierOfTheStopsAndTheEvictions) {
 }
 
 }  // namespace
-}  // namespace baton
+}  // namespace baton::stop_plan_test
