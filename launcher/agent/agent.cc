@@ -362,13 +362,9 @@ void Agent::PreemptRun(Key key, Run& run, absl::Time deadline) {
 
 void Agent::StopDisconnectedLocked(absl::Duration silent) {
   for (auto& [key, run] : attempts_) {
-    if (!run.live() || run.disconnect_stopped ||
-        run.stop_after_disconnect <= absl::ZeroDuration() || silent <= run.stop_after_disconnect) {
-      continue;
-    }
+    if (!run.live() || !run.stop.StopForDisconnect(silent, run.stop_after_disconnect)) continue;
     // A graceful eviction decided here: the coordinator replaces the attempt only after
     // this bound + its grace + a margin, so the two never overlap.
-    run.disconnect_stopped = true;
     run.report.set_stopped_disconnected(true);
     run.report.set_message("stopped on " + options_.node_name + " after " +
                            std::to_string(absl::ToInt64Seconds(silent)) +

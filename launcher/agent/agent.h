@@ -149,8 +149,7 @@ class Agent {
     ProcessUser user;  // every process of the attempt runs as the job's owner
     // Cut off from the coordinator this long, the attempt is stopped gracefully (zero: never).
     absl::Duration stop_after_disconnect;
-    absl::Duration grace;             // its eviction grace (the spec's)
-    bool disconnect_stopped = false;  // told to checkpoint and stop for lack of contact
+    absl::Duration grace;  // its eviction grace (the spec's)
     // Exec'ed daemons (never sent SIGUSR1), with what to call when each exits.
     std::map<pid_t, std::function<void(ExitStatus)>> daemons;
     std::map<pid_t, pid_t> keepers;  // rank or daemon pid -> its keeper

@@ -35,6 +35,14 @@ StopPlan::Now StopPlan::Preempt(absl::Time deadline, absl::Time now) {
   return Arm(out, now);
 }
 
+bool StopPlan::StopForDisconnect(absl::Duration silent, absl::Duration stop_after) {
+  if (disconnect_stopped_ || stop_after <= absl::ZeroDuration() || silent <= stop_after) {
+    return false;
+  }
+  disconnect_stopped_ = true;
+  return true;
+}
+
 StopPlan::Now StopPlan::KillNow() {
   Clear();
   Now out;

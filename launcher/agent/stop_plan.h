@@ -28,6 +28,11 @@ class StopPlan {
   Now Stop(int signal, absl::Time kill_at, bool ranks_only, absl::Time now);
   // An eviction with SIGKILL at `deadline`.
   Now Preempt(absl::Time deadline, absl::Time now);
+  // Cut off from the coordinator for `silent`: true, once, when that is past the attempt's
+  // `stop_after` (zero: never, as for services). The agent then evicts it (Preempt with
+  // its grace), and the coordinator replaces it only after that bound, its grace and a
+  // margin, so the two never overlap.
+  bool StopForDisconnect(absl::Duration silent, absl::Duration stop_after);
   // The kill's time has come (the agent kills the group if any of it runs).
   bool KillDue(absl::Time now) const { return now >= kill_at_; }
   // The group was killed or the attempt has ended: no kill is pending.
@@ -43,7 +48,8 @@ class StopPlan {
   absl::Time stop_kill_at_ = absl::InfiniteFuture();     // the stops' (only ever sooner)
   absl::Time preempt_kill_at_ = absl::InfiniteFuture();  // the latest Preempt's (it moves)
   absl::Time kill_at_ = absl::InfiniteFuture();          // the earlier of the two
-  bool preempted_ = false;  // SIGUSR1 sent for an eviction (never twice)
+  bool preempted_ = false;           // SIGUSR1 sent for an eviction (never twice)
+  bool disconnect_stopped_ = false;  // stopped for lack of the coordinator (once)
 };
 
 }  // namespace baton

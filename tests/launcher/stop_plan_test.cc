@@ -67,5 +67,14 @@ TEST(StopPlan, TheKillComesAtTheEarlierOfTheStopsAndTheEvictions) {
   EXPECT_EQ(p.kill_at(), At(5));
 }
 
+TEST(StopPlan, ALostCoordinatorStopsAnAttemptOncePastItsOwnBound) {
+  StopPlan p;
+  EXPECT_FALSE(p.StopForDisconnect(absl::Seconds(20), absl::Seconds(20))) << "not before";
+  EXPECT_TRUE(p.StopForDisconnect(absl::Seconds(21), absl::Seconds(20)));
+  EXPECT_FALSE(p.StopForDisconnect(absl::Seconds(90), absl::Seconds(20))) << "once";
+  StopPlan service;
+  EXPECT_FALSE(service.StopForDisconnect(absl::Hours(24), absl::ZeroDuration())) << "never";
+}
+
 }  // namespace
 }  // namespace baton::stop_plan_test
