@@ -1,5 +1,7 @@
 #include "coordinator/sched_adapter.h"
 
+#include <map>
+
 namespace baton {
 
 sched::JobRequest RequestOf(const v1::JobSpec& spec) {
@@ -28,8 +30,19 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
   n.schedulable = node.state() == v1::NODE_STATE_READY && !node.has_drain();
   n.cpu_millis = uint64_t{inv.cpus()} * 1000;
   n.memory_bytes = inv.memory_bytes();
+  std::map<uint32_t, uint32_t> core_of;  // the agent's topology: SMT siblings share a core
+  for (const auto& c : inv.cores()) {
+    for (uint32_t cpu : c.cpus()) core_of[cpu] = c.id();
+  }
   for (const auto& numa : inv.numa_nodes()) {
-    n.numa.push_back({numa.id(), {numa.cpus().begin(), numa.cpus().end()}, numa.memory_bytes()});
+    sched::NumaInfo m{numa.id(), {numa.cpus().begin(), numa.cpus().end()}, numa.memory_bytes(), {}};
+    // Every CPU's core, or none (an older agent): a CPU the cores leave out is its own.
+    for (uint32_t cpu : m.cpus) {
+      if (core_of.empty()) break;
+      auto it = core_of.find(cpu);
+      m.core.push_back(it != core_of.end() ? it->second : uint32_t{1} << 31 | cpu);
+    }
+    n.numa.push_back(std::move(m));
   }
   for (const auto& g : inv.gpus()) {
     n.gpus.push_back({g.uuid(), g.model(), g.numa_node(), g.mig_profile(), g.parent_uuid()});

@@ -41,6 +41,9 @@ struct NumaInfo {
   int32_t id = 0;
   std::vector<uint32_t> cpus;  // logical CPU ids
   uint64_t memory_bytes = 0;
+  // The physical core of each of `cpus` (an id unique on the node): SMT siblings share
+  // one. Empty: each CPU is a core of its own. Inference's exclusive CPUs are whole cores.
+  std::vector<uint32_t> core;
 };
 
 struct NodeInfo {

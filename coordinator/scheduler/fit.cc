@@ -18,6 +18,16 @@ uint64_t Lowest(uint64_t mask, uint32_t n) {
 
 uint32_t Count(uint64_t mask) { return static_cast<uint32_t>(std::popcount(mask)); }
 
+// What one rank group of the shape holds of its NUMA slot on this node. Inference holds
+// whole cores: on an SMT node its CPUs round up to whole cores (no sibling left to
+// training, which would share the core's caches and pipelines), and its slot is charged
+// for them, as a held rank's CPUs are charged (pass_state.cc). The node's own total and
+// the job's quota count its request, as Kubernetes counts requests.
+uint32_t GroupCores(const NodeHw& hw, const Shape& s) { return WholeCoreCpus(hw, s.group_cores); }
+uint64_t GroupMillis(const NodeHw& hw, const Shape& s) {
+  return s.group_millis + uint64_t{GroupCores(hw, s) - s.group_cores} * 1000;
+}
+
 void TakeGpus(NodeFree& f, uint64_t take, bool service) {
   f.gpus &= ~take;
   (service ? f.service_held : f.training_held) |= take;
@@ -32,14 +42,16 @@ bool Excluded(const NumaFree& n, const Shape& s) {
 // The slot a rank group goes to: room for it, not excluded, away from inference
 // (training), fewest free GPUs (best fit), lowest slot.
 int32_t PickSlot(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask) {
+  const uint32_t cores = GroupCores(hw, s);
+  const uint64_t millis = GroupMillis(hw, s);
   int32_t best = -1;
   uint32_t best_avail = 0;
   bool best_shared = true;
   for (uint32_t k = 0; k < hw.numa_count; ++k) {
     const NumaFree& n = f.numa[k];
     uint32_t avail = Count(mask & hw.numa_gpus[k]);
-    if (avail < s.group_gpus || n.millis < s.group_millis || n.mem < s.group_mem ||
-        n.cores < s.group_cores || Excluded(n, s)) {
+    if (avail < s.group_gpus || n.millis < millis || n.mem < s.group_mem || n.cores < cores ||
+        Excluded(n, s)) {
       continue;
     }
     bool shared = !s.service && n.service_ranks > 0;
@@ -60,9 +72,9 @@ bool FitAligned(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, No
     mask &= ~take;
     TakeGpus(f, take, s.service);
     NumaFree& n = f.numa[k];
-    n.millis -= s.group_millis;
+    n.millis -= GroupMillis(hw, s);
     n.mem -= s.group_mem;
-    n.cores -= s.group_cores;
+    n.cores -= GroupCores(hw, s);
     (s.service ? n.service_ranks : n.training_ranks) += 1;
     if (c) c->groups.emplace_back(static_cast<uint8_t>(k), take);
   }
@@ -71,7 +83,7 @@ bool FitAligned(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, No
 
 // Ranks spread over the NUMA nodes: only where the hardware cannot align them.
 bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, NodeChoice* c) {
-  uint32_t cores = s.group_cores * s.groups;
+  uint32_t cores = GroupCores(hw, s) * s.groups;
   uint32_t free_cores = 0;
   for (uint32_t k = 0; k < hw.numa_count; ++k) free_cores += f.numa[k].cores;
   if (free_cores < cores) return false;
@@ -82,9 +94,10 @@ bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, Nod
   TakeGpus(f, take, s.service);
   // Evenly over the NUMA nodes, as a held spanning rank is charged (pass_state.cc).
   uint32_t slots = hw.numa_count;
+  const uint64_t millis = s.cpu + uint64_t{GroupCores(hw, s) - s.group_cores} * s.groups * 1000;
   for (uint32_t k = 0; k < slots; ++k) {
     NumaFree& n = f.numa[k];
-    uint64_t m = s.cpu / slots + (k == 0 ? s.cpu % slots : 0);
+    uint64_t m = millis / slots + (k == 0 ? millis % slots : 0);
     uint64_t b = s.mem / slots + (k == 0 ? s.mem % slots : 0);
     uint32_t x = std::min(cores, n.cores);
     n.millis -= std::min(m, n.millis);
@@ -118,7 +131,11 @@ int8_t HwVerdict(Pass& pass, uint32_t node, const Shape& s) {
   return v;
 }
 
-// Exclusive cores for an inference rank group: the lowest free cores of its slot.
+// Exclusive CPUs for an inference rank group: `n` CPUs as whole free cores of its slot
+// (every SMT sibling of each), from the highest CPU down, as the agent would pick: CPU 0
+// and its neighbours carry the system's own work (interrupts, daemons). Only when too few
+// whole cores are free (a core split by an older coordinator's placement) does it take
+// single free CPUs, and the agent then picks its own.
 std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_t n) {
   const NodeHw& hw = pass.hw[node];
   const auto& numa = pass.view.nodes[node].numa;
@@ -127,19 +144,27 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
   if (taken.empty()) taken.assign(total, 0);
   uint32_t begin = slot == kSpan ? 0 : hw.numa_cpu_offset[slot];
   uint32_t end = slot == kSpan ? total : hw.numa_cpu_offset[slot + 1];
-  // From the highest CPU down, as the agent would pick: CPU 0 and its neighbours carry the
-  // system's own work (interrupts, daemons), which inference's exclusive cores avoid.
+  // Each position of the concatenated list: its CPU and its core.
+  std::vector<std::pair<uint32_t, uint32_t>> at(total);
+  for (uint32_t pos = 0, m = 0; m < numa.size(); ++m) {
+    for (size_t i = 0; i < numa[m].cpus.size() && pos < total; ++i, ++pos) {
+      uint32_t cpu = numa[m].cpus[i];
+      at[pos] = {cpu, i < numa[m].core.size() ? numa[m].core[i] : uint32_t{1} << 31 | cpu};
+    }
+  }
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> core_positions;
+  for (uint32_t pos = begin; pos < end; ++pos) core_positions[at[pos].second].push_back(pos);
   std::vector<uint32_t> out;
-  for (uint32_t at = end; at-- > begin && out.size() < n;) {
-    if (taken[at]) continue;
-    taken[at] = 1;
-    uint32_t pos = at;
-    for (const auto& m : numa) {
-      if (pos < m.cpus.size()) {
-        out.push_back(m.cpus[pos]);
-        break;
+  for (bool whole : {true, false}) {
+    for (uint32_t pos = end; pos-- > begin && out.size() < n;) {
+      if (taken[pos]) continue;
+      const std::vector<uint32_t>& core = core_positions[at[pos].second];
+      bool free = std::none_of(core.begin(), core.end(), [&](uint32_t p) { return taken[p]; });
+      if (whole && !free) continue;
+      for (uint32_t p : whole ? core : std::vector<uint32_t>{pos}) {
+        taken[p] = 1;
+        out.push_back(at[p].first);
       }
-      pos -= static_cast<uint32_t>(m.cpus.size());
     }
   }
   std::sort(out.begin(), out.end());
@@ -231,7 +256,7 @@ NodePlacement CommitNode(Pass& pass, uint32_t node, const Shape& s) {
     b.numa = slot == kSpan || !hw.numa_aware ? -1 : hw.numa_id[slot];
     b.gpus = Entries(mask);
     if (s.service) {
-      b.cpus = PickCores(pass, node, slot, s.group_cores * (slot == kSpan ? s.groups : 1));
+      b.cpus = PickCores(pass, node, slot, GroupCores(hw, s) * (slot == kSpan ? s.groups : 1));
     }
     all |= mask;
     p.ranks.push_back(std::move(b));

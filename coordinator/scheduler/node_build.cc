@@ -69,6 +69,10 @@ void BuildNuma(const NodeInfo& n, NodeHw& hw, NodeFree& cap) {
                         [&](const NumaInfo& m) { return m.id == n.gpus[e].numa; });
   }
   hw.numa_aware = aware;
+  absl::flat_hash_map<uint32_t, uint32_t> threads;  // per physical core
+  for (const auto& m : n.numa) {
+    for (uint32_t c : m.core) hw.smt = std::max(hw.smt, ++threads[c]);
+  }
   uint32_t offset = 0;
   if (!aware) {
     for (const auto& m : n.numa) offset += static_cast<uint32_t>(m.cpus.size());
@@ -99,6 +103,7 @@ std::string HwKey(const Pass& pass, const NodeHw& hw, const NodeFree& cap) {
   auto put = [&key](uint64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(hw.numa_aware);
   put(hw.numa_count);
+  put(hw.smt);
   put(hw.whole);
   put(cap.millis);
   put(cap.mem);

@@ -53,7 +53,14 @@ struct NodeHw {
   uint64_t numa_gpus[kMaxNuma] = {};
   int32_t numa_id[kMaxNuma] = {};
   uint32_t numa_cpu_offset[kMaxNuma + 1] = {};  // slot k's cores in the concatenated list
+  uint32_t smt = 1;  // CPUs of its largest physical core (SMT siblings); inference holds
+                     // whole cores, so its CPUs on this node round up to a multiple of this
 };
+
+// The CPUs an inference rank group asking for `cpus` holds on a node: whole cores.
+inline uint32_t WholeCoreCpus(const NodeHw& hw, uint32_t cpus) {
+  return (cpus + hw.smt - 1) / hw.smt * hw.smt;
+}
 
 struct Group {
   std::string pool;

@@ -239,6 +239,36 @@ TEST(JobManager, LaunchCarriesThePolicysNcclSteering) {
   EXPECT_TRUE(launches[0].keep_nccl_transport_under_cap());
 }
 
+// The agent's topology reaches the scheduler: on a node whose 4 CPUs are 2 SMT cores,
+// (0,2) and (1,3), a 1-CPU inference job is charged one whole core, the highest.
+TEST(JobManager, InferenceIsChargedWholeCoresOfTheAgentsTopology) {
+  Harness h;
+  v1::Register reg = Registration("n1", /*gpus=*/0, /*cpus=*/4);
+  v1::NumaNode* numa = reg.mutable_inventory()->add_numa_nodes();
+  numa->set_id(0);
+  numa->set_memory_bytes(64ull << 30);
+  for (uint32_t c = 0; c < 4; ++c) numa->add_cpus(c);
+  for (uint32_t first : {0u, 1u}) {
+    v1::CpuCore* core = reg.mutable_inventory()->add_cores();
+    core->set_id(first);
+    core->add_cpus(first);
+    core->add_cpus(first + 2);
+  }
+  h.Connect("n1", 0, reg);
+  v1::JobSpec spec = Spec();
+  spec.set_priority_class("inference");
+  spec.set_cpu_millis_per_node(1000);
+  auto id = h.Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  h.Schedule();
+  auto launches = Launches(h.Commands("n1"));
+  ASSERT_EQ(launches.size(), 1u);
+  ASSERT_EQ(launches[0].placement(0).ranks_size(), 1);
+  const auto& cpus = launches[0].placement(0).ranks(0).cpus();
+  EXPECT_EQ(std::vector<uint32_t>(cpus.begin(), cpus.end()), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(launches[0].placement(0).cpu_millis(), 1000u) << "the node counts the request";
+}
+
 TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {
   JobManagerOptions opts = TestOptions();
   opts.lease = absl::Seconds(10);

@@ -13,11 +13,15 @@ NodeInfo MakeNode(const std::string& name, const NodeSpec& spec) {
   n.pool = spec.pool;
   n.taints = spec.taints;
   n.labels = spec.labels;
+  const uint32_t physical = spec.cores / spec.smt;
   for (uint32_t k = 0; k < spec.numa; ++k) {
     NumaInfo m;
     m.id = static_cast<int32_t>(k);
-    for (uint32_t c = k * spec.cores / spec.numa; c < (k + 1) * spec.cores / spec.numa; ++c) {
-      m.cpus.push_back(c);
+    for (uint32_t t = 0; t < spec.smt; ++t) {
+      for (uint32_t c = k * physical / spec.numa; c < (k + 1) * physical / spec.numa; ++c) {
+        m.cpus.push_back(c + t * physical);
+        if (spec.smt > 1) m.core.push_back(c);
+      }
     }
     m.memory_bytes = spec.memory / spec.numa;
     n.numa.push_back(m);

@@ -18,8 +18,9 @@ constexpr Time kNow = 10'000'000;
 
 struct NodeSpec {
   uint32_t gpus = 8;
-  uint32_t numa = 2;  // GPUs, cores and memory split evenly over them
-  uint32_t cores = 64;
+  uint32_t numa = 2;    // GPUs, cores and memory split evenly over them
+  uint32_t cores = 64;  // logical CPUs
+  uint32_t smt = 1;     // CPUs per physical core; siblings numbered as Linux does (c, c + P)
   uint64_t memory = 512 * kGi;
   std::string pool;
   std::vector<Taint> taints;

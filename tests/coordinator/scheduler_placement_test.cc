@@ -241,6 +241,67 @@ TEST(SchedulerPlacement, InferenceRanksGetExclusiveCoresOfTheirNumaNode) {
   }
 }
 
+// On an SMT node an inference rank holds whole cores: a job asking for 1 CPU gets both
+// siblings of one core (training on the other would share its caches and pipelines).
+TEST(SchedulerPlacement, OnAnSmtNodeInferenceHoldsWholeCores) {
+  ClusterView v;
+  v.nodes = {MakeNode("n1", {.cores = 64, .smt = 2})};  // core c: CPUs c and c + 32
+  v.pending = {MakeJob(1, "s", "inference", {.gpus = 1, .cpu = 1000}),
+               MakeJob(2, "s", "inference", {.gpus = 1, .cpu = 3000})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  std::set<uint32_t> held;
+  for (auto [id, cpus] : {std::pair<JobId, size_t>{1, 2}, {2, 4}}) {
+    const Placement* p = PlacementOf(d, id);
+    ASSERT_NE(p, nullptr) << "job " << id;
+    const RankBinding& r = p->nodes[0].ranks[0];
+    ASSERT_EQ(r.cpus.size(), cpus) << "job " << id << ": its CPUs as whole cores";
+    std::set<uint32_t> mine(r.cpus.begin(), r.cpus.end());
+    const auto& numa_cpus = v.nodes[0].numa[r.numa].cpus;
+    for (uint32_t c : r.cpus) {
+      EXPECT_TRUE(mine.count(c < 32 ? c + 32 : c - 32)) << "CPU " << c << " without its sibling";
+      EXPECT_TRUE(held.insert(c).second) << "CPU " << c << " given twice";
+      EXPECT_NE(std::find(numa_cpus.begin(), numa_cpus.end(), c), numa_cpus.end());
+    }
+  }
+}
+
+TEST(SchedulerPlacement, OnAnSmtNodeInferenceFillsItCoreByCore) {
+  // 4 CPUs: 2 cores of 2 on an SMT node, 4 cores without SMT. Three 1-CPU inference jobs.
+  for (uint32_t smt : {2u, 1u}) {
+    ClusterView v;
+    v.nodes = {MakeNode("n1", {.gpus = 0, .numa = 1, .cores = 4, .smt = smt})};
+    v.pending = {MakeJob(1, "s", "inference", {.gpus = 0, .cpu = 1000, .submitted = 0}),
+                 MakeJob(2, "s", "inference", {.gpus = 0, .cpu = 1000, .submitted = 1}),
+                 MakeJob(3, "s", "inference", {.gpus = 0, .cpu = 1000, .submitted = 2})};
+    Decisions d = Plan(v, TestPolicy(), kNow);
+    ASSERT_NE(PlacementOf(d, 1), nullptr) << "smt " << smt;
+    ASSERT_NE(PlacementOf(d, 2), nullptr) << "smt " << smt;
+    if (smt == 2) {
+      EXPECT_EQ(PlacementOf(d, 3), nullptr) << "both cores are held whole";
+      EXPECT_EQ(OutcomeOf(d, 3).outcome, Outcome::kReserved) << "it heads the line: it waits";
+      std::vector<uint32_t> all = PlacementOf(d, 1)->nodes[0].ranks[0].cpus;
+      for (uint32_t c : PlacementOf(d, 2)->nodes[0].ranks[0].cpus) all.push_back(c);
+      std::sort(all.begin(), all.end());
+      EXPECT_EQ(all, (std::vector<uint32_t>{0, 1, 2, 3}));
+      v.pending = {MakeJob(4, "t", "training", {.gpus = 0, .cpu = 1000})};
+      v.running = {};
+      for (JobId id : {1, 2}) {
+        RunningGang g;
+        g.id = id;
+        g.tenant = "s";
+        g.priority_class = "inference";
+        g.nodes = ToHeld(v, *PlacementOf(d, id));
+        v.running.push_back(g);
+      }
+      EXPECT_EQ(PlacementOf(Plan(v, TestPolicy(), kNow), 4), nullptr)
+          << "no training on the siblings of inference's cores, in the next pass either";
+    } else {
+      ASSERT_NE(PlacementOf(d, 3), nullptr) << "one CPU each";
+      EXPECT_EQ(PlacementOf(d, 3)->nodes[0].ranks[0].cpus.size(), 1u);
+    }
+  }
+}
+
 TEST(SchedulerPlacement, BestFitTakesTheTightestNode) {
   // Free GPUs: n8 eight, n3 three, n2 two. A 2-GPU job goes to n2, keeping bigger holes.
   ClusterView v;

@@ -31,6 +31,9 @@ CpuPlanner::CpuPlanner(const v1::Inventory& inv, ClassOptions options) : options
   if (cores_.empty()) {  // an inventory without topology: every CPU a core
     for (const auto& [cpu, numa] : numa_of_) cores_.push_back(Core{{cpu}, numa});
   }
+  for (size_t i = 0; i < cores_.size(); ++i) {
+    for (uint32_t c : cores_[i].cpus) core_of_[c] = i;
+  }
 }
 
 std::set<uint32_t> CpuPlanner::TakenCpus() const {
@@ -45,6 +48,18 @@ std::string CpuPlanner::CheckCharged(const std::vector<uint32_t>& cpus) const {
     if (!numa_of_.count(c)) return "CPU " + std::to_string(c) + " is not one of this node's";
     if (taken.count(c)) return "CPU " + std::to_string(c) + " is held by another inference job";
     mine.insert(c);
+  }
+  // Whole cores only: a sibling left out would run training on the same core's caches
+  // and pipelines (an older coordinator charged single CPUs).
+  for (uint32_t c : mine) {
+    auto core = core_of_.find(c);
+    if (core == core_of_.end()) continue;
+    for (uint32_t sibling : cores_[core->second].cpus) {
+      if (!mine.count(sibling)) {
+        return "CPU " + std::to_string(c) + " without its SMT sibling " + std::to_string(sibling) +
+               " (inference holds whole cores)";
+      }
+    }
   }
   if (taken.size() + mine.size() + options_.min_shared_cpus > numa_of_.size()) {
     return "they would leave fewer than " + std::to_string(options_.min_shared_cpus) +

@@ -52,8 +52,9 @@ class CpuPlanner {
   CpuPlanner(const v1::Inventory& inventory, ClassOptions options);
 
   // Registers an attempt; inference gets its cores here: the demand's charged ones when
-  // each is a CPU of the node, held by no other inference attempt, and leaves
-  // min_shared_cpus to everyone else; else (logged) its own pick. ResourceExhausted when
+  // each is a CPU of the node, they are whole cores (every SMT sibling), held by no other
+  // inference attempt, and leave min_shared_cpus to everyone else; else (logged) its own
+  // pick, whole cores too. ResourceExhausted when
   // too few whole cores are free. Idempotent for a name already there.
   absl::Status Add(const std::string& name, const CpuDemand& demand);
   void Remove(const std::string& name);
@@ -78,6 +79,7 @@ class CpuPlanner {
   std::vector<uint32_t> MemsOf(const std::vector<uint32_t>& cpus) const;  // ascending
 
   std::vector<Core> cores_;
+  std::map<uint32_t, size_t> core_of_;  // CPU -> its core in cores_
   std::map<uint32_t, int32_t> numa_of_;
   const ClassOptions options_;
   std::map<std::string, CpuDemand> demands_;

@@ -141,28 +141,42 @@ TEST_F(IsolatorTest, InferenceThatWouldLeaveNoSharedCpuIsRefused) {
 }
 
 TEST_F(IsolatorTest, InferenceTakesTheCpusTheSchedulerCharged) {
-  auto p =
-      Prepare(1, /*inference=*/true, /*millis=*/2000, {"GPU-0"}, {RankOn(0, {0}), RankOn(0, {1})});
+  auto p = Prepare(1, /*inference=*/true, /*millis=*/4000, {"GPU-0"},
+                   {RankOn(0, {0, 4}), RankOn(0, {1, 5})});
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(Applied(1).cpus, "0-1") << "the scheduler's, not the agent's own pick (1,5)";
+  EXPECT_EQ(Applied(1).cpus, "0-1,4-5") << "the scheduler's whole cores";
   EXPECT_EQ(Applied(1).mems, "0");
-  EXPECT_EQ(iso_->Describe().exclusive_cpus(), "0-1");
+  EXPECT_EQ(iso_->Describe().exclusive_cpus(), "0-1,4-5");
   ASSERT_EQ(p->ranks.size(), 2u);
-  EXPECT_EQ(p->ranks[0].bind, (ProcessBinding{{0}, {0}}));
-  EXPECT_EQ(p->ranks[1].bind, (ProcessBinding{{1}, {0}}));
-  EXPECT_EQ(p->limits.ranks(1).cpus(), "1");
+  EXPECT_EQ(p->ranks[0].bind, (ProcessBinding{{0, 4}, {0}}));
+  EXPECT_EQ(p->ranks[1].bind, (ProcessBinding{{1, 5}, {0}}));
+  EXPECT_EQ(p->limits.ranks(1).cpus(), "1,5");
 }
 
 TEST_F(IsolatorTest, ChargedCpusHeldByAnotherInferenceJobFallBackToTheAgentsOwnPick) {
-  ASSERT_TRUE(Prepare(1, /*inference=*/true, /*millis=*/1000, {}, {RankOn(0, {0})}).ok());
-  auto p = Prepare(2, /*inference=*/true, /*millis=*/1000, {"GPU-1"}, {RankOn(1, {0})});
+  ASSERT_TRUE(Prepare(1, /*inference=*/true, /*millis=*/1000, {}, {RankOn(0, {0, 4})}).ok());
+  EXPECT_EQ(Applied(1).cpus, "0,4");
+  auto p = Prepare(2, /*inference=*/true, /*millis=*/1000, {"GPU-1"}, {RankOn(1, {0, 4})});
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(Applied(2).cpus, "3,7") << "a whole core near its GPU, not job 1's CPU 0";
+  EXPECT_EQ(Applied(2).cpus, "3,7") << "a whole core near its GPU, not job 1's CPUs 0,4";
   EXPECT_EQ(p->ranks[0].cpus, (std::vector<uint32_t>{3, 7})) << "on its NUMA node's share";
   EXPECT_EQ(p->ranks[0].mems, (std::vector<uint32_t>{1}));
   auto unknown = Prepare(3, /*inference=*/true, /*millis=*/1000, {}, {RankOn(0, {42})});
   ASSERT_TRUE(unknown.ok()) << unknown.status();
   EXPECT_EQ(Applied(3).cpus, "2,6") << "CPU 42 is not the node's: the agent's own pick";
+}
+
+// An older coordinator charged single CPUs of SMT cores: training would run on the
+// sibling, on the same core's caches and pipelines. The agent takes whole cores instead.
+TEST_F(IsolatorTest, ChargedCpusThatSplitACoreGiveWayToWholeCores) {
+  auto p = Prepare(1, /*inference=*/true, /*millis=*/1000, {"GPU-0"}, {RankOn(0, {0})});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(Applied(1).cpus, "1,5") << "a whole core of its NUMA node, not CPU 0 alone";
+  ASSERT_TRUE(Prepare(2, /*inference=*/false, /*millis=*/1000).ok());
+  EXPECT_EQ(Applied(2).cpus, "0,2-4,6-7") << "training on no sibling of inference's core";
+  auto two = Prepare(3, /*inference=*/true, /*millis=*/2000, {}, {RankOn(1, {2, 6, 3})});
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(Applied(3).cpus, "3,7") << "CPU 3 without its sibling 7: the agent's own pick";
 }
 
 TEST_F(IsolatorTest, TrainingRanksFollowTheirNumaNodesThroughNarrowingAndWidening) {
