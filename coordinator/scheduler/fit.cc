@@ -23,7 +23,9 @@ uint32_t Count(uint64_t mask) { return static_cast<uint32_t>(std::popcount(mask)
 // training, which would share the core's caches and pipelines), and its slot is charged
 // for them, as a held rank's CPUs are charged (pass_state.cc). The node's own total and
 // the job's quota count its request, as Kubernetes counts requests.
-uint32_t GroupCores(const NodeHw& hw, const Shape& s) { return WholeCoreCpus(hw, s.group_cores); }
+uint32_t GroupCores(const NodeHw& hw, const Shape& s) {
+  return hw.smt == 1 ? s.group_cores : WholeCoreCpus(hw, s.group_cores);  // the common case
+}
 uint64_t GroupMillis(const NodeHw& hw, const Shape& s) {
   return s.group_millis + uint64_t{GroupCores(hw, s) - s.group_cores} * 1000;
 }
@@ -152,16 +154,19 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
       at[pos] = {cpu, i < numa[m].core.size() ? numa[m].core[i] : uint32_t{1} << 31 | cpu};
     }
   }
-  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> core_positions;
-  for (uint32_t pos = begin; pos < end; ++pos) core_positions[at[pos].second].push_back(pos);
-  std::vector<uint32_t> out;
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> core_positions;  // SMT nodes only
+  if (hw.smt > 1) {
+    for (uint32_t pos = begin; pos < end; ++pos) core_positions[at[pos].second].push_back(pos);
+  }
+  std::vector<uint32_t> out, one(1);
   for (bool whole : {true, false}) {
     for (uint32_t pos = end; pos-- > begin && out.size() < n;) {
       if (taken[pos]) continue;
-      const std::vector<uint32_t>& core = core_positions[at[pos].second];
-      bool free = std::none_of(core.begin(), core.end(), [&](uint32_t p) { return taken[p]; });
-      if (whole && !free) continue;
-      for (uint32_t p : whole ? core : std::vector<uint32_t>{pos}) {
+      one[0] = pos;
+      const std::vector<uint32_t>& core =
+          whole && hw.smt > 1 ? core_positions[at[pos].second] : one;
+      if (std::any_of(core.begin(), core.end(), [&](uint32_t p) { return taken[p]; })) continue;
+      for (uint32_t p : core) {
         taken[p] = 1;
         out.push_back(at[p].first);
       }
