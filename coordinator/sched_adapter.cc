@@ -1,6 +1,6 @@
 #include "coordinator/sched_adapter.h"
 
-#include <map>
+#include <algorithm>
 
 namespace baton {
 
@@ -30,17 +30,21 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
   n.schedulable = node.state() == v1::NODE_STATE_READY && !node.has_drain();
   n.cpu_millis = uint64_t{inv.cpus()} * 1000;
   n.memory_bytes = inv.memory_bytes();
-  std::map<uint32_t, uint32_t> core_of;  // the agent's topology: SMT siblings share a core
+  std::vector<uint32_t> core_of;  // by CPU: the agent's topology, SMT siblings share a core
   for (const auto& c : inv.cores()) {
-    for (uint32_t cpu : c.cpus()) core_of[cpu] = c.id();
+    for (uint32_t cpu : c.cpus()) {
+      if (cpu >= core_of.size()) core_of.resize(cpu + 1, sched::OwnCore(0));
+      core_of[cpu] = c.id();
+    }
+    n.smt = std::max(n.smt, static_cast<uint32_t>(c.cpus_size()));
   }
   for (const auto& numa : inv.numa_nodes()) {
     sched::NumaInfo m{numa.id(), {numa.cpus().begin(), numa.cpus().end()}, numa.memory_bytes(), {}};
     // Every CPU's core, or none (an older agent): a CPU the cores leave out is its own.
     for (uint32_t cpu : m.cpus) {
       if (core_of.empty()) break;
-      auto it = core_of.find(cpu);
-      m.core.push_back(it != core_of.end() ? it->second : uint32_t{1} << 31 | cpu);
+      bool known = cpu < core_of.size() && core_of[cpu] != sched::OwnCore(0);
+      m.core.push_back(known ? core_of[cpu] : sched::OwnCore(cpu));
     }
     n.numa.push_back(std::move(m));
   }

@@ -46,6 +46,13 @@ struct NumaInfo {
   std::vector<uint32_t> core;
 };
 
+// A CPU without a known core is a core of its own: an id apart from any core's.
+inline uint32_t OwnCore(uint32_t cpu) { return uint32_t{1} << 31 | cpu; }
+// The core of `m.cpus[i]`.
+inline uint32_t CoreOf(const NumaInfo& m, size_t i) {
+  return i < m.core.size() ? m.core[i] : OwnCore(m.cpus[i]);
+}
+
 struct NodeInfo {
   std::string name;
   bool schedulable = true;  // false: connected no more; counted for feasibility only
@@ -56,6 +63,9 @@ struct NodeInfo {
   std::string pool;            // "" is the policy's default pool
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
+  // CPUs of its largest physical core (SMT siblings), set with `NumaInfo.core`; inference
+  // holds whole cores, so its CPUs here round up to a multiple of this.
+  uint32_t smt = 1;
 };
 
 // What a job asks for: `nodes` nodes, each giving the per-node amounts (JobSpec fields).

@@ -150,8 +150,7 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
   std::vector<std::pair<uint32_t, uint32_t>> at(total);
   for (uint32_t pos = 0, m = 0; m < numa.size(); ++m) {
     for (size_t i = 0; i < numa[m].cpus.size() && pos < total; ++i, ++pos) {
-      uint32_t cpu = numa[m].cpus[i];
-      at[pos] = {cpu, i < numa[m].core.size() ? numa[m].core[i] : uint32_t{1} << 31 | cpu};
+      at[pos] = {numa[m].cpus[i], CoreOf(numa[m], i)};
     }
   }
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> core_positions;  // SMT nodes only

@@ -69,10 +69,7 @@ void BuildNuma(const NodeInfo& n, NodeHw& hw, NodeFree& cap) {
                         [&](const NumaInfo& m) { return m.id == n.gpus[e].numa; });
   }
   hw.numa_aware = aware;
-  absl::flat_hash_map<uint32_t, uint32_t> threads;  // per physical core
-  for (const auto& m : n.numa) {
-    for (uint32_t c : m.core) hw.smt = std::max(hw.smt, ++threads[c]);
-  }
+  hw.smt = std::max(n.smt, uint32_t{1});
   uint32_t offset = 0;
   if (!aware) {
     for (const auto& m : n.numa) offset += static_cast<uint32_t>(m.cpus.size());

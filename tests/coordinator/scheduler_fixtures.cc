@@ -13,6 +13,7 @@ NodeInfo MakeNode(const std::string& name, const NodeSpec& spec) {
   n.pool = spec.pool;
   n.taints = spec.taints;
   n.labels = spec.labels;
+  n.smt = spec.smt;
   const uint32_t physical = spec.cores / spec.smt;
   for (uint32_t k = 0; k < spec.numa; ++k) {
     NumaInfo m;
