@@ -137,7 +137,9 @@ int8_t HwVerdict(Pass& pass, uint32_t node, const Shape& s) {
 // (every SMT sibling of each), from the highest CPU down, as the agent would pick: CPU 0
 // and its neighbours carry the system's own work (interrupts, daemons). Only when too few
 // whole cores are free (a core split by an older coordinator's placement) does it take
-// single free CPUs, and the agent then picks its own.
+// single free CPUs, and the agent then picks its own. Returned core by core (each core's
+// CPUs together, cores by their lowest CPU), so that splitting them over ranks in order
+// (SplitGroup) never splits a core.
 std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_t n) {
   const NodeHw& hw = pass.hw[node];
   const auto& numa = pass.view.nodes[node].numa;
@@ -157,21 +159,28 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
   if (hw.smt > 1) {
     for (uint32_t pos = begin; pos < end; ++pos) core_positions[at[pos].second].push_back(pos);
   }
-  std::vector<uint32_t> out, one(1);
+  std::vector<std::vector<uint32_t>> picked;  // CPUs, core by core
+  std::vector<uint32_t> one(1);
+  size_t count = 0;
   for (bool whole : {true, false}) {
-    for (uint32_t pos = end; pos-- > begin && out.size() < n;) {
+    for (uint32_t pos = end; pos-- > begin && count < n;) {
       if (taken[pos]) continue;
       one[0] = pos;
       const std::vector<uint32_t>& core =
           whole && hw.smt > 1 ? core_positions[at[pos].second] : one;
       if (std::any_of(core.begin(), core.end(), [&](uint32_t p) { return taken[p]; })) continue;
+      picked.emplace_back();
       for (uint32_t p : core) {
         taken[p] = 1;
-        out.push_back(at[p].first);
+        picked.back().push_back(at[p].first);
       }
+      std::sort(picked.back().begin(), picked.back().end());
+      count += core.size();
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(picked.begin(), picked.end());
+  std::vector<uint32_t> out;
+  for (const auto& core : picked) out.insert(out.end(), core.begin(), core.end());
   return out;
 }
 
@@ -230,7 +239,9 @@ bool FitNode(Pass& pass, uint32_t node, NodeFree& f, const Shape& s, NodeChoice*
 bool HwFits(Pass& pass, uint32_t node, const Shape& s) { return HwVerdict(pass, node, s) & 2; }
 
 // One rank group shared by every rank (a spanning or uneven gang member): GPUs split
-// evenly when they divide, exclusive cores always split, so no two ranks share a core.
+// evenly when they divide, exclusive cores always split, so no two ranks share a core
+// (PickCores lists them core by core; each rank's part is whole cores when the cores
+// divide evenly, as they do for groups of whole cores per rank).
 static std::vector<RankBinding> SplitGroup(const RankBinding& group, uint32_t ranks) {
   std::vector<RankBinding> out(ranks, group);
   bool even = !group.gpus.empty() && group.gpus.size() % ranks == 0;
@@ -242,6 +253,7 @@ static std::vector<RankBinding> SplitGroup(const RankBinding& group, uint32_t ra
     size_t n = group.cpus.size();
     out[r].cpus.assign(group.cpus.begin() + r * n / ranks,
                        group.cpus.begin() + (r + 1) * n / ranks);
+    std::sort(out[r].cpus.begin(), out[r].cpus.end());
   }
   return out;
 }

@@ -105,11 +105,36 @@ class Checker {
       for (uint32_t g : np.gpus) {
         if (n.gpus[g].mig_profile != r.mig_profile) Problem(id + " got the wrong GPU kind");
       }
+      if (IsService(j.priority_class)) CheckWholeCores(id, n, np);
     }
     if (nodes.size() != pl.nodes.size() || nodes.size() != r.nodes) {
       Problem(id + " is not a whole gang of distinct nodes");
     }
     Hold(pl.job, IsService(j.priority_class), ToHeld(v_, pl));
+  }
+
+  // Inference holds whole cores: every SMT sibling of each CPU it was given.
+  void CheckWholeCores(const std::string& id, const NodeInfo& n, const NodePlacement& np) {
+    std::map<uint32_t, std::vector<uint32_t>> cpus_of;  // core -> its CPUs
+    std::map<uint32_t, uint32_t> core_of;
+    for (const NumaInfo& m : n.numa) {
+      for (size_t i = 0; i < m.cpus.size(); ++i) {
+        cpus_of[CoreOf(m, i)].push_back(m.cpus[i]);
+        core_of[m.cpus[i]] = CoreOf(m, i);
+      }
+    }
+    std::set<uint32_t> mine;
+    for (const RankBinding& r : np.ranks) mine.insert(r.cpus.begin(), r.cpus.end());
+    for (uint32_t c : mine) {
+      auto core = core_of.find(c);
+      if (core == core_of.end()) continue;
+      for (uint32_t sibling : cpus_of[core->second]) {
+        if (!mine.count(sibling)) {
+          Problem(id + " holds CPU " + std::to_string(c) + " without its SMT sibling " +
+                  std::to_string(sibling) + " on " + n.name);
+        }
+      }
+    }
   }
 
   void CheckCapacity(uint32_t i) {

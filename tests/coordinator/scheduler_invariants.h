@@ -1,5 +1,6 @@
 // Checks one pass's Decisions against the rules every pass must keep, independently of
-// how the scheduler reached them: no GPU, core or byte over-committed; whole gangs only;
+// how the scheduler reached them: no GPU, core or byte over-committed; inference on whole
+// cores (every SMT sibling); whole gangs only;
 // pools, taints, selectors and MIG kinds respected; no job in cooldown started; victims
 // legal (strictly lower class, or a preemptible borrower reclaimed; never inference,
 // never inside the minimum runtime). Used by the property and simulation tests.

@@ -265,6 +265,25 @@ TEST(SchedulerPlacement, OnAnSmtNodeInferenceHoldsWholeCores) {
   }
 }
 
+// Ranks sharing one group of CPUs (two ranks, one GPU: an uneven group) split it core by
+// core: no rank holds half of a core whose other half another rank holds.
+TEST(SchedulerPlacement, OnAnSmtNodeRanksSplitTheirGroupCoreByCore) {
+  ClusterView v;
+  v.nodes = {MakeNode("n1", {.gpus = 1, .numa = 1, .cores = 16, .smt = 2})};  // c, c + 8
+  v.pending = {MakeJob(1, "s", "inference", {.gpus = 1, .ranks = 2, .cpu = 4000})};
+  Decisions d = Plan(v, TestPolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(p->nodes[0].ranks.size(), 2u);
+  for (const RankBinding& r : p->nodes[0].ranks) {
+    ASSERT_EQ(r.cpus.size(), 2u) << "each rank: half the group";
+    std::set<uint32_t> mine(r.cpus.begin(), r.cpus.end());
+    for (uint32_t c : r.cpus) {
+      EXPECT_TRUE(mine.count(c < 8 ? c + 8 : c - 8)) << "CPU " << c << " without its sibling";
+    }
+  }
+}
+
 TEST(SchedulerPlacement, OnAnSmtNodeInferenceFillsItCoreByCore) {
   // 4 CPUs: 2 cores of 2 on an SMT node, 4 cores without SMT. Three 1-CPU inference jobs.
   for (uint32_t smt : {2u, 1u}) {

@@ -68,6 +68,7 @@ NodeInfo RandomNode(Random& r, int i) {
       s.taints = {kDedicated};
     }
     s.labels = {{"zone", r.Chance(0.5) ? "a" : "b"}};
+    s.smt = r.Chance(0.4) ? 2 : 1;  // siblings: inference must hold them together
     n = MakeNode(name, s);
   }
   n.schedulable = !r.Chance(0.05);
