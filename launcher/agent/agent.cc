@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "checkpoint/progress.h"
+#include "launcher/agent/exit_plan.h"
 #include "launcher/agent/job_files.h"
 #include "launcher/agent/launch_env.h"
 #include "spdlog/spdlog.h"
@@ -481,38 +482,49 @@ void Agent::ProcessExitLocked(const Exit& e) {
   auto it = attempts_.find(e.key);
   if (it == attempts_.end()) return;
   Run& run = it->second;
-  if (run.launching) return run.early_exits.push_back(e);  // its pids are not known yet
-  if (run.execs_starting > 0 && !run.daemons.count(e.pid) && !run.ranks.count(e.pid)) {
-    return run.early_exits.push_back(e);  // a daemon StartExec has not taken over yet
-  }
-  bool counts = true;
+  ExitView v;
+  v.launching = run.launching;
+  v.execs_starting = run.execs_starting;
+  v.awaiting_exec = run.awaiting_exec;
+  v.is_rank = run.ranks.count(e.pid) > 0;
   auto daemon = run.daemons.find(e.pid);
-  if (daemon != run.daemons.end()) {
-    if (daemon->second) daemon->second(e.status);  // the exec stream reports the exit
-    run.daemons.erase(daemon);
+  v.is_daemon = daemon != run.daemons.end();
+  v.ranks = run.ranks.size();
+  v.daemons = run.daemons.size();
+  v.failed = run.failed;
+  v.stop_ordered = run.stop_ordered;
+  v.has_message = !run.report.message().empty();
+  bool hung_up = false;
+  if (v.is_daemon && !v.launching) {
     std::lock_guard<std::mutex> lock(hung_up_mu_);
-    counts = hung_up_.erase(e.pid) == 0;
-  } else if (!run.ranks.erase(e.pid)) {
-    return;
+    hung_up = hung_up_.erase(e.pid) > 0;
   }
-  if (counts && !e.status.ok() && !run.failed) {
+  const ExitDecision d = DecideExit(v, e.status, hung_up);
+  switch (d.action) {
+    case ExitDecision::Action::kWait:
+      return run.early_exits.push_back(e);
+    case ExitDecision::Action::kIgnore:
+      return;
+    case ExitDecision::Action::kDaemon:
+      if (daemon->second) daemon->second(e.status);  // the exec stream reports the exit
+      run.daemons.erase(daemon);
+      break;
+    case ExitDecision::Action::kRank:
+      run.ranks.erase(e.pid);
+      break;
+  }
+  if (d.first_failure) {
     run.failed = true;
     run.report.set_exit_code(e.status.exit_code);
     run.report.set_term_signal(e.status.term_signal);
-    if (run.report.message().empty()) {
-      run.report.set_message(e.status.term_signal
-                                 ? "a rank was killed by signal " +
-                                       std::to_string(e.status.term_signal)
-                                 : "a rank exited with code " + std::to_string(e.status.exit_code));
-    }
-    if (run.live() && !run.stop_ordered) {
-      // One rank down takes its node's others with it (as torchrun does).
-      StopRun(e.key, run, SIGTERM, clock_->Monotonic() + options_.local_failure_grace,
-              /*ranks_only=*/false);
-      run.report.set_killed(false);
-    }
+    if (!d.message.empty()) run.report.set_message(d.message);
   }
-  if (!run.live()) FinishRunLocked(e.key, run);
+  if (d.stop_others) {
+    StopRun(e.key, run, SIGTERM, clock_->Monotonic() + options_.local_failure_grace,
+            /*ranks_only=*/false);
+    run.report.set_killed(false);
+  }
+  if (d.ended) FinishRunLocked(e.key, run);
 }
 
 void Agent::FinishRunLocked(Key key, Run& run) {

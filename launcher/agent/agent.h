@@ -219,6 +219,7 @@ class Agent {
     }
   };
   void EffectsLoop();
+  // A process's exit: DecideExit (exit_plan.h) on the attempt's view, then carried out.
   void ProcessExitLocked(const Exit& e);
   void FinishRunLocked(Key key, Run& run);
   // Starts a child of the attempt; its exit comes back through the worker thread. `run`
