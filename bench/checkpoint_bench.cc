@@ -697,13 +697,16 @@ std::string Suffix(const Config& c) {
 int main(int argc, char** argv) {
   using namespace baton::checkpoint;
   Flags flags;
+  const char* usage =
+      "flags: --dir=PATH --size=BYTES[,BYTES] (each >= 64Mi) --ranks=N[,N] --buffers=N "
+      "--reps=N --io-threads=N --io-unit=BYTES --io-depth=N --no-direct --explain\n";
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("baton-bench-checkpoint: checkpoint save and restore vs raw I/O\n%s", usage);
+      return 0;
+    }
     if (!ParseFlag(argv[i], &flags)) {
-      std::fprintf(stderr,
-                   "baton-bench-checkpoint: bad flag '%s'\nflags: --dir=PATH --size=BYTES[,BYTES] "
-                   "(each >= 64Mi) --ranks=N[,N] --buffers=N --reps=N --io-threads=N "
-                   "--io-unit=BYTES --io-depth=N --no-direct --explain\n",
-                   argv[i]);
+      std::fprintf(stderr, "baton-bench-checkpoint: bad flag '%s'\n%s", argv[i], usage);
       return 2;
     }
   }

@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench/bench_flags.h"
 #include "bench/isolation_cluster.h"
 #include "bench/isolation_net.h"
 #include "bench/isolation_workloads.h"
@@ -270,17 +271,25 @@ void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* round
 }  // namespace
 
 int Main(const std::vector<std::string>& args) {
+  // [--rounds=N] [-- AGENT_FLAGS…] (e.g. `-- --stats-interval 500ms` to see the polls)
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<const char*> own;
+  for (auto a = args.begin(); a != dashes; ++a) own.push_back(a->c_str());
+  cxxopts::Options opts("baton-bench-isolation",
+                        "inference's tail next to training, under baton vs by hand");
+  opts.custom_help("[--rounds=N] [-- AGENT_FLAGS...]");
+  opts.add_options()("rounds", "rounds (each order, each setup)",
+                     cxxopts::value<int>()->default_value("5"));
+  const cxxopts::ParseResult flags = ParseFlags(opts, static_cast<int>(own.size()), own.data());
+  const int rounds = FlagAtLeast(opts, flags, "rounds", 1);
   if (geteuid() != 0) {
     std::fprintf(stderr, "baton-bench-isolation: needs root (cgroups, tc, nft, netns)\n");
     return 2;
   }
-  // [--rounds N] [-- AGENT_FLAGS…] (e.g. `-- --stats-interval 500ms` to see the polls)
-  int rounds = args.size() > 2 && args[1] == "--rounds" ? std::atoi(args[2].c_str()) : 5;
   Run run;
   run.dir =
       (fs::temp_directory_path() / ("baton-bench-isolation-" + std::to_string(getpid()))).string();
   run.node = "bench" + std::to_string(getpid());
-  auto dashes = std::find(args.begin(), args.end(), "--");
   if (dashes != args.end()) run.agent_flags.assign(dashes + 1, args.end());
   auto net = NetSetup::Create(std::to_string(getpid() % 100000));
   if (!net) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/bench_flags.h"
 #include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 
@@ -162,7 +163,10 @@ void WriteNsExec() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  cxxopts::Options opts("baton-bench-launch", "decision to every rank running, vs mpirun");
+  opts.add_options()("reps", "launches per gang size", cxxopts::value<int>()->default_value("5"));
+  const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
+  const int reps = baton::bench::FlagAtLeast(opts, flags, "reps", 1);
   if (geteuid() != 0) {
     std::fprintf(stderr, "baton-bench-launch needs root (network namespaces)\n");
     return 1;

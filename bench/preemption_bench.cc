@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "tests/integration/eviction_jobs.h"
 #include "tests/integration/local_cluster.h"
 #include "tests/util/subprocess.h"
@@ -113,11 +114,10 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 3;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(a.c_str() + 7));
-  }
+  cxxopts::Options opts("baton-bench-preemption", "preemption on a full namespace cluster");
+  opts.add_options()("reps", "rounds", cxxopts::value<int>()->default_value("3"));
+  const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
+  const int reps = baton::bench::FlagAtLeast(opts, flags, "reps", 1);
   TempDir dir("baton-bench-preempt");
   baton::testing::MakeShared(dir.path());  // the jobs (test users') write here
   NetnsCluster cluster(/*nodes=*/2, /*gpus=*/2, EvictAtOncePolicy(dir.Sub("policy.yaml"), "1s"),

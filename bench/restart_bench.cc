@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "bench/daemons.h"
 #include "coordinator/store.h"
 #include "tests/integration/local_cluster.h"
@@ -258,18 +259,23 @@ StormResult LaunchStorm(int attempts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 1, outage_s = 60, restart_reps = 3, storm_attempts = 200;
-  uint64_t history = 1'000'000;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--restart-reps=", 0) == 0) restart_reps = std::max(0, std::atoi(a.c_str() + 15));
-    if (a.rfind("--history-jobs=", 0) == 0) history = std::strtoull(a.c_str() + 15, nullptr, 10);
-    if (a.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(a.c_str() + 7));
-    if (a.rfind("--outage-s=", 0) == 0) outage_s = std::max(0, std::atoi(a.c_str() + 11));
-    if (a.rfind("--storm-attempts=", 0) == 0) {
-      storm_attempts = std::max(0, std::atoi(a.c_str() + 17));
-    }
-  }
+  cxxopts::Options opts("baton-bench-restart", "coordinator outage, restart and launch storm");
+  opts.add_options()("reps", "outage rounds", cxxopts::value<int>()->default_value("1"))(
+      "outage-s", "how long the coordinator stays away (0: no outage rounds)",
+      cxxopts::value<int>()->default_value("60"))("restart-reps",
+                                                  "restarts timed per store (0: none)",
+                                                  cxxopts::value<int>()->default_value("3"))(
+      "history-jobs", "finished jobs in the large store",
+      cxxopts::value<int64_t>()->default_value("1000000"))(
+      "storm-attempts", "jobs in the launch storm (0: none)",
+      cxxopts::value<int>()->default_value("200"));
+  const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
+  using baton::bench::FlagAtLeast;
+  int reps = FlagAtLeast(opts, flags, "reps", 1);
+  const int outage_s = FlagAtLeast(opts, flags, "outage-s", 0);
+  const int restart_reps = FlagAtLeast(opts, flags, "restart-reps", 0);
+  const int storm_attempts = FlagAtLeast(opts, flags, "storm-attempts", 0);
+  const auto history = static_cast<uint64_t>(FlagAtLeast<int64_t>(opts, flags, "history-jobs", 0));
   StormResult storm;
   if (storm_attempts > 0) {
     storm = LaunchStorm(storm_attempts);

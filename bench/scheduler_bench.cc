@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "coordinator/scheduler/plan.h"
 
 namespace baton::sched {
@@ -237,11 +238,10 @@ void Report(const Case& c) {
 }
 
 int Main(int argc, char** argv) {
-  int reps = 7;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--reps=", 0) == 0) reps = std::max(1, std::atoi(arg.c_str() + 7));
-  }
+  cxxopts::Options opts("baton-bench-scheduler", "one scheduling pass on 1k and 10k nodes");
+  opts.add_options()("reps", "passes timed per size", cxxopts::value<int>()->default_value("7"));
+  const cxxopts::ParseResult flags = bench::ParseFlags(opts, argc, argv);
+  const int reps = bench::FlagAtLeast(opts, flags, "reps", 1);
   Case small = MakeCase("small", 1'000, 10'000);
   Case large = MakeCase("large", 10'000, 100'000);
   // Interleaved, so that whatever else runs on the machine weighs on both sizes alike.

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "coordinator/policy.h"
 #include "coordinator/sim/cluster_file.h"
 #include "coordinator/sim/generate.h"
@@ -141,14 +142,17 @@ void Print(const char* name, uint32_t nodes, const Result& r) {
 }  // namespace baton::sim
 
 int main(int argc, char** argv) {
-  uint64_t jobs = 100'000;
-  double days = 3;
-  bool skip_10k = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--jobs=", 7) == 0) jobs = std::strtoull(argv[i] + 7, nullptr, 10);
-    if (std::strncmp(argv[i], "--days=", 7) == 0) days = std::strtod(argv[i] + 7, nullptr);
-    if (std::strcmp(argv[i], "--skip-10k") == 0) skip_10k = true;
-  }
+  cxxopts::Options opts("baton-bench-sim", "baton-sim's speed on 1k and 10k nodes");
+  opts.add_options()("jobs", "jobs in the trace",
+                     cxxopts::value<int64_t>()->default_value("100000"))(
+      "days", "the trace's length", cxxopts::value<double>()->default_value("3"))(
+      "skip-10k", "only the 1k-node cluster");
+  const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
+  const auto jobs =
+      static_cast<uint64_t>(baton::bench::FlagAtLeast<int64_t>(opts, flags, "jobs", 1));
+  const double days = flags["days"].as<double>();
+  if (!(days > 0)) baton::bench::BadFlags(opts, "--days must be above 0");
+  const bool skip_10k = flags.count("skip-10k") > 0;
   // The figure is the submission window's: the drain after the last submit (a few long
   // jobs, few passes) would flatter it.
   baton::sim::Result small = baton::sim::RunOnce(1000, jobs, days, /*budget_s=*/0);

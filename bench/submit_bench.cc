@@ -27,6 +27,7 @@
 #include <fstream>
 #include <thread>
 
+#include "bench/bench_flags.h"
 #include "bench/daemons.h"
 #include "launcher/agent/process.h"
 #include "proto/api.grpc.pb.h"
@@ -161,7 +162,13 @@ int main(int argc, char** argv) {
       "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
       "e2e-jobs", "trivial jobs for the end-to-end phase",
       cxxopts::value<int>()->default_value("1000"));
-  auto r = opts.parse(argc, argv);
+  const cxxopts::ParseResult r = baton::bench::ParseFlags(opts, argc, argv);
+  for (const char* name : {"cli-submits", "api-threads", "agents", "e2e-jobs"}) {
+    baton::bench::FlagAtLeast(opts, r, name, 1);
+  }
+  if (!(r["api-seconds"].as<double>() > 0)) {
+    baton::bench::BadFlags(opts, "--api-seconds must be above 0");
+  }
   char tmpl[256];
   std::snprintf(tmpl, sizeof tmpl, "%s/baton-bench-submit.XXXXXX",
                 r["dir"].as<std::string>().c_str());

@@ -4,7 +4,8 @@
 # one's last JSON line (the figures; keys in docs/benchmarks.md).
 #   scripts/bench.sh                 every benchmark
 #   scripts/bench.sh checkpoint      only those whose name contains "checkpoint"
-#   scripts/bench.sh '' --reps=5     arguments after the filter go to every benchmark
+#   scripts/bench.sh scheduler --reps=3  arguments after the filter go to each benchmark it
+#                                    runs (each refuses a flag it does not know: --help)
 # BUILD_DIR (default build/) holds the build; BATON_JOBS sets the build parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
