@@ -133,11 +133,6 @@ int32_t JobManager::ClassValueLocked(const std::string& priority_class) const {
   return c ? c->value : 0;
 }
 
-v1::WorkloadKind JobManager::WorkloadKindLocked(const v1::JobSpec& spec) const {
-  const PriorityClass* c = policy_.policy.Find(spec.priority_class());
-  return c && c->service ? v1::WORKLOAD_KIND_INFERENCE : v1::WORKLOAD_KIND_TRAINING;
-}
-
 // --- commit pipeline --------------------------------------------------------------------
 
 void JobManager::CommitLocked(Txn txn) {

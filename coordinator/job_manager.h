@@ -199,8 +199,6 @@ class JobManager {
   ClusterShape ShapeLocked() const;
   // A priority class's value under the policy in force (0 unknown): the queue's order.
   int32_t ClassValueLocked(const std::string& priority_class) const;
-  // Inference for the policy's service classes: the agent isolates it as such.
-  v1::WorkloadKind WorkloadKindLocked(const v1::JobSpec& spec) const;
   // A service waiting out its restart backoff: its last placement stays held for it.
   bool HoldsForRestartLocked(const JobEntry& e, int64_t now) const;
   // The scheduler's input: nodes (not lost), gangs holding resources, the queue.

@@ -3,31 +3,13 @@
 #include <csignal>
 
 #include "common/ids.h"
+#include "coordinator/agent_commands.h"
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
 namespace {
-
-v1::CoordinatorCommand KillCommand(uint64_t job, uint32_t attempt, int signal, uint32_t grace,
-                                   const std::string& reason) {
-  v1::CoordinatorCommand cmd;
-  v1::Kill* k = cmd.mutable_kill();
-  k->set_job_id(job);
-  k->set_attempt(attempt);
-  k->set_signal(signal);
-  k->set_grace_seconds(grace);
-  k->set_reason(reason);
-  return cmd;
-}
-
-v1::CoordinatorCommand AckCommand(uint64_t job, uint32_t attempt) {
-  v1::CoordinatorCommand cmd;
-  cmd.mutable_ack()->set_job_id(job);
-  cmd.mutable_ack()->set_attempt(attempt);
-  return cmd;
-}
 
 // The attempt keeps each node's latest limits and stats (shown by `baton status`).
 void MergeIsolation(const std::string& node, const v1::AttemptIsolation& iso, v1::Attempt* a) {

@@ -9,6 +9,7 @@
 
 #include "common/resources.h"
 #include "common/status.h"
+#include "coordinator/agent_commands.h"
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
@@ -256,13 +257,8 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
 }
 
 v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const {
-  v1::CoordinatorCommand cmd;
-  v1::Preempt* p = cmd.mutable_preempt();
-  p->set_job_id(e.job.id());
-  p->set_attempt(e.job.attempts_size());
-  p->set_deadline_ms(absl::ToUnixMillis(e.live->preempt_deadline));
-  p->set_reason(e.live->outcome_reason);
-  return cmd;
+  return PreemptCommand(e.job.id(), e.job.attempts_size(), e.live->preempt_deadline,
+                        e.live->outcome_reason);
 }
 
 void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
@@ -354,28 +350,13 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
 
 v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
                                                        uint32_t node_rank) const {
-  const v1::Attempt& a = *e.job.attempts().rbegin();
-  v1::CoordinatorCommand cmd;
-  v1::Launch* l = cmd.mutable_launch();
-  l->set_job_id(e.job.id());
-  l->set_attempt(a.number());
-  *l->mutable_spec() = e.job.spec();
-  *l->mutable_placement() = a.placement();
-  l->set_node_rank(node_rank);
-  l->set_master_port(a.master_port());
-  l->set_user(e.job.user());
-  l->set_exec_secret(e.exec_secret);
-  l->set_kind(WorkloadKindLocked(e.job.spec()));
-  l->set_allow_root(policy_.policy.access.root_tenants.count(e.job.spec().tenant()) > 0);
-  l->set_pids_limit(policy_.policy.PidsLimit(e.job.spec().priority_class()));
-  l->set_keep_nccl_transport_under_cap(!policy_.policy.steer_capped_training_to_sockets);
-  int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
-  l->set_stop_after_disconnect_ms(stop_s == Policy::kNever ? 0 : uint64_t(stop_s) * 1000);
-  for (const auto& p : a.placement()) {
+  std::vector<std::string> addresses;
+  for (const auto& p : e.job.attempts().rbegin()->placement()) {
     const NodeRegistry::Entry* n = nodes_.Find(p.node());
-    l->add_agent_addresses(n == nullptr ? "" : n->node.address());
+    addresses.push_back(n == nullptr ? "" : n->node.address());
   }
-  return cmd;
+  return LaunchCommand(e.job, node_rank, e.exec_secret, LaunchTermsOf(policy_.policy, e.job.spec()),
+                       addresses);
 }
 
 void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
@@ -423,10 +404,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
     Transition(e, step.to, step.reason, step.actor, txn, step.code);
   }
   for (const auto& p : a->placement()) {
-    v1::CoordinatorCommand cmd;
-    cmd.mutable_ack()->set_job_id(e.job.id());
-    cmd.mutable_ack()->set_attempt(a->number());
-    txn.commands.emplace_back(p.node(), std::move(cmd));
+    txn.commands.emplace_back(p.node(), AckCommand(e.job.id(), a->number()));
   }
 }
 
