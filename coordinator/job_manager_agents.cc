@@ -3,9 +3,11 @@
 #include <csignal>
 
 #include "common/ids.h"
+#include "common/status.h"
 #include "coordinator/agent_commands.h"
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
+#include "coordinator/sched_adapter.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -35,6 +37,23 @@ absl::Status CheckRegister(const v1::Register& reg) {
   }
   if (reg.inventory().cpus() == 0 || reg.inventory().memory_bytes() == 0) {
     return absl::InvalidArgumentError("register.inventory: no CPUs or no memory reported");
+  }
+  // CPU ids index the scheduler's per-node tables (kMaxCpuId, sched_adapter.h).
+  auto check_cpus = [](const auto& cpus, const std::string& where) -> absl::Status {
+    for (uint32_t cpu : cpus) {
+      if (cpu >= kMaxCpuId) {
+        return absl::InvalidArgumentError("register.inventory." + where + ": CPU id " +
+                                          std::to_string(cpu) + " is out of range (below " +
+                                          std::to_string(kMaxCpuId) + ")");
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& numa : reg.inventory().numa_nodes()) {
+    BATON_RETURN_IF_ERROR(check_cpus(numa.cpus(), "numa_nodes"));
+  }
+  for (const auto& core : reg.inventory().cores()) {
+    BATON_RETURN_IF_ERROR(check_cpus(core.cpus(), "cores"));
   }
   return absl::OkStatus();
 }

@@ -33,6 +33,7 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
   std::vector<uint32_t> core_of;  // by CPU: the agent's topology, SMT siblings share a core
   for (const auto& c : inv.cores()) {
     for (uint32_t cpu : c.cpus()) {
+      if (cpu >= kMaxCpuId) continue;  // refused at registration
       if (cpu >= core_of.size()) core_of.resize(cpu + 1, sched::OwnCore(0));
       core_of[cpu] = c.id();
     }

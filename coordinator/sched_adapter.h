@@ -8,6 +8,10 @@
 
 namespace baton {
 
+// CPU ids a node may report are below this (Linux's NR_CPUS is at most 8192): they index
+// per-node tables, so a registration naming a larger one is refused.
+inline constexpr uint32_t kMaxCpuId = 1 << 16;
+
 sched::JobRequest RequestOf(const v1::JobSpec& spec);
 // A registered node as the scheduler sees it (capacity, NUMA, GPUs, pool, taints).
 sched::NodeInfo NodeInfoOf(const v1::Node& node);

@@ -269,6 +269,31 @@ TEST(JobManager, InferenceIsChargedWholeCoresOfTheAgentsTopology) {
   EXPECT_EQ(launches[0].placement(0).cpu_millis(), 1000u) << "the node counts the request";
 }
 
+// An agent's inventory is not trusted: a CPU id beyond any real machine's (which would
+// size the scheduler's per-node tables) refuses the registration, naming it.
+TEST(JobManager, RegistrationWithAnOutOfRangeCpuIdIsRefused) {
+  Harness h;
+  for (bool in_cores : {false, true}) {
+    v1::Register reg = Registration("n1", /*gpus=*/0, /*cpus=*/4);
+    v1::NumaNode* numa = reg.mutable_inventory()->add_numa_nodes();
+    numa->set_memory_bytes(64ull << 30);
+    for (uint32_t c = 0; c < 4; ++c) numa->add_cpus(c);
+    v1::CpuCore* core = reg.mutable_inventory()->add_cores();
+    core->add_cpus(0);
+    if (in_cores) {
+      core->add_cpus(4'000'000'000u);
+    } else {
+      numa->add_cpus(1u << 20);
+    }
+    absl::Status s = h.jm().AgentRegister(reg, std::make_shared<RecordingLink>());
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << in_cores;
+    EXPECT_NE(s.message().find(in_cores ? "cores: CPU id 4000000000" : "numa_nodes: CPU id"),
+              std::string::npos)
+        << s;
+  }
+  EXPECT_EQ(h.jm().ListNodes().size(), 0u) << "nothing of it is kept";
+}
+
 TEST(JobManager, LostNodeRequeuesItsJobsAfterLeasePlusMargin) {
   JobManagerOptions opts = TestOptions();
   opts.lease = absl::Seconds(10);
