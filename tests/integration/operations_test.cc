@@ -3,7 +3,9 @@
 // backup began is there); and a node drained with --evict while a training gang runs on
 // it: the gang checkpoints, moves to the other node and ends with the weights of an
 // uninterrupted run, no eviction counted (namespace cluster; needs root).
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -181,6 +183,53 @@ TEST_F(DrainOnNamespaces, EvictMovesATrainingGangWhichResumesWithNothingLost) {
   ASSERT_TRUE(job);
   EXPECT_EQ(job->attempts(0).placement(0).node(), first);
   cluster_->Baton({"cancel", std::to_string(a), std::to_string(b)});
+}
+
+// A test process killed outright (a ctest timeout's SIGKILL, a Ctrl-C) leaves no namespace
+// cluster running: its agents, coordinator and jobs would otherwise go on using the CPUs of
+// every later test and benchmark. The test runs itself as the process to kill.
+TEST(Operations, AKilledTestProcessLeavesNoClusterBehind) {
+  if (const char* out = getenv("BATON_GUARDIAN_CHILD")) {  // the process to kill
+    NetnsCluster cluster(/*nodes=*/1, /*gpus=*/0, "", "gd");
+    if (!cluster.ok()) GTEST_SKIP() << cluster.why();
+    std::ofstream(out) << cluster.name();
+    raise(SIGKILL);
+  }
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces)";
+  TempDir dir("baton-guardian");
+  const std::string out = dir.path() + "/name";
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  Subprocess child({self, "--gtest_filter=Operations.AKilledTestProcessLeavesNoClusterBehind"},
+                   {{"BATON_GUARDIAN_CHILD", out}}, dir.path() + "/child");
+  ASSERT_EQ(child.Wait(std::chrono::seconds(90)), 128 + SIGKILL) << "it did not kill itself";
+  std::ifstream in(out);
+  std::string name;
+  in >> name;
+  if (name.empty()) GTEST_SKIP() << "the child could not make a cluster";
+  // What is left of it: its namespaces and the processes started for it.
+  auto left = [&] {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
+      if (e.path().filename().string().rfind(name + "-", 0) == 0) found.push_back(e.path());
+    }
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream cmd(e.path() / "cmdline");
+      std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (line.find("/tmp/" + name + "-netns") != std::string::npos) found.push_back(line);
+    }
+    return found;
+  };
+  std::vector<std::string> found = left();
+  for (int i = 0; i < 600 && !found.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    found = left();
+  }
+  EXPECT_TRUE(found.empty()) << "left behind, first: " << found.front();
+  if (!found.empty()) {  // clean up for the tests after this one
+    RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"},
+               {{"BATON_NETNS_NAME", name}});
+  }
 }
 
 }  // namespace
