@@ -4,6 +4,8 @@
 // there is). Ranks append "<rank> <unix ns>" to a file when they start. Keys per size:
 // launch_overhead_ms_<n>n (baton's extra ms) and launch_vs_mpirun_<n>n (the ratio).
 // Needs root (it builds a namespace cluster with scripts/netns-cluster.sh).
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,10 +175,20 @@ int main(int argc, char** argv) {
   }
   std::string script = SourceDir() + "/scripts/netns-cluster.sh";
   std::ofstream(PolicyFile()) << baton::testing::BenchPolicy();
+  // One run at a time, and not before the teardown of a run killed before its end (a
+  // Ctrl-C, a timeout), whose guard holds the lock until its cluster is down.
+  const int lock =
+      open(("/tmp/" + kName + "-bench.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+    std::fprintf(stderr, "baton-bench-launch: cannot lock /tmp/%s-bench.lock\n", kName.c_str());
+    return 1;
+  }
   RunProcess({script, "down"}, ScriptEnv());
+  baton::testing::TeardownGuard guard({script, "down"}, ScriptEnv(), lock);
   CommandResult up = RunProcess({script, "up", "4", "0"}, ScriptEnv(), std::chrono::seconds(120));
   if (up.exit_code != 0) {
     std::fprintf(stderr, "netns-cluster.sh up failed: %s\n", up.err.c_str());
+    RunProcess({script, "down"}, ScriptEnv());
     return 1;
   }
   std::string coordinator = ReadFile(State() + "/coordinator.addr");

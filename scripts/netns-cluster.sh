@@ -160,6 +160,11 @@ stop_pid() {
 stop_cluster() {
   local n=0
   [ -f "$STATE/nodes" ] && n=$(cat "$STATE/nodes")
+  # Without its record (a teardown cut short), the cluster's namespaces still say how many.
+  local listed
+  listed=$(ip netns list 2>/dev/null | awk '{print $1}' | sed -n "s/^$NAME-n\([0-9][0-9]*\)$/\1/p" |
+    sort -n | tail -n 1)
+  [ -n "$listed" ] && [ "$listed" -gt "$n" ] && n=$listed
   for i in $(seq 1 "$n"); do stop_pid "$STATE/n$i.pid"; done
   # What outlived its agent (killed, not restarted): every process left in the agents'
   # cgroups, in every hierarchy.

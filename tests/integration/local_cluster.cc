@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -17,8 +15,6 @@
 #include "proto/api.pb.h"
 #include "proto/rpc_util.h"
 #include "proto/tls.h"
-
-extern char** environ;
 
 namespace baton::testing {
 
@@ -239,7 +235,9 @@ NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
     coordinator_args_ += " --policy " + policy_file_;
   }
   RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
-  StartGuardian();
+  guard_ = std::make_unique<TeardownGuard>(
+      std::vector<std::string>{std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"},
+      ScriptEnv(), lock_fd_);
   CommandResult up = RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "up",
                                  std::to_string(nodes), std::to_string(gpus)},
                                 ScriptEnv(), std::chrono::seconds(60));
@@ -258,55 +256,9 @@ NetnsCluster::~NetnsCluster() {
   if (!name_.empty()) {
     RunProcess({std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh", "down"}, ScriptEnv());
   }
-  if (guardian_fd_ >= 0) {
-    (void)!write(guardian_fd_, "done", 4);  // torn down already: the guardian just ends
-    close(guardian_fd_);
-  }
-  if (guardian_ > 0) waitpid(guardian_, nullptr, 0);
+  guard_.reset();  // torn down already: the guard just ends
   if (!policy_file_.empty()) unlink(policy_file_.c_str());
   if (lock_fd_ >= 0) close(lock_fd_);
-}
-
-void NetnsCluster::StartGuardian() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return;
-  std::vector<std::string> envs;
-  std::map<std::string, std::string> env = ScriptEnv();
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (!env.count(kv.substr(0, kv.find('=')))) envs.push_back(kv);
-  }
-  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-  std::vector<std::string> argv = {"/bin/sh", "-c", "[ \"$(cat)\" = done ] || exec \"$0\" down",
-                                   std::string(BATON_SOURCE_DIR) + "/scripts/netns-cluster.sh"};
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  for (auto& e : envs) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[0], 0);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setpgroup(&attr, 0);  // a Ctrl-C of the test's group does not reach it
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  if (posix_spawn(&guardian_, cargv[0], &fa, &attr, cargv.data(), cenv.data()) != 0) {
-    guardian_ = -1;
-  }
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[0]);
-  if (guardian_ > 0) {
-    guardian_fd_ = fds[1];
-  } else {
-    close(fds[1]);
-  }
 }
 
 bool NetnsCluster::Script(const std::vector<std::string>& args) {

@@ -115,15 +115,11 @@ class NetnsCluster : public ClusterClient {
  private:
   std::map<std::string, std::string> ScriptEnv() const;
   bool Script(const std::vector<std::string>& args);
-  // Tears the cluster down should this process die without its destructor (a signal, a
-  // ctest timeout's SIGKILL): a shell in a process group of its own waits on a pipe only
-  // this process holds, and runs `netns-cluster.sh down` unless the destructor said "done".
-  void StartGuardian();
   bool ok_ = false;
   std::string why_, name_, subnet_, state_, coordinator_args_, policy_file_;
   int lock_fd_ = -1;
-  pid_t guardian_ = -1;
-  int guardian_fd_ = -1;  // the pipe's write end (close-on-exec: no child holds it)
+  // Tears the cluster down should this process die without its destructor.
+  std::unique_ptr<TeardownGuard> guard_;
 };
 
 std::string Bin(const std::string& name);

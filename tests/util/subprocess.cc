@@ -18,28 +18,31 @@ extern char** environ;
 
 namespace baton::testing {
 
-Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> env,
-                       const std::string& log_prefix) {
+namespace {
+
+// This process's environment with `env` set over it, as "NAME=value".
+std::vector<std::string> MergedEnv(const std::map<std::string, std::string>& env) {
   std::vector<std::string> envs;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     if (!env.count(kv.substr(0, kv.find('=')))) envs.push_back(kv);
   }
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  return envs;
+}
+
+// Starts `argv` (looked up in PATH) with `env` set over ours, in a process group of its
+// own and with no signal blocked, its descriptors as `fa` sets them; -1 when it cannot.
+// posix_spawn (vfork-like) rather than fork: a parent with a large heap would otherwise
+// pay for copying its page tables, and then for faults on every page it writes.
+pid_t SpawnInOwnGroup(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
+                      const posix_spawn_file_actions_t* fa) {
+  std::vector<std::string> envs = MergedEnv(env);
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   for (auto& e : envs) cenv.push_back(e.data());
   cenv.push_back(nullptr);
-  std::string out = log_prefix.empty() ? "/dev/null" : log_prefix + ".out";
-  std::string err = log_prefix.empty() ? "/dev/null" : log_prefix + ".err";
-  // posix_spawn (vfork-like) rather than fork: a parent with a large heap would otherwise
-  // pay for copying its page tables, and then for faults on every page it writes.
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -47,8 +50,24 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std:
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  if (posix_spawnp(&pid_, cargv[0], &fa, &attr, cargv.data(), cenv.data()) != 0) pid_ = -1;
+  pid_t pid = -1;
+  if (posix_spawnp(&pid, cargv[0], fa, &attr, cargv.data(), cenv.data()) != 0) pid = -1;
   posix_spawnattr_destroy(&attr);
+  return pid;
+}
+
+}  // namespace
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> env,
+                       const std::string& log_prefix) {
+  std::string out = log_prefix.empty() ? "/dev/null" : log_prefix + ".out";
+  std::string err = log_prefix.empty() ? "/dev/null" : log_prefix + ".err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_ = SpawnInOwnGroup(std::move(argv), env, &fa);
   posix_spawn_file_actions_destroy(&fa);
   if (pid_ < 0) status_ = 127;
 }
@@ -58,6 +77,39 @@ Subprocess::~Subprocess() {
     kill(pid_, SIGKILL);
     Wait(std::chrono::seconds(10));
   }
+}
+
+TeardownGuard::TeardownGuard(const std::vector<std::string>& argv,
+                             const std::map<std::string, std::string>& env, int hold_fd) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  // Above the three the child's actions set, so that dup2 to 3 is never onto itself.
+  const int held = hold_fd >= 0 ? fcntl(hold_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  std::vector<std::string> args = {"/bin/sh", "-c", "[ \"$(cat)\" = done ] || exec \"$@\"", "sh"};
+  args.insert(args.end(), argv.begin(), argv.end());
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[0], 0);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  if (held >= 0) posix_spawn_file_actions_adddup2(&fa, held, 3);
+  pid_ = SpawnInOwnGroup(std::move(args), env, &fa);
+  posix_spawn_file_actions_destroy(&fa);
+  if (held >= 0) close(held);
+  close(fds[0]);
+  if (pid_ > 0) {
+    fd_ = fds[1];
+  } else {
+    close(fds[1]);
+  }
+}
+
+TeardownGuard::~TeardownGuard() {
+  if (fd_ >= 0) {
+    (void)!write(fd_, "done", 4);
+    close(fd_);
+  }
+  if (pid_ > 0) waitpid(pid_, nullptr, 0);
 }
 
 void Subprocess::Signal(int sig) {

@@ -34,6 +34,25 @@ class Subprocess {
   std::optional<int> status_;
 };
 
+// Runs `argv` (with `env` added) should this process die before the guard's end (a
+// signal, a ctest timeout's SIGKILL): a shell in a process group of its own (a Ctrl-C of
+// ours does not reach it) waits on a close-on-exec pipe only this process holds. The
+// destructor tells it "done": the owner has torn down what the command would.
+// `hold_fd` (a file the owner holds a flock on) stays open in the guard until the command
+// has run, so that no one takes the lock while a torn-down cluster is still going.
+class TeardownGuard {
+ public:
+  TeardownGuard(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                int hold_fd = -1);
+  ~TeardownGuard();
+  TeardownGuard(const TeardownGuard&) = delete;
+  TeardownGuard& operator=(const TeardownGuard&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;  // the pipe's write end
+};
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;
