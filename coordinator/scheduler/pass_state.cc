@@ -339,6 +339,9 @@ void BuildQuota(Pass& pass, const Amount& capacity) {
     pass.quota.Add(g.tenant, g.amount);
     if (g.evicting) pass.leaving[g.tenant] += g.amount;
   }
+  for (uint32_t t = 0; t < pass.tenant_names.size(); ++t) {
+    pass.start_borrowed.push_back(pass.quota.Borrowed(t));
+  }
 }
 
 void IndexVictims(Pass& pass) {

@@ -180,6 +180,10 @@ struct Pass {
   std::vector<Job> jobs;               // view.pending, same order; plan.cc puts them in queue order
   absl::flat_hash_set<JobId> awaited;  // preemptors that leaving gangs make room for
   std::vector<Amount> leaving;         // per tenant: what its evicting gangs still hold
+  // Per tenant: what its running gangs borrowed at the start of the pass. Reclaim takes
+  // back only that: a gang placed in this pass cannot be evicted in it, so borrowing that
+  // this pass's placements added never costs the tenant a gang it ran within its nominal.
+  std::vector<Amount> start_borrowed;
   // Per group: the lowest class value of a gang that could be evicted at the start of the
   // pass (preemptible, not protected, not leaving), of any tenant and of tenants with a
   // quota (possible borrowers). INT64_MAX: none.

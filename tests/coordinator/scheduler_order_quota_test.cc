@@ -166,6 +166,20 @@ TEST(SchedulerQuota, ReclaimTakesOnlyWhatIsBorrowed) {
   EXPECT_NE(OutcomeOf(d, 1).outcome, Outcome::kPlaced);
 }
 
+TEST(SchedulerQuota, ReclaimTakesOnlyWhatWasBorrowedAtThePassStart) {
+  // b runs a 4-GPU training gang within its nominal of 4. In this pass its 2-GPU labeling
+  // job (a higher class, first in line) is placed by borrowing. a's 4-GPU training job is
+  // within a's nominal but finds 2 GPUs free: reclaiming b's running gang would cost b a
+  // gang it ran within its nominal for a borrowing placed a moment ago, so a waits.
+  ClusterView v = OneNode(8);
+  v.running = {MakeGang(10, "b", "training", v, {"n1"}, {0, 1, 2, 3}, 0)};
+  v.pending = {MakeJob(1, "b", "labeling", {.gpus = 2}), MakeJob(2, "a", "training", {.gpus = 4})};
+  Decisions d = Plan(v, TwoTenants(4, 4, 4), kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr) << "b borrows for its labeling job";
+  EXPECT_TRUE(d.evictions.empty()) << "victim " << d.evictions[0].victim;
+  EXPECT_EQ(PlacementOf(d, 2), nullptr);
+}
+
 TEST(SchedulerQuota, BorrowingPreemptorEvictsOnlyBorrowers) {
   // Two full nodes. a (nominal 0) would borrow 8 GPUs of b's idle nominal for a labeling
   // job. e (no quota) runs an experiment gang with little lost work; d (nominal 0)
