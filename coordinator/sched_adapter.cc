@@ -1,6 +1,7 @@
 #include "coordinator/sched_adapter.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace baton {
 
@@ -30,11 +31,13 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
   n.schedulable = node.state() == v1::NODE_STATE_READY && !node.has_drain();
   n.cpu_millis = uint64_t{inv.cpus()} * 1000;
   n.memory_bytes = inv.memory_bytes();
-  std::vector<uint32_t> core_of;  // by CPU: the agent's topology, SMT siblings share a core
+  // By CPU: the agent's topology (SMT siblings share a core); kNoCore where it names none.
+  constexpr uint32_t kNoCore = UINT32_MAX;
+  std::vector<uint32_t> core_of;
   for (const auto& c : inv.cores()) {
     for (uint32_t cpu : c.cpus()) {
       if (cpu >= kMaxCpuId) continue;  // refused at registration
-      if (cpu >= core_of.size()) core_of.resize(cpu + 1, sched::OwnCore(0));
+      if (cpu >= core_of.size()) core_of.resize(cpu + 1, kNoCore);
       core_of[cpu] = c.id();
     }
     n.smt = std::max(n.smt, static_cast<uint32_t>(c.cpus_size()));
@@ -44,7 +47,7 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
     // Every CPU's core, or none (an older agent): a CPU the cores leave out is its own.
     for (uint32_t cpu : m.cpus) {
       if (core_of.empty()) break;
-      bool known = cpu < core_of.size() && core_of[cpu] != sched::OwnCore(0);
+      bool known = cpu < core_of.size() && core_of[cpu] != kNoCore;
       m.core.push_back(known ? core_of[cpu] : sched::OwnCore(cpu));
     }
     n.numa.push_back(std::move(m));

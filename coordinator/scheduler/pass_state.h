@@ -184,6 +184,9 @@ struct Pass {
   // back only that: a gang placed in this pass cannot be evicted in it, so borrowing that
   // this pass's placements added never costs the tenant a gang it ran within its nominal.
   std::vector<Amount> start_borrowed;
+  // What tenant `t` still borrows, as reclaim sees it: the start's borrowing less what is
+  // leaving.
+  Amount StillBorrowed(uint32_t t) const { return Minus(start_borrowed[t], leaving[t]); }
   // Per group: the lowest class value of a gang that could be evicted at the start of the
   // pass (preemptible, not protected, not leaving), of any tenant and of tenants with a
   // quota (possible borrowers). INT64_MAX: none.

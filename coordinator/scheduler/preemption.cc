@@ -76,12 +76,12 @@ Kind Search::KindOf(const Gang& g) const {
 // The tenant still borrows (as it did at the start of the pass) after what is leaving and
 // what this search reclaimed.
 bool Search::ReclaimLeft(uint32_t tenant, const Local& local) const {
-  Amount gone = pass_.leaving[tenant];
+  Amount gone;
   if (!reclaimed_.empty()) gone += reclaimed_[tenant];
   for (const auto& [t, a] : local) {
     if (t == tenant) gone += a;
   }
-  return !Minus(pass_.start_borrowed[tenant], gone).IsZero();
+  return !Minus(pass_.StillBorrowed(tenant), gone).IsZero();
 }
 
 // Nodes where the victims allowed could make room, with a lower bound on the lost work:
@@ -257,7 +257,7 @@ bool MayPreemptAnyone(Pass& pass, const Preemptor& who) {
   if (reclaim) {  // someone else must borrow beyond what is already leaving
     reclaim = false;
     for (uint32_t t = 0; t < pass.tenant_names.size() && !reclaim; ++t) {
-      reclaim = t != who.job->tenant && !Minus(pass.start_borrowed[t], pass.leaving[t]).IsZero();
+      reclaim = t != who.job->tenant && !pass.StillBorrowed(t).IsZero();
     }
   }
   for (uint32_t g : EligibleGroups(pass, pass.shapes[who.job->shape].filter)) {

@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/coordinator_link.h"
+#include "launcher/agent/exit_plan.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
@@ -166,7 +167,7 @@ class Agent {
     int execs_starting = 0;
     std::vector<Exit> early_exits;
     bool live() const {
-      return !ranks.empty() || !daemons.empty() || awaiting_exec || execs_starting > 0;
+      return AttemptLive(ranks.size(), daemons.size(), awaiting_exec, execs_starting);
     }
     bool busy() const { return launching || live(); }
   };

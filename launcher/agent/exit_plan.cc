@@ -19,9 +19,8 @@ ExitDecision DecideExit(const ExitView& v, const ExitStatus& status, bool hung_u
                       : "a rank exited with code " + std::to_string(status.exit_code);
     }
   }
-  size_t ranks = v.ranks - (v.is_rank ? 1 : 0);
-  size_t daemons = v.daemons - (v.is_daemon ? 1 : 0);
-  bool live = ranks > 0 || daemons > 0 || v.awaiting_exec || v.execs_starting > 0;
+  const bool live = AttemptLive(v.ranks - (v.is_rank ? 1 : 0), v.daemons - (v.is_daemon ? 1 : 0),
+                                v.awaiting_exec, v.execs_starting);
   d.stop_others = d.first_failure && live && !v.stop_ordered;
   d.ended = !live;
   return d;

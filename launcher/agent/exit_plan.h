@@ -18,6 +18,12 @@
 
 namespace baton {
 
+// Whether anything of an attempt runs or is still to come: a rank, an exec'ed daemon, the
+// daemon an mpi node awaits, or one being started. The one rule for Agent::Run::live().
+inline bool AttemptLive(size_t ranks, size_t daemons, bool awaiting_exec, int execs_starting) {
+  return ranks > 0 || daemons > 0 || awaiting_exec || execs_starting > 0;
+}
+
 // The attempt as its exit handling sees it, before the exit.
 struct ExitView {
   bool launching = false;      // its launch is being started: its pids are not known yet
