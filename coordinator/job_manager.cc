@@ -253,7 +253,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
   if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
-  absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
+  absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &spec);
   // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
   // Every submit takes a token, a refused one too, so bad specs cannot flood the log.
   const Policy::Admission& limits = policy_.policy.admission;

@@ -30,6 +30,7 @@
 #include "coordinator/job_table.h"
 #include "coordinator/node_registry.h"
 #include "coordinator/observer.h"
+#include "coordinator/pass_view.h"
 #include "coordinator/policy.h"
 #include "coordinator/scheduler/cluster_view.h"
 #include "coordinator/scheduler/decisions.h"
@@ -196,21 +197,13 @@ class JobManager {
   // The job's current attempt was evicted for `reason` ("node_lost", "preempted", …) and
   // has ended: one EVICTION event with its lost work, counted by the metrics.
   void EvictedLocked(JobEntry& e, const std::string& reason, const std::string& why, Txn& txn);
-  ClusterShape ShapeLocked() const;
   // A priority class's value under the policy in force (0 unknown): the queue's order.
   int32_t ClassValueLocked(const std::string& priority_class) const;
-  // A service waiting out its restart backoff: its last placement stays held for it.
-  bool HoldsForRestartLocked(const JobEntry& e, int64_t now) const;
-  // The scheduler's input: nodes (not lost), gangs holding resources, the queue.
-  sched::ClusterView BuildViewLocked() const;
-  // BuildViewLocked with tenants' usage: `ledger` (ledger_, or a copy for a look) is
-  // charged up to `now` for what runs.
-  sched::ClusterView ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const;
+  // The scheduler's input (ViewOf, pass_view.h) with tenants' usage: `ledger` (ledger_,
+  // or a copy for a look) is charged up to `now` for what runs.
+  sched::ClusterView ViewWithUsageLocked(absl::Time now, sched::UsageLedger& ledger) const;
   // Deletes `expired` (ExpiredJobs) with their events.
   void DeleteExpiredLocked(const std::vector<uint64_t>& expired, Txn& txn);
-  uint32_t PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
-                                const sched::Placement& placement,
-                                const sched::ClusterView& view) const;
   void PlaceLocked(JobEntry& e, const sched::Placement& p, const sched::ClusterView& view,
                    Txn& txn);
   void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
@@ -264,7 +257,7 @@ class JobManager {
   uint64_t txns_ = 0;                      // Txns committed (numbered)
   std::atomic<uint64_t> durable_txns_{0};  // the newest durable Txn (completions run in order)
   // Preemption reservations of the last pass, given back to the next (sched README).
-  std::map<uint64_t, std::vector<std::string>> reserved_nodes_;
+  ReservedNodes reserved_nodes_;
   sched::UsageLedger ledger_;                      // decayed GPU-seconds per tenant (fair share)
   absl::Time usage_saved_ = absl::InfinitePast();  // when Tick last stored the ledger
   absl::Time retention_checked_ = absl::InfinitePast();  // when Tick last deleted expired jobs

@@ -357,7 +357,8 @@ void JobManager::Tick() {
   }
   if (clock_->Now() - usage_saved_ >= options_.usage_save_interval) {
     // Charge what runs now and keep the ledger, so that a restart forgives nothing.
-    ledger_.Advance(now, sched::RunningGpusByTenant(BuildViewLocked()));
+    ledger_.Advance(now, sched::RunningGpusByTenant(
+                             ViewOf(jobs_, nodes_.all(), reserved_nodes_, clock_->Now())));
     v1::FairShareUsage usage;
     usage.set_as_of_ms(ledger_.as_of());
     for (const auto& [tenant, gpu_seconds] : ledger_.Snapshot()) {

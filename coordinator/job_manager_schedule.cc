@@ -13,6 +13,7 @@
 #include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
+#include "coordinator/pass_view.h"
 #include "coordinator/sched_adapter.h"
 #include "coordinator/scheduler/explain.h"
 #include "coordinator/scheduler/plan.h"
@@ -35,96 +36,10 @@ std::string NewSecret() {
 
 }  // namespace
 
-ClusterShape JobManager::ShapeLocked() const {
-  ClusterShape shape;
-  for (const auto& [name, n] : nodes_.all()) {
-    const v1::Inventory& inv = n.node.inventory();
-    uint32_t gpus = static_cast<uint32_t>(inv.gpus_size());
-    ++shape.nodes;
-    shape.max_gpus_per_node = std::max(shape.max_gpus_per_node, gpus);
-    shape.max_cpu_millis_per_node =
-        std::max<uint64_t>(shape.max_cpu_millis_per_node, uint64_t{inv.cpus()} * 1000);
-    shape.max_memory_bytes_per_node = std::max(shape.max_memory_bytes_per_node, inv.memory_bytes());
-    if (shape.nodes_with_at_least_gpus.size() <= gpus) {
-      shape.nodes_with_at_least_gpus.resize(gpus + 1, 0);
-    }
-    for (uint32_t g = 0; g <= gpus; ++g) ++shape.nodes_with_at_least_gpus[g];
-  }
-  return shape;
-}
-
-bool JobManager::HoldsForRestartLocked(const JobEntry& e, int64_t now) const {
-  if (e.job.spec().restart_policy() != v1::RESTART_POLICY_ALWAYS ||
-      e.job.state() != v1::JOB_STATE_PENDING || e.job.cooldown_until_ms() <= now ||
-      e.job.restarts_in_a_row() == 0 || e.job.attempts_size() == 0) {
-    return false;
-  }
-  for (const auto& p : e.job.attempts().rbegin()->placement()) {  // not on a drained node
-    const NodeRegistry::Entry* n = nodes_.Find(p.node());
-    if (n != nullptr && n->node.has_drain()) return false;
-  }
-  return true;
-}
-
-sched::ClusterView JobManager::BuildViewLocked() const {
-  sched::ClusterView view;
-  for (const auto& [name, n] : nodes_.all()) {
-    if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
-  }
-  for (uint64_t id : jobs_.live()) {
-    const JobEntry& e = jobs_.at(id);
-    const v1::Attempt& a = *e.job.attempts().rbegin();
-    sched::RunningGang g;
-    g.id = id;
-    g.tenant = e.job.spec().tenant();
-    g.priority_class = e.job.spec().priority_class();
-    for (const auto& p : a.placement()) {
-      auto phase = e.live->nodes.find(p.node());
-      if (phase != e.live->nodes.end() && phase->second != Phase::kExited) {
-        g.nodes.push_back(HeldOf(p));
-      }
-    }
-    g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
-    g.last_checkpoint = a.checkpoint_time_ms();
-    g.evictions = e.job.evictions();
-    g.evicting = e.live->outcome == Outcome::kEvicted || e.live->kill_signal != 0;
-    g.evicting_for = e.live->evicting_for;
-    view.running.push_back(std::move(g));
-  }
-  int64_t now = clock_->NowMs();
-  for (const auto& key : jobs_.queue()) {  // already in queue order: the scheduler's fast path
-    const JobEntry& e = jobs_.at(std::get<2>(key));
-    if (HoldsForRestartLocked(e, now)) {
-      // A service in its restart backoff keeps its GPUs (and cores): nobody takes them
-      // in the meantime, and it is placed first when the backoff ends.
-      const v1::Attempt& a = *e.job.attempts().rbegin();
-      sched::RunningGang g;
-      g.id = e.job.id();
-      g.tenant = e.job.spec().tenant();
-      g.priority_class = e.job.spec().priority_class();
-      for (const auto& p : a.placement()) g.nodes.push_back(HeldOf(p));
-      g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
-      g.last_checkpoint = a.checkpoint_time_ms();
-      view.running.push_back(std::move(g));
-    }
-    sched::PendingJob pj;
-    pj.id = e.job.id();
-    pj.tenant = e.job.spec().tenant();
-    pj.priority_class = e.job.spec().priority_class();
-    pj.request = RequestOf(e.job.spec());
-    pj.submitted = e.job.submitted_ms();
-    pj.cooldown_until = e.job.cooldown_until_ms();
-    pj.evictions = e.job.evictions();
-    auto r = reserved_nodes_.find(pj.id);
-    if (r != reserved_nodes_.end()) pj.reserved_nodes = r->second;
-    view.pending.push_back(std::move(pj));
-  }
-  return view;
-}
-
-sched::ClusterView JobManager::ViewWithUsageLocked(int64_t now, sched::UsageLedger& ledger) const {
-  sched::ClusterView view = BuildViewLocked();
-  ledger.Advance(now, sched::RunningGpusByTenant(view));
+sched::ClusterView JobManager::ViewWithUsageLocked(absl::Time now,
+                                                   sched::UsageLedger& ledger) const {
+  sched::ClusterView view = ViewOf(jobs_, nodes_.all(), reserved_nodes_, now);
+  ledger.Advance(absl::ToUnixMillis(now), sched::RunningGpusByTenant(view));
   view.usage = ledger.Snapshot();
   return view;
 }
@@ -136,17 +51,13 @@ void JobManager::SchedulePass() {
   for (const auto& [name, n] : nodes_.all()) any_ready |= n.node.state() == v1::NODE_STATE_READY;
   if (!any_ready) return;  // nothing can be placed or evicted
   PassTimer timer(observer_);
-  int64_t now = clock_->NowMs();
+  absl::Time now = clock_->Now();
   sched::ClusterView view = ViewWithUsageLocked(now, ledger_);
-  sched::Decisions d = sched::Plan(view, policy_.policy, now);
+  sched::Decisions d = sched::Plan(view, policy_.policy, absl::ToUnixMillis(now));
   Txn txn;
   for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
   for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
-  reserved_nodes_.clear();
-  for (const auto& r : d.reservations) {
-    if (r.kind != sched::Reservation::Kind::kPreemption) continue;
-    for (uint32_t i : r.nodes) reserved_nodes_[r.job].push_back(view.nodes[i].name);
-  }
+  reserved_nodes_ = ReservationsOf(d, view);
   for (const auto& o : d.outcomes) {
     if (o.outcome == sched::Outcome::kPlaced) continue;
     // Why a job waits is derived state: kept in memory for queue/status, not stored. The
@@ -168,21 +79,6 @@ void JobManager::SchedulePass() {
   }
 }
 
-uint32_t JobManager::PickMasterPortLocked(uint64_t job_id, uint32_t attempt,
-                                          const sched::Placement& placement,
-                                          const sched::ClusterView& view) const {
-  // Unique among the live attempts whose first node (where MASTER_ADDR points) is ours.
-  const std::string& first = view.nodes[placement.nodes.at(0).node].name;
-  std::set<uint32_t> taken;
-  for (uint64_t id : jobs_.live()) {
-    const v1::Job& other = jobs_.at(id).job;
-    if (id == job_id || other.attempts_size() == 0) continue;
-    const v1::Attempt& a = *other.attempts().rbegin();
-    if (a.placement_size() > 0 && a.placement(0).node() == first) taken.insert(a.master_port());
-  }
-  return PickMasterPort(job_id, attempt, taken);
-}
-
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
   const v1::JobSpec& spec = e.job.spec();
@@ -191,7 +87,8 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   a->set_number(number);
   a->set_scheduled_ms(clock_->NowMs());
   a->set_checkpoint_step(-1);
-  a->set_master_port(PickMasterPortLocked(e.job.id(), number, placement, view));
+  a->set_master_port(
+      MasterPortFor(jobs_, e.job.id(), number, view.nodes[placement.nodes.at(0).node].name));
   e.exec_secret = NewSecret();
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());
@@ -290,7 +187,7 @@ void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
 v1::SharesResponse JobManager::Shares() const {
   std::lock_guard<std::mutex> lock(mu_);
   sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
-  sched::ClusterView view = ViewWithUsageLocked(clock_->NowMs(), ledger);
+  sched::ClusterView view = ViewWithUsageLocked(clock_->Now(), ledger);
   v1::SharesResponse out;
   for (const auto& s : sched::Shares(view, policy_.policy)) {
     v1::TenantShare* t = out.add_tenants();
@@ -328,9 +225,9 @@ absl::StatusOr<v1::ExplainResponse> JobManager::Explain(uint64_t job_id) const {
   const v1::Job& job = found->job;
   if (job.state() != v1::JOB_STATE_PENDING) return not_waiting(job);
   sched::UsageLedger ledger = ledger_;  // a look: only passes and Tick charge ledger_
-  int64_t now = clock_->NowMs();
+  absl::Time now = clock_->Now();
   sched::ClusterView view = ViewWithUsageLocked(now, ledger);
-  sched::Explanation ex = sched::Explain(view, policy_.policy, now, job_id);
+  sched::Explanation ex = sched::Explain(view, policy_.policy, absl::ToUnixMillis(now), job_id);
   std::string outcome(sched::OutcomeName(ex.outcome));
   out.set_outcome(outcome);
   out.set_reason(ex.reason);

@@ -1,0 +1,125 @@
+#include "coordinator/pass_view.h"
+
+#include <algorithm>
+#include <set>
+
+#include "coordinator/job_state.h"
+#include "coordinator/sched_adapter.h"
+
+namespace baton {
+namespace {
+
+// A gang holding the nodes of `a`'s placement; with `live`, only those where its part has
+// not exited.
+sched::RunningGang GangOf(const JobEntry& e, const v1::Attempt& a, const LiveAttempt* live) {
+  sched::RunningGang g;
+  g.id = e.job.id();
+  g.tenant = e.job.spec().tenant();
+  g.priority_class = e.job.spec().priority_class();
+  for (const auto& p : a.placement()) {
+    if (live != nullptr) {
+      auto phase = live->nodes.find(p.node());
+      if (phase == live->nodes.end() || phase->second == AttemptPhase::kExited) continue;
+    }
+    g.nodes.push_back(HeldOf(p));
+  }
+  g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
+  g.last_checkpoint = a.checkpoint_time_ms();
+  return g;
+}
+
+}  // namespace
+
+ClusterShape ShapeOf(const NodeRegistry::Table& nodes) {
+  ClusterShape shape;
+  for (const auto& [name, n] : nodes) {
+    const v1::Inventory& inv = n.node.inventory();
+    uint32_t gpus = static_cast<uint32_t>(inv.gpus_size());
+    ++shape.nodes;
+    shape.max_gpus_per_node = std::max(shape.max_gpus_per_node, gpus);
+    shape.max_cpu_millis_per_node =
+        std::max<uint64_t>(shape.max_cpu_millis_per_node, uint64_t{inv.cpus()} * 1000);
+    shape.max_memory_bytes_per_node = std::max(shape.max_memory_bytes_per_node, inv.memory_bytes());
+    if (shape.nodes_with_at_least_gpus.size() <= gpus) {
+      shape.nodes_with_at_least_gpus.resize(gpus + 1, 0);
+    }
+    for (uint32_t g = 0; g <= gpus; ++g) ++shape.nodes_with_at_least_gpus[g];
+  }
+  return shape;
+}
+
+bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::Time now) {
+  if (e.job.spec().restart_policy() != v1::RESTART_POLICY_ALWAYS ||
+      e.job.state() != v1::JOB_STATE_PENDING ||
+      absl::FromUnixMillis(e.job.cooldown_until_ms()) <= now || e.job.restarts_in_a_row() == 0 ||
+      e.job.attempts_size() == 0) {
+    return false;
+  }
+  for (const auto& p : e.job.attempts().rbegin()->placement()) {  // not on a drained node
+    auto n = nodes.find(p.node());
+    if (n != nodes.end() && n->second.node.has_drain()) return false;
+  }
+  return true;
+}
+
+sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
+                          const ReservedNodes& reserved, absl::Time now) {
+  sched::ClusterView view;
+  for (const auto& [name, n] : nodes) {
+    if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
+  }
+  for (uint64_t id : jobs.live()) {
+    const JobEntry& e = jobs.at(id);
+    sched::RunningGang g = GangOf(e, *e.job.attempts().rbegin(), &*e.live);
+    g.evictions = e.job.evictions();
+    g.evicting = e.live->outcome == AttemptOutcome::kEvicted || e.live->kill_signal != 0;
+    g.evicting_for = e.live->evicting_for;
+    view.running.push_back(std::move(g));
+  }
+  for (const auto& key : jobs.queue()) {  // already in queue order: the scheduler's fast path
+    const JobEntry& e = jobs.at(std::get<2>(key));
+    // A service in its restart backoff keeps its GPUs (and cores): nobody takes them in
+    // the meantime, and it is placed first when the backoff ends.
+    if (HoldsForRestart(e, nodes, now)) {
+      view.running.push_back(GangOf(e, *e.job.attempts().rbegin(), nullptr));
+    }
+    sched::PendingJob pj;
+    pj.id = e.job.id();
+    pj.tenant = e.job.spec().tenant();
+    pj.priority_class = e.job.spec().priority_class();
+    pj.request = RequestOf(e.job.spec());
+    pj.submitted = e.job.submitted_ms();
+    pj.cooldown_until = e.job.cooldown_until_ms();
+    pj.evictions = e.job.evictions();
+    auto r = reserved.find(pj.id);
+    if (r != reserved.end()) pj.reserved_nodes = r->second;
+    view.pending.push_back(std::move(pj));
+  }
+  return view;
+}
+
+ReservedNodes ReservationsOf(const sched::Decisions& d, const sched::ClusterView& view) {
+  ReservedNodes out;
+  for (const auto& r : d.reservations) {
+    if (r.kind != sched::Reservation::Kind::kPreemption) continue;
+    for (uint32_t i : r.nodes) out[r.job].push_back(view.nodes[i].name);
+  }
+  return out;
+}
+
+uint32_t MasterPortFor(const JobTable& jobs, uint64_t job_id, uint32_t attempt,
+                       const std::string& first_node) {
+  // Unique among the live attempts whose first node (where MASTER_ADDR points) is ours.
+  std::set<uint32_t> taken;
+  for (uint64_t id : jobs.live()) {
+    const v1::Job& other = jobs.at(id).job;
+    if (id == job_id || other.attempts_size() == 0) continue;
+    const v1::Attempt& a = *other.attempts().rbegin();
+    if (a.placement_size() > 0 && a.placement(0).node() == first_node) {
+      taken.insert(a.master_port());
+    }
+  }
+  return PickMasterPort(job_id, attempt, taken);
+}
+
+}  // namespace baton

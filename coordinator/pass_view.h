@@ -1,0 +1,46 @@
+// What the scheduler sees of the coordinator: its input (sched::ClusterView) built from the
+// job table and the node registry, the cluster's shape for admission, and the preemption
+// reservations a pass hands to the next. Pure functions of the tables, which the caller
+// reads under its lock (the JobManager's); no clock, no store.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "coordinator/job_table.h"
+#include "coordinator/node_registry.h"
+#include "coordinator/scheduler/cluster_view.h"
+#include "coordinator/scheduler/decisions.h"
+#include "coordinator/spec_validation.h"
+
+namespace baton {
+
+// Preemption reservations of the last pass, by job: the names of the nodes held for it
+// (given back to the next pass; coordinator/scheduler/README.md).
+using ReservedNodes = std::map<uint64_t, std::vector<std::string>>;
+
+// The largest shapes the known nodes offer (every node, connected or not).
+ClusterShape ShapeOf(const NodeRegistry::Table& nodes);
+
+// A service waiting out its restart backoff at `now` keeps its last placement: nobody
+// takes those GPUs and cores meanwhile (unless one of its nodes was drained).
+bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::Time now);
+
+// The scheduler's input at `now`: the nodes not lost, every gang holding resources (live
+// attempts by the nodes where they still run, services held for their restart), and the
+// queue in its order with each job's reservation. Tenants' usage is not filled in.
+sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
+                          const ReservedNodes& reserved, absl::Time now);
+
+// The reservations of a pass's decisions (preemptions only), by node name.
+ReservedNodes ReservationsOf(const sched::Decisions& d, const sched::ClusterView& view);
+
+// A master port for attempt `attempt` of `job_id` whose first node is `first_node`, unique
+// among the other live attempts that start on that node.
+uint32_t MasterPortFor(const JobTable& jobs, uint64_t job_id, uint32_t attempt,
+                       const std::string& first_node);
+
+}  // namespace baton

@@ -1,0 +1,183 @@
+// The scheduler's view of the coordinator's tables (pass_view.h), built from a job table
+// and a node registry alone: no JobManager, no store, no clock.
+#include "coordinator/pass_view.h"
+
+#include "coordinator/job_state.h"
+#include "gtest/gtest.h"
+
+// Its own namespace: the unity build puts several tests' helpers in one unit.
+namespace baton::pass_view_test {
+namespace {
+
+const absl::Time kNow = absl::FromUnixMillis(1'700'000'000'000);
+
+int32_t ClassValue(const std::string& cls) { return cls == "inference" ? 100 : 10; }
+
+v1::Job MakeJob(uint64_t id, const std::string& cls, v1::JobState state, int64_t submitted_ms) {
+  v1::Job job;
+  job.set_id(id);
+  job.mutable_spec()->set_priority_class(cls);
+  job.mutable_spec()->set_tenant("t" + std::to_string(id));
+  job.mutable_spec()->set_gpus_per_node(1);
+  job.mutable_spec()->set_nodes(1);
+  job.set_state(state);
+  job.set_submitted_ms(submitted_ms);
+  return job;
+}
+
+v1::Attempt* AddAttempt(v1::Job& job, const std::vector<std::string>& nodes) {
+  v1::Attempt* a = job.add_attempts();
+  a->set_number(job.attempts_size());
+  a->set_scheduled_ms(1'000);
+  a->set_started_ms(2'000);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    v1::NodeAssignment* p = a->add_placement();
+    p->set_node(nodes[i]);
+    p->set_node_rank(i);
+    p->add_gpu_ids(nodes[i] + "-gpu0");
+    p->set_cpu_millis(1000);
+  }
+  return a;
+}
+
+NodeRegistry::Table Nodes(const std::vector<std::string>& names) {
+  NodeRegistry::Table t;
+  for (const auto& name : names) {
+    NodeRegistry::Entry& e = t[name];
+    e.node.set_name(name);
+    e.node.set_state(v1::NODE_STATE_READY);
+    e.node.mutable_inventory()->set_cpus(8);
+    e.node.mutable_inventory()->set_memory_bytes(uint64_t{1} << 34);
+    for (int g = 0; g < 2; ++g) e.node.mutable_inventory()->add_gpus()->set_uuid(name + "-gpu");
+  }
+  return t;
+}
+
+// A service in its restart backoff until `cooldown_until`, last placed on `nodes`.
+v1::Job BackingOffService(uint64_t id, const std::vector<std::string>& nodes,
+                          absl::Time cooldown_until) {
+  v1::Job job = MakeJob(id, "inference", v1::JOB_STATE_PENDING, 500);
+  job.mutable_spec()->set_restart_policy(v1::RESTART_POLICY_ALWAYS);
+  job.set_restarts_in_a_row(1);
+  job.set_cooldown_until_ms(absl::ToUnixMillis(cooldown_until));
+  AddAttempt(job, nodes);
+  return job;
+}
+
+TEST(PassView, LostNodesAreLeftOutAndGangsHoldOnlyWhereTheyStillRun) {
+  NodeRegistry::Table nodes = Nodes({"a", "b", "c"});
+  nodes["c"].node.set_state(v1::NODE_STATE_LOST);
+  JobTable jobs(ClassValue);
+  JobEntry& running = jobs.Add(MakeJob(1, "training", v1::JOB_STATE_RUNNING, 100));
+  AddAttempt(running.job, {"a", "b"});
+  LiveAttempt live;
+  live.nodes = {{"a", AttemptPhase::kRunning}, {"b", AttemptPhase::kExited}};
+  live.kill_signal = 10;
+  live.evicting_for = 7;
+  jobs.StartAttempt(running, std::move(live));
+
+  sched::ClusterView view = ViewOf(jobs, nodes, {}, kNow);
+  ASSERT_EQ(view.nodes.size(), 2u);
+  EXPECT_EQ(view.nodes[0].name, "a");
+  EXPECT_EQ(view.nodes[1].name, "b");
+  ASSERT_EQ(view.running.size(), 1u);
+  const sched::RunningGang& g = view.running[0];
+  EXPECT_EQ(g.id, 1u);
+  EXPECT_EQ(g.tenant, "t1");
+  ASSERT_EQ(g.nodes.size(), 1u) << "b's part has exited: it holds nothing there";
+  EXPECT_EQ(g.nodes[0].node, "a");
+  EXPECT_EQ(g.nodes[0].gpu_uuids, std::vector<std::string>{"a-gpu0"});
+  EXPECT_EQ(g.started, 2'000);
+  EXPECT_TRUE(g.evicting) << "a stop was ordered";
+  EXPECT_EQ(g.evicting_for, 7u);
+  EXPECT_TRUE(view.pending.empty());
+}
+
+TEST(PassView, TheQueueComesInItsOrderWithEachJobsReservation) {
+  JobTable jobs(ClassValue);
+  jobs.Add(MakeJob(1, "training", v1::JOB_STATE_PENDING, 100));
+  jobs.Add(MakeJob(2, "inference", v1::JOB_STATE_PENDING, 300));
+  jobs.Add(MakeJob(3, "training", v1::JOB_STATE_PENDING, 50));
+  jobs.Add(MakeJob(4, "training", v1::JOB_STATE_COOLDOWN, 10));  // not in the queue
+  ReservedNodes reserved{{1, {"b"}}, {9, {"a"}}};
+
+  sched::ClusterView view = ViewOf(jobs, Nodes({"a", "b"}), reserved, kNow);
+  ASSERT_EQ(view.pending.size(), 3u);
+  EXPECT_EQ(view.pending[0].id, 2u) << "the higher class first";
+  EXPECT_EQ(view.pending[1].id, 3u) << "then by submit time";
+  EXPECT_EQ(view.pending[2].id, 1u);
+  EXPECT_EQ(view.pending[2].reserved_nodes, std::vector<std::string>{"b"});
+  EXPECT_TRUE(view.pending[0].reserved_nodes.empty());
+  EXPECT_EQ(view.pending[0].request.gpus_per_node, 1u);
+  EXPECT_TRUE(view.running.empty());
+}
+
+TEST(PassView, AServiceInItsRestartBackoffKeepsItsPlacementUntilItEndsOrANodeIsDrained) {
+  NodeRegistry::Table nodes = Nodes({"a", "b"});
+  JobTable jobs(ClassValue);
+  JobEntry& svc = jobs.Add(BackingOffService(5, {"a", "b"}, kNow + absl::Seconds(3)));
+
+  EXPECT_TRUE(HoldsForRestart(svc, nodes, kNow));
+  sched::ClusterView view = ViewOf(jobs, nodes, {}, kNow);
+  ASSERT_EQ(view.running.size(), 1u) << "held: nobody takes its GPUs meanwhile";
+  EXPECT_EQ(view.running[0].id, 5u);
+  EXPECT_EQ(view.running[0].nodes.size(), 2u) << "every node of its last placement";
+  ASSERT_EQ(view.pending.size(), 1u) << "and it waits to be placed again";
+  EXPECT_EQ(view.pending[0].id, 5u);
+
+  EXPECT_FALSE(HoldsForRestart(svc, nodes, kNow + absl::Seconds(3))) << "the backoff is over";
+  EXPECT_TRUE(ViewOf(jobs, nodes, {}, kNow + absl::Seconds(3)).running.empty());
+
+  nodes["b"].node.mutable_drain()->set_by("admin");
+  EXPECT_FALSE(HoldsForRestart(svc, nodes, kNow)) << "one of its nodes was drained";
+
+  v1::Job batch = BackingOffService(6, {"a"}, kNow + absl::Seconds(3));
+  batch.mutable_spec()->set_restart_policy(v1::RESTART_POLICY_NEVER);
+  EXPECT_FALSE(HoldsForRestart(JobEntry{batch}, Nodes({"a"}), kNow)) << "only services";
+  v1::Job first_start = BackingOffService(7, {"a"}, kNow + absl::Seconds(3));
+  first_start.set_restarts_in_a_row(0);
+  EXPECT_FALSE(HoldsForRestart(JobEntry{first_start}, Nodes({"a"}), kNow));
+}
+
+TEST(PassView, ShapeCountsEveryKnownNode) {
+  NodeRegistry::Table nodes = Nodes({"a", "b", "c"});
+  nodes["c"].node.set_state(v1::NODE_STATE_LOST);
+  nodes["c"].node.mutable_inventory()->clear_gpus();
+  nodes["b"].node.mutable_inventory()->set_cpus(64);
+  ClusterShape shape = ShapeOf(nodes);
+  EXPECT_EQ(shape.nodes, 3u) << "lost nodes may return: admission counts them";
+  EXPECT_EQ(shape.max_gpus_per_node, 2u);
+  EXPECT_EQ(shape.max_cpu_millis_per_node, 64'000u);
+  EXPECT_EQ(shape.nodes_with_at_least_gpus, (std::vector<uint32_t>{3, 2, 2}));
+  EXPECT_EQ(ShapeOf({}).nodes, 0u);
+}
+
+TEST(PassView, OnlyPreemptionReservationsPassToTheNextPass) {
+  sched::ClusterView view = ViewOf(JobTable(ClassValue), Nodes({"a", "b", "c"}), {}, kNow);
+  sched::Decisions d;
+  d.reservations.push_back(
+      {.job = 1, .kind = sched::Reservation::Kind::kPreemption, .nodes = {0, 2}});
+  d.reservations.push_back({.job = 2, .kind = sched::Reservation::Kind::kHeadOfLine, .nodes = {1}});
+  ReservedNodes r = ReservationsOf(d, view);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r.at(1), (std::vector<std::string>{"a", "c"}));
+}
+
+TEST(PassView, AMasterPortIsUniqueAmongTheAttemptsLedFromTheSameNode) {
+  JobTable jobs(ClassValue);
+  // Jobs kMasterPorts apart start their search at the same port (PickMasterPort).
+  std::set<uint32_t> ports;
+  for (uint64_t id : {uint64_t{1}, 1 + uint64_t{kMasterPorts}, 1 + 2 * uint64_t{kMasterPorts}}) {
+    JobEntry& e = jobs.Add(MakeJob(id, "training", v1::JOB_STATE_RUNNING, 100));
+    v1::Attempt* a = AddAttempt(e.job, {"a"});
+    a->set_master_port(MasterPortFor(jobs, id, 1, "a"));
+    EXPECT_TRUE(ports.insert(a->master_port()).second) << "job " << id << " reuses a port";
+    jobs.StartAttempt(e, LiveAttempt{.nodes = {{"a", AttemptPhase::kRunning}}});
+  }
+  EXPECT_EQ(*ports.begin(), PickMasterPort(1, 1, {}));
+  // Led from another node, a job may take a port that attempts led from "a" hold.
+  EXPECT_EQ(MasterPortFor(jobs, 1 + 3 * uint64_t{kMasterPorts}, 1, "b"), PickMasterPort(1, 1, {}));
+}
+
+}  // namespace
+}  // namespace baton::pass_view_test
