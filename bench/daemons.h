@@ -39,6 +39,7 @@ class Daemons {
       : dir_(dir), security_(dir) {
     if (!security_.ok()) std::fprintf(stderr, "security: %s\n", security_.why().c_str());
     std::ofstream(dir_ + "/policy.yaml") << policy;
+    Guard();
   }
   ~Daemons() {
     for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
@@ -62,6 +63,7 @@ class Daemons {
     argv.insert(argv.end(), extra.begin(), extra.end());
     procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
                                                   dir_ + "/coordinator"));
+    Guard();
     baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
                             std::chrono::seconds(20));
     std::string addr = baton::testing::ReadFile(ready);
@@ -77,6 +79,7 @@ class Daemons {
     argv.insert(argv.end(), extra.begin(), extra.end());
     procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
                                                   dir_ + "/" + name));
+    Guard();
   }
   // What the CLI and the floor need: the coordinator, the CA, munged's socket.
   std::map<std::string, std::string> ClientEnv() const {
@@ -103,10 +106,29 @@ class Daemons {
   }
 
  private:
+  // Should this process die before the destructor (a SIGKILL, a Ctrl-C), the daemons
+  // started so far (each in a process group of its own) and munged go with it: a guard
+  // covering them all replaces the one before (TeardownGuard, tests/util/subprocess.h).
+  void Guard() {
+    std::string groups;
+    for (const auto& p : procs_) {
+      if (p->pid() > 0) groups += " -" + std::to_string(p->pid());
+    }
+    // Groups as negative ids; dash's kill takes no "--" before them.
+    std::vector<std::string> argv = {"/bin/sh", "-c",
+                                     "[ -z \"$GROUPS_\" ] || { kill -TERM $GROUPS_; sleep 2; "
+                                     "kill -KILL $GROUPS_; } 2>/dev/null; exec \"$@\"",
+                                     "sh"};
+    for (const auto& word : security_.StopMungedCommand()) argv.push_back(word);
+    guard_ = std::make_unique<baton::testing::TeardownGuard>(
+        argv, std::map<std::string, std::string>{{"GROUPS_", groups}});
+  }
+
   std::string dir_;
   baton::testing::TestSecurity security_;
   std::string target_;
   std::vector<std::unique_ptr<Subprocess>> procs_;
+  std::unique_ptr<baton::testing::TeardownGuard> guard_;  // last: gone before the daemons
 };
 
 // A stub authenticating every call with `token` (a service token) over TLS.

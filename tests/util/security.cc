@@ -114,7 +114,11 @@ TestSecurity::TestSecurity(const std::string& dir, std::vector<std::string> coor
   chmod((dir_ + "/tls").c_str(), 0755);
 }
 
-TestSecurity::~TestSecurity() { RunProcess({Script("munged.sh"), "stop", dir_ + "/munge"}, {}); }
+TestSecurity::~TestSecurity() { RunProcess(StopMungedCommand(), {}); }
+
+std::vector<std::string> TestSecurity::StopMungedCommand() const {
+  return {Script("munged.sh"), "stop", dir_ + "/munge"};
+}
 
 std::vector<std::string> TestSecurity::CoordinatorFlags() const {
   return {"--tls-ca",       ca(),

@@ -65,6 +65,8 @@ class TestSecurity {
                                                const std::vector<std::string>& sans = {});
   // BATON_CA and BATON_MUNGE_SOCKET for the CLI.
   std::map<std::string, std::string> ClientEnv() const;
+  // The command that stops this munged (what the destructor runs), for a TeardownGuard.
+  std::vector<std::string> StopMungedCommand() const;
 
  private:
   std::string dir_;
