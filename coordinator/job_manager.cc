@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <csignal>
 #include <optional>
-#include <tuple>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "coordinator/events.h"
+#include "coordinator/job_listing.h"
 #include "coordinator/job_state.h"
 #include "coordinator/policy_config.h"
 #include "spdlog/spdlog.h"
@@ -304,132 +302,22 @@ absl::StatusOr<v1::Job> JobManager::Get(const Caller& caller, uint64_t job_id) c
   return out;
 }
 
-namespace {
-
-// Where a listing stands in its order: running work first, then the queue in the order
-// it is served, then finished jobs by id. A page token is the position of the page's last job.
-using ListPosition = std::tuple<int, int64_t, int64_t, uint64_t>;
-
-std::string EncodePageToken(const ListPosition& p) {
-  return "p1." + std::to_string(std::get<0>(p)) + "." + std::to_string(std::get<1>(p)) + "." +
-         std::to_string(std::get<2>(p)) + "." + std::to_string(std::get<3>(p));
-}
-
-absl::StatusOr<ListPosition> DecodePageToken(const std::string& token) {
-  std::vector<std::string> parts = absl::StrSplit(token, '.');
-  ListPosition p;
-  if (parts.size() != 5 || parts[0] != "p1" || !absl::SimpleAtoi(parts[1], &std::get<0>(p)) ||
-      !absl::SimpleAtoi(parts[2], &std::get<1>(p)) ||
-      !absl::SimpleAtoi(parts[3], &std::get<2>(p)) ||
-      !absl::SimpleAtoi(parts[4], &std::get<3>(p))) {
-    return absl::InvalidArgumentError(
-        "page_token: not a token this coordinator gave (start again without one)");
-  }
-  return p;
-}
-
-}  // namespace
-
 absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
                                                   const v1::ListRequest& req) const {
-  std::optional<ListPosition> after;
-  if (!req.page_token().empty()) {
-    BATON_ASSIGN_OR_RETURN(after, DecodePageToken(req.page_token()));
-  }
-  std::set<int> states(req.states().begin(), req.states().end());
-  const bool finished_wanted =
-      states.empty() ? req.all() : std::any_of(states.begin(), states.end(), [](int s) {
-        return IsTerminal(static_cast<v1::JobState>(s));
-      });
-  auto wanted = [&](const v1::Job& job) {
-    v1::JobState s = job.state();
-    if (!states.empty() ? !states.count(s) : (!req.all() && IsTerminal(s))) return false;
-    return req.tenant().empty() || job.spec().tenant() == req.tenant();
-  };
-  std::shared_ptr<const Policy> policy = this->policy();
-  // Finished jobs come last, in id order (the store's), so that paging through history
-  // reads it in order instead of loading it.
-  auto position = [&](const v1::Job& job) {
-    v1::JobState s = job.state();
-    if (IsTerminal(s)) return ListPosition(2, 0, 0, job.id());
-    const PriorityClass* c = policy->Find(job.spec().priority_class());
-    return ListPosition(s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN,
-                        c ? -int64_t{c->value} : 0, job.submitted_ms(), job.id());
-  };
-  auto page_full = [&](size_t n, size_t bytes) {
-    return (req.limit() > 0 && n >= req.limit()) || (n > 0 && bytes >= kListPageBytes);
-  };
-  // One more than fits on the page (it says whether another page follows).
-  std::vector<std::pair<ListPosition, v1::Job>> picked;
+  BATON_ASSIGN_OR_RETURN(JobListing listing, JobListing::Start(req, policy()));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::pair<ListPosition, const v1::Job*>> memory;
-    auto consider = [&](const v1::Job& job) {
-      if (!wanted(job)) return;
-      ListPosition at = position(job);
-      if (!after || at > *after) memory.emplace_back(at, &job);
-    };
-    for (const auto& [id, e] : jobs_.all()) consider(e.job);
-    if (finished_wanted) finished_.ForEach([&](const FinishedJobs::Entry& e) { consider(e.job); });
-    std::sort(memory.begin(), memory.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-    size_t bytes = 0;
-    for (const auto& [at, job] : memory) {
-      if (page_full(picked.size(), bytes)) {
-        picked.emplace_back(at, *job);  // the first of the next page
-        break;
-      }
-      picked.emplace_back(at, *job);
-      bytes += job->ByteSizeLong();
+    for (const auto& [id, e] : jobs_.all()) listing.Consider(e.job);
+    if (listing.finished_wanted()) {
+      finished_.ForEach([&](const FinishedJobs::Entry& e) { listing.Consider(e.job); });
     }
+    listing.Take();
   }
-  // The rest of history from the store, in id order, a page's worth (a finished job's
-  // record may be durable and still in memory: it is taken once).
-  size_t unfinished = 0, bytes = 0;
-  std::set<uint64_t> in_memory;
-  for (const auto& [at, job] : picked) {
-    if (std::get<0>(at) == 2) {
-      in_memory.insert(job.id());
-    } else {
-      ++unfinished;
-      bytes += job.ByteSizeLong();
-    }
-  }
-  if (finished_wanted) {  // also when the page is full: is there a next one?
-    uint64_t after_id = after && std::get<0>(*after) == 2 ? std::get<3>(*after) : 0;
-    size_t n = unfinished;
-    std::optional<uint64_t> stopped_at;  // the scan's last id, when it stopped early
-    BATON_RETURN_IF_ERROR(store_->ScanFinished(after_id, [&](v1::Job job) {
-      if (!wanted(job) || in_memory.count(job.id())) return true;
-      bool last = page_full(n, bytes);  // one past the page: another page follows
-      ++n;
-      bytes += job.ByteSizeLong();
-      if (last) stopped_at = job.id();
-      picked.emplace_back(position(job), std::move(job));
-      return !last;
-    }));
-    if (stopped_at) {
-      // Finished jobs in memory past where the scan stopped wait for the next page, so
-      // that none of the stored ones before them is skipped.
-      std::erase_if(picked, [&](const auto& p) {
-        return std::get<0>(p.first) == 2 && p.second.id() > *stopped_at;
-      });
-    }
-  }
-  std::sort(picked.begin(), picked.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
-  v1::ListResponse out;
-  size_t page_bytes = 0;
-  for (size_t i = 0; i < picked.size(); ++i) {
-    if (page_full(static_cast<size_t>(out.jobs_size()), page_bytes)) {
-      out.set_next_page_token(EncodePageToken(picked[i - 1].first));
-      break;
-    }
-    v1::Job* job = out.add_jobs();
-    *job = access::ForViewer(policy->access, caller, std::move(picked[i].second));
-    page_bytes += job->ByteSizeLong();
-  }
-  return out;
+  BATON_RETURN_IF_ERROR(
+      listing.ReadStore([this](uint64_t after_id, const std::function<bool(v1::Job)>& fn) {
+        return store_->ScanFinished(after_id, fn);
+      }));
+  return listing.Page(caller);
 }
 
 void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reason,
