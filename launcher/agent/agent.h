@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -261,10 +262,11 @@ class Agent {
   void ReportLimitChanges();
   // Start-up: re-adopt what still runs in its cgroups (agent_recover.cc).
   void RecoverAttempts();
-  void AdoptLocked(Key key, const std::vector<pid_t>& pids);
-  // Which of `pids` are the ranks and daemons the previous agent started, with keepers.
-  static void ReadProcesses(const v1::AgentAttemptRecord& record, const std::vector<pid_t>& pids,
-                            Run& run);
+  // An attempt of `pids` (its cgroups' members) as the table will hold it: its record
+  // read, its isolation re-applied, its output re-attached (AdoptedProcessesOf decides
+  // which process is which). Without the lock. None, and the attempt killed, when it
+  // cannot be re-adopted.
+  std::optional<Run> AdoptRun(Key key, const std::vector<pid_t>& pids);
   void ReattachOutput(Key key, const v1::Launch& l, Run& run);
   // Adopted attempts' ranks and daemons that are gone (/proc and their keepers' exit
   // records, read without the lock), then applied under it.

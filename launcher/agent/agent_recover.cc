@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/agent/adoption.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/attempt_record.h"
 #include "launcher/agent/job_files.h"
@@ -34,29 +35,33 @@ void Agent::RecoverAttempts() {
     spdlog::error("re-adopting attempts: {}", live.status().ToString());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const LiveLeftover& left : *live) AdoptLocked({left.job_id, left.attempt}, left.pids);
+  for (const LiveLeftover& left : *live) {
+    Key key{left.job_id, left.attempt};
+    std::optional<Run> run = AdoptRun(key, left.pids);  // files, cgroups, pipes: no lock
+    if (!run) continue;
+    observer_->OnAttemptStarted(*run->launch, run->report.isolation());
+    spdlog::info("job {} attempt {}: re-adopted {} rank(s) and {} daemon(s) from its cgroups",
+                 key.first, key.second, run->ranks.size(), run->daemons.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    attempts_.insert_or_assign(key, std::move(*run));
+  }
 }
 
-void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
+std::optional<Agent::Run> Agent::AdoptRun(Key key, const std::vector<pid_t>& pids) {
   absl::StatusOr<v1::AgentAttemptRecord> record = ReadAttemptRecord(JobDir(key.first, key.second));
   absl::Status adopted =
       record.ok() ? isolator_->Readopt(IsolationRequest(record->launch())) : record.status();
-  if (!adopted.ok()) {
-    spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
-                 adopted.ToString());
-    (void)isolator_->Release(key.first, key.second);
-    return;
-  }
-  const v1::Launch& l = record->launch();
-  absl::StatusOr<JobUser> user = ResolveJobUser(l.user(), options_.node_name);
+  absl::StatusOr<JobUser> user = adopted.ok()
+                                     ? ResolveJobUser(record->launch().user(), options_.node_name)
+                                     : absl::StatusOr<JobUser>(adopted);
   if (!user.ok()) {
     spdlog::warn("job {} attempt {}: cannot re-adopt ({}): killing it", key.first, key.second,
                  user.status().ToString());
     (void)isolator_->Release(key.first, key.second);
-    return;
+    return std::nullopt;
   }
-  Run& run = attempts_[key];
+  const v1::Launch& l = record->launch();
+  Run run;
   run.launch = std::make_shared<const v1::Launch>(l);
   run.adopted = true;
   run.inference = IsolationRequest(l).inference;
@@ -73,44 +78,15 @@ void Agent::AdoptLocked(Key key, const std::vector<pid_t>& pids) {
   run.progress_file = work + "/progress.json";
   run.exec_secret = l.exec_secret();
   run.cwd = l.spec().working_dir().empty() ? work : l.spec().working_dir();
-  ReadProcesses(*record, pids, run);
-  if (run.ranks.empty() && run.daemons.empty()) {
-    // No record of which process is which: watch them all; signal none on a node whose
-    // processes are Open MPI's daemon and its children (mpirun forwards signals).
-    bool daemons = l.spec().launch_mode() == v1::LAUNCH_MODE_MPI && l.node_rank() > 0;
-    for (pid_t p : pids) {
-      if (daemons) {
-        run.daemons[p] = nullptr;
-      } else {
-        run.ranks[p] = 0;
-      }
-    }
-  }
+  AdoptedProcesses found = AdoptedProcessesOf(*record, pids, getpgrp(), getpgid);
+  run.pgid = found.pgid;
+  run.ranks = std::move(found.ranks);
+  for (pid_t d : found.daemons) run.daemons[d] = nullptr;  // its exec stream went with the agent
+  run.keepers = std::move(found.keepers);
   ReattachOutput(key, l, run);  // its progress note is read by the worker, as for any attempt
-  SetIsolationReportLocked(key, run);
-  observer_->OnAttemptStarted(l, run.report.isolation());
-  spdlog::info("job {} attempt {}: re-adopted {} rank(s) and {} daemon(s) from its cgroups",
-               key.first, key.second, run.ranks.size(), run.daemons.size());
-}
-
-void Agent::ReadProcesses(const v1::AgentAttemptRecord& record, const std::vector<pid_t>& pids,
-                          Run& run) {
-  auto running = [&](pid_t pid) {
-    return pid > 1 && std::find(pids.begin(), pids.end(), pid) != pids.end();
-  };
-  // Believed only as far as the cgroups confirm it: the group must be one the attempt's
-  // processes are in now (never init's, never ours: kill(-1) or our own group would
-  // reach far beyond the attempt), each pid one of its processes.
-  run.pgid = BelievableGroup(record.process_group(), pids, getpgrp(), getpgid);
-  for (const auto& p : record.processes()) {
-    if (!running(p.pid())) continue;
-    if (p.daemon()) {
-      run.daemons[p.pid()] = nullptr;  // its exec stream went with the previous agent
-    } else {
-      run.ranks[p.pid()] = p.local_rank();
-    }
-    if (p.keeper() > 0) run.keepers[p.pid()] = p.keeper();
-  }
+  *run.report.mutable_isolation() = IsolationOf(key);
+  if (run.report.isolation().has_stats()) observer_->OnAttemptStats(run.report.isolation());
+  return run;
 }
 
 void Agent::ReattachOutput(Key key, const v1::Launch& l, Run& run) {
@@ -178,8 +154,7 @@ void Agent::AdoptedExitLocked(Exit e) {
     if (run.report.message().empty()) {
       run.report.set_message("exit status unknown: the agent restarted while the attempt ran");
     }
-    e.status.exit_code = run.stop_ordered ? 0 : 255;
-    e.status.term_signal = run.stop_ordered ? SIGKILL : 0;
+    e.status = UnknownAdoptedExit(run.stop_ordered);
   }
   ProcessExitLocked(e);
 }
