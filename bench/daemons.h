@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,20 @@ inline grpc::Status Call(const Api& api, const v1::JobSpec& spec, uint64_t* id) 
   return s;
 }
 
+// Whether no job is left unfinished: one job's worth of listing (unfinished jobs come
+// first, at most one asked for) however many have finished, so that polling it loads the
+// coordinator no more as the run goes on. nullopt when the call failed.
+inline std::optional<bool> NoneUnfinished(const Api& api) {
+  grpc::ClientContext ctx;
+  api.Prepare(&ctx);
+  v1::ListRequest req;  // without `all`: unfinished jobs only
+  req.set_limit(1);
+  v1::ListResponse resp;
+  if (!api.stub->List(&ctx, req, &resp).ok()) return std::nullopt;
+  return resp.jobs_size() == 0;
+}
+
+// Every job of the caller's that succeeded (lists them all: once, at the end of a run).
 inline size_t CountSucceeded(const Api& api) {
   v1::ListRequest req;
   req.add_states(v1::JOB_STATE_SUCCEEDED);
