@@ -270,6 +270,28 @@ void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* round
 
 }  // namespace
 
+// What this run leaves should it be killed before its end (a SIGKILL, a Ctrl-C): every
+// process in its cgroups (the jobs, the floor's probe and hog) and every process naming
+// its directory (coordinator, agent, keepers, munged), the servers in its namespace, the
+// namespace and its veth, its nft tables, its cgroups, its directory. The names come in
+// the environment, so that this shell's own command line matches none of them.
+constexpr const char* kTeardown = R"sh(
+for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
+  for procs in $(find /sys/fs/cgroup -path "*/$group*" -name cgroup.procs 2>/dev/null); do
+    xargs -r kill -KILL <"$procs"
+  done
+done
+pkill -KILL -f "$DIR/"
+ip netns pids "$NS" 2>/dev/null | xargs -r kill -KILL
+ip netns del "$NS"; ip link del "${NS}a"
+nft delete table inet "baton_$NODE"; nft delete table inet "bbhand_$NS"
+sleep 1  # the killed processes leave their cgroups
+for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
+  find /sys/fs/cgroup -depth -type d -path "*/$group*" -exec rmdir {} \;
+done
+rm -rf "$DIR"
+)sh";
+
 int Main(const std::vector<std::string>& args) {
   // [--rounds=N] [-- AGENT_FLAGS…] (e.g. `-- --stats-interval 500ms` to see the polls)
   auto dashes = std::find(args.begin(), args.end(), "--");
@@ -291,7 +313,12 @@ int Main(const std::vector<std::string>& args) {
       (fs::temp_directory_path() / ("baton-bench-isolation-" + std::to_string(getpid()))).string();
   run.node = "bench" + std::to_string(getpid());
   if (dashes != args.end()) run.agent_flags.assign(dashes + 1, args.end());
-  auto net = NetSetup::Create(std::to_string(getpid() % 100000));
+  const std::string tag = std::to_string(getpid() % 100000);
+  testing::TeardownGuard guard({"/bin/sh", "-c", kTeardown}, {{"PID", std::to_string(getpid())},
+                                                              {"DIR", run.dir},
+                                                              {"NS", NetSetup::NamespaceOf(tag)},
+                                                              {"NODE", run.node}});
+  auto net = NetSetup::Create(tag);
   if (!net) {
     std::fprintf(stderr, "cannot create the network namespace, or fewer than 2 CPUs\n");
     return 1;

@@ -81,9 +81,9 @@ std::unique_ptr<NetSetup> NetSetup::Create(const std::string& tag) {
   if (!cpus) return nullptr;
   std::unique_ptr<NetSetup> n(new NetSetup());
   n->cpus = *cpus;
-  n->ns = "bbn" + tag;
-  n->nic = "bbn" + tag + "a";
-  std::string peer = "bbn" + tag + "b";
+  n->ns = NamespaceOf(tag);
+  n->nic = n->ns + "a";
+  std::string peer = n->ns + "b";
   std::string subnet = std::to_string(100 + std::atoi(tag.c_str()) % 100);
   std::string ip_a = "10." + subnet + ".0.1";
   n->peer_ip = "10." + subnet + ".0.2";

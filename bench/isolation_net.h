@@ -25,6 +25,8 @@ class NetSetup {
   // Namespace, veth pair and addresses named after `tag`; nullptr when `ip` fails or the
   // machine has fewer than 2 CPUs.
   static std::unique_ptr<NetSetup> Create(const std::string& tag);
+  // The namespace Create(tag) makes (its veth is this name + "a").
+  static std::string NamespaceOf(const std::string& tag) { return "bbn" + tag; }
   ~NetSetup();  // the servers, then the namespace and the veth
   NetSetup(const NetSetup&) = delete;
   NetSetup& operator=(const NetSetup&) = delete;
