@@ -100,20 +100,8 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   for (size_t i = 0; i < placement.nodes.size(); ++i) {
     const sched::NodePlacement& np = placement.nodes[i];
     const sched::NodeInfo& node = view.nodes[np.node];
-    v1::NodeAssignment* p = a->add_placement();
-    p->set_node(node.name);
-    p->set_node_rank(i);
-    for (uint32_t g : np.gpus) p->add_gpu_ids(node.gpus[g].uuid);
-    p->set_cpu_millis(np.cpu_millis);
-    p->set_memory_bytes(np.memory_bytes);
-    p->set_first_rank(i * spec.ranks_per_node());
-    std::string addr = nodes_.Find(node.name)->node.address();
-    p->set_address(addr.substr(0, addr.rfind(':')));
-    for (const auto& r : np.ranks) {
-      v1::RankBinding* b = p->add_ranks();
-      b->set_numa(r.numa);
-      for (uint32_t c : r.cpus) b->add_cpus(c);
-    }
+    *a->add_placement() = AssignmentOf(np, node, static_cast<uint32_t>(i), spec.ranks_per_node(),
+                                       nodes_.Find(node.name)->node.address());
     live.nodes[node.name] = Phase::kLaunching;
     where += (where.empty() ? "" : ",") + node.name;
   }

@@ -71,4 +71,23 @@ sched::HeldNode HeldOf(const v1::NodeAssignment& p) {
   return h;
 }
 
+v1::NodeAssignment AssignmentOf(const sched::NodePlacement& np, const sched::NodeInfo& node,
+                                uint32_t node_rank, uint32_t ranks_per_node,
+                                const std::string& agent_address) {
+  v1::NodeAssignment p;
+  p.set_node(node.name);
+  p.set_node_rank(node_rank);
+  for (uint32_t g : np.gpus) p.add_gpu_ids(node.gpus[g].uuid);
+  p.set_cpu_millis(np.cpu_millis);
+  p.set_memory_bytes(np.memory_bytes);
+  p.set_first_rank(node_rank * ranks_per_node);
+  p.set_address(agent_address.substr(0, agent_address.rfind(':')));
+  for (const auto& r : np.ranks) {
+    v1::RankBinding* b = p.add_ranks();
+    b->set_numa(r.numa);
+    for (uint32_t c : r.cpus) b->add_cpus(c);
+  }
+  return p;
+}
+
 }  // namespace baton

@@ -3,6 +3,7 @@
 #include "coordinator/pass_view.h"
 
 #include "coordinator/job_state.h"
+#include "coordinator/sched_adapter.h"
 #include "gtest/gtest.h"
 
 // Its own namespace: the unity build puts several tests' helpers in one unit.
@@ -48,7 +49,9 @@ NodeRegistry::Table Nodes(const std::vector<std::string>& names) {
     e.node.set_state(v1::NODE_STATE_READY);
     e.node.mutable_inventory()->set_cpus(8);
     e.node.mutable_inventory()->set_memory_bytes(uint64_t{1} << 34);
-    for (int g = 0; g < 2; ++g) e.node.mutable_inventory()->add_gpus()->set_uuid(name + "-gpu");
+    for (int g = 0; g < 2; ++g) {
+      e.node.mutable_inventory()->add_gpus()->set_uuid(name + "-gpu" + std::to_string(g));
+    }
   }
   return t;
 }
@@ -177,6 +180,44 @@ TEST(PassView, AMasterPortIsUniqueAmongTheAttemptsLedFromTheSameNode) {
   EXPECT_EQ(*ports.begin(), PickMasterPort(1, 1, {}));
   // Led from another node, a job may take a port that attempts led from "a" hold.
   EXPECT_EQ(MasterPortFor(jobs, 1 + 3 * uint64_t{kMasterPorts}, 1, "b"), PickMasterPort(1, 1, {}));
+}
+
+// What a new attempt records of its placement (AssignmentOf) is what the next pass sees
+// held (HeldOf), as the scheduler itself would hold it (ToHeld).
+TEST(PassView, AnAttemptRecordsItsPlacementAsTheNextPassHoldsIt) {
+  sched::ClusterView view = ViewOf(JobTable(ClassValue), Nodes({"a", "b"}), {}, kNow);
+  sched::Placement placement{.job = 9, .nodes = {}};
+  placement.nodes.push_back(
+      {.node = 1,
+       .gpus = {0, 1},
+       .cpu_millis = 2000,
+       .memory_bytes = 1 << 30,
+       .ranks = {{.numa = 0, .gpus = {0}, .cpus = {6, 7}}, {.numa = 1, .gpus = {1}, .cpus = {}}}});
+  placement.nodes.push_back({.node = 0,
+                             .gpus = {1},
+                             .cpu_millis = 500,
+                             .memory_bytes = 0,
+                             .ranks = {{.numa = -1, .gpus = {1}, .cpus = {}}}});
+  std::vector<sched::HeldNode> held = sched::ToHeld(view, placement);
+  ASSERT_EQ(held.size(), 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const sched::NodePlacement& np = placement.nodes[i];
+    v1::NodeAssignment a = AssignmentOf(np, view.nodes[np.node], i, 2, "10.0.0.7:7071");
+    EXPECT_EQ(a.node_rank(), i);
+    EXPECT_EQ(a.first_rank(), 2 * i) << "two ranks per node";
+    EXPECT_EQ(a.address(), "10.0.0.7") << "the host, without the agent's port";
+    sched::HeldNode back = HeldOf(a);
+    EXPECT_EQ(back.node, held[i].node);
+    EXPECT_EQ(back.gpu_uuids, held[i].gpu_uuids);
+    EXPECT_EQ(back.cpu_millis, held[i].cpu_millis);
+    EXPECT_EQ(back.memory_bytes, held[i].memory_bytes);
+    ASSERT_EQ(back.ranks.size(), held[i].ranks.size());
+    for (size_t r = 0; r < back.ranks.size(); ++r) {
+      EXPECT_EQ(back.ranks[r].numa, held[i].ranks[r].numa);
+      EXPECT_EQ(back.ranks[r].cpus, held[i].ranks[r].cpus);
+    }
+  }
+  EXPECT_EQ(AssignmentOf(placement.nodes[0], view.nodes[1], 0, 1, "[::1]:7071").address(), "[::1]");
 }
 
 }  // namespace
