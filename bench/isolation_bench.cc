@@ -274,10 +274,11 @@ void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* round
 // process in its cgroups (the jobs, the floor's probe and hog) and every process naming
 // its directory (coordinator, agent, keepers, munged), the servers in its namespace, the
 // namespace and its veth, its nft tables, its cgroups, its directory. The names come in
-// the environment, so that this shell's own command line matches none of them.
+// the environment, so that this shell's own command line matches none of them; each is
+// matched whole ("baton-bench-12" never reaches "baton-bench-123").
 constexpr const char* kTeardown = R"sh(
 for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
-  for procs in $(find /sys/fs/cgroup -path "*/$group*" -name cgroup.procs 2>/dev/null); do
+  for procs in $(find /sys/fs/cgroup -path "*/$group/*" -name cgroup.procs 2>/dev/null); do
     xargs -r kill -KILL <"$procs"
   done
 done
@@ -287,7 +288,8 @@ ip netns del "$NS"; ip link del "${NS}a"
 nft delete table inet "baton_$NODE"; nft delete table inet "bbhand_$NS"
 sleep 1  # the killed processes leave their cgroups
 for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
-  find /sys/fs/cgroup -depth -type d -path "*/$group*" -exec rmdir {} \;
+  find /sys/fs/cgroup -depth -type d \( -path "*/$group" -o -path "*/$group/*" \) \
+    -exec rmdir {} \;
 done
 rm -rf "$DIR"
 )sh";
