@@ -60,37 +60,7 @@ void Agent::Start(const std::string& advertise_address) {
   for (int i = 0; i < std::max(1, options_.launch_workers); ++i) {
     launchers_.emplace_back([this] { LaunchLoop(); });
   }
-  if (options_.retention > absl::ZeroDuration()) janitor_ = std::thread([this] { JanitorLoop(); });
-}
-
-void Agent::JanitorLoop() {
-  for (;;) {
-    SweepAttemptDirs();
-    std::unique_lock<std::mutex> lock(janitor_mu_);
-    if (janitor_cv_.wait_for(lock, std::chrono::minutes(10), [this] { return janitor_stop_; })) {
-      return;
-    }
-  }
-}
-
-void Agent::SweepAttemptDirs() {
-  std::set<Key> keep;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, run] : attempts_) keep.insert(key);
-  }
-  // Real time: the directories' times are the file system's.
-  for (const std::string& dir :
-       ExpiredAttemptDirs(options_.data_dir, keep, absl::Now(), options_.retention)) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    if (ec) {
-      spdlog::warn("retention: cannot remove {}: {}", dir, ec.message());
-      continue;
-    }
-    spdlog::info("retention: removed {}", dir);
-    std::filesystem::remove(std::filesystem::path(dir).parent_path(), ec);  // when empty
-  }
+  janitor_.Start();
 }
 
 void Agent::Stop() {
@@ -118,11 +88,7 @@ void Agent::Stop() {
   }
   launch_cv_.notify_all();
   exits_cv_.notify_all();
-  {
-    std::lock_guard<std::mutex> lock(janitor_mu_);
-    janitor_stop_ = true;
-  }
-  janitor_cv_.notify_all();
+  janitor_.Stop();
   if (connection_.joinable()) connection_.join();
   if (worker_.joinable()) worker_.join();
   {
@@ -133,7 +99,6 @@ void Agent::Stop() {
   if (effector_.joinable()) effector_.join();
   for (std::thread& t : launchers_) t.join();
   launchers_.clear();
-  if (janitor_.joinable()) janitor_.join();
 }
 
 bool Agent::connected() const {

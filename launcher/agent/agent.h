@@ -47,6 +47,7 @@
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
+#include "launcher/agent/retention.h"
 #include "launcher/agent/stop_plan.h"
 #include "proto/agent.pb.h"
 #include "proto/tls.h"
@@ -325,13 +326,13 @@ class Agent {
   std::thread worker_;
   std::thread effector_;
   std::vector<std::thread> launchers_;
-  // Retention: removes old attempt directories, outside every lock (JanitorLoop).
-  void JanitorLoop();
-  void SweepAttemptDirs();
-  std::mutex janitor_mu_;
-  std::condition_variable janitor_cv_;
-  bool janitor_stop_ = false;
-  std::thread janitor_;
+  // Retention: removes ended attempts' old directories, outside every lock.
+  AttemptDirJanitor janitor_{options_.data_dir, options_.retention, [this] {
+                               std::lock_guard<std::mutex> lock(mu_);
+                               std::set<Key> keep;
+                               for (const auto& [key, run] : attempts_) keep.insert(key);
+                               return keep;
+                             }};
 };
 
 }  // namespace baton

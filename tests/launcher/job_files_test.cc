@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "launcher/agent/retention.h"
 #include "tests/launcher/test_util.h"
 
 namespace baton {
@@ -25,6 +27,17 @@ std::string Why(const absl::Status& s) { return std::string(s.message()); }
 class JobFiles : public ::testing::Test {
  protected:
   std::string Path(const std::string& name) { return dir_.path() + "/" + name; }
+  // jobs/`rel` with an output log, both last changed `age` ago.
+  void MakeAttemptDir(const std::string& rel, absl::Duration age) {
+    std::string dir = Path("jobs/" + rel);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/output.log") << "x";
+    timespec t = absl::ToTimespec(absl::Now() - age);
+    timespec times[2] = {t, t};
+    for (const std::string& p : {dir + "/output.log", dir}) {
+      utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW);
+    }
+  }
   void Write(const std::string& name, const std::string& text) {
     std::ofstream(Path(name)) << text;
   }
@@ -117,16 +130,7 @@ TEST(BelievableGroup, OnlyAGroupTheAttemptsProcessesAreInIsBelieved) {
 // Retention on a node: ended attempts' directories go once unchanged for the period;
 // those the agent still tracks stay, whatever their age, and so does anything else.
 TEST_F(JobFiles, ExpiredAttemptDirsAreTheOldOnesTheAgentNoLongerTracks) {
-  auto make = [&](const std::string& rel, absl::Duration age) {
-    std::string dir = Path("jobs/" + rel);
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/output.log") << "x";
-    timespec t = absl::ToTimespec(absl::Now() - age);
-    timespec times[2] = {t, t};
-    for (const std::string& p : {dir + "/output.log", dir}) {
-      utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW);
-    }
-  };
+  auto make = [&](const std::string& rel, absl::Duration age) { MakeAttemptDir(rel, age); };
   make("7/1", absl::Hours(24 * 31));  // ended long ago: goes
   make("7/2", absl::Hours(24 * 29));  // within the period: stays
   make("8/1", absl::Hours(24 * 90));  // old, but the agent still tracks it: stays
@@ -136,6 +140,31 @@ TEST_F(JobFiles, ExpiredAttemptDirsAreTheOldOnesTheAgentNoLongerTracks) {
       ExpiredAttemptDirs(dir_.path(), {{8, 1}}, absl::Now(), absl::Hours(24 * 30));
   EXPECT_EQ(expired, std::vector<std::string>{Path("jobs/7/1")});
   EXPECT_TRUE(ExpiredAttemptDirs(Path("missing"), {}, absl::Now(), absl::Hours(1)).empty());
+}
+
+// The janitor removes what ExpiredAttemptDirs names, asking the agent afresh at each sweep
+// which attempts it tracks, and a job's directory with its last attempt.
+TEST_F(JobFiles, TheJanitorRemovesEndedAttemptsPastRetentionAndTheirEmptiedJobDir) {
+  MakeAttemptDir("7/1", absl::Hours(24 * 31));
+  MakeAttemptDir("8/1", absl::Hours(24 * 31));
+  MakeAttemptDir("8/2", absl::Hours(24 * 31));
+  MakeAttemptDir("9/1", absl::Hours(1));
+  std::set<std::pair<uint64_t, uint32_t>> tracked = {{8, 2}};
+  AttemptDirJanitor janitor(dir_.path(), absl::Hours(24 * 30), [&] { return tracked; });
+  std::vector<std::string> removed = janitor.Sweep();
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{Path("jobs/7/1"), Path("jobs/8/1")}));
+  EXPECT_FALSE(std::filesystem::exists(Path("jobs/7"))) << "its last attempt went";
+  EXPECT_TRUE(std::filesystem::exists(Path("jobs/8/2"))) << "tracked, whatever its age";
+  EXPECT_TRUE(std::filesystem::exists(Path("jobs/9/1"))) << "within retention";
+  tracked.clear();  // the attempt ended since
+  EXPECT_EQ(janitor.Sweep(), std::vector<std::string>{Path("jobs/8/2")});
+  EXPECT_FALSE(std::filesystem::exists(Path("jobs/8")));
+
+  AttemptDirJanitor off(dir_.path(), absl::ZeroDuration(), [&] { return tracked; });
+  off.Start();  // retention 0: keeps everything, starts no thread
+  off.Stop();
+  EXPECT_TRUE(std::filesystem::exists(Path("jobs/9/1")));
 }
 
 }  // namespace
