@@ -335,7 +335,7 @@ void JobManager::Tick() {
       NodeLostLocked(n, txn);
     if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent, txn);
   }
-  int64_t now = clock_->NowMs();
+  const absl::Time now = clock_->Now();
   for (uint64_t id : jobs_.live()) {
     JobEntry& e = jobs_.at(id);
     if (e.live && e.live->outcome == Outcome::kEvicted && e.live->saving_step) {
@@ -344,21 +344,23 @@ void JobManager::Tick() {
     uint64_t max_s = e.job.spec().max_runtime_seconds();
     if (!e.live || max_s == 0 || e.live->outcome != Outcome::kNone) continue;
     const v1::Attempt& a = *e.job.attempts().rbegin();
-    if (a.started_ms() == 0 || now - a.started_ms() < static_cast<int64_t>(max_s) * 1000) continue;
+    if (a.started_ms() == 0 || now - absl::FromUnixMillis(a.started_ms()) < absl::Seconds(max_s)) {
+      continue;
+    }
     e.live->outcome = Outcome::kMaxRuntime;
     e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
     OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
   }
   for (uint64_t id : std::set<uint64_t>(jobs_.cooldown())) {  // Transition leaves the set
     JobEntry& e = jobs_.at(id);
-    if (e.job.cooldown_until_ms() <= now) {
+    if (absl::FromUnixMillis(e.job.cooldown_until_ms()) <= now) {
       Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
     }
   }
   if (clock_->Now() - usage_saved_ >= options_.usage_save_interval) {
     // Charge what runs now and keep the ledger, so that a restart forgives nothing.
-    ledger_.Advance(now, sched::RunningGpusByTenant(
-                             ViewOf(jobs_, nodes_.all(), reserved_nodes_, clock_->Now())));
+    ledger_.Advance(absl::ToUnixMillis(now),
+                    sched::RunningGpusByTenant(ViewOf(jobs_, nodes_.all(), reserved_nodes_, now)));
     v1::FairShareUsage usage;
     usage.set_as_of_ms(ledger_.as_of());
     for (const auto& [tenant, gpu_seconds] : ledger_.Snapshot()) {

@@ -247,9 +247,8 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
 void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   LiveAttempt live = jobs_.EndAttempt(e);
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
-  const int64_t now = clock_->NowMs();
-  a->set_ended_ms(absl::ToUnixMillis(
-      events::Ended(*a, live.nodes.size(), live.node_end, absl::FromUnixMillis(now))));
+  const absl::Time now = clock_->Now();
+  a->set_ended_ms(absl::ToUnixMillis(events::Ended(*a, live.nodes.size(), live.node_end, now)));
   a->set_exit_code(live.exit_code);
   a->set_term_signal(live.term_signal);
   const v1::JobSpec& spec = e.job.spec();
@@ -266,7 +265,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   in.drained = !a->drained_node().empty();
   in.checkpoint_step = a->checkpoint_step();
   in.reports_progress = a->reports_progress();
-  in.ran = absl::Milliseconds(now - (a->started_ms() ? a->started_ms() : a->scheduled_ms()));
+  in.ran = now - absl::FromUnixMillis(a->started_ms() ? a->started_ms() : a->scheduled_ms());
   if (const PriorityClass* cls = policy_.policy.Find(spec.priority_class())) {
     in.eviction_cooldown = [cls](uint32_t n) {
       return absl::Milliseconds(sched::CooldownMs(*cls, n));
@@ -281,7 +280,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   e.job.set_failures(end.failures);
   e.job.set_evictions(end.evictions);
   e.job.set_restarts_in_a_row(end.restarts_in_a_row);
-  if (end.cooldown) e.job.set_cooldown_until_ms(DeadlineMs(now, *end.cooldown));
+  if (end.cooldown) e.job.set_cooldown_until_ms(DeadlineMs(absl::ToUnixMillis(now), *end.cooldown));
   if (end.job_exit_code) e.job.set_exit_code(*end.job_exit_code);
   a->set_end_reason(end.end_reason);
   if (!end.eviction.empty()) EvictedLocked(e, end.eviction, live.outcome_reason, txn);
