@@ -543,11 +543,6 @@ v1::AttemptIsolation Agent::IsolationOf(Key key) const {
   return iso;
 }
 
-void Agent::SetIsolationReportLocked(Key key, Run& run) {
-  *run.report.mutable_isolation() = IsolationOf(key);
-  if (run.report.isolation().has_stats()) observer_->OnAttemptStats(run.report.isolation());
-}
-
 void Agent::ReportLimitChanges() {
   if (!isolator_->enabled()) return;
   std::vector<std::pair<Key, std::string>> reported;  // each live attempt's last limits

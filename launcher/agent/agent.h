@@ -253,7 +253,6 @@ class Agent {
   std::string StageExecClient() const;
   // Isolation: the request for a launch, the end of an attempt, periodic stats.
   AttemptRequest IsolationRequest(const v1::Launch& l) const;
-  void SetIsolationReportLocked(Key key, Run& run);
   // The attempt's limits and current stats (cgroup reads; no lock needed).
   v1::AttemptIsolation IsolationOf(Key key) const;
   // Every stats interval: stats read without the lock, then reported.
