@@ -148,31 +148,33 @@ std::vector<uint32_t> PickCores(Pass& pass, uint32_t node, uint8_t slot, uint32_
   if (taken.empty()) taken.assign(total, 0);
   uint32_t begin = slot == kSpan ? 0 : hw.numa_cpu_offset[slot];
   uint32_t end = slot == kSpan ? total : hw.numa_cpu_offset[slot + 1];
-  // Each position of the concatenated list: its CPU and its core.
-  std::vector<std::pair<uint32_t, uint32_t>> at(total);
-  for (uint32_t pos = 0, m = 0; m < numa.size(); ++m) {
-    for (size_t i = 0; i < numa[m].cpus.size() && pos < total; ++i, ++pos) {
-      at[pos] = {numa[m].cpus[i], CoreOf(numa[m], i)};
-    }
-  }
-  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> core_positions;  // SMT nodes only
-  if (hw.smt > 1) {
-    for (uint32_t pos = begin; pos < end; ++pos) core_positions[at[pos].second].push_back(pos);
-  }
+  // Each position of the concatenated list: its CPU and its core. Computed where needed
+  // (this runs at every inference commit; no table is built for it).
+  auto at = [&numa](uint32_t pos) {
+    size_t m = 0;
+    while (pos >= numa[m].cpus.size()) pos -= static_cast<uint32_t>(numa[m++].cpus.size());
+    return std::pair<uint32_t, uint32_t>{numa[m].cpus[pos], CoreOf(numa[m], pos)};
+  };
   std::vector<std::vector<uint32_t>> picked;  // CPUs, core by core
-  std::vector<uint32_t> one(1);
+  std::vector<uint32_t> core;                 // the positions of one core
   size_t count = 0;
   for (bool whole : {true, false}) {
     for (uint32_t pos = end; pos-- > begin && count < n;) {
       if (taken[pos]) continue;
-      one[0] = pos;
-      const std::vector<uint32_t>& core =
-          whole && hw.smt > 1 ? core_positions[at[pos].second] : one;
+      core.clear();
+      if (whole && hw.smt > 1) {  // its SMT siblings in the slot, in position order
+        const uint32_t id = at(pos).second;
+        for (uint32_t p = begin; p < end; ++p) {
+          if (at(p).second == id) core.push_back(p);
+        }
+      } else {
+        core.push_back(pos);
+      }
       if (std::any_of(core.begin(), core.end(), [&](uint32_t p) { return taken[p]; })) continue;
       picked.emplace_back();
       for (uint32_t p : core) {
         taken[p] = 1;
-        picked.back().push_back(at[p].first);
+        picked.back().push_back(at(p).first);
       }
       std::sort(picked.back().begin(), picked.back().end());
       count += core.size();
