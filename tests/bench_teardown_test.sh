@@ -17,90 +17,84 @@ fi
 running() { [[ -n $(ps -o stat= -p "$1" | grep -v '^Z') ]]; }
 # The --data-dir a daemon was started with.
 data_dir_of() { tr '\0' '\n' <"/proc/$1/cmdline" | grep -A1 -x -- --data-dir | tail -1; }
-# SIGKILL for the benchmark, a second into what it was found doing: no destructor runs.
-kill_bench() {
+# poll TRIES COMMAND...: runs COMMAND every 0.1 s until it succeeds, at most TRIES times.
+poll() {
+  local tries=$1
+  shift
+  for _ in $(seq "$tries"); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# Fails the test, the benchmark killed first.
+fail_bench() {
+  kill -KILL "$bench"
+  echo "FAIL: $1"
+  exit 1
+}
+# SIGKILL for the benchmark, a second into what it was found doing, then SECONDS for what
+# `leftovers` (each mode's own) lists to be gone; else prints them and returns 1.
+kill_and_expect_gone() {
+  local seconds=$1
   sleep 1
-  kill -KILL "$1"
-  wait "$1" 2>/dev/null
+  kill -KILL "$bench"
+  wait "$bench" 2>/dev/null
+  nothing_left() { left=$(leftovers); [[ -z $left ]]; }
+  poll $((seconds * 10)) nothing_left && return 0
+  echo "FAIL: $seconds s after the benchmark was killed, still there:$left"
+  return 1
 }
 
 if [[ $which == isolation ]]; then
   "$bin_dir/baton-bench-isolation" --rounds=1 >/dev/null 2>&1 &
   bench=$!
-  agent="" keeper=""
-  for _ in $(seq 900); do  # floors and the hand-built tc round first, then the cluster
+  # Floors and the hand-built tc round come first, then the cluster and its jobs.
+  agent_runs_a_job() {
     agent=$(pgrep -P "$bench" -x baton-agent | head -1)
-    [[ -n $agent ]] && keeper=$(pgrep -P "$agent" | head -1)  # a job's keeper
-    [[ -n $keeper ]] && break
-    sleep 0.1
-  done
-  if [[ -z $keeper ]]; then
-    kill -KILL "$bench"
-    echo "FAIL: the benchmark's agent ran no job within 90 s"
-    exit 1
-  fi
+    [[ -n $agent && -n $(pgrep -P "$agent" | head -1) ]]  # a job's keeper
+  }
+  poll 900 agent_runs_a_job || fail_bench "the benchmark's agent ran no job within 90 s"
   # The run's directory: the agent's --data-dir is <run>/r0/agent.
   run=$(data_dir_of "$agent")
   run=${run%/r0/agent}
   ns=bbn$((bench % 100000))
-  kill_bench "$bench"
-  left=""
-  for _ in $(seq 300); do
-    left=""
-    for pid in $(pgrep -f -- "$run/"); do running "$pid" && left+=" process $pid"; done
-    ip netns list | grep -qw "$ns" && left+=" namespace $ns"
+  leftovers() {
+    for pid in $(pgrep -f -- "$run/"); do running "$pid" && echo -n " process $pid"; done
+    ip netns list | grep -qw "$ns" && echo -n " namespace $ns"
     for d in /sys/fs/cgroup/*/baton-bench-$bench /sys/fs/cgroup/baton-bench-$bench \
              /sys/fs/cgroup/*/baton-bench-floor-$bench; do
-      [[ -d $d ]] && left+=" cgroup $d"
+      [[ -d $d ]] && echo -n " cgroup $d"
     done
-    nft list table inet "baton_bench$bench" >/dev/null 2>&1 && left+=" nft table baton_bench$bench"
-    [[ -e $run ]] && left+=" directory $run"
-    [[ -z $left ]] && break
-    sleep 0.1
-  done
-  if [[ -n $left ]]; then
-    echo "FAIL: 30 s after the benchmark was killed, still there:$left"
-    exit 1
-  fi
+    nft list table inet "baton_bench$bench" >/dev/null 2>&1 && echo -n " nft table baton_bench$bench"
+    [[ -e $run ]] && echo -n " directory $run"
+  }
+  kill_and_expect_gone 30 || exit 1
   echo "a killed isolation benchmark left nothing of its run"
   exit 0
 fi
 
 "$bin_dir/baton-bench-submit" --cli-submits=100000 >/dev/null 2>&1 &
 bench=$!
-coordinator=""
-for _ in $(seq 300); do  # its first phase starts a coordinator
+coordinator_up() {  # its first phase starts a coordinator
   coordinator=$(pgrep -P "$bench" -x baton-coordinat | head -1)
-  [[ -n $coordinator ]] && break
-  sleep 0.1
-done
-if [[ -z $coordinator ]]; then
-  kill -KILL "$bench"
-  echo "FAIL: the benchmark started no coordinator within 30 s"
-  exit 1
-fi
+  [[ -n $coordinator ]]
+}
+poll 300 coordinator_up || fail_bench "the benchmark started no coordinator within 30 s"
 # The run's directory: the coordinator's --data-dir is <run>/coordinator.
 run=$(data_dir_of "$coordinator")
 run=${run%/coordinator}
 munged=$(pgrep -f -- "--socket=$run/munge/munge.socket" | head -1)
-if [[ -z $munged ]]; then
-  kill -KILL "$bench"
-  echo "FAIL: no munged for $run"
-  exit 1
-fi
-kill_bench "$bench"
-left=""
-for _ in $(seq 200); do
-  left=""
-  running "$coordinator" && left+=" coordinator $coordinator"
-  running "$munged" && left+=" munged $munged"
-  [[ -z $left ]] && break
-  sleep 0.1
-done
+[[ -n $munged ]] || fail_bench "no munged for $run"
+leftovers() {
+  running "$coordinator" && echo -n " coordinator $coordinator"
+  running "$munged" && echo -n " munged $munged"
+}
+kill_and_expect_gone 20
+gone=$?
 [[ ${run%/*} == */baton-bench-submit.* ]] && rm -rf "${run%/*}"  # what its end would remove
-if [[ -n $left ]]; then
+if [[ $gone -ne 0 ]]; then
   kill -KILL "$coordinator" "$munged" 2>/dev/null
-  echo "FAIL: 20 s after the benchmark was killed, still running:$left"
   exit 1
 fi
 echo "a killed benchmark's coordinator and munged are gone"
