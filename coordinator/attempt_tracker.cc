@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace baton {
@@ -49,11 +50,44 @@ StopOrder OrderStop(LiveAttempt& live, int signal, uint32_t grace, std::string r
     live.kill_signal = signal;
     live.kill_grace = grace;
   }
-  StopOrder order{signal, grace, std::move(reason), {}};
+  return StopOrder{signal, grace, std::move(reason), UnendedParts(live)};
+}
+
+std::vector<std::string> UnendedParts(const LiveAttempt& live) {
+  std::vector<std::string> out;
   for (const auto& [node, phase] : live.nodes) {
-    if (phase != AttemptPhase::kExited) order.nodes.push_back(node);
+    if (phase != AttemptPhase::kExited) out.push_back(node);
   }
-  return order;
+  return out;
+}
+
+std::optional<std::vector<std::string>> BeginEviction(LiveAttempt& live, std::string reason,
+                                                      uint64_t preemptor, absl::Duration grace,
+                                                      absl::Time now) {
+  if (live.outcome != AttemptOutcome::kNone) return std::nullopt;
+  live.outcome = AttemptOutcome::kEvicted;
+  live.outcome_reason = std::move(reason);
+  live.evicting_for = preemptor;
+  live.kill_signal = SIGUSR1;
+  live.kill_grace = static_cast<uint32_t>(absl::ToInt64Seconds(grace));
+  live.preempted = now;
+  live.preempt_deadline = now + grace;
+  return UnendedParts(live);
+}
+
+absl::Duration GraceCap(absl::Duration grace, double cap_factor) {
+  return cap_factor * std::max(absl::Seconds(1), grace);
+}
+
+std::optional<absl::Time> ExtendedDeadline(const LiveAttempt& live, absl::Duration grace,
+                                           double cap_factor, absl::Time now) {
+  grace = std::max(absl::Seconds(1), grace);
+  const absl::Time cap = live.preempted + GraceCap(grace, cap_factor);
+  const absl::Time wanted = std::min(cap, now + grace);
+  if (wanted - live.preempt_deadline < std::max(absl::Milliseconds(250), grace / 4)) {
+    return std::nullopt;
+  }
+  return wanted;
 }
 
 ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::AttemptReport& r,

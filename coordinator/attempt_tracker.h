@@ -61,6 +61,25 @@ struct StopOrder {
 // again to an agent that reconnects); every order goes to the parts not yet ended.
 StopOrder OrderStop(LiveAttempt& live, int signal, uint32_t grace, std::string reason);
 
+// The parts not yet ended: where an order for the whole attempt goes.
+std::vector<std::string> UnendedParts(const LiveAttempt& live);
+
+// Evicts the attempt: its ranks get SIGUSR1 and checkpoint, and the agents SIGKILL what is
+// left `grace` after `now`. Returns the nodes that get the Preempt, or nothing when the
+// attempt is stopping already (for any reason: the first stop stays the attempt's).
+std::optional<std::vector<std::string>> BeginEviction(LiveAttempt& live, std::string reason,
+                                                      uint64_t preemptor, absl::Duration grace,
+                                                      absl::Time now);
+
+// A checkpoint is being written during an eviction: its deadline moves to `now` + `grace`,
+// but never past `cap_factor` graces after the Preempt, never back, and only in steps of
+// at least a quarter grace (250 ms at least), so that a save reporting progress costs one
+// store write and one command per node every few seconds, not one per report. A grace
+// under 1 s counts as 1 s. Returns the new deadline, or nothing when it stays.
+absl::Duration GraceCap(absl::Duration grace, double cap_factor);  // from the Preempt
+std::optional<absl::Time> ExtendedDeadline(const LiveAttempt& live, absl::Duration grace,
+                                           double cap_factor, absl::Time now);
+
 // What follows an agent's report on its part of the attempt.
 struct ReportEffects {
   bool resend_preempt = false;    // the node gets the eviction's Preempt again

@@ -118,27 +118,20 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
 
 void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
                              const std::string& actor) {
-  if (!e.live || e.live->outcome != Outcome::kNone) return;  // already leaving
-  LiveAttempt& live = *e.live;
-  live.outcome = Outcome::kEvicted;
-  live.outcome_reason = ev.message;
-  live.evicting_for = ev.preemptor;
-  live.kill_signal = SIGUSR1;
-  live.kill_grace = e.job.spec().grace_seconds();
-  live.preempted = clock_->Now();
-  live.preempt_deadline = live.preempted + absl::Seconds(e.job.spec().grace_seconds());
+  if (!e.live) return;
+  const uint32_t grace_s = e.job.spec().grace_seconds();
+  const std::optional<std::vector<std::string>> to =
+      BeginEviction(*e.live, ev.message, ev.preemptor, absl::Seconds(grace_s), clock_->Now());
+  if (!to) return;  // already leaving
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   a->set_evicted_for(ev.preemptor);
   a->set_lost_gpu_seconds(ev.lost_gpu_seconds);
-  a->set_preempted_ms(absl::ToUnixMillis(live.preempted));
-  a->set_preempt_deadline_ms(absl::ToUnixMillis(live.preempt_deadline));
+  a->set_preempted_ms(absl::ToUnixMillis(e.live->preempted));
+  a->set_preempt_deadline_ms(absl::ToUnixMillis(e.live->preempt_deadline));
   Transition(e, v1::JOB_STATE_PREEMPTING,
-             ev.message + "; checkpoint and exit within " +
-                 std::to_string(e.job.spec().grace_seconds()) + " s",
-             actor, txn);
-  for (const auto& [node, phase] : live.nodes) {
-    if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
-  }
+             ev.message + "; checkpoint and exit within " + std::to_string(grace_s) + " s", actor,
+             txn);
+  for (const std::string& node : *to) txn.commands.emplace_back(node, PreemptCommandLocked(e));
 }
 
 v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const {
@@ -148,27 +141,25 @@ v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const
 
 void JobManager::ExtendGraceLocked(JobEntry& e, Txn& txn) {
   LiveAttempt& live = *e.live;
-  const absl::Duration grace =
-      std::max(absl::Seconds(1), absl::Seconds(e.job.spec().grace_seconds()));
-  const absl::Time cap = live.preempted + options_.grace_cap_factor * grace;
-  const absl::Time wanted = std::min(cap, clock_->Now() + grace);
-  // Moves in steps of a quarter grace (at least 250 ms): one store write and one command
-  // per node every few seconds while a checkpoint is written, not one per report.
-  if (wanted - live.preempt_deadline < std::max(absl::Milliseconds(250), grace / 4)) return;
+  const absl::Duration grace = absl::Seconds(e.job.spec().grace_seconds());
+  const std::optional<absl::Time> wanted =
+      ExtendedDeadline(live, grace, options_.grace_cap_factor, clock_->Now());
+  if (!wanted) return;
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   if (a->preempt_deadline_ms() ==
-      a->preempted_ms() + int64_t{e.job.spec().grace_seconds()} * 1000) {
+      a->preempted_ms() + int64_t{e.job.spec().grace_seconds()} * 1000) {  // the first move
     NoteEvent(e, e.job.state(),
               "checkpoint of step " + std::to_string(*live.saving_step) +
                   " in progress: grace extended (at most to " +
-                  std::to_string(absl::ToInt64Seconds(cap - live.preempted)) + " s)",
+                  std::to_string(absl::ToInt64Seconds(GraceCap(grace, options_.grace_cap_factor))) +
+                  " s)",
               "coordinator", txn);
   }
-  live.preempt_deadline = wanted;
-  a->set_preempt_deadline_ms(absl::ToUnixMillis(wanted));
+  live.preempt_deadline = *wanted;
+  a->set_preempt_deadline_ms(absl::ToUnixMillis(*wanted));
   txn.touched.insert(e.job.id());
-  for (const auto& [node, phase] : live.nodes) {
-    if (phase != Phase::kExited) txn.commands.emplace_back(node, PreemptCommandLocked(e));
+  for (const std::string& node : UnendedParts(live)) {
+    txn.commands.emplace_back(node, PreemptCommandLocked(e));
   }
 }
 

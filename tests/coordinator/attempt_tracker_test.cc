@@ -194,6 +194,73 @@ TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) 
   EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
 }
 
+TEST(AttemptTracker, AnEvictionIsTheFirstStopOrNone) {
+  const absl::Time now = absl::FromUnixSeconds(1'000);
+  LiveAttempt live = Gang(Ph::kRunning, Ph::kExited);
+  std::optional<std::vector<std::string>> to =
+      BeginEviction(live, "evicted for job 7", 7, absl::Seconds(20), now);
+  ASSERT_TRUE(to);
+  EXPECT_EQ(*to, std::vector<std::string>{"n1"}) << "not to a part that has ended";
+  EXPECT_EQ(live.outcome, O::kEvicted);
+  EXPECT_EQ(live.outcome_reason, "evicted for job 7");
+  EXPECT_EQ(live.evicting_for, 7u);
+  EXPECT_EQ(live.kill_signal, SIGUSR1) << "what a reconnecting agent gets again";
+  EXPECT_EQ(live.kill_grace, 20u);
+  EXPECT_EQ(live.preempted, now);
+  EXPECT_EQ(live.preempt_deadline, now + absl::Seconds(20));
+
+  EXPECT_FALSE(
+      BeginEviction(live, "evicted for job 8", 8, absl::Seconds(5), now + absl::Seconds(1)))
+      << "evicted already";
+  EXPECT_EQ(live.evicting_for, 7u);
+  EXPECT_EQ(live.preempt_deadline, now + absl::Seconds(20)) << "the first deadline stays";
+
+  LiveAttempt cancelled = Gang(Ph::kRunning, Ph::kRunning, O::kCancelled, SIGTERM);
+  EXPECT_FALSE(BeginEviction(cancelled, "evicted for job 7", 7, absl::Seconds(20), now));
+  EXPECT_EQ(cancelled.outcome, O::kCancelled);
+  EXPECT_EQ(cancelled.kill_signal, SIGTERM) << "a cancel is not turned into a checkpoint";
+}
+
+// ExtendedDeadline as a table: an eviction sent at T with a deadline, a save reporting
+// progress at `now`; the deadline it moves to, or none.
+TEST(AttemptTracker, ASaveInProgressMovesTheDeadlineInStepsUpToTheCap) {
+  const absl::Time t = absl::FromUnixSeconds(1'000);
+  auto s = [t](double seconds) { return t + absl::Seconds(seconds); };
+  struct Row {
+    const char* name;
+    double grace_s, cap_factor, deadline_s, now_s;
+    std::optional<double> moved_to_s;
+  };
+  const std::vector<Row> rows = {
+      {"less than a quarter grace later: stays", 20, 3, 20, 1, std::nullopt},
+      {"a quarter grace later: moves to now + grace", 20, 3, 20, 5, 25},
+      {"past the cap: moves to the cap", 20, 3, 20, 50, 60},
+      {"at the cap already: stays", 20, 3, 60, 55, std::nullopt},
+      {"never back", 20, 3, 40, 10, std::nullopt},
+      {"cap factor 1: the first grace is all", 20, 1, 20, 10, std::nullopt},
+      {"a grace of 0 counts as 1 s", 0, 3, 0, 0.5, 1.5},
+      {"and is capped at 3 s", 0, 3, 1.5, 2.9, 3},
+      {"steps of 250 ms at least", 1, 3, 1, 0.2, std::nullopt},
+      {"a 250 ms step moves", 1, 3, 1, 0.25, 1.25},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    LiveAttempt live = Gang(Ph::kRunning, Ph::kRunning, O::kEvicted, SIGUSR1);
+    live.preempted = t;
+    live.preempt_deadline = s(row.deadline_s);
+    std::optional<absl::Time> moved =
+        ExtendedDeadline(live, absl::Seconds(row.grace_s), row.cap_factor, s(row.now_s));
+    if (!row.moved_to_s) {
+      EXPECT_FALSE(moved) << absl::FormatTime(*moved);
+    } else {
+      ASSERT_TRUE(moved);
+      EXPECT_EQ(*moved, s(*row.moved_to_s));
+    }
+  }
+  EXPECT_EQ(GraceCap(absl::Seconds(20), 3), absl::Seconds(60));
+  EXPECT_EQ(GraceCap(absl::ZeroDuration(), 3), absl::Seconds(3));
+}
+
 v1::Job Stored(v1::JobState state, uint32_t grace = 30) {
   v1::Job job;
   job.set_id(9);
