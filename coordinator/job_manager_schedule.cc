@@ -285,28 +285,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
 
 std::vector<v1::Node> JobManager::ListNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Node> out;
-  std::map<std::string, size_t> index;
-  for (const auto& [name, n] : nodes_.all()) {
-    index[name] = out.size();
-    out.push_back(n.node);
-  }
-  for (uint64_t id : jobs_.live()) {
-    const JobEntry& e = jobs_.at(id);
-    for (const auto& p : e.job.attempts().rbegin()->placement()) {
-      auto it = index.find(p.node());
-      if (it == index.end() || e.live->nodes.at(p.node()) == Phase::kExited) continue;
-      v1::Node& n = out[it->second];
-      n.set_allocated_cpu_millis(n.allocated_cpu_millis() + p.cpu_millis());
-      n.set_allocated_memory_bytes(n.allocated_memory_bytes() + p.memory_bytes());
-      n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
-      n.add_running_jobs(id);
-      for (const auto& iso : e.job.attempts().rbegin()->isolation()) {
-        if (iso.node() == p.node()) *n.add_attempts() = iso;
-      }
-    }
-  }
-  return out;
+  return NodesOf(jobs_, nodes_.all());
 }
 
 }  // namespace baton

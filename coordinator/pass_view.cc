@@ -122,4 +122,30 @@ uint32_t MasterPortFor(const JobTable& jobs, uint64_t job_id, uint32_t attempt,
   return PickMasterPort(job_id, attempt, taken);
 }
 
+std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& nodes) {
+  std::vector<v1::Node> out;
+  std::map<std::string, size_t> index;
+  for (const auto& [name, n] : nodes) {
+    index[name] = out.size();
+    out.push_back(n.node);
+  }
+  for (uint64_t id : jobs.live()) {
+    const JobEntry& e = jobs.at(id);
+    const v1::Attempt& a = *e.job.attempts().rbegin();
+    for (const auto& p : a.placement()) {
+      auto it = index.find(p.node());
+      if (it == index.end() || e.live->nodes.at(p.node()) == AttemptPhase::kExited) continue;
+      v1::Node& n = out[it->second];
+      n.set_allocated_cpu_millis(n.allocated_cpu_millis() + p.cpu_millis());
+      n.set_allocated_memory_bytes(n.allocated_memory_bytes() + p.memory_bytes());
+      n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
+      n.add_running_jobs(id);
+      for (const auto& iso : a.isolation()) {
+        if (iso.node() == p.node()) *n.add_attempts() = iso;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace baton

@@ -35,6 +35,11 @@ bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::
 sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
                           const ReservedNodes& reserved, absl::Time now);
 
+// Every known node as `baton nodes` shows it: its record, with what the live attempts'
+// parts that still run there take of it (CPU, memory, GPUs), their jobs, and their
+// isolation as the node's agent reported it.
+std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& nodes);
+
 // The reservations of a pass's decisions (preemptions only), by node name.
 ReservedNodes ReservationsOf(const sched::Decisions& d, const sched::ClusterView& view);
 

@@ -220,5 +220,43 @@ TEST(PassView, AnAttemptRecordsItsPlacementAsTheNextPassHoldsIt) {
   EXPECT_EQ(AssignmentOf(placement.nodes[0], view.nodes[1], 0, 1, "[::1]:7071").address(), "[::1]");
 }
 
+TEST(PassView, NodesShowWhatThePartsStillRunningThereTake) {
+  NodeRegistry::Table nodes = Nodes({"a", "b", "c"});
+  nodes["c"].node.set_state(v1::NODE_STATE_LOST);
+  JobTable jobs(ClassValue);
+  JobEntry& gang = jobs.Add(MakeJob(1, "training", v1::JOB_STATE_RUNNING, 100));
+  v1::Attempt* a1 = AddAttempt(gang.job, {"a", "b", "z"});  // z: a node no longer known
+  a1->mutable_placement(0)->set_memory_bytes(1 << 20);
+  for (const char* node : {"a", "b"}) a1->add_isolation()->set_node(node);
+  LiveAttempt live;
+  live.nodes = {
+      {"a", AttemptPhase::kRunning}, {"b", AttemptPhase::kExited}, {"z", AttemptPhase::kRunning}};
+  jobs.StartAttempt(gang, std::move(live));
+  JobEntry& other = jobs.Add(MakeJob(2, "inference", v1::JOB_STATE_SCHEDULED, 200));
+  AddAttempt(other.job, {"a"});
+  LiveAttempt launching;
+  launching.nodes = {{"a", AttemptPhase::kLaunching}};
+  jobs.StartAttempt(other, std::move(launching));
+  v1::Job done = MakeJob(3, "training", v1::JOB_STATE_SUCCEEDED, 300);
+  AddAttempt(done, {"c"});
+  jobs.Add(std::move(done));  // holds nothing
+
+  std::vector<v1::Node> out = NodesOf(jobs, nodes);
+  ASSERT_EQ(out.size(), 3u) << "every known node, a lost one too";
+  EXPECT_EQ(out[0].name(), "a");
+  EXPECT_EQ(out[0].allocated_cpu_millis(), 2000u);
+  EXPECT_EQ(out[0].allocated_memory_bytes(), uint64_t{1} << 20);
+  EXPECT_EQ(out[0].allocated_gpus(), 2u);
+  EXPECT_EQ(std::vector<uint64_t>(out[0].running_jobs().begin(), out[0].running_jobs().end()),
+            (std::vector<uint64_t>{1, 2}));
+  ASSERT_EQ(out[0].attempts_size(), 1) << "only this node's isolation report";
+  EXPECT_EQ(out[0].attempts(0).node(), "a");
+  EXPECT_EQ(out[1].allocated_cpu_millis(), 0u) << "the part on b has ended";
+  EXPECT_EQ(out[1].running_jobs_size(), 0);
+  EXPECT_EQ(out[1].attempts_size(), 0);
+  EXPECT_EQ(out[2].state(), v1::NODE_STATE_LOST);
+  EXPECT_EQ(out[2].allocated_gpus(), 0u) << "a finished job holds nothing";
+}
+
 }  // namespace
 }  // namespace baton::pass_view_test
