@@ -356,51 +356,6 @@ void Agent::StopAllLocked(const std::string& why, absl::Duration grace) {
   }
 }
 
-bool Agent::ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& note) {
-  absl::StatusOr<checkpoint::Progress> progress =
-      note.ok() ? checkpoint::ParseProgress(note->substr(0, note->find('\n'))) : note.status();
-  if (!progress.ok()) {
-    // No note yet is normal; anything else is the job's problem, said once in its report.
-    if (absl::IsNotFound(progress.status()) || (note.ok() && note->empty())) return false;
-    std::string why = "progress note ignored: " + std::string(progress.status().message());
-    if (why == run.progress_error) return false;
-    spdlog::warn("job {} attempt {}: {}", run.report.job_id(), run.report.attempt(), why);
-    run.progress_error = why;
-    if (run.report.message().empty() || run.report.message().rfind("progress note", 0) == 0) {
-      run.report.set_message(why);
-      return true;
-    }
-    return false;
-  }
-  bool changed = !run.report.reports_progress();
-  run.report.set_reports_progress(true);
-  if (!run.progress_error.empty()) {
-    if (run.report.message() == run.progress_error) {
-      run.report.clear_message();
-      changed = true;
-    }
-    run.progress_error.clear();
-  }
-  if (progress->committed_step > run.report.checkpoint_step()) {
-    run.report.set_checkpoint_step(progress->committed_step);
-    // The note is rewritten only as a save starts, commits or fails: its time is the
-    // commit's, or a later one. Read late (the last read, at the end), it still says when.
-    run.report.set_checkpoint_time_ms(progress->time_ms);
-    changed = true;
-  }
-  int64_t saving = progress->state == "saving" ? progress->step : -1;
-  if (saving != run.saving_step) {
-    run.saving_step = saving;
-    if (saving >= 0) {
-      run.report.set_saving_step(saving);
-    } else {
-      run.report.clear_saving_step();
-    }
-    changed = true;
-  }
-  return changed;
-}
-
 void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
   for (const NoteRead& r : reads) {
     // The end is reported once the output is in the log, so `baton logs` after the job
@@ -428,7 +383,7 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
     if (it == attempts_.end()) continue;
     Run& run = it->second;
     if (final_iso) *run.report.mutable_isolation() = std::move(*final_iso);
-    bool changed = ApplyProgressLocked(run, note);
+    bool changed = ApplyProgressNote(note, run.progress, run.report);
     if (r.finishing && run.finishing) {
       run.finishing = false;
       if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {

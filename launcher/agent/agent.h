@@ -47,6 +47,7 @@
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
+#include "launcher/agent/progress_report.h"
 #include "launcher/agent/retention.h"
 #include "launcher/agent/stop_plan.h"
 #include "proto/agent.pb.h"
@@ -138,7 +139,6 @@ class Agent {
     bool failed = false;
     bool stop_ordered = false;
     StopPlan stop;              // its signals and SIGKILL deadline (monotonic clock)
-    int64_t saving_step = -1;   // a save in progress per the progress note; -1: none
     std::string progress_file;  // the checkpoint library's progress note (rank 0)
     bool adopted = false;       // found running at start: not our children
     bool inference = false;     // isolated as inference: its start and end re-limit training
@@ -159,7 +159,7 @@ class Agent {
     // Its processes are gone; the worker drains its output and reads its last progress
     // note outside the lock, then reports the end (FinishRunLocked, FinishOutsideLock).
     bool finishing = false;
-    std::string progress_error;  // why the progress note was not read (reported once)
+    ProgressNoteState progress;  // what its last progress notes said
     // Accepted, and being started by a launch worker outside the lock: not reported yet
     // (a registration leaves it out; the coordinator resends its Launch, ignored). A
     // stop ordered meanwhile is applied when the launch is committed; exits of processes
@@ -241,10 +241,6 @@ class Agent {
   void SendLocked(v1::AgentMessage msg);
   void ReportLocked(Run& run);
   void StopAllLocked(const std::string& why, absl::Duration grace);
-  // Applies what the attempt's progress note held (or why it could not be read: said once
-  // in the report); true when its committed step moved forward, a save started or ended
-  // (what the coordinator's grace extension needs to know), or the error changed.
-  bool ApplyProgressLocked(Run& run, const absl::StatusOr<std::string>& note);
   // The worker, without the lock: reads the notes (and drains finishing attempts'
   // output), then applies them and reports finished attempts' ends.
   void ReadNotesOutsideLock(const std::vector<NoteRead>& reads);
