@@ -90,6 +90,19 @@ std::optional<absl::Time> ExtendedDeadline(const LiveAttempt& live, absl::Durati
   return wanted;
 }
 
+std::optional<StopOrder> StopForMaxRuntime(LiveAttempt& live, std::optional<absl::Time> started,
+                                           absl::Duration max_runtime, uint32_t grace,
+                                           absl::Time now) {
+  if (max_runtime <= absl::ZeroDuration() || !started || now - *started < max_runtime ||
+      live.outcome != AttemptOutcome::kNone) {
+    return std::nullopt;
+  }
+  live.outcome = AttemptOutcome::kMaxRuntime;
+  live.outcome_reason =
+      "exceeded its max runtime of " + std::to_string(absl::ToInt64Seconds(max_runtime)) + " s";
+  return OrderStop(live, SIGTERM, grace, live.outcome_reason);
+}
+
 ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::AttemptReport& r,
                           bool registering, uint32_t failure_grace) {
   ReportEffects out;

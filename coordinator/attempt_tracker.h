@@ -80,6 +80,13 @@ absl::Duration GraceCap(absl::Duration grace, double cap_factor);  // from the P
 std::optional<absl::Time> ExtendedDeadline(const LiveAttempt& live, absl::Duration grace,
                                            double cap_factor, absl::Time now);
 
+// Stops an attempt that has run `max_runtime` or longer at `now` since it `started` (none:
+// not running yet; a zero max: no limit), unless it is stopping already: SIGTERM, then
+// SIGKILL after `grace`, as a cancel. Returns the stop to send, or nothing.
+std::optional<StopOrder> StopForMaxRuntime(LiveAttempt& live, std::optional<absl::Time> started,
+                                           absl::Duration max_runtime, uint32_t grace,
+                                           absl::Time now);
+
 // What follows an agent's report on its part of the attempt.
 struct ReportEffects {
   bool resend_preempt = false;    // the node gets the eviction's Preempt again

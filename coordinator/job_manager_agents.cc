@@ -341,15 +341,13 @@ void JobManager::Tick() {
     if (e.live && e.live->outcome == Outcome::kEvicted && e.live->saving_step) {
       ExtendGraceLocked(e, txn);
     }
-    uint64_t max_s = e.job.spec().max_runtime_seconds();
-    if (!e.live || max_s == 0 || e.live->outcome != Outcome::kNone) continue;
+    if (!e.live) continue;
     const v1::Attempt& a = *e.job.attempts().rbegin();
-    if (a.started_ms() == 0 || now - absl::FromUnixMillis(a.started_ms()) < absl::Seconds(max_s)) {
-      continue;
-    }
-    e.live->outcome = Outcome::kMaxRuntime;
-    e.live->outcome_reason = "exceeded its max runtime of " + std::to_string(max_s) + " s";
-    OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), e.live->outcome_reason, txn);
+    const std::optional<StopOrder> stop = StopForMaxRuntime(
+        *e.live,
+        a.started_ms() ? std::optional(absl::FromUnixMillis(a.started_ms())) : std::nullopt,
+        absl::Seconds(e.job.spec().max_runtime_seconds()), e.job.spec().grace_seconds(), now);
+    if (stop) SendStopLocked(e, *stop, txn);
   }
   for (uint64_t id : std::set<uint64_t>(jobs_.cooldown())) {  // Transition leaves the set
     JobEntry& e = jobs_.at(id);

@@ -261,6 +261,48 @@ TEST(AttemptTracker, ASaveInProgressMovesTheDeadlineInStepsUpToTheCap) {
   EXPECT_EQ(GraceCap(absl::ZeroDuration(), 3), absl::Seconds(3));
 }
 
+// StopForMaxRuntime as a table: an attempt started at T (or not yet), its max runtime, the
+// time of the check; whether it is stopped.
+TEST(AttemptTracker, AnAttemptPastItsMaxRuntimeStopsOnce) {
+  const absl::Time t = absl::FromUnixSeconds(1'000);
+  struct Row {
+    const char* name;
+    bool started;
+    int max_s;
+    double now_s;
+    O outcome_before;
+    bool stops;
+  };
+  const std::vector<Row> rows = {
+      {"under its max", true, 60, 59.9, O::kNone, false},
+      {"at its max", true, 60, 60, O::kNone, true},
+      {"past it", true, 60, 300, O::kNone, true},
+      {"no max", true, 0, 1e6, O::kNone, false},
+      {"not running yet", false, 60, 300, O::kNone, false},
+      {"being evicted", true, 60, 300, O::kEvicted, false},
+      {"being cancelled", true, 60, 300, O::kCancelled, false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    LiveAttempt live = Gang(Ph::kRunning, Ph::kExited, row.outcome_before);
+    std::optional<StopOrder> stop =
+        StopForMaxRuntime(live, row.started ? std::optional(t) : std::nullopt,
+                          absl::Seconds(row.max_s), 15, t + absl::Seconds(row.now_s));
+    EXPECT_EQ(stop.has_value(), row.stops);
+    if (!row.stops) {
+      EXPECT_EQ(live.outcome, row.outcome_before) << "untouched";
+      continue;
+    }
+    EXPECT_EQ(live.outcome, O::kMaxRuntime);
+    EXPECT_EQ(live.outcome_reason, "exceeded its max runtime of 60 s");
+    EXPECT_EQ(stop->signal, SIGTERM);
+    EXPECT_EQ(stop->grace, 15u);
+    EXPECT_EQ(stop->nodes, std::vector<std::string>{"n1"});
+    EXPECT_FALSE(StopForMaxRuntime(live, t, absl::Seconds(row.max_s), 15, t + absl::Hours(1)))
+        << "once";
+  }
+}
+
 v1::Job Stored(v1::JobState state, uint32_t grace = 30) {
   v1::Job job;
   job.set_id(9);
