@@ -10,7 +10,6 @@
 #include <fstream>
 #include <optional>
 
-#include "checkpoint/progress.h"
 #include "launcher/agent/exit_plan.h"
 #include "launcher/agent/job_files.h"
 #include "launcher/agent/launch_env.h"
