@@ -59,20 +59,9 @@ void JobManager::SchedulePass() {
   for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
   reserved_nodes_ = ReservationsOf(d, view);
   for (const auto& o : d.outcomes) {
-    if (o.outcome == sched::Outcome::kPlaced) continue;
-    // Why a job waits is derived state: kept in memory for queue/status, not stored. The
-    // event log hears when the kind of wait changes (not every pass's wording).
+    // Why a job waits is derived state: kept in memory for queue/status, not stored.
     JobEntry& e = jobs_.at(o.job);
-    if (e.job.state() != v1::JOB_STATE_PENDING) continue;
-    e.job.set_message(o.reason);
-    int kind = static_cast<int>(o.outcome);
-    if (e.said_wait == kind) continue;
-    e.said_wait = kind;
-    std::string code(sched::OutcomeName(o.outcome));  // "waiting for quota" -> waiting_for_quota
-    std::replace(code.begin(), code.end(), ' ', '_');
-    v1::Event ev = events::Scheduling(e.job, code, o.reason);
-    if (o.outcome == sched::Outcome::kWaitForQuota) ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
-    LogLocked(std::move(ev), &e.job, txn);
+    if (std::optional<v1::Event> ev = NoteWait(e, o)) LogLocked(std::move(*ev), &e.job, txn);
   }
   if (!txn.touched.empty() || !txn.commands.empty() || !txn.batch.empty()) {
     CommitLocked(std::move(txn));
@@ -81,30 +70,22 @@ void JobManager::SchedulePass() {
 
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
-  const v1::JobSpec& spec = e.job.spec();
-  v1::Attempt* a = e.job.add_attempts();
-  uint32_t number = e.job.attempts_size();
-  a->set_number(number);
-  a->set_scheduled_ms(clock_->NowMs());
-  a->set_checkpoint_step(-1);
-  a->set_master_port(
-      MasterPortFor(jobs_, e.job.id(), number, view.nodes[placement.nodes.at(0).node].name));
+  v1::Attempt record = NewAttempt(jobs_, nodes_.all(), e.job, placement, view, clock_->Now());
   e.exec_secret = NewSecret();
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());
-  secret.set_attempt(number);
+  secret.set_attempt(record.number());
   secret.set_secret(e.exec_secret);
   txn.batch.secrets.push_back(std::move(secret));
   LiveAttempt live;
   std::string where;
-  for (size_t i = 0; i < placement.nodes.size(); ++i) {
-    const sched::NodePlacement& np = placement.nodes[i];
-    const sched::NodeInfo& node = view.nodes[np.node];
-    *a->add_placement() = AssignmentOf(np, node, static_cast<uint32_t>(i), spec.ranks_per_node(),
-                                       nodes_.Find(node.name)->node.address());
-    live.nodes[node.name] = Phase::kLaunching;
-    where += (where.empty() ? "" : ",") + node.name;
+  for (const auto& p : record.placement()) {
+    live.nodes[p.node()] = Phase::kLaunching;
+    where += (where.empty() ? "" : ",") + p.node();
   }
+  const uint32_t number = record.number();
+  v1::Attempt* a = e.job.add_attempts();
+  *a = std::move(record);
   jobs_.StartAttempt(e, std::move(live));
   reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);

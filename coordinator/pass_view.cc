@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "coordinator/events.h"
 #include "coordinator/job_state.h"
 #include "coordinator/sched_adapter.h"
 
@@ -120,6 +121,42 @@ uint32_t MasterPortFor(const JobTable& jobs, uint64_t job_id, uint32_t attempt,
     }
   }
   return PickMasterPort(job_id, attempt, taken);
+}
+
+v1::Attempt NewAttempt(const JobTable& jobs, const NodeRegistry::Table& nodes, const v1::Job& job,
+                       const sched::Placement& placement, const sched::ClusterView& view,
+                       absl::Time now) {
+  v1::Attempt a;
+  const uint32_t number = job.attempts_size() + 1;
+  a.set_number(number);
+  a.set_scheduled_ms(absl::ToUnixMillis(now));
+  a.set_checkpoint_step(-1);
+  a.set_master_port(
+      MasterPortFor(jobs, job.id(), number, view.nodes[placement.nodes.at(0).node].name));
+  for (size_t i = 0; i < placement.nodes.size(); ++i) {
+    const sched::NodePlacement& np = placement.nodes[i];
+    const sched::NodeInfo& node = view.nodes[np.node];
+    auto known = nodes.find(node.name);  // the view was built from `nodes`: always there
+    *a.add_placement() =
+        AssignmentOf(np, node, static_cast<uint32_t>(i), job.spec().ranks_per_node(),
+                     known == nodes.end() ? std::string() : known->second.node.address());
+  }
+  return a;
+}
+
+std::optional<v1::Event> NoteWait(JobEntry& e, const sched::JobOutcome& o) {
+  if (o.outcome == sched::Outcome::kPlaced || e.job.state() != v1::JOB_STATE_PENDING) {
+    return std::nullopt;
+  }
+  e.job.set_message(o.reason);
+  const int kind = static_cast<int>(o.outcome);
+  if (e.said_wait == kind) return std::nullopt;
+  e.said_wait = kind;
+  std::string code(sched::OutcomeName(o.outcome));  // "waiting for quota" -> waiting_for_quota
+  std::replace(code.begin(), code.end(), ' ', '_');
+  v1::Event ev = events::Scheduling(e.job, code, o.reason);
+  if (o.outcome == sched::Outcome::kWaitForQuota) ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
+  return ev;
 }
 
 std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& nodes) {

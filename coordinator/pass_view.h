@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,19 @@ ReservedNodes ReservationsOf(const sched::Decisions& d, const sched::ClusterView
 // among the other live attempts that start on that node.
 uint32_t MasterPortFor(const JobTable& jobs, uint64_t job_id, uint32_t attempt,
                        const std::string& first_node);
+
+// The attempt that `placement` (a pass's, over `view`) starts for `job`, as it is stored:
+// numbered one past the job's last, scheduled at `now`, no checkpoint yet, a master port
+// from MasterPortFor, and node rank i on the placement's i-th node with that node's agent
+// address from `nodes`. The job's attempts are not changed.
+v1::Attempt NewAttempt(const JobTable& jobs, const NodeRegistry::Table& nodes, const v1::Job& job,
+                       const sched::Placement& placement, const sched::ClusterView& view,
+                       absl::Time now);
+
+// What a pass's outcome for a job that it did not place changes: a pending job shows why it
+// waits (its message), and the event log hears only when the kind of wait changes (not
+// each pass's wording; any event about the job since then counts as a change). Returns the
+// event to log, or nothing.
+std::optional<v1::Event> NoteWait(JobEntry& e, const sched::JobOutcome& o);
 
 }  // namespace baton

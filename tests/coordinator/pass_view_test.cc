@@ -258,5 +258,100 @@ TEST(PassView, NodesShowWhatThePartsStillRunningThereTake) {
   EXPECT_EQ(out[2].allocated_gpus(), 0u) << "a finished job holds nothing";
 }
 
+// A placement becomes the job's next attempt: numbered after its last, node rank i on the
+// placement's i-th node with that node's agent host, and a master port that no other live
+// attempt led from the same first node holds.
+TEST(PassView, ANewAttemptIsNumberedAfterTheLastAndRanksFollowThePlacement) {
+  NodeRegistry::Table nodes = Nodes({"a", "b"});
+  nodes["a"].node.set_address("10.0.0.1:7071");
+  nodes["b"].node.set_address("10.0.0.2:7071");
+  JobTable jobs(ClassValue);
+  // Another job's live attempt, led from "b", holds the port job 5 would pick first there.
+  JobEntry& other = jobs.Add(MakeJob(4, "training", v1::JOB_STATE_RUNNING, 100));
+  v1::Attempt* held = AddAttempt(other.job, {"b"});
+  v1::Job job = MakeJob(5, "training", v1::JOB_STATE_PENDING, 200);
+  job.mutable_spec()->set_ranks_per_node(2);
+  AddAttempt(job, {"a"});  // attempt 1, evicted
+  held->set_master_port(PickMasterPort(job.id(), 2, {}));
+  jobs.StartAttempt(other, LiveAttempt{.nodes = {{"b", AttemptPhase::kRunning}}});
+  sched::ClusterView view = ViewOf(jobs, nodes, {}, kNow);
+  ASSERT_EQ(view.nodes[1].name, "b");
+  sched::Placement placement{.job = 5, .nodes = {}};
+  placement.nodes.push_back({.node = 1, .gpus = {1}, .cpu_millis = 0, .memory_bytes = 0});
+  placement.nodes.push_back({.node = 0, .gpus = {0}, .cpu_millis = 0, .memory_bytes = 0});
+
+  const v1::Attempt a = NewAttempt(jobs, nodes, job, placement, view, kNow);
+  EXPECT_EQ(job.attempts_size(), 1) << "the job itself is not changed";
+  EXPECT_EQ(a.number(), 2u);
+  EXPECT_EQ(a.scheduled_ms(), absl::ToUnixMillis(kNow));
+  EXPECT_EQ(a.started_ms(), 0);
+  EXPECT_EQ(a.checkpoint_step(), -1) << "no checkpoint yet";
+  EXPECT_NE(a.master_port(), held->master_port()) << "job 4's attempt leads from b on it";
+  EXPECT_EQ(a.master_port(), MasterPortFor(jobs, 5, 2, "b"));
+  ASSERT_EQ(a.placement_size(), 2);
+  const struct {
+    std::string node, address, gpu;
+    uint32_t first_rank;
+  } want[] = {{"b", "10.0.0.2", "b-gpu1", 0}, {"a", "10.0.0.1", "a-gpu0", 2}};
+  for (int i = 0; i < 2; ++i) {
+    const v1::NodeAssignment& p = a.placement(i);
+    EXPECT_EQ(p.node(), want[i].node) << "node rank " << i;
+    EXPECT_EQ(p.node_rank(), static_cast<uint32_t>(i));
+    EXPECT_EQ(p.address(), want[i].address) << "node rank " << i;
+    ASSERT_EQ(p.gpu_ids_size(), 1);
+    EXPECT_EQ(p.gpu_ids(0), want[i].gpu);
+    EXPECT_EQ(p.first_rank(), want[i].first_rank) << "two ranks per node";
+  }
+}
+
+// A pending job that waits shows each pass's reason; the event log hears only a new kind
+// of wait, and the same kind again after any other event about the job.
+TEST(PassView, AWaitIsLoggedWhenItsKindChanges) {
+  using sched::Outcome;
+  const struct {
+    const char* what;
+    v1::JobState state;
+    int said_before;  // -1: an event since
+    Outcome outcome;
+    const char* reason;
+    const char* message_after;  // "" = unchanged ("before")
+    const char* code;           // "" = no event
+  } rows[] = {
+      {"first wait", v1::JOB_STATE_PENDING, -1, Outcome::kWaitForCapacity, "no room", "no room",
+       "waiting_for_capacity"},
+      {"same kind, new wording", v1::JOB_STATE_PENDING, static_cast<int>(Outcome::kWaitForCapacity),
+       Outcome::kWaitForCapacity, "still no room", "still no room", ""},
+      {"a new kind", v1::JOB_STATE_PENDING, static_cast<int>(Outcome::kWaitForCapacity),
+       Outcome::kReserved, "room is held", "room is held", "reserved"},
+      {"quota", v1::JOB_STATE_PENDING, -1, Outcome::kWaitForQuota, "over quota", "over quota",
+       "waiting_for_quota"},
+      {"cooldown", v1::JOB_STATE_PENDING, -1, Outcome::kInCooldown, "cooling", "cooling",
+       "in_cooldown"},
+      {"never fits", v1::JOB_STATE_PENDING, -1, Outcome::kInfeasible, "too big", "too big",
+       "infeasible"},
+      {"placed", v1::JOB_STATE_PENDING, -1, Outcome::kPlaced, "on a", "", ""},
+      {"not pending", v1::JOB_STATE_SCHEDULED, -1, Outcome::kWaitForCapacity, "no room", "", ""},
+  };
+  for (const auto& row : rows) {
+    JobEntry e;
+    e.job = MakeJob(7, "training", row.state, 100);
+    e.job.set_message("before");
+    e.said_wait = row.said_before;
+    const std::optional<v1::Event> ev =
+        NoteWait(e, {.job = 7, .outcome = row.outcome, .position = 1, .reason = row.reason});
+    const std::string message = *row.message_after ? row.message_after : "before";
+    EXPECT_EQ(e.job.message(), message) << row.what;
+    ASSERT_EQ(ev.has_value(), *row.code != 0) << row.what;
+    if (!ev) continue;
+    EXPECT_EQ(ev->code(), row.code) << row.what;
+    EXPECT_EQ(ev->reason(), row.reason) << row.what;
+    EXPECT_EQ(ev->job_id(), 7u) << row.what;
+    EXPECT_EQ(ev->kind(), row.outcome == Outcome::kWaitForQuota ? v1::EVENT_KIND_QUOTA_REFUSAL
+                                                                : v1::EVENT_KIND_SCHEDULING)
+        << row.what;
+    EXPECT_EQ(e.said_wait, static_cast<int>(row.outcome)) << row.what;
+  }
+}
+
 }  // namespace
 }  // namespace baton::pass_view_test
