@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace baton {
@@ -168,6 +169,21 @@ ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::st
   part->second = AttemptPhase::kExited;
   out.ended = live.AllExited();
   return out;
+}
+
+ReportEffects PartUnmentioned(LiveAttempt& live, const std::string& node, uint32_t attempt,
+                              uint32_t failure_grace) {
+  auto part = live.nodes.find(node);
+  if (part != live.nodes.end() && part->second == AttemptPhase::kLaunching &&
+      live.kill_signal == 0) {
+    ReportEffects out;
+    out.resend_launch = true;
+    return out;
+  }
+  return PartLost(live, node,
+                  "agent on " + node + " no longer knows attempt " + std::to_string(attempt) +
+                      " (agent restarted)",
+                  failure_grace);
 }
 
 }  // namespace baton

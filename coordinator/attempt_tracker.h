@@ -89,6 +89,7 @@ std::optional<StopOrder> StopForMaxRuntime(LiveAttempt& live, std::optional<absl
 
 // What follows an agent's report on its part of the attempt.
 struct ReportEffects {
+  bool resend_launch = false;     // the node gets its part's Launch again
   bool resend_preempt = false;    // the node gets the eviction's Preempt again
   bool resend_stop = false;       // the node gets the stop ordered before again (kill_signal)
   bool extend_grace = false;      // a checkpoint is being written during the eviction
@@ -110,5 +111,12 @@ ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::
 // node (`reason`), the rest of the gang with `failure_grace`; the part counts as ended.
 ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::string& reason,
                        uint32_t failure_grace);
+
+// `node`'s agent registered and did not mention its part of attempt `attempt`. A part still
+// launching, with no stop ordered, gets its launch again (it may have been lost with the
+// previous stream; an agent ignores a launch for an attempt it runs already). Any other
+// part is lost, as PartLost says, because the agent restarted and no longer knows it.
+ReportEffects PartUnmentioned(LiveAttempt& live, const std::string& node, uint32_t attempt,
+                              uint32_t failure_grace);
 
 }  // namespace baton

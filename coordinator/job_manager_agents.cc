@@ -179,21 +179,15 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
     auto phase = e.live->nodes.find(node);
     uint32_t attempt = e.job.attempts_size();
     if (phase == e.live->nodes.end() || reported.count({id, attempt})) continue;
-    if (phase->second == Phase::kLaunching && e.live->kill_signal == 0) {
-      // The launch may have been lost with the previous stream: send it again (agents
-      // ignore a launch for an attempt they already run).
+    const ReportEffects fx =
+        PartUnmentioned(*e.live, node, attempt, options_.failure_kill_grace_seconds);
+    if (fx.resend_launch) {
       for (const auto& p : e.job.attempts(attempt - 1).placement()) {
         if (p.node() == node)
           txn.commands.emplace_back(node, LaunchCommandLocked(e, p.node_rank()));
       }
-    } else {
-      ApplyEffectsLocked(e,
-                         PartLost(*e.live, node,
-                                  "agent on " + node + " no longer knows attempt " +
-                                      std::to_string(attempt) + " (agent restarted)",
-                                  options_.failure_kill_grace_seconds),
-                         txn);
     }
+    ApplyEffectsLocked(e, fx, txn);
   }
 }
 

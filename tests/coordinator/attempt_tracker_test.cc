@@ -194,6 +194,46 @@ TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) 
   EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
 }
 
+// An agent registers without mentioning its part (n1): a launch that may have been lost
+// goes again; a part that ran, or one being stopped, is lost with the agent's restart.
+TEST(AttemptTracker, APartTheAgentDoesNotMentionIsLaunchedAgainOrLost) {
+  const std::string restarted = "agent on n1 no longer knows attempt 3 (agent restarted)";
+  const struct {
+    const char* name;
+    LiveAttempt before;
+    Ph n1_after;
+    std::string effects;  // L: launch again; E: the attempt has ended
+    int stop_signal;      // 0: no stop ordered
+    std::string reason;   // the attempt's outcome reason after
+  } rows[] = {
+      {"launching", Gang(Ph::kLaunching, Ph::kRunning), Ph::kLaunching, "L", 0, ""},
+      {"launching, gang launching", Gang(Ph::kLaunching, Ph::kLaunching), Ph::kLaunching, "L", 0,
+       ""},
+      {"launching, a stop ordered", Gang(Ph::kLaunching, Ph::kRunning, O::kCancelled, SIGTERM),
+       Ph::kExited, "", 0, "stopping already"},
+      {"launching, the rest exited", Gang(Ph::kLaunching, Ph::kExited), Ph::kLaunching, "L", 0, ""},
+      {"running", Gang(Ph::kRunning, Ph::kRunning), Ph::kExited, "", SIGTERM, restarted},
+      {"running, the rest exited", Gang(Ph::kRunning, Ph::kExited), Ph::kExited, "E", SIGTERM,
+       restarted},
+      {"running, being evicted", Gang(Ph::kRunning, Ph::kRunning, O::kEvicted, SIGUSR1),
+       Ph::kExited, "", 0, "stopping already"},
+      {"exited already", Gang(Ph::kExited, Ph::kRunning), Ph::kExited, "", 0, ""},
+  };
+  for (const auto& row : rows) {
+    LiveAttempt live = row.before;
+    const ReportEffects fx = PartUnmentioned(live, "n1", 3, kFailureGrace);
+    std::string letters = fx.resend_launch ? "L" : "";
+    letters += Letters(fx);
+    EXPECT_EQ(letters, row.effects) << row.name;
+    EXPECT_EQ(live.nodes.at("n1"), row.n1_after) << row.name;
+    EXPECT_EQ(fx.stop ? fx.stop->signal : 0, row.stop_signal) << row.name;
+    if (fx.stop) {
+      EXPECT_EQ(fx.stop->grace, kFailureGrace) << row.name;
+    }
+    EXPECT_EQ(live.outcome_reason, row.reason) << row.name;
+  }
+}
+
 TEST(AttemptTracker, AnEvictionIsTheFirstStopOrNone) {
   const absl::Time now = absl::FromUnixSeconds(1'000);
   LiveAttempt live = Gang(Ph::kRunning, Ph::kExited);
