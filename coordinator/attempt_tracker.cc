@@ -171,6 +171,13 @@ ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::st
   return out;
 }
 
+absl::Duration ReplaceAfter(std::optional<absl::Duration> stop_after_disconnect,
+                            absl::Duration grace, absl::Duration margin,
+                            absl::Duration lost_after) {
+  if (!stop_after_disconnect) return lost_after;
+  return *stop_after_disconnect + grace + margin;
+}
+
 ReportEffects PartUnmentioned(LiveAttempt& live, const std::string& node, uint32_t attempt,
                               uint32_t failure_grace) {
   auto part = live.nodes.find(node);

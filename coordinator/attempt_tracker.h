@@ -112,6 +112,14 @@ ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::
 ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::string& reason,
                        uint32_t failure_grace);
 
+// How long a part on a lost node may stay silent before it counts as ended and the job is
+// replaced: its agent stops it `stop_after_disconnect` after the last contact (counted
+// from what the agent last heard, no earlier than what the coordinator last heard) and
+// kills it `grace` later; then `margin`. With no such stop (a service: nothing given), the
+// node's being declared lost (`lost_after`) is enough.
+absl::Duration ReplaceAfter(std::optional<absl::Duration> stop_after_disconnect,
+                            absl::Duration grace, absl::Duration margin, absl::Duration lost_after);
+
 // `node`'s agent registered and did not mention its part of attempt `attempt`. A part still
 // launching, with no stop ordered, gets its launch again (it may have been lost with the
 // previous stream; an agent ignores a launch for an attempt it runs already). Any other

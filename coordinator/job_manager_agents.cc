@@ -125,10 +125,8 @@ void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req
                 caller.user),
             nullptr, txn);
   if (req.evict()) {
-    for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
+    for (uint64_t id : jobs_.LiveOn(node.name())) {
       JobEntry& e = jobs_.at(id);
-      auto phase = e.live->nodes.find(node.name());
-      if (phase == e.live->nodes.end() || phase->second == Phase::kExited) continue;
       if (e.live->outcome != Outcome::kNone) continue;  // already leaving
       sched::Eviction ev;
       ev.victim = id;
@@ -299,18 +297,16 @@ void JobManager::NodeLostLocked(NodeRegistry::Entry& n, Txn& txn) {
 }
 
 absl::Duration JobManager::ReplaceAfterLocked(const JobEntry& e) const {
-  int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
-  if (stop_s == Policy::kNever) return options_.lost_after();
-  // The agent stops it at stop_s (counted from what it last heard, which is no earlier
-  // than what we last heard from it) and kills it a grace later; then a margin.
-  return absl::Seconds(stop_s) + absl::Seconds(e.job.spec().grace_seconds()) + options_.lost_margin;
+  const int64_t stop_s = policy_.policy.StopAfterDisconnectS(e.job.spec().priority_class());
+  return ReplaceAfter(
+      stop_s == Policy::kNever ? std::nullopt : std::optional(absl::Seconds(stop_s)),
+      absl::Seconds(e.job.spec().grace_seconds()), options_.lost_margin, options_.lost_after());
 }
 
 void JobManager::ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent,
                                            Txn& txn) {
-  for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
+  for (uint64_t id : jobs_.LiveOn(node)) {
     JobEntry& e = jobs_.at(id);
-    if (!e.live || !e.live->nodes.count(node) || e.live->nodes[node] == Phase::kExited) continue;
     if (silent <= ReplaceAfterLocked(e)) continue;
     ApplyEffectsLocked(
         e, PartLost(*e.live, node, "node " + node + " lost", options_.failure_kill_grace_seconds),

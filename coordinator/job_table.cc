@@ -84,6 +84,16 @@ void JobTable::StartAttempt(JobEntry& e, LiveAttempt a) {
   live_.insert(e.job.id());
 }
 
+std::vector<uint64_t> JobTable::LiveOn(const std::string& node) const {
+  std::vector<uint64_t> out;
+  for (uint64_t id : live_) {
+    const LiveAttempt& a = *jobs_.at(id).live;
+    auto part = a.nodes.find(node);
+    if (part != a.nodes.end() && part->second != AttemptPhase::kExited) out.push_back(id);
+  }
+  return out;
+}
+
 LiveAttempt JobTable::EndAttempt(JobEntry& e) {
   LiveAttempt a = std::move(e.live.value());
   e.live.reset();

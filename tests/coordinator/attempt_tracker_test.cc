@@ -194,6 +194,25 @@ TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) 
   EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
 }
 
+// A lost node's part is replaced once its agent must have stopped and killed it, plus a
+// margin; a service's agent never stops it, so the node's loss is enough.
+TEST(AttemptTracker, ALostPartIsReplacedOnceItsAgentMustHaveKilledIt) {
+  const absl::Duration margin = absl::Seconds(5), lost_after = absl::Seconds(15);
+  const struct {
+    const char* name;
+    std::optional<absl::Duration> stop_after;
+    absl::Duration grace, want;
+  } rows[] = {
+      {"batch", absl::Seconds(60), absl::Seconds(30), absl::Seconds(95)},
+      {"no grace", absl::Seconds(60), absl::ZeroDuration(), absl::Seconds(65)},
+      {"stopped at once", absl::ZeroDuration(), absl::Seconds(30), absl::Seconds(35)},
+      {"a service", std::nullopt, absl::Seconds(30), lost_after},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(ReplaceAfter(row.stop_after, row.grace, margin, lost_after), row.want) << row.name;
+  }
+}
+
 // An agent registers without mentioning its part (n1): a launch that may have been lost
 // goes again; a part that ran, or one being stopped, is lost with the agent's restart.
 TEST(AttemptTracker, APartTheAgentDoesNotMentionIsLaunchedAgainOrLost) {

@@ -127,6 +127,31 @@ TEST(JobTable, LiveAttemptsAreIndexedAndAJobWithOneCannotLeave) {
   EXPECT_THROW(t.Remove(7), std::logic_error);
 }
 
+// What a drained or lost node still runs: the parts there that launch or run, not those
+// that ended, not other nodes' parts, not jobs whose attempt is over.
+TEST(JobTable, LiveOnANodeIsWhatLaunchesOrRunsThere) {
+  Classes classes;
+  JobTable t(classes.fn());
+  const struct {
+    uint64_t id;
+    std::map<std::string, AttemptPhase> parts;
+  } jobs[] = {
+      {1, {{"n1", AttemptPhase::kRunning}, {"n2", AttemptPhase::kRunning}}},
+      {2, {{"n1", AttemptPhase::kLaunching}}},
+      {3, {{"n1", AttemptPhase::kExited}, {"n2", AttemptPhase::kRunning}}},
+      {4, {{"n2", AttemptPhase::kLaunching}}},
+      {5, {{"n1", AttemptPhase::kRunning}}},
+  };
+  for (const auto& j : jobs) {
+    JobEntry& e = t.Add(MakeJob(j.id, "prod", 1, "t", v1::JOB_STATE_RUNNING));
+    t.StartAttempt(e, LiveAttempt{.nodes = j.parts});
+  }
+  t.EndAttempt(t.at(5));
+  EXPECT_EQ(t.LiveOn("n1"), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(t.LiveOn("n2"), (std::vector<uint64_t>{1, 3, 4}));
+  EXPECT_TRUE(t.LiveOn("n9").empty());
+}
+
 // Every index equals what the jobs say, after any sequence of changes.
 TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
   Classes classes;
