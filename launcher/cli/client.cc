@@ -1,5 +1,6 @@
 #include "launcher/cli/client.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -57,7 +58,7 @@ Client::Client(ConnectOptions options) : options_(std::move(options)) {
       }
     }
     std::cerr << "baton: " << why << "\n";
-    std::exit(kUsage);
+    ExitNow(kUsage);
   }
   if (options_.insecure) {
     plaintext_used = true;
@@ -74,7 +75,7 @@ std::unique_ptr<grpc::ClientContext> Client::Context(bool streaming) const {
   auto cred = Credential(options_);
   if (!cred.ok()) {
     std::cerr << "baton: cannot prove who you are: " << cred.status().message() << "\n";
-    std::exit(kDenied);
+    ExitNow(kDenied);
   }
   ctx->AddMetadata(cred->first, cred->second);
   if (!streaming) ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
@@ -125,6 +126,13 @@ int ReportError(const std::string& what, const grpc::Status& status,
   }
   std::cerr << "baton: " << what << ": " << msg << "\n";
   return ExitCodeFor(code);
+}
+
+void ExitNow(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace baton::cli

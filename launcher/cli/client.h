@@ -71,4 +71,11 @@ int ReportError(const std::string& what, const grpc::Status& status,
                 const std::string& coordinator);
 int ExitCodeFor(absl::StatusCode code);
 
+// Ends the process with `code` once stdout and stderr are flushed, without running static
+// destructors. gRPC's event-engine threads may still be running a connection attempt's
+// callbacks, and destroying the globals under them crashed the CLI once (SIGSEGV in an
+// `event_engine` thread, after a "timed out before receiving SETTINGS frame" error from an
+// overloaded coordinator). Every command's files are closed by then.
+[[noreturn]] void ExitNow(int code);
+
 }  // namespace baton::cli

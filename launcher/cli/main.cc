@@ -67,12 +67,12 @@ int main(int argc, char** argv) {
   }
   if (std::string(argv[1]) == "nodes" && argc >= 3 &&
       (std::string(argv[2]) == "drain" || std::string(argv[2]) == "undrain")) {
-    return baton::cli::RunNodeDrain(Args(argv + 2, argv + argc));
+    baton::cli::ExitNow(baton::cli::RunNodeDrain(Args(argv + 2, argv + argc)));
   }
   auto it = kCommands.find(argv[1]);
   if (it == kCommands.end()) {
     std::cerr << "baton: unknown command '" << argv[1] << "'\n\n" << kUsageText;
     return baton::cli::kUsage;
   }
-  return it->second(Args(argv + 2, argv + argc));
+  baton::cli::ExitNow(it->second(Args(argv + 2, argv + argc)));  // gRPC may be in use
 }
