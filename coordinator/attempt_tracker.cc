@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "coordinator/events.h"
+
 namespace baton {
 
 bool LiveAttempt::AllExited() const {
@@ -154,6 +156,21 @@ ReportEffects ApplyReport(LiveAttempt& live, const std::string& node, const v1::
   phase = AttemptPhase::kExited;
   out.ended = live.AllExited();
   return out;
+}
+
+bool RecordProgress(v1::Attempt& a, const v1::AttemptReport& r, int64_t now_ms) {
+  bool changed = false;
+  if (r.reports_progress() && !a.reports_progress()) {
+    a.set_reports_progress(true);
+    changed = true;
+  }
+  if (r.checkpoint_step() > a.checkpoint_step()) {
+    // When it was committed: least-lost-work eviction and the work lost count from here.
+    a.set_checkpoint_step(r.checkpoint_step());
+    a.set_checkpoint_time_ms(events::CheckpointTimeMs(a, r.checkpoint_time_ms(), now_ms));
+    changed = true;
+  }
+  return changed;
 }
 
 ReportEffects PartLost(LiveAttempt& live, const std::string& node, const std::string& reason,

@@ -98,6 +98,11 @@ struct ReportEffects {
   bool ended = false;             // every part has ended: the attempt is over
 };
 
+// What a report changes in the stored attempt record `a` at `now_ms`: that its job reports
+// progress (once said, it stays said), and a newer committed checkpoint step with its time
+// (CheckpointTimeMs; an older or equal step changes nothing). Returns whether `a` changed.
+bool RecordProgress(v1::Attempt& a, const v1::AttemptReport& r, int64_t now_ms);
+
 // Records `node`'s report on a current attempt (the node is one of the attempt's).
 // `registering`: the report came with a (re)registration, so the agent may have missed
 // the stop orders: they go again (else only with its first running report, since a second

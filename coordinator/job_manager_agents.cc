@@ -220,17 +220,7 @@ void JobManager::ApplyReportLocked(const std::string& node, const v1::AttemptRep
   }
   LiveAttempt& live = *e->live;
   v1::Attempt* a = e->job.mutable_attempts(e->job.attempts_size() - 1);
-  if (r.reports_progress() && !a->reports_progress()) {
-    a->set_reports_progress(true);
-    txn.touched.insert(e->job.id());
-  }
-  if (r.checkpoint_step() > a->checkpoint_step()) {
-    // When it was committed: least-lost-work eviction and the work lost count from here.
-    a->set_checkpoint_step(r.checkpoint_step());
-    a->set_checkpoint_time_ms(
-        events::CheckpointTimeMs(*a, r.checkpoint_time_ms(), clock_->NowMs()));
-    txn.touched.insert(e->job.id());
-  }
+  if (RecordProgress(*a, r, clock_->NowMs())) txn.touched.insert(e->job.id());
   if (r.has_isolation()) MergeIsolation(node, r.isolation(), a);
   const ReportEffects fx =
       ApplyReport(live, node, r, registering, options_.failure_kill_grace_seconds);

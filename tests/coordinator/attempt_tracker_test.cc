@@ -194,6 +194,42 @@ TEST(AttemptTracker, ALostPartStopsTheGangOnceAndEndsTheAttemptWithItsLastPart) 
   EXPECT_FALSE(PartLost(live, "n3", "not in the gang", kFailureGrace).ended);
 }
 
+// What reports change in the stored attempt, in turn: "reports progress" once, and only a
+// newer committed step, with its time kept between the last checkpoint (or the start) and
+// now.
+TEST(AttemptTracker, ProgressIsRecordedOnceAndCheckpointsOnlyMoveForward) {
+  v1::Attempt a;
+  a.set_started_ms(1'000);
+  a.set_checkpoint_step(-1);
+  const struct {
+    const char* name;
+    bool reports_progress;
+    int64_t step, reported_ms, now_ms;
+    bool changed;
+    int64_t step_after, time_after;
+  } rows[] = {
+      {"nothing yet", false, -1, 0, 2'000, false, -1, 0},
+      {"says it reports progress", true, -1, 0, 2'100, true, -1, 0},
+      {"step 0 committed", true, 0, 2'000, 2'200, true, 0, 2'000},
+      {"the same step again", true, 0, 2'150, 2'300, false, 0, 2'000},
+      {"step 10, no time given", true, 10, 0, 3'000, true, 10, 3'000},
+      {"an older step", true, 5, 2'900, 3'100, false, 10, 3'000},
+      {"step 20 claims before step 10", true, 20, 1'500, 4'000, true, 20, 3'000},
+      {"step 30 claims the future", true, 30, 9'000, 5'000, true, 30, 5'000},
+      {"no longer says it reports", false, 30, 0, 5'100, false, 30, 5'000},
+  };
+  for (const auto& row : rows) {
+    R r;
+    r.set_reports_progress(row.reports_progress);
+    r.set_checkpoint_step(row.step);
+    r.set_checkpoint_time_ms(row.reported_ms);
+    EXPECT_EQ(RecordProgress(a, r, row.now_ms), row.changed) << row.name;
+    EXPECT_EQ(a.checkpoint_step(), row.step_after) << row.name;
+    EXPECT_EQ(a.checkpoint_time_ms(), row.time_after) << row.name;
+    EXPECT_EQ(a.reports_progress(), std::string(row.name) != "nothing yet") << row.name;
+  }
+}
+
 // A lost node's part is replaced once its agent must have stopped and killed it, plus a
 // margin; a service's agent never stops it, so the node's loss is enough.
 TEST(AttemptTracker, ALostPartIsReplacedOnceItsAgentMustHaveKilledIt) {
