@@ -323,10 +323,17 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
 void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reason,
                         std::function<void(absl::StatusOr<v1::JobState>)> done) {
   if (committer_.store_full()) return done(StoreFull());
+  // Nothing to do: a repeated cancel succeeds, a job that ended otherwise says so.
+  auto nothing_to_do = [job_id](CancelAction action,
+                                v1::JobState state) -> absl::StatusOr<v1::JobState> {
+    if (action == CancelAction::kAlready) return state;
+    return absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
+                                         StateName(state));
+  };
   std::unique_lock<std::mutex> lock(mu_);
   JobEntry* found = jobs_.Find(job_id);
   if (found == nullptr) {
-    // Finished (or unknown): nothing to stop; idempotent for a cancelled job.
+    // Finished (or unknown): nothing to stop.
     lock.unlock();
     absl::StatusOr<v1::Job> job = Lookup(job_id, /*with_events=*/false);
     if (!job.ok()) return done(job.status());
@@ -334,29 +341,23 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
         !may.ok()) {
       return done(may);
     }
-    if (job->state() == v1::JOB_STATE_CANCELLED) return done(job->state());
-    return done(absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
-                                              StateName(job->state())));
+    return done(nothing_to_do(DecideCancel(*job, /*live=*/false), job->state()));
   }
   JobEntry& e = *found;
-  absl::StatusOr<v1::JobState> result = e.job.state();
   if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "cancel");
       !may.ok()) {
-    result = may;
-  } else if (e.job.state() == v1::JOB_STATE_CANCELLED || !e.job.cancel_requested_by().empty()) {
-    // Idempotent: already cancelled, or already stopping for a cancel.
-  } else if (IsTerminal(e.job.state())) {
-    result = absl::FailedPreconditionError("job " + std::to_string(job_id) + " already " +
-                                           StateName(e.job.state()));
-  }
-  if (!result.ok() || e.job.state() == v1::JOB_STATE_CANCELLED ||
-      !e.job.cancel_requested_by().empty()) {
     lock.unlock();
-    return done(result);
+    return done(may);
+  }
+  const CancelAction action = DecideCancel(e.job, e.live.has_value());
+  if (action == CancelAction::kAlready || action == CancelAction::kRefused) {
+    const v1::JobState state = e.job.state();
+    lock.unlock();
+    return done(nothing_to_do(action, state));
   }
   std::string why = "cancelled by " + caller.user + (reason.empty() ? "" : ": " + reason);
   Txn txn;
-  if (e.live) {
+  if (action == CancelAction::kStop) {
     e.job.set_cancel_requested_by(caller.user);
     e.job.set_cancel_reason(why);
     NoteEvent(e, e.job.state(), "cancel requested by " + caller.user + "; stopping processes",
@@ -472,46 +473,13 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
       !may.ok()) {
     return may;
   }
-  if (job.attempts_size() == 0) {
-    return absl::FailedPreconditionError("job " + std::to_string(job.id()) +
-                                         " has not started yet; it has no logs");
-  }
-  uint32_t attempt = req.attempt() ? req.attempt() : job.attempts_size();
-  if (attempt > static_cast<uint32_t>(job.attempts_size())) {
-    return absl::NotFoundError("job " + std::to_string(job.id()) + " has no attempt " +
-                               std::to_string(attempt));
-  }
-  const v1::Attempt& a = job.attempts(attempt - 1);
-  const v1::JobSpec& spec = job.spec();
-  if (req.has_rank()) {
-    int64_t world = int64_t{spec.nodes()} * spec.ranks_per_node();
-    if (req.rank() < 0 || req.rank() >= world) {
-      return absl::InvalidArgumentError("rank " + std::to_string(req.rank()) + " is outside 0.." +
-                                        std::to_string(world - 1));
-    }
-  }
-  // Which node holds the output: the requested one, the rank's (direct mode: each node
-  // logs its own ranks; mpi mode: mpirun on node 0 collects every rank), or node 0.
-  auto holds = [&](const v1::NodeAssignment& p) {
-    if (!req.node().empty()) return p.node() == req.node();
-    if (!req.has_rank() || spec.launch_mode() == v1::LAUNCH_MODE_MPI) return p.node_rank() == 0;
-    int64_t first = p.first_rank();
-    return req.rank() >= first && req.rank() < first + int64_t{spec.ranks_per_node()};
-  };
-  const v1::NodeAssignment* where = nullptr;
-  for (const auto& p : a.placement()) {
-    if (holds(p)) where = &p;
-  }
-  if (where == nullptr) {
-    return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +
-                               std::to_string(job.id()) + " did not run on node " + req.node());
-  }
+  BATON_ASSIGN_OR_RETURN(const LogSource where, LogSourceOf(job, req));
   std::lock_guard<std::mutex> lock(mu_);
-  const NodeRegistry::Entry* n = nodes_.Find(where->node());
+  const NodeRegistry::Entry* n = nodes_.Find(where.node);
   if (n == nullptr || n->node.address().empty()) {
-    return absl::UnavailableError("node " + where->node() + " is unknown");
+    return absl::UnavailableError("node " + where.node + " is unknown");
   }
-  return LogTarget{where->node(), n->node.address(), attempt};
+  return LogTarget{where.node, n->node.address(), where.attempt};
 }
 
 void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<void()> done) {

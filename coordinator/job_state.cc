@@ -1,5 +1,7 @@
 #include "coordinator/job_state.h"
 
+#include "proto/rpc_util.h"
+
 namespace baton {
 
 bool CanTransition(v1::JobState from, v1::JobState to) {
@@ -34,6 +36,45 @@ bool CanTransition(v1::JobState from, v1::JobState to) {
     default:
       return false;
   }
+}
+
+CancelAction DecideCancel(const v1::Job& job, bool live) {
+  if (job.state() == v1::JOB_STATE_CANCELLED || !job.cancel_requested_by().empty()) {
+    return CancelAction::kAlready;
+  }
+  if (IsTerminal(job.state())) return CancelAction::kRefused;
+  return live ? CancelAction::kStop : CancelAction::kNow;
+}
+
+absl::StatusOr<LogSource> LogSourceOf(const v1::Job& job, const v1::LogsRequest& req) {
+  if (job.attempts_size() == 0) {
+    return absl::FailedPreconditionError("job " + std::to_string(job.id()) +
+                                         " has not started yet; it has no logs");
+  }
+  const uint32_t attempt = req.attempt() ? req.attempt() : job.attempts_size();
+  if (attempt > static_cast<uint32_t>(job.attempts_size())) {
+    return absl::NotFoundError("job " + std::to_string(job.id()) + " has no attempt " +
+                               std::to_string(attempt));
+  }
+  const v1::JobSpec& spec = job.spec();
+  if (req.has_rank()) {
+    const int64_t world = int64_t{spec.nodes()} * spec.ranks_per_node();
+    if (req.rank() < 0 || req.rank() >= world) {
+      return absl::InvalidArgumentError("rank " + std::to_string(req.rank()) + " is outside 0.." +
+                                        std::to_string(world - 1));
+    }
+  }
+  auto holds = [&](const v1::NodeAssignment& p) {
+    if (!req.node().empty()) return p.node() == req.node();
+    if (!req.has_rank() || spec.launch_mode() == v1::LAUNCH_MODE_MPI) return p.node_rank() == 0;
+    const int64_t first = p.first_rank();
+    return req.rank() >= first && req.rank() < first + int64_t{spec.ranks_per_node()};
+  };
+  for (const auto& p : job.attempts(attempt - 1).placement()) {
+    if (holds(p)) return LogSource{p.node(), attempt};
+  }
+  return absl::NotFoundError("attempt " + std::to_string(attempt) + " of job " +
+                             std::to_string(job.id()) + " did not run on node " + req.node());
 }
 
 uint32_t PickMasterPort(uint64_t job_id, uint32_t attempt, const std::set<uint32_t>& taken) {

@@ -1,16 +1,38 @@
 // The job state machine: which transitions exist (see JobState in api.proto). The
 // JobManager refuses anything else, so a bug shows up as an error, not a strange job.
-// And an attempt's MASTER_PORT. Pure functions; thread-safe.
+// What a cancel does in each state, where a job's output is, and an attempt's MASTER_PORT.
+// Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <set>
+#include <string>
 
+#include "absl/status/statusor.h"
 #include "proto/api.pb.h"
 
 namespace baton {
 
 bool CanTransition(v1::JobState from, v1::JobState to);
+
+// What a cancel (by a caller allowed to) does to a job, as Slurm's scancel or `kubectl
+// delete` would: nothing more when it is cancelled or stopping for a cancel already (a
+// repeated cancel succeeds); refused when it ended otherwise; a stop when it holds a live
+// attempt (its processes get SIGTERM and the job's grace, and it is CANCELLED once they
+// have ended); else CANCELLED at once (waiting in the queue or cooling down).
+enum class CancelAction { kAlready, kRefused, kStop, kNow };
+CancelAction DecideCancel(const v1::Job& job, bool live);
+
+// Which attempt of `job` and which node of it hold the output `req` asks for: the attempt
+// asked (0: the last); the node asked, else the rank's (direct mode: each node logs its own
+// ranks; mpi mode: mpirun on node rank 0 collects every rank), else node rank 0. The error
+// names what is wrong: no attempt yet, no such attempt, a rank outside the job, a node the
+// attempt did not run on.
+struct LogSource {
+  std::string node;
+  uint32_t attempt = 0;
+};
+absl::StatusOr<LogSource> LogSourceOf(const v1::Job& job, const v1::LogsRequest& req);
 
 // MASTER_PORT for a direct-mode attempt: 20000-31999 (below Linux's ephemeral range, so
 // no outgoing connection holds it), spread by job and attempt, and none of `taken` (the

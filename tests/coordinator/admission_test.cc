@@ -158,5 +158,96 @@ TEST(StateMachine, AllowsTheDocumentedTransitionsOnly) {
   }
 }
 
+// Where `baton logs` reads: the attempt asked or the last; the node asked, the rank's in
+// direct mode, node rank 0 otherwise (mpirun collects every rank there).
+TEST(StateMachine, LogsAreReadWhereTheRankOrNodeAskedForRan) {
+  v1::Job job;
+  job.set_id(4);
+  job.mutable_spec()->set_nodes(2);
+  job.mutable_spec()->set_ranks_per_node(4);
+  for (const auto& nodes : {std::vector<std::string>{"a", "b"}, {"c", "d"}}) {
+    v1::Attempt* a = job.add_attempts();
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      v1::NodeAssignment* p = a->add_placement();
+      p->set_node(nodes[i]);
+      p->set_node_rank(i);
+      p->set_first_rank(4 * i);
+    }
+  }
+  const struct {
+    const char* what;
+    v1::LaunchMode mode;
+    uint32_t attempt;
+    const char* node;
+    std::optional<int32_t> rank;
+    const char* want_node;  // "" = an error
+    uint32_t want_attempt;
+    absl::StatusCode code;
+  } rows[] = {
+      {"defaults", v1::LAUNCH_MODE_DIRECT, 0, "", {}, "c", 2, absl::StatusCode::kOk},
+      {"attempt 1", v1::LAUNCH_MODE_DIRECT, 1, "", {}, "a", 1, absl::StatusCode::kOk},
+      {"a node", v1::LAUNCH_MODE_DIRECT, 0, "d", {}, "d", 2, absl::StatusCode::kOk},
+      {"rank 3", v1::LAUNCH_MODE_DIRECT, 0, "", 3, "c", 2, absl::StatusCode::kOk},
+      {"rank 4", v1::LAUNCH_MODE_DIRECT, 0, "", 4, "d", 2, absl::StatusCode::kOk},
+      {"rank 7, attempt 1", v1::LAUNCH_MODE_DIRECT, 1, "", 7, "b", 1, absl::StatusCode::kOk},
+      {"rank 5, mpi", v1::LAUNCH_MODE_MPI, 0, "", 5, "c", 2, absl::StatusCode::kOk},
+      {"rank 8", v1::LAUNCH_MODE_DIRECT, 0, "", 8, "", 0, absl::StatusCode::kInvalidArgument},
+      {"rank -1", v1::LAUNCH_MODE_DIRECT, 0, "", -1, "", 0, absl::StatusCode::kInvalidArgument},
+      {"attempt 3", v1::LAUNCH_MODE_DIRECT, 3, "", {}, "", 0, absl::StatusCode::kNotFound},
+      {"node a, attempt 2", v1::LAUNCH_MODE_DIRECT, 0, "a", {}, "", 0, absl::StatusCode::kNotFound},
+  };
+  for (const auto& row : rows) {
+    job.mutable_spec()->set_launch_mode(row.mode);
+    v1::LogsRequest req;
+    req.set_job_id(4);
+    req.set_attempt(row.attempt);
+    req.set_node(row.node);
+    if (row.rank) req.set_rank(*row.rank);
+    const absl::StatusOr<LogSource> got = LogSourceOf(job, req);
+    ASSERT_EQ(got.status().code(), row.code) << row.what << ": " << got.status();
+    if (!got.ok()) continue;
+    EXPECT_EQ(got->node, row.want_node) << row.what;
+    EXPECT_EQ(got->attempt, row.want_attempt) << row.what;
+  }
+  v1::Job queued;
+  queued.set_id(5);
+  EXPECT_EQ(LogSourceOf(queued, v1::LogsRequest()).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "no attempt yet";
+}
+
+// A cancel in each state: queued or cooling down ends at once, a live attempt is stopped
+// first, a repeat succeeds, and a job that ended otherwise refuses.
+TEST(StateMachine, ACancelEndsStopsRepeatsOrIsRefusedByState) {
+  using A = CancelAction;
+  const struct {
+    v1::JobState state;
+    bool live;
+    const char* cancel_requested_by;
+    A want;
+  } rows[] = {
+      {v1::JOB_STATE_PENDING, false, "", A::kNow},
+      {v1::JOB_STATE_COOLDOWN, false, "", A::kNow},
+      {v1::JOB_STATE_SCHEDULED, true, "", A::kStop},
+      {v1::JOB_STATE_RUNNING, true, "", A::kStop},
+      {v1::JOB_STATE_PREEMPTING, true, "", A::kStop},
+      {v1::JOB_STATE_RUNNING, true, "alice", A::kAlready},
+      {v1::JOB_STATE_CANCELLED, false, "", A::kAlready},
+      {v1::JOB_STATE_CANCELLED, true, "alice", A::kAlready},
+      {v1::JOB_STATE_FAILED, false, "alice", A::kAlready},
+      {v1::JOB_STATE_SUCCEEDED, false, "", A::kRefused},
+      {v1::JOB_STATE_FAILED, false, "", A::kRefused},
+      {v1::JOB_STATE_SUCCEEDED, true, "", A::kRefused},  // final; its attempt not ended yet
+  };
+  for (const auto& row : rows) {
+    v1::Job job;
+    job.set_state(row.state);
+    job.set_cancel_requested_by(row.cancel_requested_by);
+    EXPECT_EQ(DecideCancel(job, row.live), row.want)
+        << v1::JobState_Name(row.state) << (row.live ? ", live" : "") << ", cancel by '"
+        << row.cancel_requested_by << "'";
+  }
+}
+
 }  // namespace
 }  // namespace baton
