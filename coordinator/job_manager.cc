@@ -400,8 +400,7 @@ absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signa
       return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
                                            StateName(e.job.state()) + ", not running");
     }
-    for (const auto& [node, phase] : e.live->nodes) {
-      if (phase == Phase::kExited) continue;
+    for (const std::string& node : UnendedParts(*e.live)) {
       v1::CoordinatorCommand cmd;
       cmd.mutable_signal()->set_job_id(job_id);
       cmd.mutable_signal()->set_attempt(e.job.attempts_size());
