@@ -329,11 +329,9 @@ void JobManager::Tick() {
         absl::Seconds(e.job.spec().max_runtime_seconds()), e.job.spec().grace_seconds(), now);
     if (stop) SendStopLocked(e, *stop, txn);
   }
-  for (uint64_t id : std::set<uint64_t>(jobs_.cooldown())) {  // Transition leaves the set
-    JobEntry& e = jobs_.at(id);
-    if (absl::FromUnixMillis(e.job.cooldown_until_ms()) <= now) {
-      Transition(e, v1::JOB_STATE_PENDING, "cooldown over; back in the queue", "coordinator", txn);
-    }
+  for (uint64_t id : jobs_.CooledDown(now)) {
+    Transition(jobs_.at(id), v1::JOB_STATE_PENDING, "cooldown over; back in the queue",
+               "coordinator", txn);
   }
   if (clock_->Now() - usage_saved_ >= options_.usage_save_interval) {
     // Charge what runs now and keep the ledger, so that a restart forgives nothing.

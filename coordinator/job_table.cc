@@ -84,6 +84,14 @@ void JobTable::StartAttempt(JobEntry& e, LiveAttempt a) {
   live_.insert(e.job.id());
 }
 
+std::vector<uint64_t> JobTable::CooledDown(absl::Time now) const {
+  std::vector<uint64_t> out;
+  for (uint64_t id : cooldown_) {
+    if (absl::FromUnixMillis(jobs_.at(id).job.cooldown_until_ms()) <= now) out.push_back(id);
+  }
+  return out;
+}
+
 std::vector<uint64_t> JobTable::LiveOn(const std::string& node) const {
   std::vector<uint64_t> out;
   for (uint64_t id : live_) {

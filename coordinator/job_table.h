@@ -65,6 +65,8 @@ class JobTable {
   const std::set<QueueKey>& queue() const { return queue_; }
   const std::set<uint64_t>& cooldown() const { return cooldown_; }
   const std::set<uint64_t>& live() const { return live_; }
+  // The jobs in COOLDOWN whose cooldown is over at `now` (they go back to the queue), by id.
+  std::vector<uint64_t> CooledDown(absl::Time now) const;
   // The live jobs whose part on `node` has not ended (launching or running), by id.
   std::vector<uint64_t> LiveOn(const std::string& node) const;
   uint32_t Waiting(const std::string& tenant) const;

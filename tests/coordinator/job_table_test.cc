@@ -152,6 +152,31 @@ TEST(JobTable, LiveOnANodeIsWhatLaunchesOrRunsThere) {
   EXPECT_TRUE(t.LiveOn("n9").empty());
 }
 
+// A cooldown is over at its end, not before; only jobs cooling down come back.
+TEST(JobTable, CooledDownIsTheCooldownsThatAreOver) {
+  Classes classes;
+  JobTable t(classes.fn());
+  const absl::Time now = absl::FromUnixMillis(10'000);
+  const struct {
+    uint64_t id;
+    v1::JobState state;
+    int64_t until_ms;
+  } jobs[] = {
+      {1, v1::JOB_STATE_COOLDOWN, 9'999},   // over
+      {2, v1::JOB_STATE_COOLDOWN, 10'000},  // over, at its end
+      {3, v1::JOB_STATE_COOLDOWN, 10'001},  // not yet
+      {4, v1::JOB_STATE_PENDING, 5'000},    // not cooling down
+      {5, v1::JOB_STATE_COOLDOWN, 0},       // no end recorded: over
+  };
+  for (const auto& j : jobs) {
+    v1::Job job = MakeJob(j.id, "prod", 1, "t", j.state);
+    job.set_cooldown_until_ms(j.until_ms);
+    t.Add(job);
+  }
+  EXPECT_EQ(t.CooledDown(now), (std::vector<uint64_t>{1, 2, 5}));
+  EXPECT_EQ(t.CooledDown(absl::FromUnixMillis(5'000)), (std::vector<uint64_t>{5}));
+}
+
 // Every index equals what the jobs say, after any sequence of changes.
 TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
   Classes classes;
