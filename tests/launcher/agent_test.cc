@@ -855,6 +855,9 @@ TEST_F(AgentTest, AnExecStuckStartingHoldsUpNothingAndAStopMeanwhileKillsIt) {
   clock_->AdvanceMs(kHeartbeatMs);
   EXPECT_TRUE(coordinator_->WaitFor(is_heartbeat, from)) << "no heartbeat while exec starts";
   ASSERT_TRUE(coordinator_->Push(KillCommand(743, SIGTERM, /*grace_seconds=*/30)));
+  // Commands are handled in order: once a later launch runs, the stop has been taken in,
+  // while the exec is still held (without this, the stop could land after the start).
+  Barrier();
   EXPECT_TRUE(agent_->IsLive(743, 1)) << "its daemon is being started";
   spawner_->Open();
   exec.join();
