@@ -174,9 +174,8 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
   for (uint64_t id : std::set<uint64_t>(jobs_.live())) {
     JobEntry& e = jobs_.at(id);
     if (!e.live) continue;
-    auto phase = e.live->nodes.find(node);
-    uint32_t attempt = e.job.attempts_size();
-    if (phase == e.live->nodes.end() || reported.count({id, attempt})) continue;
+    const uint32_t attempt = e.job.attempts_size();
+    if (!e.live->nodes.count(node) || reported.count({id, attempt})) continue;
     const ReportEffects fx =
         PartUnmentioned(*e.live, node, attempt, options_.failure_kill_grace_seconds);
     if (fx.resend_launch) {

@@ -2,7 +2,6 @@
 // (coordinator/scheduler), and its decisions carried out: placements become attempts and
 // launches, evictions become PREEMPTING and Preempt commands — plus explain, and the node
 // view shared by admission and `baton nodes`.
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <random>
