@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "launcher/agent/isolation/cpu_plan.h"
 #include "launcher/agent/job_files.h"
 #include "launcher/agent/keeper_args.h"
+#include "launcher/agent/keeper_zygote.h"
 
 namespace baton {
 namespace {
@@ -46,29 +48,12 @@ __attribute__((no_sanitize_address)) int ExecKeeper(void* arg) {
   FailStep(x->msg_fd, kStepExecKeeper);
 }
 
-// Starts the keeper (spawn_child.h) as posix_spawn would: no copy of this process's page
-// tables, no copy-on-write afterwards. Every signal stays blocked in the new process until
-// the keeper has set its own dispositions: no handler of the agent's can run in it.
-pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd, int msg_fd) {
-  KeeperArgs k;
-  k.argv = o.argv;
-  k.env = o.env;
-  k.cwd = o.cwd;
-  k.exit_prefix = o.exit_dir + "/exit.";
-  k.msg_fd = msg_fd;
-  k.out_fd = log_fd;
-  k.err_fd = o.error_fd;
-  k.keep_fds = o.keep_open_fds;
-  k.group = o.process_group;
-  k.cgroup_procs = o.cgroup_procs;
-  k.binding = o.binding;
-  k.user = o.user;
-  std::vector<std::string> args = EncodeKeeperArgs(k);
-  args.insert(args.begin(), program);
+// Starts `program` as posix_spawn would: no copy of this process's page tables, no
+// copy-on-write afterwards. Every signal stays blocked in the new process until it has set
+// its own dispositions: no handler of the agent's can run in it. Only `fds` stay open in it.
+pid_t CloneExec(const std::string& program, const std::vector<std::string>& args,
+                const std::vector<int>& fds, int msg_fd) {
   std::vector<char*> argv = CStringArray(args);
-  std::vector<int> fds = {msg_fd, log_fd};
-  if (o.error_fd >= 0) fds.push_back(o.error_fd);
-  fds.insert(fds.end(), o.keep_open_fds.begin(), o.keep_open_fds.end());
   KeeperExec x{program.c_str(), argv.data(), fds.data(), fds.size(), msg_fd};
   constexpr size_t kStack = 64 * 1024;
   void* stack =
@@ -84,6 +69,106 @@ pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd,
   munmap(stack, kStack);
   errno = err;
   return pid;
+}
+
+// The agent's keeper zygote (keeper_zygote.h): started on first use, and again after it
+// ended. It is this process's child; it is reaped here when it is found gone (the only
+// child the Reaper does not wait for).
+class Zygote {
+ public:
+  static Zygote& Get() {
+    static Zygote* z = new Zygote;
+    return *z;
+  }
+  // The keeper's pid; -1 where the caller execs a keeper instead (no zygote, or it failed).
+  pid_t StartKeeper(const std::string& program, const std::vector<std::string>& args,
+                    const std::vector<int>& fds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sock_ < 0 && !LaunchLocked(program)) return -1;
+    pid_t pid = RequestKeeper(sock_, args, fds);
+    if (pid < 0 && (errno == EPIPE || errno == ECONNRESET || errno == EPROTO)) DropLocked();
+    return pid;
+  }
+  pid_t pid() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pid_;
+  }
+
+ private:
+  bool LaunchLocked(const std::string& program) {
+    // A zygote that cannot start (a keeper built without it, say) is not tried forever.
+    if (failures_ >= 3) return false;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return false;
+    pid_t pid = CloneExec(program, {program, "--zygote", std::to_string(sv[1])}, {sv[1]}, -1);
+    close(sv[1]);
+    int32_t ready = -1;
+    ssize_t n = pid > 0 ? read(sv[0], &ready, sizeof ready) : -1;
+    if (n != static_cast<ssize_t>(sizeof ready) || ready != 0) {
+      close(sv[0]);
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+      ++failures_;
+      return false;
+    }
+    sock_ = sv[0];
+    pid_ = pid;
+    return true;
+  }
+  void DropLocked() {
+    close(sock_);
+    sock_ = -1;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+    ++failures_;
+  }
+
+  std::mutex mu_;
+  int sock_ = -1;
+  pid_t pid_ = 0;
+  int failures_ = 0;
+};
+
+// BATON_KEEPER_ZYGOTE=0 in the agent's environment: exec a keeper per process (to measure
+// what the zygote saves, or to rule it out).
+bool ZygoteWanted() {
+  static const bool wanted = [] {
+    const char* v = getenv("BATON_KEEPER_ZYGOTE");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return wanted;
+}
+
+// Starts the keeper (spawn_child.h) for `o`: forked by the zygote where there is one, else
+// exec'd here.
+pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd, int msg_fd) {
+  KeeperArgs k;
+  k.argv = o.argv;
+  k.env = o.env;
+  k.cwd = o.cwd;
+  k.exit_prefix = o.exit_dir + "/exit.";
+  k.msg_fd = msg_fd;
+  k.out_fd = log_fd;
+  k.err_fd = o.error_fd;
+  k.keep_fds = o.keep_open_fds;
+  k.group = o.process_group;
+  k.cgroup_procs = o.cgroup_procs;
+  k.binding = o.binding;
+  k.user = o.user;
+  std::vector<std::string> args = EncodeKeeperArgs(k);
+  // The zygote's order (keeper_zygote.h): msg, out, err, keep.
+  std::vector<int> fds = {msg_fd, log_fd};
+  if (o.error_fd >= 0) fds.push_back(o.error_fd);
+  fds.insert(fds.end(), o.keep_open_fds.begin(), o.keep_open_fds.end());
+  if (program == KeeperProgram() && ZygoteWanted()) {
+    pid_t pid = Zygote::Get().StartKeeper(program, args, fds);
+    if (pid > 0) return pid;
+  }
+  args.insert(args.begin(), program);
+  return CloneExec(program, args, fds, msg_fd);
 }
 
 absl::Status ExecError(const SpawnOptions& o, int step, int err) {
@@ -145,6 +230,8 @@ const std::string& KeeperProgram() {
   }();
   return *program;
 }
+
+pid_t KeeperZygotePid() { return Zygote::Get().pid(); }
 
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid) {
   // The keeper (root) wrote it in the agent's job dir; read it as carefully as any other.

@@ -9,6 +9,8 @@
 // without copying the agent's address space (clone with CLONE_VM | CLONE_VFORK, as
 // posix_spawn does): a fork of the big, threaded agent cost page-table copies, then
 // copy-on-write faults and TLB shootdowns in the agent for as long as the keeper lived.
+// Keepers of the default program are forked from one keeper zygote instead, which starts
+// that way once (keeper_zygote.h): a fresh exec spent half its CPU in glibc's start-up.
 // The Reaper owns waitpid for the whole agent: it is the only place children are reaped.
 // Spawn is thread-safe; one Reaper per process.
 #pragma once
@@ -71,6 +73,11 @@ struct SpawnOptions {
 // baton-keeper next to this process's own binary (where the build and the package put
 // it), whether or not it is there.
 const std::string& KeeperProgram();
+
+// The keeper zygote's pid (keeper_zygote.h; this process's child), 0 while there is none.
+// It starts with the first keeper of the default program; BATON_KEEPER_ZYGOTE=0 in the
+// environment leaves it out (every keeper exec'd, as before it).
+pid_t KeeperZygotePid();
 
 // What a keeper recorded for `pid` in `exit_dir`; nullopt while there is no record.
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);

@@ -384,8 +384,9 @@ TEST_F(KeeperTest, IsItsOwnSmallProgramNotACopyOfTheSpawnerAndSeesNothingOfTheJo
   ASSERT_TRUE(pid.ok()) << pid.status();
   ASSERT_GT(keeper, 0);
   ASSERT_NE(keeper, *pid);
-  // Started by exec, not a fork of this process: its program is baton-keeper, and it runs
-  // as root with an empty environment, so no variable of the job's can steer it.
+  // Not a fork of this process: its program is baton-keeper (forked from the zygote, which
+  // started by exec), and it runs as root with an empty environment, so no variable of the
+  // job's can steer it.
   EXPECT_EQ(std::filesystem::read_symlink(Proc(keeper, "exe")).string(), KeeperProgram());
   EXPECT_EQ(ReadFile(Proc(keeper, "environ")), "");
   EXPECT_TRUE(PollUntil([&] {
@@ -423,6 +424,113 @@ TEST_F(KeeperTest, AMissingKeeperProgramIsAnErrorNamingItAndLeavesNoZombie) {
               HasSubstr("exec the keeper " + dir_.Sub("no-such-keeper")));
   EXPECT_TRUE(PollUntil([] { return ZombieChildren().empty(); })) << "zombie children left";
   EXPECT_TRUE(exits_.calls().empty()) << "a failed spawn must not call on_exit";
+}
+
+// The parent pid and state in /proc/PID/stat.
+std::pair<pid_t, char> ParentAndState(pid_t pid) {
+  std::string stat = ReadFile(Proc(pid, "stat"));
+  int ppid = 0;
+  char state = 0;
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos ||
+      sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) {
+    return {0, 0};
+  }
+  return {ppid, state};
+}
+
+// Keepers come from one zygote (no exec of their own: their command line is the zygote's)
+// and are this process's own children, which the Reaper waits for, as exec'd keepers were.
+TEST_F(KeeperTest, KeepersAreForkedByOneZygoteAndStayTheSpawnersChildren) {
+  std::vector<std::pair<pid_t, pid_t>> spawned;  // (child, keeper)
+  for (int i = 0; i < 2; ++i) {
+    pid_t keeper = 0;
+    auto pid =
+        SharedReaper().SpawnAndWatch(Options({"sh", "-c", "exit 3"}), exits_.Callback(), &keeper);
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    spawned.emplace_back(*pid, keeper);
+  }
+  pid_t zygote = KeeperZygotePid();
+  ASSERT_GT(zygote, 0) << "no keeper zygote";
+  EXPECT_EQ(ParentAndState(zygote).first, getpid());
+  std::string zygote_cmdline = ReadFile(Proc(zygote, "cmdline"));
+  EXPECT_NE(zygote_cmdline.find(std::string("--zygote") + '\0'), std::string::npos);
+  EXPECT_EQ(ReadFile(Proc(zygote, "environ")), "");
+  for (const auto& [child, keeper] : spawned) {
+    ASSERT_GT(keeper, 0);
+    std::string cmdline = ReadFile(Proc(keeper, "cmdline"));
+    // Read while the keeper lives (it waits for its child, which exits 3 at once).
+    if (!cmdline.empty()) {
+      EXPECT_EQ(cmdline, zygote_cmdline) << "keeper " << keeper;
+    }
+    EXPECT_EQ(exits_.Wait(child).exit_code, 3);
+    std::optional<ExitStatus> recorded = ReadExitFile(dir_.path(), child);
+    ASSERT_TRUE(recorded.has_value()) << "no exit record from keeper " << keeper;
+    EXPECT_EQ(recorded->exit_code, 3);
+  }
+  EXPECT_EQ(KeeperZygotePid(), zygote) << "one zygote serves every keeper";
+  EXPECT_TRUE(PollUntil([] { return ZombieChildren().empty(); })) << "zombie children left";
+}
+
+// A keeper held while its child sleeps: its parent is this process, not the zygote.
+TEST_F(KeeperTest, AZygotesKeeperIsReapedByTheSpawnerNotTheZygote) {
+  pid_t keeper = 0;
+  auto pid = SharedReaper().SpawnAndWatch(Options({"sleep", "30"}), exits_.Callback(), &keeper);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  ASSERT_GT(KeeperZygotePid(), 0);
+  EXPECT_EQ(ReadFile(Proc(keeper, "cmdline")), ReadFile(Proc(KeeperZygotePid(), "cmdline")))
+      << "not forked by the zygote";
+  EXPECT_EQ(ParentAndState(keeper).first, getpid());
+  EXPECT_EQ(ParentAndState(*pid).first, keeper);
+  ASSERT_EQ(kill(*pid, SIGKILL), 0);
+  EXPECT_EQ(exits_.Wait(*pid).term_signal, SIGKILL);
+}
+
+// The zygote killed: the next spawn still starts its child, the dead zygote is reaped (no
+// zombie) and a new one serves the spawns after it.
+TEST_F(KeeperTest, AZygoteThatDiedIsReapedAndReplaced) {
+  auto first = SharedReaper().SpawnAndWatch(Options({"true"}), exits_.Callback());
+  ASSERT_TRUE(first.ok()) << first.status();
+  pid_t old = KeeperZygotePid();
+  ASSERT_GT(old, 0);
+  ASSERT_EQ(kill(old, SIGKILL), 0);
+  ASSERT_TRUE(PollUntil([&] { return ParentAndState(old).second == 'Z'; }));
+  for (int i = 0; i < 2; ++i) {
+    auto pid = SharedReaper().SpawnAndWatch(Options({"sh", "-c", "exit 5"}), exits_.Callback());
+    ASSERT_TRUE(pid.ok()) << pid.status();
+    EXPECT_EQ(exits_.Wait(*pid).exit_code, 5);
+  }
+  EXPECT_GT(KeeperZygotePid(), 0);
+  EXPECT_NE(KeeperZygotePid(), old);
+  EXPECT_TRUE(PollUntil([] { return ZombieChildren().empty(); })) << "zombie children left";
+}
+
+// The zygote forks each keeper with the CPUs of the thread that asked, as an exec'd keeper
+// inherited them: the node's own work stays off the cores inference holds.
+TEST_F(KeeperTest, TheZygoteTakesTheAffinityOfTheSpawningThread) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 2) GTEST_SKIP() << "needs two CPUs";
+  cpu_set_t saved, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  CPU_ZERO(&one);
+  CPU_SET(static_cast<int>(n - 1), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  pid_t keeper = 0;
+  auto pid = SharedReaper().SpawnAndWatch(Options({"sleep", "30"}), exits_.Callback(), &keeper);
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::string want = "Cpus_allowed_list:\t" + std::to_string(n - 1) + "\n";
+  auto allowed = [](pid_t p) {
+    std::istringstream in(ReadFile(Proc(p, "status")));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) return line + "\n";
+    }
+    return std::string();
+  };
+  EXPECT_EQ(allowed(KeeperZygotePid()), want);
+  EXPECT_EQ(allowed(keeper), want);
+  ASSERT_EQ(kill(*pid, SIGKILL), 0);
+  EXPECT_EQ(exits_.Wait(*pid).term_signal, SIGKILL);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForkedOrKept, ProcessTest, ::testing::Bool(),
