@@ -653,6 +653,7 @@ TEST(JobManager, ExecSecretsGoToAgentsOnly) {
   auto launches = Launches(h.Commands("n1"));
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_EQ(launches[0].exec_secret().size(), 32u) << "128 random bits, hex";
+  EXPECT_EQ(launches[0].exec_secret().find_first_not_of("0123456789abcdef"), std::string::npos);
   ASSERT_EQ(launches[0].agent_addresses_size(), 1);
   // The public messages have no field for it: the secret appears in none of their bytes.
   const std::string secret = launches[0].exec_secret();
