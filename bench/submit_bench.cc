@@ -25,6 +25,7 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "bench/bench_flags.h"
@@ -98,6 +99,21 @@ double SpawnFloorJobsPerSec(const std::string& dir, int jobs, int threads) {
   std::filesystem::remove_all(dir);
   if (failed > 0) std::fprintf(stderr, "spawn floor: %d of %d failed\n", failed.load(), jobs);
   return failed > 0 ? 0 : jobs / secs;
+}
+
+// Memory cgroups on this machine, dying ones included (/proc/cgroups); -1 without the
+// memory controller. Each attempt's memory cgroup outlives its rmdir (dying) for as long
+// as page cache charged to it remains, such as its keeper's exit record; many dying ones
+// slow every cgroup operation, so runs report them at the start and end of the e2e phase.
+int MemoryCgroups() {
+  std::ifstream in("/proc/cgroups");
+  std::string name;
+  int hierarchy = 0, count = 0, enabled = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    if (fields >> name >> hierarchy >> count >> enabled && name == "memory") return count;
+  }
+  return -1;
 }
 
 v1::JobSpec TrivialSpec() {
@@ -244,6 +260,7 @@ int main(int argc, char** argv) {
 
   // 3. End to end on many agents, between two runs of its floor.
   double e2e_rate = 0;
+  int memcgs_start = -1, memcgs_end = -1;
   const int floor_threads = r["agents"].as<int>();
   double spawn_floor = SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads);
   {
@@ -261,6 +278,7 @@ int main(int argc, char** argv) {
           return resp.nodes_size() == agents;
         },
         std::chrono::seconds(30));
+    memcgs_start = MemoryCgroups();
     auto start = Clock::now();
     std::vector<std::thread> pool;
     std::atomic<int> next{0};
@@ -276,11 +294,16 @@ int main(int argc, char** argv) {
     bool ok = baton::testing::WaitFor([&] { return NoneUnfinished(stub).value_or(false); },
                                       std::chrono::seconds(300));
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    memcgs_end = MemoryCgroups();
     ok = ok && CountSucceeded(stub) >= static_cast<size_t>(jobs);
     if (!ok) std::fprintf(stderr, "end to end: not every job succeeded\n");
     e2e_rate = ok ? jobs / secs : 0;
     std::printf("end to end: %d trivial jobs on %d agents in %.2f s: %.0f jobs/s\n", jobs, agents,
                 secs, e2e_rate);
+    std::printf(
+        "memory cgroups on the machine (dying ones included): %d at the start, %d at "
+        "the end\n",
+        memcgs_start, memcgs_end);
   }
   spawn_floor = std::max(
       spawn_floor, SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads));
@@ -294,10 +317,11 @@ int main(int argc, char** argv) {
       "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
       "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f,"
       "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f,"
-      "\"e2e_spawn_floor_jobs_per_s\":%.1f,\"e2e_vs_spawn_floor\":%.3f}\n",
+      "\"e2e_spawn_floor_jobs_per_s\":%.1f,\"e2e_vs_spawn_floor\":%.3f,"
+      "\"memcgs_at_e2e_start\":%d,\"memcgs_at_e2e_end\":%d}\n",
       cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
       floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit,
       throttle_overhead, Percentile(api_off, 0.5), spawn_floor,
-      spawn_floor > 0 ? e2e_rate / spawn_floor : 0);
+      spawn_floor > 0 ? e2e_rate / spawn_floor : 0, memcgs_start, memcgs_end);
   return 0;
 }
