@@ -316,6 +316,7 @@ absl::Status Agent::WriteRecord(Key key, const Run& run) const {
 
 absl::StatusOr<pid_t> Agent::SpawnInto(Key key, Run& run, SpawnOptions& so) {
   so.cgroup_procs = run.cgroup_procs;
+  so.exit_cgroup_procs = isolator_->ExitProcsFile();
   so.user = run.user;
   // A keeper records each process's end, so that a restarted agent learns it too.
   so.exit_dir = JobDir(key.first, key.second);

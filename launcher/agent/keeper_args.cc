@@ -43,6 +43,7 @@ std::vector<std::string> EncodeKeeperArgs(const KeeperArgs& k) {
   for (int fd : k.keep_fds) a.push_back("--keep-fd=" + std::to_string(fd));
   if (k.group != 0) a.push_back("--group=" + std::to_string(k.group));
   for (const auto& p : k.cgroup_procs) a.push_back("--cgroup=" + p);
+  if (!k.exit_cgroup_procs.empty()) a.push_back("--exit-cgroup=" + k.exit_cgroup_procs);
   if (!k.binding.cpus.empty()) a.push_back("--cpus=" + JoinNumberList(k.binding.cpus));
   if (!k.binding.mems.empty()) a.push_back("--mems=" + JoinNumberList(k.binding.mems));
   if (k.user) {
@@ -103,6 +104,9 @@ bool DecodeKeeperArgs(const std::vector<std::string>& args, KeeperArgs* out, std
     } else if (name == "cgroup") {
       ok = !value.empty();
       k.cgroup_procs.emplace_back(value);
+    } else if (name == "exit-cgroup") {
+      ok = !value.empty();
+      k.exit_cgroup_procs = std::string(value);
     } else if (name == "cpus") {
       ok = ParseNumberList(value, 1 << 16, &k.binding.cpus);
     } else if (name == "mems") {

@@ -2,7 +2,8 @@
 // none in its environment, which stays empty so that nothing of the job's (GLIBC_TUNABLES,
 // say) reaches a process that runs as root. The job's environment follows its argv.
 //   baton-keeper --msg-fd=N --out-fd=N [--err-fd=N] [--keep-fd=N]... [--group=PGID]
-//                [--cgroup=PROCS]... [--cpus=LIST] [--mems=LIST] [--user=UID:GID[:G,G...]]
+//                [--cgroup=PROCS]... [--exit-cgroup=PROCS] [--cpus=LIST] [--mems=LIST]
+//                [--user=UID:GID[:G,G...]]
 //                --cwd=DIR --exit-prefix=PREFIX --argc=N -- ARGV(N)... ENV...
 #pragma once
 
@@ -28,6 +29,8 @@ struct KeeperArgs {
   std::vector<int> keep_fds;
   pid_t group = 0;
   std::vector<std::string> cgroup_procs;
+  // KeeperPlan::exit_cgroup_procs; empty: none.
+  std::string exit_cgroup_procs;
   ProcessBinding binding;
   std::optional<ProcessUser> user;
 };

@@ -59,6 +59,7 @@ namespace {
   plan.keep_fds = k.keep_fds.data();
   plan.keep_count = k.keep_fds.size();
   plan.exit_prefix = k.exit_prefix.c_str();
+  if (!k.exit_cgroup_procs.empty()) plan.exit_cgroup_procs = k.exit_cgroup_procs.c_str();
   baton::KeeperMain(plan);
 }
 

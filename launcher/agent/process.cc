@@ -156,6 +156,7 @@ pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd,
   k.keep_fds = o.keep_open_fds;
   k.group = o.process_group;
   k.cgroup_procs = o.cgroup_procs;
+  k.exit_cgroup_procs = o.exit_cgroup_procs;
   k.binding = o.binding;
   k.user = o.user;
   std::vector<std::string> args = EncodeKeeperArgs(k);

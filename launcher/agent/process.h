@@ -57,6 +57,11 @@ struct SpawnOptions {
   // ("<exit code> <signal>\n", see ReadExitFile) when the child ends and then exits the
   // same way. The keeper closes every descriptor it does not need.
   std::string exit_dir;
+  // Keeper only: a cgroup.procs file it moves into once the child has ended, before it
+  // writes the exit record (the node's own memory cgroup, CgroupDriver::ExitProcsFile), so
+  // that the record's page cache does not keep the attempt's memory cgroup alive after its
+  // removal. Empty: it stays in the child's cgroups.
+  std::string exit_cgroup_procs;
   // The keeper's program; empty: KeeperProgram().
   std::string keeper_program;
   // Keeper only: descriptors it holds open while the child lives — the read ends of the

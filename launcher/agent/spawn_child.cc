@@ -207,6 +207,13 @@ __attribute__((no_sanitize_address)) int StartChild(void* arg) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (k.exit_cgroup_procs != nullptr) {  // best effort: else the record pins the attempt's
+    int moved = open(k.exit_cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (moved >= 0) {
+      (void)!write(moved, "0", 1);
+      close(moved);
+    }
+  }
   char path[4096];
   ExitPath(k.exit_prefix, child, path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

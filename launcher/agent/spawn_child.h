@@ -85,6 +85,11 @@ struct KeeperPlan {
   const int* keep_fds = nullptr;
   size_t keep_count = 0;              // at most 60
   const char* exit_prefix = nullptr;  // "<exit_dir>/exit.": the record is "<prefix><pid>"
+  // Null, or a cgroup.procs file the keeper moves into once its child has ended, before it
+  // writes the record: the record's page cache is then charged to that (lasting) memory
+  // cgroup, not the attempt's, which would otherwise outlive its removal as a dying cgroup
+  // for as long as the record stays cached (process.h, SpawnOptions::exit_cgroup_procs).
+  const char* exit_cgroup_procs = nullptr;
 };
 
 // Reports `step` with errno on `msg_fd` and exits 127.

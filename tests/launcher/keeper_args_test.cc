@@ -23,6 +23,7 @@ KeeperArgs Full() {
   k.group = 4242;
   k.cgroup_procs = {"/sys/fs/cgroup/cpu/baton/7/cgroup.procs",
                     "/sys/fs/cgroup/memory/baton/7/cgroup.procs"};
+  k.exit_cgroup_procs = "/sys/fs/cgroup/memory/baton/cgroup.procs";
   k.binding = ProcessBinding{{0, 2, 3}, {1}};
   k.user = ProcessUser{1001, 1002, {27, 44}};
   return k;
@@ -39,6 +40,7 @@ void ExpectSame(const KeeperArgs& a, const KeeperArgs& b) {
   EXPECT_EQ(a.keep_fds, b.keep_fds);
   EXPECT_EQ(a.group, b.group);
   EXPECT_EQ(a.cgroup_procs, b.cgroup_procs);
+  EXPECT_EQ(a.exit_cgroup_procs, b.exit_cgroup_procs);
   EXPECT_EQ(a.binding, b.binding);
   ASSERT_EQ(a.user.has_value(), b.user.has_value());
   if (a.user) {

@@ -533,6 +533,51 @@ TEST_F(KeeperTest, TheZygoteTakesTheAffinityOfTheSpawningThread) {
   EXPECT_EQ(exits_.Wait(*pid).term_signal, SIGKILL);
 }
 
+// The page cache charged to a v1 memory cgroup itself (not its children), from memory.stat.
+uint64_t LocalCache(const std::string& dir) {
+  std::istringstream in(ReadFile(dir + "/memory.stat"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cache ", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return UINT64_MAX;
+}
+
+// The keeper moves to the exit cgroup before writing its record: the record's page cache is
+// then not charged to the attempt's memory cgroup. Charged there, it kept that cgroup alive
+// (dying) after its removal for as long as the record was cached, one per attempt, and
+// thousands of dying memory cgroups slowed every cgroup operation of the node.
+TEST_F(KeeperTest, TheExitRecordIsChargedToTheExitCgroupNotTheAttempts) {
+  const std::string root = "/sys/fs/cgroup/memory";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (cgroups)";
+  if (access((root + "/cgroup.procs").c_str(), W_OK) != 0) {
+    GTEST_SKIP() << "no writable cgroup v1 memory hierarchy at " << root;
+  }
+  const std::string parent = root + "/baton-test-exit-" + std::to_string(getpid());
+  const std::string job = parent + "/job";
+  ASSERT_EQ(mkdir(parent.c_str(), 0755), 0) << parent;
+  ASSERT_EQ(mkdir(job.c_str(), 0755), 0) << job;
+  struct Cleanup {
+    std::string parent, job;
+    ~Cleanup() {
+      rmdir(job.c_str());
+      rmdir(parent.c_str());
+    }
+  } cleanup{parent, job};
+  ASSERT_EQ(std::system("true"), 0);  // its pages cached here first, not in the job's cgroup
+  SpawnOptions o = Options({"true"});
+  o.cgroup_procs = {job + "/cgroup.procs"};
+  o.exit_cgroup_procs = parent + "/cgroup.procs";
+  auto pid = SharedReaper().SpawnAndWatch(o, exits_.Callback());
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(exits_.Wait(*pid).exit_code, 0);
+  ASSERT_TRUE(ReadExitFile(dir_.path(), *pid).has_value()) << "no exit record";
+  // The kernel flushes memory.stat's per-CPU counts lazily (every 2 s at the latest).
+  EXPECT_TRUE(PollUntil([&] { return LocalCache(parent) >= 4096; }, std::chrono::seconds(5)))
+      << "the exit cgroup does not hold the record's page";
+  EXPECT_EQ(LocalCache(job), 0u) << "the attempt's memory cgroup holds the record's page";
+  EXPECT_EQ(ReadFile(job + "/cgroup.procs"), "") << "the keeper is still in the job's cgroup";
+}
+
 INSTANTIATE_TEST_SUITE_P(ForkedOrKept, ProcessTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& p) {
                            return std::string(p.param ? "Kept" : "Forked");

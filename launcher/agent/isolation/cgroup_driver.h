@@ -65,6 +65,10 @@ class CgroupDriver {
                                    const std::vector<CharDevice>& denied) = 0;
   // OK when DenyDevices can work on this host (checked at agent start on nodes with GPUs).
   virtual absl::Status CanFenceDevices() { return absl::OkStatus(); }
+  // Where a keeper goes once its child has ended, before writing the exit record
+  // (SpawnOptions::exit_cgroup_procs): a cgroup.procs file of a memory cgroup that lasts.
+  // Empty: nowhere, the keeper stays.
+  virtual std::string ExitProcsFile() const { return ""; }
   // The cgroup.procs files a child writes itself into before exec.
   virtual std::vector<std::string> ProcsFiles(const std::string& name) const = 0;
   virtual absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) = 0;

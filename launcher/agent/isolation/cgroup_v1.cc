@@ -202,6 +202,11 @@ absl::Status CgroupV1Driver::KillAll(const std::string& name) {
   return status;
 }
 
+std::string CgroupV1Driver::ExitProcsFile() const {
+  auto it = mounts_.find("memory");
+  return it == mounts_.end() ? "" : it->second + "/" + parent_ + "/cgroup.procs";
+}
+
 absl::Status CgroupV1Driver::Remove(const std::string& name) {
   absl::Status first;
   for (auto it = roots_.rbegin(); it != roots_.rend(); ++it) {

@@ -30,6 +30,9 @@ class CgroupV1Driver : public CgroupDriver {
   absl::Status DenyDevices(const std::string& name, const std::vector<CharDevice>& denied) override;
   absl::Status CanFenceDevices() override;
   std::vector<std::string> ProcsFiles(const std::string& name) const override;
+  // The node's own memory cgroup (the parent): v1 lets a cgroup with children hold
+  // processes too, and the keeper only writes its record there, then exits.
+  std::string ExitProcsFile() const override;
   absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
   absl::Status KillAll(const std::string& name) override;
   absl::Status Remove(const std::string& name) override;

@@ -88,6 +88,9 @@ class Isolator {
 
   v1::NodeIsolation Describe() const;
   bool enabled() const { return driver_ != nullptr; }
+  // Where each attempt's keepers go before writing an exit record (SpawnOptions::
+  // exit_cgroup_procs); empty without cgroups or where the layout has no such place.
+  std::string ExitProcsFile() const { return driver_ ? driver_->ExitProcsFile() : ""; }
   static std::string Name(uint64_t job, uint32_t attempt);
   // The device nodes of every GPU of the node but `own` (by minor; slices count as their
   // GPU): what an attempt holding `own` may not open.
