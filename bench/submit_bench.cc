@@ -103,8 +103,8 @@ double SpawnFloorJobsPerSec(const std::string& dir, int jobs, int threads) {
 
 // Memory cgroups on this machine, dying ones included (/proc/cgroups); -1 without the
 // memory controller. Each attempt's memory cgroup outlives its rmdir (dying) for as long
-// as page cache charged to it remains, such as its keeper's exit record; many dying ones
-// slow every cgroup operation, so runs report them at the start and end of the e2e phase.
+// as page cache charged to it remains; many dying ones slow the kernel's cgroup work, so
+// runs report them at the start and end of the e2e phase.
 int MemoryCgroups() {
   std::ifstream in("/proc/cgroups");
   std::string name;
