@@ -4,11 +4,10 @@
 // view shared by admission and `baton nodes`.
 #include <sys/random.h>
 
-#include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <random>
 
+#include "absl/strings/escaping.h"
 #include "common/resources.h"
 #include "common/status.h"
 #include "coordinator/agent_commands.h"
@@ -29,24 +28,13 @@ namespace {
 // (CPUID, a VM exit on a virtual machine) every time, 2% of the coordinator's CPU in the
 // end-to-end benchmark.
 std::string NewSecret() {
-  unsigned char bits[16];
-  size_t got = 0;
-  while (got < sizeof bits) {
-    ssize_t n = getrandom(bits + got, sizeof bits - got, 0);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-    } else if (errno != EINTR) {
-      std::random_device rd;  // no getrandom (ENOSYS): the library's own source
-      for (; got < sizeof bits; ++got) bits[got] = static_cast<unsigned char>(rd());
-    }
+  char bits[16];
+  // Up to 256 bytes come whole and uninterrupted; short only without getrandom (ENOSYS).
+  if (getrandom(bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+    std::random_device rd;  // the library's own source
+    for (char& b : bits) b = static_cast<char>(rd());
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bits) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  return absl::BytesToHexString(absl::string_view(bits, sizeof bits));
 }
 
 }  // namespace

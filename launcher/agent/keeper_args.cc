@@ -36,6 +36,13 @@ bool ParseUser(std::string_view text, ProcessUser* u) {
 
 }  // namespace
 
+std::vector<int*> KeeperFds(KeeperArgs& k) {
+  std::vector<int*> fds = {&k.msg_fd, &k.out_fd};
+  if (k.err_fd >= 0) fds.push_back(&k.err_fd);
+  for (int& fd : k.keep_fds) fds.push_back(&fd);
+  return fds;
+}
+
 std::vector<std::string> EncodeKeeperArgs(const KeeperArgs& k) {
   std::vector<std::string> a = {"--msg-fd=" + std::to_string(k.msg_fd),
                                 "--out-fd=" + std::to_string(k.out_fd)};

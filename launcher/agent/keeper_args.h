@@ -35,6 +35,10 @@ struct KeeperArgs {
   std::optional<ProcessUser> user;
 };
 
+// The descriptors the keeper is given, in the one order the zygote passes them
+// (keeper_zygote.h): msg, out, err (when set), then the keep descriptors.
+std::vector<int*> KeeperFds(KeeperArgs& k);
+
 // The keeper's arguments after its argv[0].
 std::vector<std::string> EncodeKeeperArgs(const KeeperArgs& k);
 

@@ -24,18 +24,16 @@ namespace {
   std::string error;
   bool decoded = baton::DecodeKeeperArgs(args, &k, &error);
   if (fds != nullptr) {
-    size_t want = 2 + (k.err_fd >= 0 ? 1 : 0) + k.keep_fds.size();
-    if (decoded && fds->size() != want) {
+    std::vector<int*> slots = baton::KeeperFds(k);
+    if (decoded && fds->size() != slots.size()) {
       decoded = false;
       error = "the zygote passed " + std::to_string(fds->size()) + " descriptors, not " +
-              std::to_string(want);
+              std::to_string(slots.size());
     }
-    size_t i = 0;
-    k.msg_fd = fds->empty() ? -1 : (*fds)[i++];
     if (decoded) {
-      k.out_fd = (*fds)[i++];
-      if (k.err_fd >= 0) k.err_fd = (*fds)[i++];
-      for (int& fd : k.keep_fds) fd = (*fds)[i++];
+      for (size_t i = 0; i < slots.size(); ++i) *slots[i] = (*fds)[i];
+    } else {
+      k.msg_fd = fds->empty() ? -1 : fds->front();  // where the failure is reported
     }
   }
   if (!decoded) {

@@ -160,10 +160,8 @@ pid_t StartKeeper(const SpawnOptions& o, const std::string& program, int log_fd,
   k.binding = o.binding;
   k.user = o.user;
   std::vector<std::string> args = EncodeKeeperArgs(k);
-  // The zygote's order (keeper_zygote.h): msg, out, err, keep.
-  std::vector<int> fds = {msg_fd, log_fd};
-  if (o.error_fd >= 0) fds.push_back(o.error_fd);
-  fds.insert(fds.end(), o.keep_open_fds.begin(), o.keep_open_fds.end());
+  std::vector<int> fds;
+  for (const int* fd : KeeperFds(k)) fds.push_back(*fd);
   if (program == KeeperProgram() && ZygoteWanted()) {
     pid_t pid = Zygote::Get().StartKeeper(program, args, fds);
     if (pid > 0) return pid;

@@ -47,12 +47,19 @@ void ResetSignals(sighandler_t action) {
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the agent blocks stop signals; jobs must not
 }
 
+// Moves this process into the cgroup whose cgroup.procs file `procs` is.
+bool JoinCgroup(const char* procs) {
+  int fd = open(procs, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool joined = write(fd, "0", 1) == 1;
+  close(fd);
+  return joined;
+}
+
 // Joins the job's cgroups.
 void JoinCgroups(const ChildPlan& p, int msg_fd) {
   for (const char* const* procs = p.cgroup_procs; procs != nullptr && *procs != nullptr; ++procs) {
-    int fd = open(*procs, O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, "0", 1) != 1) FailStep(msg_fd, kStepCgroups);
-    close(fd);
+    if (!JoinCgroup(*procs)) FailStep(msg_fd, kStepCgroups);
   }
 }
 
@@ -207,13 +214,8 @@ __attribute__((no_sanitize_address)) int StartChild(void* arg) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  if (k.exit_cgroup_procs != nullptr) {  // best effort: else the record pins the attempt's
-    int moved = open(k.exit_cgroup_procs, O_WRONLY | O_CLOEXEC);
-    if (moved >= 0) {
-      (void)!write(moved, "0", 1);
-      close(moved);
-    }
-  }
+  // Best effort: else the record's page cache pins the attempt's memory cgroup.
+  if (k.exit_cgroup_procs != nullptr) (void)JoinCgroup(k.exit_cgroup_procs);
   char path[4096];
   ExitPath(k.exit_prefix, child, path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
