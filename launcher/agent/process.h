@@ -58,7 +58,7 @@ struct SpawnOptions {
   // same way. The keeper closes every descriptor it does not need.
   std::string exit_dir;
   // Keeper only: a cgroup.procs file it moves into once the child has ended, before it
-  // writes the exit record (the node's own memory cgroup, CgroupDriver::ExitProcsFile), so
+  // writes the exit record (a lasting cgroup of the node's, CgroupDriver::ExitProcsFile), so
   // that the record's page cache does not keep the attempt's memory cgroup alive after its
   // removal. Empty: it stays in the child's cgroups.
   std::string exit_cgroup_procs;

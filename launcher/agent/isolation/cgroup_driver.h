@@ -69,6 +69,13 @@ class CgroupDriver {
   // (SpawnOptions::exit_cgroup_procs): a cgroup.procs file of a memory cgroup that lasts.
   // Empty: nowhere, the keeper stays.
   virtual std::string ExitProcsFile() const { return ""; }
+  // The CPUs a process in that exit cgroup may run on: the ones no inference attempt holds
+  // ("": all). Only where the exit cgroup is a cpuset of its own (v2); v1 moves the keeper
+  // in the memory hierarchy alone, so it keeps the attempt's CPUs.
+  virtual absl::Status LimitExitCpus(const std::string& cpus) {
+    (void)cpus;
+    return absl::OkStatus();
+  }
   // The cgroup.procs files a child writes itself into before exec.
   virtual std::vector<std::string> ProcsFiles(const std::string& name) const = 0;
   virtual absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) = 0;

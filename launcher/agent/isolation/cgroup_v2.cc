@@ -62,8 +62,20 @@ absl::Status CgroupV2Driver::Init() {
     }
   }
   controllers_ = wanted;
+  BATON_RETURN_IF_ERROR(fs_->MakeDir(Dir(kExitLeaf)));
   ready_ = true;
-  return absl::OkStatus();
+  return WriteExitCpus();
+}
+
+absl::Status CgroupV2Driver::LimitExitCpus(const std::string& cpus) {
+  exit_cpus_ = cpus;
+  return ready_ ? WriteExitCpus() : absl::OkStatus();
+}
+
+absl::Status CgroupV2Driver::WriteExitCpus() {
+  if (!Has(controllers_, "cpuset")) return absl::OkStatus();
+  // Empty: the parent's CPUs (what a new leaf starts with).
+  return fs_->Write(Dir(kExitLeaf) + "/cpuset.cpus", exit_cpus_.empty() ? "\n" : exit_cpus_);
 }
 
 absl::Status CgroupV2Driver::Create(const std::string& name) {

@@ -2,6 +2,8 @@
 // and memory enabled through every ancestor's cgroup.subtree_control. v2 keeps processes
 // out of cgroups that enable controllers for their children, so an agent living in one of
 // those (systemd's delegated unit cgroup) first moves itself into a leaf "agent" there.
+// A leaf "exit" next to the attempts holds keepers while they write exit records, so that
+// the records' page cache is not charged to (and does not keep alive) an attempt's cgroup.
 // Limits: cpu.max, cpu.weight, cpuset.cpus/mems, memory.max; kill through cgroup.kill.
 // Called by the Isolator; not thread-safe (the Isolator serialises).
 #pragma once
@@ -34,6 +36,8 @@ class CgroupV2Driver : public CgroupDriver {
   absl::Status LimitPids(const std::string& name, uint64_t max) override;
   absl::Status DenyDevices(const std::string& name, const std::vector<CharDevice>& denied) override;
   absl::Status CanFenceDevices() override;
+  std::string ExitProcsFile() const override { return Dir(kExitLeaf) + "/cgroup.procs"; }
+  absl::Status LimitExitCpus(const std::string& cpus) override;
   std::vector<std::string> ProcsFiles(const std::string& name) const override;
   absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override;
   absl::Status KillAll(const std::string& name) override;
@@ -45,7 +49,9 @@ class CgroupV2Driver : public CgroupDriver {
   int NetLevel(const std::string& name) const override;
 
  private:
+  static constexpr char kExitLeaf[] = "exit";
   std::string Dir(const std::string& name) const { return root_ + "/" + Path(name); }
+  absl::Status WriteExitCpus();
   absl::Status MoveAgentOutOf(const std::string& dir);
 
   const std::shared_ptr<CgroupFs> fs_;
@@ -55,6 +61,7 @@ class CgroupV2Driver : public CgroupDriver {
   pid_t agent_pid_ = 0;  // 0: not set
   bool ready_ = false;
   std::vector<std::string> controllers_;  // of cpu, cpuset, memory, pids: enabled for leaves
+  std::string exit_cpus_;                 // LimitExitCpus's last; written once Init has run
 };
 
 }  // namespace baton

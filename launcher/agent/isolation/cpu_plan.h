@@ -66,13 +66,14 @@ class CpuPlanner {
   // CPUs inference holds now, as a cpuset list ("" when none).
   std::string ExclusiveCpus() const { return FormatCpuList(ExclusiveCpuSet()); }
   std::vector<uint32_t> ExclusiveCpuSet() const;
+  // The node's CPUs that no inference attempt holds, ascending.
+  std::vector<uint32_t> SharedCpus() const;
 
  private:
   struct Core {
     std::vector<uint32_t> cpus;
     int32_t numa = -1;
   };
-  std::vector<uint32_t> SharedCpus() const;
   std::set<uint32_t> TakenCpus() const;
   // Why the scheduler's charged CPUs cannot be taken ("" when they can).
   std::string CheckCharged(const std::vector<uint32_t>& cpus) const;

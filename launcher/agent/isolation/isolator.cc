@@ -88,8 +88,12 @@ absl::Status Isolator::ApplyTrainingLocked(const std::string& except) {
 }
 
 absl::Status Isolator::ApplySelfLocked() {
-  if (!self_) return absl::OkStatus();
-  return self_->Apply(planner_.ExclusiveCpuSet());
+  // Keepers writing exit records run beside the agent: off inference's cores too.
+  absl::Status exit =
+      driver_ ? driver_->LimitExitCpus(FormatCpuList(planner_.SharedCpus())) : absl::OkStatus();
+  if (!self_) return exit;
+  absl::Status self = self_->Apply(planner_.ExclusiveCpuSet());
+  return self.ok() ? exit : self;
 }
 
 absl::Status Isolator::ManageSelfAffinity(std::shared_ptr<SelfAffinity> self) {
@@ -211,13 +215,19 @@ absl::Status Isolator::Release(uint64_t job, uint32_t attempt) {
   if (!driver_) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name = Name(job, attempt);
-  absl::Status first = driver_->KillAll(name);
-  // SIGKILL is not instant: wait (bounded) for the cgroup to empty before removing it.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    auto pids = driver_->Pids(name);
-    if (!pids.ok() || pids->empty() || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  absl::Status first;
+  // Most attempts end with their cgroup empty already (the keeper has left it): one read of
+  // every hierarchy then, not a kill's reads and the wait's again.
+  auto pids = driver_->Pids(name);
+  if (!pids.ok() || !pids->empty()) {
+    first = driver_->KillAll(name);
+    // SIGKILL is not instant: wait (bounded) for the cgroup to empty before removing it.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      pids = driver_->Pids(name);
+      if (!pids.ok() || pids->empty() || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
   auto keep = [&first](absl::Status s) {
     if (!s.ok() && first.ok()) first = s;

@@ -108,6 +108,7 @@ class Isolator {
   };
   absl::Status ApplyPlanLocked(const std::string& name);
   absl::Status ApplyTrainingLocked(const std::string& except);
+  // The agent's own threads and the exit cgroup: the CPUs no inference attempt holds.
   absl::Status ApplySelfLocked();
   absl::StatusOr<PreparedAttempt> SetUpLocked(const AttemptRequest& r, bool adopt);
   void UndoLocked(const std::string& name, bool inference, int stage);

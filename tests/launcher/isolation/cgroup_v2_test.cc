@@ -159,6 +159,20 @@ TEST_F(CgroupV2Test, ListFindsOnlyAttemptCgroups) {
   EXPECT_THAT(*names, ElementsAre("job-1-a1", "job-2-a3"));
 }
 
+TEST_F(CgroupV2Test, KeepersWriteExitRecordsFromALastingLeafOffInferenceCpus) {
+  // A parent that enables controllers may hold no process: the exit cgroup is a leaf.
+  EXPECT_EQ(driver_->ExitProcsFile(), At("baton/n1/exit/cgroup.procs"));
+  ASSERT_TRUE(driver_->LimitExitCpus("0-2,4-6").ok()) << "before Init: kept for it";
+  ASSERT_TRUE(driver_->Create("job-1-a1").ok());
+  EXPECT_EQ(ReadFile(At("baton/n1/exit/cpuset.cpus")), "0-2,4-6\n");
+  EXPECT_THAT(ReadFile(At("baton/n1/exit/cgroup.controllers")), HasSubstr("memory"));
+  ASSERT_TRUE(fs_->Write(driver_->ExitProcsFile(), "77").ok()) << "a keeper can join it";
+  ASSERT_TRUE(driver_->LimitExitCpus("").ok());
+  EXPECT_EQ(ReadFile(At("baton/n1/exit/cpuset.cpus")), "\n") << "no inference: all CPUs";
+  EXPECT_THAT(*driver_->List(), ElementsAre("job-1-a1")) << "the exit leaf is no attempt";
+  ASSERT_TRUE(driver_->Remove("job-1-a1").ok()) << "the keeper in exit keeps no attempt alive";
+}
+
 TEST_F(CgroupV2Test, NetworkPathIsTheCgroupPathAndItsDepth) {
   EXPECT_EQ(driver_->NetPath("job-1-a1"), "baton/n1/job-1-a1");
   EXPECT_EQ(driver_->NetLevel("job-1-a1"), 3);

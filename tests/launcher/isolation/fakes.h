@@ -53,6 +53,15 @@ class RecordingDriver : public CgroupDriver {
   std::vector<std::string> ProcsFiles(const std::string& name) const override {
     return {"/fake/" + name + "/cgroup.procs"};
   }
+  absl::Status LimitExitCpus(const std::string& cpus) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    exit_cpus_ = cpus;
+    return absl::OkStatus();
+  }
+  std::string exit_cpus() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exit_cpus_;
+  }
   absl::StatusOr<std::vector<pid_t>> Pids(const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     return pids_[name];
@@ -136,6 +145,7 @@ class RecordingDriver : public CgroupDriver {
   std::map<std::string, std::vector<CharDevice>> denied_;
   std::map<std::string, std::vector<pid_t>> pids_;
   std::map<std::string, CgroupStats> stats_;
+  std::string exit_cpus_ = "unset";
 };
 
 // Answers each command with the first scripted reply whose prefix matches its joined

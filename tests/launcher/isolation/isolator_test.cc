@@ -112,10 +112,27 @@ TEST_F(IsolatorTest, TrainingIsNarrowedWhenInferenceArrivesAndWidenedWhenItLeave
   EXPECT_EQ(iso_->Limits(1, 1).narrowed_cpus(), 2u);
   EXPECT_EQ(iso_->Describe().exclusive_cpus(), "3,7");
 
+  EXPECT_EQ(driver_->exit_cpus(), "0-2,4-6") << "keepers writing exit records: off them too";
+
   ASSERT_TRUE(iso_->Release(2, 1).ok());
   EXPECT_EQ(Applied(1).cpus, "0-7") << "widened again";
+  EXPECT_EQ(driver_->exit_cpus(), "0-7");
   EXPECT_EQ(Applied(1).cpu_quota_millis, 8000u);
   EXPECT_FALSE(driver_->exists("job-2-a1"));
+}
+
+TEST_F(IsolatorTest, ReleaseKillsWhatIsLeftAndSkipsTheKillOfAnEmptyCgroup) {
+  ASSERT_TRUE(Prepare(1, /*inference=*/false, /*millis=*/1000).ok());
+  ASSERT_TRUE(Prepare(2, /*inference=*/false, /*millis=*/1000).ok());
+  driver_->SetPids("job-1-a1", {4242});
+  ASSERT_TRUE(iso_->Release(1, 1).ok());
+  ASSERT_TRUE(iso_->Release(2, 1).ok());
+  std::vector<std::string> calls = driver_->calls();
+  EXPECT_THAT(calls, Contains("KillAll job-1-a1")) << "a process was left";
+  EXPECT_THAT(calls, Not(Contains("KillAll job-2-a1"))) << "nothing left: nothing to kill";
+  EXPECT_THAT(calls, Contains("Remove job-1-a1"));
+  EXPECT_THAT(calls, Contains("Remove job-2-a1"));
+  EXPECT_FALSE(driver_->exists("job-1-a1"));
 }
 
 TEST_F(IsolatorTest, TrainingStaysNearItsGpuWhenThatSideHoldsItsRequest) {
