@@ -34,12 +34,15 @@ std::string CgroupV1Driver::Dir(const std::string& controller, const std::string
   return it->second + "/" + Path(name);
 }
 
-absl::Status CgroupV1Driver::CopyCpuset(const std::string& from, const std::string& to) {
+absl::Status CgroupV1Driver::CopyCpuset(const std::string& from, const std::string& to,
+                                        bool fresh) {
   // A v1 cpuset starts empty and refuses processes until both lists are set.
   for (const char* file : {"/cpuset.cpus", "/cpuset.mems"}) {
-    auto mine = fs_->Read(to + file);
-    if (!mine.ok()) return mine.status();
-    if (mine->find_first_not_of(" \n") != std::string::npos) continue;
+    if (!fresh) {  // one made before keeps what it has
+      auto mine = fs_->Read(to + file);
+      if (!mine.ok()) return mine.status();
+      if (mine->find_first_not_of(" \n") != std::string::npos) continue;
+    }
     auto theirs = fs_->Read(from + file);
     if (!theirs.ok()) return theirs.status();
     BATON_RETURN_IF_ERROR(fs_->Write(to + file, *theirs));
@@ -58,7 +61,7 @@ absl::Status CgroupV1Driver::Init() {
       std::string dir = root + "/" + level;
       BATON_RETURN_IF_ERROR(fs_->MakeDir(dir));
       if (mounts_.count("cpuset") && root == mounts_.at("cpuset")) {
-        BATON_RETURN_IF_ERROR(CopyCpuset(up, dir));
+        BATON_RETURN_IF_ERROR(CopyCpuset(up, dir, /*fresh=*/false));
       }
       up = dir;
     }
@@ -78,7 +81,7 @@ absl::Status CgroupV1Driver::Create(const std::string& name) {
     if (!status.ok()) break;
     if (!existed) made.push_back(dir);
     if (mounts_.count("cpuset") && root == mounts_.at("cpuset")) {
-      status = CopyCpuset(root + "/" + parent_, dir);
+      status = CopyCpuset(root + "/" + parent_, dir, /*fresh=*/!existed);
       if (!status.ok()) break;
     }
   }
@@ -90,13 +93,17 @@ absl::Status CgroupV1Driver::Create(const std::string& name) {
 absl::Status CgroupV1Driver::Apply(const std::string& name, const CgroupLimits& l) {
   BATON_RETURN_IF_ERROR(Init());
   if (std::string cs = Dir("cpuset", name); !cs.empty()) {
-    auto parent_cpus = fs_->Read(mounts_.at("cpuset") + "/" + parent_ + "/cpuset.cpus");
-    auto parent_mems = fs_->Read(mounts_.at("cpuset") + "/" + parent_ + "/cpuset.mems");
-    if (!parent_cpus.ok()) return parent_cpus.status();
-    if (!parent_mems.ok()) return parent_mems.status();
     // v1 has no "inherit": an empty list means the parent's, written out.
-    BATON_RETURN_IF_ERROR(fs_->Write(cs + "/cpuset.cpus", l.cpus.empty() ? *parent_cpus : l.cpus));
-    BATON_RETURN_IF_ERROR(fs_->Write(cs + "/cpuset.mems", l.mems.empty() ? *parent_mems : l.mems));
+    for (const auto& [file, list] :
+         {std::pair{"/cpuset.cpus", &l.cpus}, {"/cpuset.mems", &l.mems}}) {
+      std::string value = *list;
+      if (value.empty()) {
+        auto parents = fs_->Read(mounts_.at("cpuset") + "/" + parent_ + file);
+        if (!parents.ok()) return parents.status();
+        value = *parents;
+      }
+      BATON_RETURN_IF_ERROR(fs_->Write(cs + file, value));
+    }
   } else if (!l.cpus.empty()) {
     return absl::FailedPreconditionError("no cpuset hierarchy mounted");
   }

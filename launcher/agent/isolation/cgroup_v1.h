@@ -45,7 +45,8 @@ class CgroupV1Driver : public CgroupDriver {
  private:
   // The directory of `name` in the hierarchy holding `controller` ("" when unmounted).
   std::string Dir(const std::string& controller, const std::string& name) const;
-  absl::Status CopyCpuset(const std::string& from, const std::string& to);
+  // Fills `to`'s empty cpuset lists from `from`'s; `fresh`: `to` was just made (empty).
+  absl::Status CopyCpuset(const std::string& from, const std::string& to, bool fresh);
 
   const std::shared_ptr<CgroupFs> fs_;
   const std::map<std::string, std::string> mounts_;

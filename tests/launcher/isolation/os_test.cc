@@ -153,6 +153,23 @@ TEST_F(CgroupV1Real, ProcessesJoinEveryHierarchyWithTheLimits) {
   }
 }
 
+TEST_F(CgroupV1Real, AFreshCpusetTakesItsParentsListsAndAnEmptyLimitWritesThemOut) {
+  if (testing::V1Mounts().count("cpuset") == 0) GTEST_SKIP() << "no v1 cpuset mounted";
+  std::string parent = testing::V1Mounts()["cpuset"] + "/" + guard_->top() + "/n1";
+  ASSERT_TRUE(driver_->Create("job-2-a1").ok());
+  std::string cs = Dir("cpuset", "job-2-a1");
+  EXPECT_EQ(ReadFile(cs + "/cpuset.cpus"), ReadFile(parent + "/cpuset.cpus"));
+  EXPECT_EQ(ReadFile(cs + "/cpuset.mems"), ReadFile(parent + "/cpuset.mems"));
+  ASSERT_TRUE(driver_->Apply("job-2-a1", CgroupLimits{.cpus = "0", .mems = "0"}).ok());
+  EXPECT_EQ(ReadFile(cs + "/cpuset.cpus"), "0\n");
+  ASSERT_TRUE(driver_->Create("job-2-a1").ok()) << "again: keeps what it has";
+  EXPECT_EQ(ReadFile(cs + "/cpuset.cpus"), "0\n");
+  ASSERT_TRUE(driver_->Apply("job-2-a1", CgroupLimits{}).ok());
+  EXPECT_EQ(ReadFile(cs + "/cpuset.cpus"), ReadFile(parent + "/cpuset.cpus"))
+      << "v1 has no inherit: the parent's list, written out";
+  ASSERT_TRUE(driver_->Remove("job-2-a1").ok());
+}
+
 // KillAll freezes a cgroup with processes (nothing forks away mid-kill) and leaves an
 // empty one alone: freezing costs the kernel, and an empty cgroup cannot fill again.
 TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
