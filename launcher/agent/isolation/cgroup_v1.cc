@@ -66,15 +66,34 @@ absl::Status CgroupV1Driver::Init() {
       up = dir;
     }
   }
+  // Hierarchies an attempt needs no cgroup of its own in: its processes join the node's
+  // (what a fresh attempt cgroup would allow anyway), which saves a mkdir and an rmdir per
+  // attempt and hierarchy. The freezer, where cgroup2's cgroup.kill kills atomically (Linux
+  // 5.14+); devices, until DenyDevices has something to deny.
+  std::map<std::string, std::set<std::string>> held;  // root -> its controllers
+  for (const auto& [controller, root] : mounts_) held[root].insert(controller);
+  bool atomic_kill = !unified_.empty() && fs_->Exists(unified_ + "/" + parent_ + "/cgroup.kill");
+  attempt_roots_.clear();
+  for (const auto& root : roots_) {
+    auto it = held.find(root);
+    bool freezer = it != held.end() && it->second == std::set<std::string>{"freezer"};
+    bool devices = it != held.end() && it->second == std::set<std::string>{"devices"};
+    if ((freezer && atomic_kill) || devices) continue;
+    attempt_roots_.push_back(root);
+  }
   ready_ = true;
   return absl::OkStatus();
+}
+
+const std::vector<std::string>& CgroupV1Driver::ScanRoots() const {
+  return ready_ ? attempt_roots_ : roots_;
 }
 
 absl::Status CgroupV1Driver::Create(const std::string& name) {
   BATON_RETURN_IF_ERROR(Init());
   std::vector<std::string> made;
   absl::Status status;
-  for (const auto& root : roots_) {
+  for (const auto& root : attempt_roots_) {
     std::string dir = root + "/" + Path(name);
     bool existed = fs_->Exists(dir);
     status = fs_->MakeDir(dir);
@@ -135,6 +154,7 @@ absl::Status CgroupV1Driver::DenyDevices(const std::string& name,
   if (devices.empty()) {
     return absl::FailedPreconditionError("no devices hierarchy mounted: cannot fence GPUs");
   }
+  BATON_RETURN_IF_ERROR(fs_->MakeDir(devices));  // made here only: see Init
   // The cgroup starts allowing what its parent allows; each line adds an exception.
   for (const CharDevice& d : denied) {
     BATON_RETURN_IF_ERROR(
@@ -151,14 +171,20 @@ absl::Status CgroupV1Driver::CanFenceDevices() {
 
 std::vector<std::string> CgroupV1Driver::ProcsFiles(const std::string& name) const {
   std::vector<std::string> out;
-  for (const auto& root : roots_) out.push_back(root + "/" + Path(name) + "/cgroup.procs");
+  for (const auto& root : roots_) {
+    std::string own = root + "/" + Path(name);
+    bool made =
+        std::find(attempt_roots_.begin(), attempt_roots_.end(), root) != attempt_roots_.end() ||
+        fs_->Exists(own);  // a fence's devices cgroup; one an older agent made
+    out.push_back((made ? own : root + "/" + parent_) + "/cgroup.procs");
+  }
   return out;
 }
 
 absl::StatusOr<std::vector<pid_t>> CgroupV1Driver::Pids(const std::string& name) {
   // The union over hierarchies: a process that joined only some still belongs to it.
   std::set<pid_t> all;
-  for (const auto& root : roots_) {
+  for (const auto& root : ScanRoots()) {
     auto text = fs_->Read(root + "/" + Path(name) + "/cgroup.procs");
     if (!text.ok()) {
       if (text.status().code() == absl::StatusCode::kNotFound) continue;
@@ -179,7 +205,7 @@ absl::Status CgroupV1Driver::KillAll(const std::string& name) {
   // freeze and thaw of a v1 freezer flips a kernel static key (text patching on every
   // CPU), a visible cost when many short attempts end.
   bool empty = true;
-  for (const auto& root : roots_) {
+  for (const auto& root : ScanRoots()) {
     auto pids = fs_->Read(root + "/" + Path(name) + "/cgroup.procs");
     if (pids.ok() && !ParsePids(*pids).empty()) {
       empty = false;
@@ -193,7 +219,7 @@ absl::Status CgroupV1Driver::KillAll(const std::string& name) {
   bool frozen = !freezer.empty() && fs_->Exists(freezer) &&
                 fs_->Write(freezer + "/freezer.state", "FROZEN").ok();
   absl::Status status;
-  for (const auto& root : roots_) {
+  for (const auto& root : ScanRoots()) {
     std::string procs = root + "/" + Path(name) + "/cgroup.procs";
     if (!fs_->Exists(procs)) continue;
     if (frozen) {

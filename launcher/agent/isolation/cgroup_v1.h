@@ -1,5 +1,7 @@
 // cgroup v1 backend: one cgroup per attempt in each hierarchy it uses (cpu, cpuacct,
-// cpuset, memory, freezer, pids where mounted) under <mount>/<parent>; on a hybrid host
+// cpuset, memory, freezer, pids where mounted) under <mount>/<parent>, except the freezer
+// where cgroup.kill makes it needless and devices unless GPUs are fenced (the attempt's
+// processes join <mount>/<parent> there); on a hybrid host
 // also one in the cgroup2 tree at <root>/unified, which classifies network traffic and
 // kills the whole attempt through cgroup.kill. Limits: cpu.cfs_quota_us/cfs_period_us,
 // cpu.shares, cpuset.cpus + cpuset.mems (both, before any process joins),
@@ -47,11 +49,17 @@ class CgroupV1Driver : public CgroupDriver {
   std::string Dir(const std::string& controller, const std::string& name) const;
   // Fills `to`'s empty cpuset lists from `from`'s; `fresh`: `to` was just made (empty).
   absl::Status CopyCpuset(const std::string& from, const std::string& to, bool fresh);
+  // The hierarchies to look for an attempt's processes in: attempt_roots_ once Init has
+  // run, every one before (Recover may meet attempts an older agent made in any).
+  const std::vector<std::string>& ScanRoots() const;
 
   const std::shared_ptr<CgroupFs> fs_;
   const std::map<std::string, std::string> mounts_;
   const std::string parent_, unified_, net_prefix_;
   std::vector<std::string> roots_;  // distinct hierarchies in use, unified last
+  // Those in which each attempt has a cgroup of its own (set by Init); in the others its
+  // processes join the node's cgroup, and devices gets one only to fence (DenyDevices).
+  std::vector<std::string> attempt_roots_;
   bool ready_ = false;
 };
 

@@ -58,9 +58,11 @@ class CgroupV1Real : public ::testing::Test {
     guard_ = std::make_unique<testing::CgroupTreeGuard>("baton-ostest-" + std::to_string(getpid()));
     driver_ = Make(std::make_shared<RealCgroupFs>());
   }
-  std::unique_ptr<CgroupV1Driver> Make(std::shared_ptr<CgroupFs> fs) {
+  // `hybrid`: with the cgroup2 tree (when the host has one); false: pure v1.
+  std::unique_ptr<CgroupV1Driver> Make(std::shared_ptr<CgroupFs> fs, bool hybrid = true) {
+    bool unified = hybrid && testing::HybridHost();
     return std::make_unique<CgroupV1Driver>(fs, testing::V1Mounts(), guard_->top() + "/n1",
-                                            testing::HybridHost() ? "/sys/fs/cgroup/unified" : "");
+                                            unified ? "/sys/fs/cgroup/unified" : "");
   }
   std::string Dir(const std::string& controller, const std::string& name) {
     return testing::V1Mounts()[controller] + "/" + guard_->top() + "/n1/" + name;
@@ -175,7 +177,7 @@ TEST_F(CgroupV1Real, AFreshCpusetTakesItsParentsListsAndAnEmptyLimitWritesThemOu
 TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
   if (testing::V1Mounts().count("freezer") == 0) GTEST_SKIP() << "no v1 freezer mounted";
   auto fs = std::make_shared<RecordingFs>();
-  driver_ = Make(fs);
+  driver_ = Make(fs, /*hybrid=*/false);  // pure v1: no cgroup.kill, so the freezer is used
   ASSERT_TRUE(driver_->Create("job-5-a1").ok());
   pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, "job-5-a1");
   ASSERT_GT(pid, 0);
@@ -202,6 +204,54 @@ TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
   ASSERT_TRUE(driver_->KillAll("job-5-a1").ok());
   EXPECT_EQ(froze(), 0) << "an empty cgroup is not frozen";
   ASSERT_TRUE(driver_->Remove("job-5-a1").ok());
+}
+
+// With cgroup2's atomic cgroup.kill an attempt needs no freezer cgroup, and without a GPU
+// to fence no devices cgroup: its processes join the node's there, and the kill still takes
+// a whole forking tree.
+TEST_F(CgroupV1Real, WithCgroupKillNoFreezerCgroupAndNoDevicesCgroupUntilAFence) {
+  if (!testing::HybridHost()) GTEST_SKIP() << "no cgroup2 tree: no cgroup.kill";
+  auto mounts = testing::V1Mounts();
+  if (!mounts.count("freezer") || !mounts.count("devices")) {
+    GTEST_SKIP() << "no v1 freezer or devices hierarchy mounted";
+  }
+  ASSERT_TRUE(driver_->Create("job-6-a1").ok());
+  if (!std::filesystem::exists("/sys/fs/cgroup/unified/" + guard_->top() + "/n1/cgroup.kill")) {
+    GTEST_SKIP() << "this kernel has no cgroup.kill (Linux < 5.14)";
+  }
+  for (const char* c : {"freezer", "devices"}) {
+    EXPECT_FALSE(std::filesystem::exists(Dir(c, "job-6-a1"))) << c;
+  }
+  EXPECT_TRUE(std::filesystem::exists(Dir("cpu", "job-6-a1")));
+  pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, "job-6-a1");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(PollUntil([&] {
+    auto pids = driver_->Pids("job-6-a1");
+    return pids.ok() && pids->size() == 3;
+  }));
+  std::string cg = ReadFile("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string node = "/" + guard_->top() + "/n1";
+  EXPECT_THAT(cg, HasSubstr(":freezer:" + node + "\n")) << "the node's, not the agent's";
+  EXPECT_THAT(cg, HasSubstr(":devices:" + node + "\n"));
+  EXPECT_THAT(cg, HasSubstr(":cpu:" + node + "/job-6-a1\n"));
+  ASSERT_TRUE(driver_->KillAll("job-6-a1").ok());
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_TRUE(PollUntil([&] {
+    auto pids = driver_->Pids("job-6-a1");
+    return pids.ok() && pids->empty();
+  })) << "the sleeps died with it";
+  ASSERT_TRUE(driver_->Remove("job-6-a1").ok());
+  EXPECT_FALSE(std::filesystem::exists(Dir("cpu", "job-6-a1")));
+
+  // A fence makes the devices cgroup, and the attempt's processes join that one.
+  ASSERT_TRUE(driver_->Create("job-7-a1").ok());
+  ASSERT_TRUE(driver_->DenyDevices("job-7-a1", {CharDevice{1, 7}}).ok());
+  EXPECT_THAT(driver_->ProcsFiles("job-7-a1"),
+              ::testing::Contains(Dir("devices", "job-7-a1") + "/cgroup.procs"));
+  ASSERT_TRUE(driver_->Remove("job-7-a1").ok());
+  EXPECT_FALSE(std::filesystem::exists(Dir("devices", "job-7-a1")));
 }
 
 TEST_F(CgroupV1Real, ABusyProcessUnderHalfACpuIsThrottled) {
