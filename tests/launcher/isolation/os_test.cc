@@ -79,6 +79,27 @@ class CgroupV1Real : public ::testing::Test {
     return pid.ok() ? *pid : -1;
   }
 
+  // `sh` and two sleeps in `name`'s cgroups; -1 (and a failure) unless all three show up.
+  pid_t StartTree(const std::string& name) {
+    pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, name);
+    bool three = pid > 0 && PollUntil([&] {
+                   auto pids = driver_->Pids(name);
+                   return pids.ok() && pids->size() == 3;
+                 });
+    EXPECT_TRUE(three) << name;
+    return three ? pid : -1;
+  }
+  // StartTree's `pid` died of SIGKILL, and its sleeps with it.
+  void ExpectTreeKilled(pid_t pid, const std::string& name) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    EXPECT_TRUE(PollUntil([&] {
+      auto pids = driver_->Pids(name);
+      return pids.ok() && pids->empty();
+    })) << "the sleeps died with it";
+  }
+
   // Network caps (`mbps`, nft table `table`) on namespace a's end of a fresh veth pair,
   // torn down with it. Null where the host cannot make one (the reason in `*skip`) or the
   // caps fail (a test failure).
@@ -179,12 +200,8 @@ TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
   auto fs = std::make_shared<RecordingFs>();
   driver_ = Make(fs, /*hybrid=*/false);  // pure v1: no cgroup.kill, so the freezer is used
   ASSERT_TRUE(driver_->Create("job-5-a1").ok());
-  pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, "job-5-a1");
+  pid_t pid = StartTree("job-5-a1");
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(PollUntil([&] {
-    auto pids = driver_->Pids("job-5-a1");
-    return pids.ok() && pids->size() == 3;
-  }));
   fs->writes.clear();
   ASSERT_TRUE(driver_->KillAll("job-5-a1").ok());
   auto froze = [&] {
@@ -193,13 +210,7 @@ TEST_F(CgroupV1Real, KillAllFreezesOnlyACgroupWithProcesses) {
     });
   };
   EXPECT_EQ(froze(), 1) << "processes to kill: frozen first";
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  ASSERT_TRUE(PollUntil([&] {
-    auto pids = driver_->Pids("job-5-a1");
-    return pids.ok() && pids->empty();
-  })) << "the sleeps died with it";
+  ExpectTreeKilled(pid, "job-5-a1");
   fs->writes.clear();
   ASSERT_TRUE(driver_->KillAll("job-5-a1").ok());
   EXPECT_EQ(froze(), 0) << "an empty cgroup is not frozen";
@@ -223,25 +234,15 @@ TEST_F(CgroupV1Real, WithCgroupKillNoFreezerCgroupAndNoDevicesCgroupUntilAFence)
     EXPECT_FALSE(std::filesystem::exists(Dir(c, "job-6-a1"))) << c;
   }
   EXPECT_TRUE(std::filesystem::exists(Dir("cpu", "job-6-a1")));
-  pid_t pid = Start({"sh", "-c", "sleep 30 & sleep 30 & wait"}, "job-6-a1");
+  pid_t pid = StartTree("job-6-a1");
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(PollUntil([&] {
-    auto pids = driver_->Pids("job-6-a1");
-    return pids.ok() && pids->size() == 3;
-  }));
   std::string cg = ReadFile("/proc/" + std::to_string(pid) + "/cgroup");
   std::string node = "/" + guard_->top() + "/n1";
   EXPECT_THAT(cg, HasSubstr(":freezer:" + node + "\n")) << "the node's, not the agent's";
   EXPECT_THAT(cg, HasSubstr(":devices:" + node + "\n"));
   EXPECT_THAT(cg, HasSubstr(":cpu:" + node + "/job-6-a1\n"));
   ASSERT_TRUE(driver_->KillAll("job-6-a1").ok());
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  ASSERT_TRUE(PollUntil([&] {
-    auto pids = driver_->Pids("job-6-a1");
-    return pids.ok() && pids->empty();
-  })) << "the sleeps died with it";
+  ExpectTreeKilled(pid, "job-6-a1");
   ASSERT_TRUE(driver_->Remove("job-6-a1").ok());
   EXPECT_FALSE(std::filesystem::exists(Dir("cpu", "job-6-a1")));
 
