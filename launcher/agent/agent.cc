@@ -90,11 +90,7 @@ void Agent::Stop() {
   janitor_.Stop();
   if (connection_.joinable()) connection_.join();
   if (worker_.joinable()) worker_.join();
-  {
-    std::lock_guard<std::mutex> lock(effects_mu_);
-    effects_stop_ = true;  // it finishes what the worker handed it first
-  }
-  effects_cv_.notify_all();
+  effects_.Stop();  // the effects thread finishes what the worker handed it first
   if (effector_.joinable()) effector_.join();
   for (std::thread& t : launchers_) t.join();
   launchers_.clear();
@@ -618,30 +614,14 @@ void Agent::WorkerLoop() {
       if (!live || !options_.kill_jobs_on_stop) return;
     }
     lock.unlock();
-    if (reads.empty() && sweeps.empty() && !limits_changed && !refresh_stats) continue;
-    {
-      std::lock_guard<std::mutex> effects(effects_mu_);
-      for (NoteRead& r : reads) {
-        auto [it, added] = effects_.reads.emplace(r.key, r);
-        if (!added && r.finishing) it->second = std::move(r);  // the end's read wins
-      }
-      effects_.sweeps.insert(sweeps.begin(), sweeps.end());
-      effects_.limits_changed |= limits_changed;
-      effects_.refresh_stats |= refresh_stats;
-    }
-    effects_cv_.notify_one();
+    effects_.Post(std::move(reads), sweeps, limits_changed, refresh_stats);
   }
 }
 
 void Agent::EffectsLoop() {
   for (;;) {
-    Effects todo;
-    {
-      std::unique_lock<std::mutex> lock(effects_mu_);
-      effects_cv_.wait(lock, [this] { return !effects_.empty() || effects_stop_; });
-      if (effects_.empty()) return;  // stopping, and nothing is left
-      std::swap(todo, effects_);
-    }
+    Effects todo = effects_.Take();
+    if (todo.empty()) return;  // stopping, and nothing is left
     // Killed attempts: whatever of theirs left the process group dies with their cgroup.
     for (const Key& key : todo.sweeps) (void)isolator_->Kill(key.first, key.second);
     if (todo.limits_changed) ReportLimitChanges();

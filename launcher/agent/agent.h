@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/coordinator_link.h"
+#include "launcher/agent/effects_queue.h"
 #include "launcher/agent/exit_plan.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
@@ -125,7 +126,7 @@ class Agent {
   bool connected() const;
 
  private:
-  using Key = std::pair<uint64_t, uint32_t>;
+  using Key = AttemptKey;
   struct Exit {
     Key key;
     pid_t pid;
@@ -173,15 +174,6 @@ class Agent {
     }
     bool busy() const { return launching || live(); }
   };
-  // A progress note to read outside the lock (the job's file), and for a finishing
-  // attempt, its output to drain first.
-  struct NoteRead {
-    Key key;
-    std::string path;
-    uid_t owner = 0;
-    bool finishing = false;
-    bool inference = false;  // a finishing inference attempt: training is widened again
-  };
 
   void ConnectionLoop();
   void Session();
@@ -209,18 +201,7 @@ class Agent {
   void StopDisconnectedLocked(absl::Duration silent);
   void KillNowLocked(Key key, Run& run);
   void WorkerLoop();
-  // What the worker hands the effects thread: the slow work it decided (the Isolator's
-  // lock, which launches hold while they set up cgroups; output drains; the jobs' files).
-  // Merged while the thread is busy: one read per attempt (an end's wins), sweeps once.
-  struct Effects {
-    std::map<Key, NoteRead> reads;
-    std::set<Key> sweeps;
-    bool limits_changed = false;
-    bool refresh_stats = false;
-    bool empty() const {
-      return reads.empty() && sweeps.empty() && !limits_changed && !refresh_stats;
-    }
-  };
+  // The effects thread: carries out what the worker posts to effects_.
   void EffectsLoop();
   // A process's exit: DecideExit (exit_plan.h) on the attempt's view, then carried out.
   void ProcessExitLocked(const Exit& e);
@@ -312,10 +293,7 @@ class Agent {
   std::condition_variable exits_cv_;
   std::deque<Exit> exits_;
 
-  std::mutex effects_mu_;
-  std::condition_variable effects_cv_;
-  Effects effects_;
-  bool effects_stop_ = false;
+  EffectsQueue effects_;  // the worker's decisions, for the effects thread
 
   std::thread connection_;
   std::thread worker_;
