@@ -620,15 +620,15 @@ void Agent::WorkerLoop() {
 
 void Agent::EffectsLoop() {
   for (;;) {
-    Effects todo = effects_.Take();
-    if (todo.empty()) return;  // stopping, and nothing is left
+    Effects work = effects_.Take();
+    if (work.empty()) return;  // stopping, and nothing is left
     // Killed attempts: whatever of theirs left the process group dies with their cgroup.
-    for (const Key& key : todo.sweeps) (void)isolator_->Kill(key.first, key.second);
-    if (todo.limits_changed) ReportLimitChanges();
-    if (todo.refresh_stats) RefreshStats();
+    for (const Key& key : work.sweeps) (void)isolator_->Kill(key.first, key.second);
+    if (work.limits_changed) ReportLimitChanges();
+    if (work.refresh_stats) RefreshStats();
     std::vector<NoteRead> reads;
-    reads.reserve(todo.reads.size());
-    for (auto& [key, r] : todo.reads) reads.push_back(std::move(r));
+    reads.reserve(work.reads.size());
+    for (auto& [key, r] : work.reads) reads.push_back(std::move(r));
     ReadNotesOutsideLock(reads);
   }
 }

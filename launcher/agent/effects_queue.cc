@@ -4,7 +4,7 @@ namespace baton {
 
 void EffectsQueue::Post(std::vector<NoteRead> reads, const std::vector<AttemptKey>& sweeps,
                         bool limits_changed, bool refresh_stats) {
-  if (reads.empty() && sweeps.empty() && !limits_changed && !refresh_stats) return;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (NoteRead& r : reads) {
@@ -14,8 +14,9 @@ void EffectsQueue::Post(std::vector<NoteRead> reads, const std::vector<AttemptKe
     pending_.sweeps.insert(sweeps.begin(), sweeps.end());
     pending_.limits_changed |= limits_changed;
     pending_.refresh_stats |= refresh_stats;
+    wake = !pending_.empty();
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 Effects EffectsQueue::Take() {

@@ -43,7 +43,7 @@ struct Effects {
 
 class EffectsQueue {
  public:
-  // Adds to what waits, merged (above), and wakes Take. Nothing to add: no wake-up.
+  // Adds to what waits, merged (above), and wakes Take while anything waits.
   void Post(std::vector<NoteRead> reads, const std::vector<AttemptKey>& sweeps, bool limits_changed,
             bool refresh_stats);
   // Waits until something waits or Stop, and takes all of it. Empty only once stopped and
