@@ -15,6 +15,7 @@
 #include "checkpoint/hash.h"
 #include "checkpoint/parallel.h"
 #include "checkpoint/shard.h"
+#include "checkpoint/stream_copy.h"
 #include "common/status.h"
 
 namespace baton::checkpoint {
@@ -231,7 +232,7 @@ void HashUnit(const UnitPlan<Ptr>& plan, char* bounce, uint64_t start, ChunkHash
       }
       hasher.Update(block, n);
       if constexpr (!kGather) {
-        if (sp.data) std::memcpy(sp.data + done, block, n);
+        if (sp.data) CopyStreaming(sp.data + done, block, n);
       }
       done += n;
     }

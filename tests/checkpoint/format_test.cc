@@ -11,6 +11,7 @@
 #include "checkpoint/manifest.h"
 #include "checkpoint/progress.h"
 #include "checkpoint/shard.h"
+#include "checkpoint/stream_copy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -320,6 +321,33 @@ TEST(Xxh3, UsesAvx2WhereTheCpuHasIt) {
     EXPECT_STREQ(Xxh3Variant(), "avx2");
   }
 #endif
+}
+
+// The restore's copy out of its bounce buffers: every byte lands, at every alignment of
+// either side and every size around its 16-byte head and 64-byte body, and not one byte
+// either side of the destination is touched.
+TEST(StreamCopy, CopiesEveryByteAtAnyAlignmentAndNothingAround) {
+  constexpr size_t kGuard = 64;
+  const size_t sizes[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 200, 4096 + 13, 65536 + 31};
+  std::vector<unsigned char> src(65536 + 256);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  std::vector<unsigned char> dst(65536 + 256 + 2 * kGuard);
+  for (size_t size : sizes) {
+    for (size_t dst_skew = 0; dst_skew < 17; ++dst_skew) {
+      for (size_t src_skew : {0, 1, 5, 16}) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        unsigned char* to = dst.data() + kGuard + dst_skew;
+        CopyStreaming(to, src.data() + src_skew, size);
+        SCOPED_TRACE(testing::Message()
+                     << "size " << size << " dst skew " << dst_skew << " src skew " << src_skew);
+        ASSERT_EQ(std::memcmp(to, src.data() + src_skew, size), 0);
+        for (const unsigned char* p = dst.data(); p < to; ++p) ASSERT_EQ(*p, 0xEE);
+        for (const unsigned char* p = to + size; p < dst.data() + dst.size(); ++p) {
+          ASSERT_EQ(*p, 0xEE);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
