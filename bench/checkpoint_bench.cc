@@ -21,15 +21,15 @@
 // stall. Ends with one JSON line (keys in docs/benchmarks.md; _8g / _4r name the other
 // configurations). Needs root for the cache drops (else the reads are marked warm).
 //   baton-bench-checkpoint [--dir=/var/tmp] [--size=2Gi,8Gi] [--ranks=1,4] [--buffers=64]
-//                          [--reps=3] [--io-threads=4] [--io-depth=2] [--io-unit=8Mi]
+//                          [--reps=3] [--io-threads=2] [--io-depth=2] [--io-unit=4Mi]
 //                          [--no-direct] [--explain]
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
 // through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
-// twice the unit, with one read in flight per thread, with twice the reads in flight —
-// where restore time goes; and, each in a directory of its own, Save and RestoreLatest
-// with io_in_place (the state's pages moved in place, not through bounce buffers; another
-// layout) and, for states up to 4 GiB, of a page-aligned copy of the state on transparent
-// huge pages (read in place by default).
+// twice the unit, with half the unit, with half the threads and half the unit, with one
+// read in flight per thread, with twice the reads in flight — where restore time goes; and, each in
+// a directory of its own, Save and RestoreLatest with io_in_place (the state's pages moved in
+// place, not through bounce buffers; another layout) and, for states up to 4 GiB, of a page-aligned
+// copy of the state on transparent huge pages (read in place by default).
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -67,9 +67,9 @@ struct Flags {
   std::vector<int> ranks = {1, 4};
   int buffers = 64;
   int reps = 3;
-  int io_threads = 4;
-  int io_depth = 2;
-  uint64_t io_unit = 8 << 20;
+  int io_threads = Options{}.io_threads;  // the library's defaults
+  int io_depth = Options{}.io_queue_depth;
+  uint64_t io_unit = Options{}.io_unit_bytes;
   bool direct = true;
   bool explain = false;  // also restore buffered and with one I/O thread (where time goes)
 };
@@ -417,6 +417,11 @@ void Setup(const Flags& f, Config& c) {
       mine.variants["restore 1 thread"] = make(1, f.direct, f.io_unit, d);
       mine.variants["restore 2x threads"] = make(std::min(64, 2 * t), f.direct, f.io_unit, d);
       mine.variants["restore 2x unit"] = make(t, f.direct, 2 * f.io_unit, d);
+      // Smaller requests, and a quarter of the bytes in flight in them.
+      const uint64_t half_unit =
+          std::max<uint64_t>(64 << 10, f.io_unit / 2 / (64 << 10) * (64 << 10));
+      mine.variants["restore half unit"] = make(t, f.direct, half_unit, d);
+      mine.variants["restore half threads+unit"] = make(std::max(1, t / 2), f.direct, half_unit, d);
       mine.variants["restore depth 1"] = make(t, f.direct, f.io_unit, 1);
       mine.variants["restore 2x depth"] = make(t, f.direct, f.io_unit, std::min(64, 2 * d));
       mine.own["in place"] = make(t, f.direct, f.io_unit, d, /*in_place=*/true, OwnDir("in place"));

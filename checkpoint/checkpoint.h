@@ -42,11 +42,14 @@ struct Options {
   // Committed checkpoints kept after each save, the one just saved among them; 0 keeps all.
   int keep_last = 3;
   // Threads writing or reading one rank's shard at once.
-  int io_threads = 4;
-  // Bytes per write or read call; a multiple of 64 KiB.
-  uint64_t io_unit_bytes = 8 << 20;
+  int io_threads = 2;
+  // Bytes per write or read call; a multiple of 64 KiB. 4 MiB: one block-layer request
+  // where max_sectors_kb is 4096 (virtio's default; larger units are split in two).
+  uint64_t io_unit_bytes = 4 << 20;
   // Restore: O_DIRECT reads each I/O thread keeps in flight (Linux AIO), so that
-  // io_threads x io_queue_depth units are read at once while arrived ones are verified.
+  // io_threads x io_queue_depth units (16 MiB by default, as much as a strict 16 MiB
+  // reader has in flight) are read at once while arrived ones are verified. More in flight
+  // restored slower on the benchmark machines' disk (checkpoint/README.md).
   int io_queue_depth = 2;
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).

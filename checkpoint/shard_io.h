@@ -20,8 +20,8 @@
 namespace baton::checkpoint {
 
 struct IoOptions {
-  int threads = 4;                // parallel writers/readers per file
-  uint64_t unit_bytes = 8 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
+  int threads = 2;                // parallel writers/readers per file
+  uint64_t unit_bytes = 4 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
   bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
   int queue_depth = 2;            // O_DIRECT reads in flight per reading thread

@@ -68,7 +68,7 @@ class Checkpointer:
     """
 
     def __init__(self, dir: Optional[str] = None, keep_last: int = 3, *, collective=None,
-                 group=None, io_threads: int = 4, io_unit_bytes: int = 8 << 20,
+                 group=None, io_threads: int = 2, io_unit_bytes: int = 4 << 20,
                  direct_io: bool = True, io_in_place: bool = False, attempt: int = -1,
                  progress_file: str = "", log=None):
         if dir is not None and not isinstance(dir, (str, bytes)) and not hasattr(dir, "__fspath__"):
