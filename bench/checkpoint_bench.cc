@@ -26,10 +26,10 @@
 // --explain adds readers to the rotation, RestoreLatest on the same files another way:
 // through the page cache (no O_DIRECT), with one I/O thread, with twice the threads, with
 // twice the unit, with half the unit, with half the threads and half the unit, with one
-// read in flight per thread, with twice the reads in flight — where restore time goes; and, each in
-// a directory of its own, Save and RestoreLatest with io_in_place (the state's pages moved in
-// place, not through bounce buffers; another layout) and, for states up to 4 GiB, of a page-aligned
-// copy of the state on transparent huge pages (read in place by default).
+// read in flight per thread, with twice the reads in flight — where restore time goes; and,
+// each in a directory of its own, Save and RestoreLatest with io_in_place (the state's pages
+// moved in place, not through bounce buffers; another layout) and, for states up to 4 GiB,
+// of a page-aligned copy of the state on transparent huge pages (read in place by default).
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>

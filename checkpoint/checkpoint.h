@@ -46,10 +46,11 @@ struct Options {
   // Bytes per write or read call; a multiple of 64 KiB. 4 MiB: one block-layer request
   // where max_sectors_kb is 4096 (virtio's default; larger units are split in two).
   uint64_t io_unit_bytes = 4 << 20;
-  // Restore: O_DIRECT reads each I/O thread keeps in flight (Linux AIO), so that
-  // io_threads x io_queue_depth units (16 MiB by default, as much as a strict 16 MiB
-  // reader has in flight) are read at once while arrived ones are verified. More in flight
-  // restored slower on the benchmark machines' disk (checkpoint/README.md).
+  // Units each I/O thread keeps in flight, so that io_threads x io_queue_depth units
+  // (16 MiB by default, as much as a strict 16 MiB reader or writer has) are read at once
+  // (O_DIRECT and Linux AIO) while arrived ones are verified, or written at once (by that
+  // many writers). More in flight restored slower on the benchmark machines' disk
+  // (checkpoint/README.md).
   int io_queue_depth = 2;
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).

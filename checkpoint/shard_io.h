@@ -24,7 +24,7 @@ struct IoOptions {
   uint64_t unit_bytes = 4 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
   bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
-  int queue_depth = 2;            // O_DIRECT reads in flight per reading thread
+  int queue_depth = 2;            // units in flight per thread (writes: that many writers)
   // O_DIRECT straight between file and memory wherever they share a phase; false: only
   // for segments and targets whose memory starts page-aligned (Options::io_in_place).
   bool in_place = false;

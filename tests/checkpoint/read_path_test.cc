@@ -7,6 +7,9 @@
 // kernel does) and on the real filesystem.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -94,6 +97,53 @@ class WatchingEnv : public EnvWrapper {
   const char* begin_ = nullptr;
   const char* end_ = nullptr;
   int in_place_ = 0, direct_ = 0;
+};
+
+// Counts the shard writes under way at once. Each write waits (up to 2 s) until `want`
+// are under way, or have been once, so every writer the save runs is seen together.
+class ConcurrentWritesEnv : public EnvWrapper {
+ public:
+  ConcurrentWritesEnv(Env* target, int want) : EnvWrapper(target), want_(want) {}
+  int most_at_once() const { return most_; }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path, const WritableFileOptions& options) override {
+    auto file = EnvWrapper::NewWritableFile(path, options);
+    if (!file.ok() || !path.ends_with(".shard")) return file;
+    return std::unique_ptr<WritableFile>(new File(this, std::move(*file)));
+  }
+
+ private:
+  class File : public WritableFile {
+   public:
+    File(ConcurrentWritesEnv* env, std::unique_ptr<WritableFile> base)
+        : env_(env), base_(std::move(base)) {}
+    absl::Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+      {
+        std::unique_lock<std::mutex> lock(env_->mu_);
+        env_->most_ = std::max(env_->most_, ++env_->inside_);
+        env_->cv_.notify_all();
+        env_->cv_.wait_for(lock, std::chrono::seconds(2),
+                           [&] { return env_->most_ >= env_->want_; });
+      }
+      absl::Status status = base_->WriteAt(offset, data, n);
+      std::lock_guard<std::mutex> lock(env_->mu_);
+      --env_->inside_;
+      return status;
+    }
+    absl::Status Sync() override { return base_->Sync(); }
+    absl::Status Close() override { return base_->Close(); }
+    bool direct() const override { return base_->direct(); }
+
+   private:
+    ConcurrentWritesEnv* const env_;
+    std::unique_ptr<WritableFile> base_;
+  };
+
+  const int want_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int inside_ = 0, most_ = 0;
 };
 
 struct Shape {
@@ -281,6 +331,32 @@ TEST(ReadPath, AioReadsLandWhereAskedAndAShortOneIsDataLoss) {
   EXPECT_EQ(short_read.tag, 7u);
   EXPECT_EQ(short_read.status.code(), absl::StatusCode::kDataLoss) << short_read.status;
   EXPECT_THAT(std::string(short_read.status.message()), ::testing::HasSubstr("truncated"));
+}
+
+// A save keeps as many units in flight as a restore does: io_threads x io_queue_depth
+// writers (writes are synchronous), here 1 x 3, and never more.
+TEST(ReadPath, ASaveWritesThreadsTimesDepthUnitsAtOnce) {
+  FaultInjectionEnv fault;
+  ASSERT_TRUE(fault.CreateDir("/ckpt").ok());
+  ConcurrentWritesEnv env(&fault, /*want=*/3);
+  Region big(1 << 20, 0);
+  big.Fill(7);
+  LocalCollective local;
+  auto ckpt = Checkpointer::Create({.dir = "/ckpt",
+                                    .io_threads = 1,
+                                    .io_unit_bytes = 64 << 10,
+                                    .io_queue_depth = 3,
+                                    .attempt = 0,
+                                    .env = &env},
+                                   &local);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  ASSERT_TRUE((*ckpt)->RegisterHostBuffer("big", big.data(), big.size()).ok());
+  ASSERT_TRUE((*ckpt)->Save(1).ok());
+  EXPECT_EQ(env.most_at_once(), 3);
+  big.Clear();
+  auto restored = (*ckpt)->RestoreLatest();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(big.Matches(7));
 }
 
 }  // namespace
