@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -297,7 +298,9 @@ absl::Status FillStaging(Checkpointer::State& s, const ShardHeader& layout) {
                         std::min(kCopyPieceBytes, b.size - off)});
     }
   }
-  BATON_RETURN_IF_ERROR(ParallelFor(pieces.size(), s.options.io_threads, [&](size_t i) {
+  // As many copy threads as the save has writers (shard_io.cc): io_threads x io_queue_depth.
+  const int copiers = std::min(64, s.options.io_threads * s.options.io_queue_depth);
+  BATON_RETURN_IF_ERROR(ParallelFor(pieces.size(), copiers, [&](size_t i) {
     std::memcpy(pieces[i].dst, pieces[i].src, pieces[i].n);
     return absl::OkStatus();
   }));

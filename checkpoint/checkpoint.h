@@ -41,7 +41,8 @@ struct Options {
   std::string dir = {};
   // Committed checkpoints kept after each save, the one just saved among them; 0 keeps all.
   int keep_last = 3;
-  // Threads writing or reading one rank's shard at once.
+  // Threads reading one rank's shard at once. A save copies into staging and writes with
+  // io_threads x io_queue_depth threads (its writes are synchronous).
   int io_threads = 2;
   // Bytes per write or read call; a multiple of 64 KiB. 4 MiB: one block-layer request
   // where max_sectors_kb is 4096 (virtio's default; larger units are split in two).
