@@ -383,6 +383,12 @@ int Main(const std::vector<std::string>& args) {
   out["net_p99_vs_idle_hand_tc"] = ratio(Best(s["rtt_flood_hand_tc"]), Best(s["rtt_idle_hand_tc"]));
   out["net_p99_baton_vs_hand_tc_median"] =
       ratio(Median(s["rtt_flood_baton"]), Median(s["rtt_flood_hand_tc"]));
+  // baton's idle p99 ÷ the hand-built tree's: what baton adds to the idle tail, which
+  // net_p99_vs_idle divides by; and baton's flooded p99 ÷ the hand-built tree's idle one.
+  out["net_idle_p99_baton_vs_hand_tc_median"] =
+      ratio(Median(s["rtt_idle_baton"]), Median(s["rtt_idle_hand_tc"]));
+  out["net_p99_vs_hand_tc_idle_median"] =
+      ratio(Median(s["rtt_flood_baton"]), Median(s["rtt_idle_hand_tc"]));
   out["capped_flow_vs_cap"] = ratio(Median(s["capped_flow_vs_cap"]), 1);
   out["capped_flow_vs_cap_hand_tc"] = ratio(Median(s["capped_flow_vs_cap_hand_tc"]), 1);
   json p99_median;
