@@ -298,9 +298,7 @@ absl::Status FillStaging(Checkpointer::State& s, const ShardHeader& layout) {
                         std::min(kCopyPieceBytes, b.size - off)});
     }
   }
-  // As many copy threads as the save has writers (shard_io.cc): io_threads x io_queue_depth.
-  const int copiers = std::min(64, s.options.io_threads * s.options.io_queue_depth);
-  BATON_RETURN_IF_ERROR(ParallelFor(pieces.size(), copiers, [&](size_t i) {
+  BATON_RETURN_IF_ERROR(ParallelFor(pieces.size(), SaveThreads(s.io), [&](size_t i) {
     std::memcpy(pieces[i].dst, pieces[i].src, pieces[i].n);
     return absl::OkStatus();
   }));

@@ -273,8 +273,6 @@ absl::Status WriteUnit(const WriteJob& job, uint64_t unit) {
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-constexpr int kMaxWriters = 64;
-
 struct ReadJob {
   ReadableFile* file;
   uint64_t file_bytes;
@@ -392,10 +390,7 @@ absl::StatusOr<ShardInfo> WriteShardFile(Env* env, const std::string& path, uint
   BouncePool bounce(options.unit_bytes);
   WriteJob job{file.get(),     file_bytes, options.unit_bytes, &segments,
                digests.data(), &bounce,    options.in_place};
-  // Writes are synchronous, so queue_depth writers per thread keep as many units in flight
-  // as a read keeps.
-  const int writers = std::min(kMaxWriters, options.threads * options.queue_depth);
-  BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(file_bytes, options.unit_bytes), writers,
+  BATON_RETURN_IF_ERROR(ParallelFor(CeilDiv(file_bytes, options.unit_bytes), SaveThreads(options),
                                     [&](size_t unit) { return WriteUnit(job, unit); }));
   if (options.sync) BATON_RETURN_IF_ERROR(file->Sync());
   BATON_RETURN_IF_ERROR(file->Close());

@@ -8,6 +8,7 @@
 // threads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct IoOptions {
   // for segments and targets whose memory starts page-aligned (Options::io_in_place).
   bool in_place = false;
 };
+
+// Threads a save runs, to copy into staging and to write: writes are synchronous, so
+// queue_depth writers per thread keep as many units in flight as a read keeps.
+inline int SaveThreads(const IoOptions& o) { return std::min(64, o.threads * o.queue_depth); }
 
 // Bytes of the file image at [offset, offset+size) that live at `data`. Bytes not covered
 // by any segment are zeros.
