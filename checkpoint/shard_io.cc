@@ -303,10 +303,11 @@ absl::Status ReadBuffered(ReadJob& job, uint64_t unit) {
   return absl::OkStatus();
 }
 
-// One lane of an O_DIRECT read: units lane, lane + lanes, … with up to `depth` of them in
-// flight, each as the few reads its plan gives. Each unit is hashed (and its bounced
-// bytes copied out) once all its reads arrived, while the lane's other reads and the
-// other lanes' keep the disk busy.
+// One lane of an O_DIRECT read: units lane, lane + lanes, … with `depth` of them in flight,
+// each as the few reads its plan gives. Each unit is hashed (and its bounced bytes copied
+// out) once all its reads arrived. The lane has one slot more than `depth`, so the next
+// unit's reads go out before that hash starts: the disk keeps `depth` reads of the lane
+// while it hashes, not depth - 1.
 absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
   struct Slot {
     uint64_t start = 0;  // the unit in flight, as a file offset
@@ -315,7 +316,8 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     std::unique_ptr<char, decltype(&std::free)> bounce{nullptr, &std::free};
   };
   const uint64_t units = CeilDiv(job.file_bytes, job.unit_bytes);
-  std::vector<Slot> slots(static_cast<size_t>(depth));
+  std::vector<Slot> slots(static_cast<size_t>(depth) + 1);
+  std::vector<size_t> spare = {slots.size() - 1};  // slots neither in flight nor hashing
   // After the slots: destroyed first, it waits for every read in flight into them.
   std::unique_ptr<ReadQueue> queue = job.file->NewReadQueue(depth * kMaxCallsPerUnit);
   uint64_t next = lane;
@@ -341,7 +343,7 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     return absl::OkStatus();
   };
   absl::Status status;
-  for (size_t k = 0; k < slots.size() && next < units && status.ok(); ++k) status = submit(k);
+  for (size_t k = 0; k + 1 < slots.size() && next < units && status.ok(); ++k) status = submit(k);
   while (in_flight > 0 && status.ok()) {
     ReadQueue::Done done = queue->Next();
     --in_flight;
@@ -350,9 +352,14 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     const size_t k = done.tag & 0xff;
     Slot& slot = slots[k];
     if (--slot.pending > 0) continue;
+    if (next < units) {
+      status = submit(spare.back());
+      spare.pop_back();
+      if (!status.ok()) break;
+    }
     ChunkHasher hasher(job.digests, slot.start);
     HashUnit(slot.plan, slot.bounce.get(), slot.start, hasher);
-    if (next < units) status = submit(k);
+    spare.push_back(k);
   }
   if (!status.ok()) job.stop.store(true);
   return status;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -55,6 +56,24 @@ class Region {
   const size_t size_;
 };
 
+// A shard file that forwards every read to `base`; the watchers below override what they see.
+// NewReadQueue is ReadableFile's own (each read through ReadAt) unless a watcher overrides it.
+class ForwardingFile : public ReadableFile {
+ public:
+  explicit ForwardingFile(std::unique_ptr<ReadableFile> base) : base_(std::move(base)) {}
+  absl::Status ReadAt(uint64_t offset, void* data, size_t n) override {
+    return base_->ReadAt(offset, data, n);
+  }
+  absl::StatusOr<uint64_t> Size() override { return base_->Size(); }
+  bool direct() const override { return base_->direct(); }
+
+ protected:
+  ReadableFile& base() { return *base_; }
+
+ private:
+  std::unique_ptr<ReadableFile> base_;
+};
+
 // Counts the direct reads whose destination lies inside a watched range (reads that went
 // straight into a registered buffer, not through a bounce buffer).
 class WatchingEnv : public EnvWrapper {
@@ -72,25 +91,22 @@ class WatchingEnv : public EnvWrapper {
   }
 
  private:
-  class File : public ReadableFile {
+  class File : public ForwardingFile {
    public:
     File(WatchingEnv* env, std::unique_ptr<ReadableFile> base)
-        : env_(env), base_(std::move(base)) {}
+        : ForwardingFile(std::move(base)), env_(env) {}
     absl::Status ReadAt(uint64_t offset, void* data, size_t n) override {
-      if (base_->direct()) {
+      if (direct()) {
         std::lock_guard<std::mutex> lock(env_->mu_);
         ++env_->direct_;
         const char* p = static_cast<const char*>(data);
         if (p >= env_->begin_ && p + n <= env_->end_) ++env_->in_place_;
       }
-      return base_->ReadAt(offset, data, n);
+      return ForwardingFile::ReadAt(offset, data, n);
     }
-    absl::StatusOr<uint64_t> Size() override { return base_->Size(); }
-    bool direct() const override { return base_->direct(); }
 
    private:
     WatchingEnv* const env_;
-    std::unique_ptr<ReadableFile> base_;
   };
 
   std::mutex mu_;
@@ -98,6 +114,14 @@ class WatchingEnv : public EnvWrapper {
   const char* end_ = nullptr;
   int in_place_ = 0, direct_ = 0;
 };
+
+// `file` wrapped in the watcher F(env, file) when it is a shard's; other files as they are.
+template <class F, class Base, class E>
+absl::StatusOr<std::unique_ptr<Base>> WatchShard(E* env, const std::string& path,
+                                                 absl::StatusOr<std::unique_ptr<Base>> file) {
+  if (!file.ok() || !path.ends_with(".shard")) return file;
+  return std::unique_ptr<Base>(new F(env, std::move(*file)));
+}
 
 // Counts the shard writes under way at once. Each write waits (up to 2 s) until `want`
 // are under way, or have been once, so every writer the save runs is seen together.
@@ -108,9 +132,7 @@ class ConcurrentWritesEnv : public EnvWrapper {
 
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path, const WritableFileOptions& options) override {
-    auto file = EnvWrapper::NewWritableFile(path, options);
-    if (!file.ok() || !path.ends_with(".shard")) return file;
-    return std::unique_ptr<WritableFile>(new File(this, std::move(*file)));
+    return WatchShard<File>(this, path, EnvWrapper::NewWritableFile(path, options));
   }
 
  private:
@@ -333,6 +355,109 @@ TEST(ReadPath, AioReadsLandWhereAskedAndAShortOneIsDataLoss) {
   EXPECT_THAT(std::string(short_read.status.message()), ::testing::HasSubstr("truncated"));
 }
 
+// Watches a restore's read queues: at every Submit, how many bytes of the watched buffer
+// already hold what they will hold after the restore, against that count when the last
+// Next() returned. Equal counts mean the lane copied nothing out between a read arriving
+// and the next read going out.
+class SubmitOrderEnv : public EnvWrapper {
+ public:
+  SubmitOrderEnv(Env* target, const char* data, const std::vector<char>& expected)
+      : EnvWrapper(target), data_(data), expected_(expected) {}
+  int submits() const { return submits_; }
+  int submits_after_a_copy() const { return after_copy_; }
+
+  absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const ReadableFileOptions& options) override {
+    return WatchShard<File>(this, path, EnvWrapper::NewReadableFile(path, options));
+  }
+
+ private:
+  size_t Landed() const {
+    size_t n = 0;
+    for (size_t i = 0; i < expected_.size(); ++i) n += data_[i] == expected_[i];
+    return n;
+  }
+
+  class Queue : public ReadQueue {
+   public:
+    Queue(SubmitOrderEnv* env, std::unique_ptr<ReadQueue> base)
+        : env_(env), base_(std::move(base)) {}
+    absl::Status Submit(uint64_t offset, void* data, size_t n, uint64_t tag) override {
+      std::lock_guard<std::mutex> lock(env_->mu_);
+      ++env_->submits_;
+      if (env_->landed_at_next_ >= 0 &&
+          static_cast<std::ptrdiff_t>(env_->Landed()) != env_->landed_at_next_) {
+        ++env_->after_copy_;
+      }
+      return base_->Submit(offset, data, n, tag);
+    }
+    Done Next() override {
+      Done done = base_->Next();
+      std::lock_guard<std::mutex> lock(env_->mu_);
+      env_->landed_at_next_ = static_cast<std::ptrdiff_t>(env_->Landed());
+      return done;
+    }
+
+   private:
+    SubmitOrderEnv* const env_;
+    std::unique_ptr<ReadQueue> base_;
+  };
+
+  class File : public ForwardingFile {
+   public:
+    File(SubmitOrderEnv* env, std::unique_ptr<ReadableFile> base)
+        : ForwardingFile(std::move(base)), env_(env) {}
+    std::unique_ptr<ReadQueue> NewReadQueue(int depth) override {
+      return std::make_unique<Queue>(env_, base().NewReadQueue(depth));
+    }
+
+   private:
+    SubmitOrderEnv* const env_;
+  };
+
+  const char* const data_;
+  const std::vector<char>& expected_;
+  std::mutex mu_;
+  int submits_ = 0, after_copy_ = 0;
+  std::ptrdiff_t landed_at_next_ = -1;
+};
+
+// Saves `big` (filled from `seed`) at step 1 through `env` with one I/O thread, 64 KiB
+// units and `depth`, clears it, restores it and checks that every byte came back.
+void SaveClearRestore(Env* env, Region& big, uint64_t seed, int depth) {
+  LocalCollective local;
+  auto ckpt = Checkpointer::Create({.dir = "/ckpt",
+                                    .io_threads = 1,
+                                    .io_unit_bytes = 64 << 10,
+                                    .io_queue_depth = depth,
+                                    .attempt = 0,
+                                    .env = env},
+                                   &local);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  ASSERT_TRUE((*ckpt)->RegisterHostBuffer("big", big.data(), big.size()).ok());
+  ASSERT_TRUE((*ckpt)->Save(1).ok());
+  big.Clear();
+  auto restored = (*ckpt)->RestoreLatest();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(big.Matches(seed));
+}
+
+// When a unit's reads have all arrived, its lane sends the next unit's reads before it
+// hashes the unit and copies it out, so the disk keeps io_queue_depth reads of the lane
+// while the CPU works. Every byte goes through bounce buffers here (the buffer starts one
+// byte past a page), so a copy between a read's arrival and the next Submit would show.
+TEST(ReadPath, TheNextUnitIsReadBeforeTheLastOneIsHashedAndCopiedOut) {
+  FaultInjectionEnv fault;
+  ASSERT_TRUE(fault.CreateDir("/ckpt").ok());
+  Region big(1 << 20, 1);
+  big.Fill(9);
+  std::vector<char> expected(big.data(), big.data() + big.size());
+  SubmitOrderEnv env(&fault, big.data(), expected);
+  SaveClearRestore(&env, big, 9, /*depth=*/2);
+  EXPECT_GE(env.submits(), 16);  // 1 MiB and a header in 64 KiB units
+  EXPECT_EQ(env.submits_after_a_copy(), 0);
+}
+
 // A save keeps as many units in flight as a restore does: io_threads x io_queue_depth
 // writers (writes are synchronous), here 1 x 3, and never more.
 TEST(ReadPath, ASaveWritesThreadsTimesDepthUnitsAtOnce) {
@@ -341,22 +466,8 @@ TEST(ReadPath, ASaveWritesThreadsTimesDepthUnitsAtOnce) {
   ConcurrentWritesEnv env(&fault, /*want=*/3);
   Region big(1 << 20, 0);
   big.Fill(7);
-  LocalCollective local;
-  auto ckpt = Checkpointer::Create({.dir = "/ckpt",
-                                    .io_threads = 1,
-                                    .io_unit_bytes = 64 << 10,
-                                    .io_queue_depth = 3,
-                                    .attempt = 0,
-                                    .env = &env},
-                                   &local);
-  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
-  ASSERT_TRUE((*ckpt)->RegisterHostBuffer("big", big.data(), big.size()).ok());
-  ASSERT_TRUE((*ckpt)->Save(1).ok());
+  SaveClearRestore(&env, big, 7, /*depth=*/3);
   EXPECT_EQ(env.most_at_once(), 3);
-  big.Clear();
-  auto restored = (*ckpt)->RestoreLatest();
-  ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_TRUE(big.Matches(7));
 }
 
 }  // namespace
