@@ -42,15 +42,16 @@ struct Options {
   // Committed checkpoints kept after each save, the one just saved among them; 0 keeps all.
   int keep_last = 3;
   // Threads reading one rank's shard at once. A save copies into staging and writes with
-  // io_threads x io_queue_depth threads (its writes are synchronous).
+  // io_threads x (io_queue_depth + 1) threads: its writes are synchronous, and one writer
+  // per thread prepares a unit while the others' writes are in flight.
   int io_threads = 2;
   // Bytes per write or read call; a multiple of 64 KiB. 4 MiB: one block-layer request
   // where max_sectors_kb is 4096 (virtio's default; larger units are split in two).
   uint64_t io_unit_bytes = 4 << 20;
   // Units each I/O thread keeps in flight, so that io_threads x io_queue_depth units
   // (16 MiB by default, as much as a strict 16 MiB reader or writer has) are read at once
-  // (O_DIRECT and Linux AIO) while arrived ones are verified, or written at once (by that
-  // many writers). More in flight restored slower on the benchmark machines' disk
+  // (O_DIRECT and Linux AIO) while arrived ones are verified, or written at once while
+  // the next ones are prepared. More in flight restored slower on the benchmark machines' disk
   // (checkpoint/README.md).
   int io_queue_depth = 2;
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page

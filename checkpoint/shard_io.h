@@ -25,15 +25,17 @@ struct IoOptions {
   uint64_t unit_bytes = 4 << 20;  // bytes per I/O call; a multiple of kChecksumChunkBytes
   bool direct_io = true;          // O_DIRECT writes and reads where the filesystem allows
   bool sync = true;               // false only in tests proving that the fsync matters
-  int queue_depth = 2;            // units in flight per thread (writes: that many writers)
+  int queue_depth = 2;            // units in flight per thread (SaveThreads for writes)
   // O_DIRECT straight between file and memory wherever they share a phase; false: only
   // for segments and targets whose memory starts page-aligned (Options::io_in_place).
   bool in_place = false;
 };
 
-// Threads a save runs, to copy into staging and to write: writes are synchronous, so
-// queue_depth writers per thread keep as many units in flight as a read keeps.
-inline int SaveThreads(const IoOptions& o) { return std::min(64, o.threads * o.queue_depth); }
+// Threads a save runs, to copy into staging and to write. Writes are synchronous and a
+// writer has none in flight while it gathers and hashes its next unit, so each thread's
+// queue_depth writers get one more, as each read lane has one spare slot: threads x
+// queue_depth units stay in flight while units are prepared.
+inline int SaveThreads(const IoOptions& o) { return std::min(64, o.threads * (o.queue_depth + 1)); }
 
 // Bytes of the file image at [offset, offset+size) that live at `data`. Bytes not covered
 // by any segment are zeros.
