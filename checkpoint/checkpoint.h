@@ -51,8 +51,8 @@ struct Options {
   // Units each I/O thread keeps in flight, so that io_threads x io_queue_depth units
   // (16 MiB by default, as much as a strict 16 MiB reader or writer has) are read at once
   // (O_DIRECT and Linux AIO) while arrived ones are verified, or written at once while
-  // the next ones are prepared. More in flight restored slower on the benchmark machines' disk
-  // (checkpoint/README.md).
+  // the next ones are prepared. More in flight restored slower on the benchmark machines'
+  // disk (checkpoint/README.md).
   int io_queue_depth = 2;
   // O_DIRECT shard writes and reads where the filesystem allows them (bypasses the page
   // cache: a restore reads at the disk's speed, a save does not evict the job's data).
