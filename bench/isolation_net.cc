@@ -1,5 +1,7 @@
 #include "bench/isolation_net.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <thread>
 
 namespace baton::bench {
@@ -73,7 +75,25 @@ bool BuildHandTc(const NetSetup& net, const std::string& table) {
 
 void Record(Series* s, json* round, const std::string& scenario, const json& probe) {
   (*s)[scenario].push_back(Num(probe, "p99_us"));
-  (*round)[scenario] = probe;
+  json kept = probe;
+  if (kept.is_object() && kept.contains("samples_us")) {
+    auto& pooled = (*s)[scenario + std::string(kPooledSamples)];
+    for (const auto& v : kept["samples_us"]) {
+      if (v.is_number()) pooled.push_back(v.get<double>());
+    }
+    kept.erase("samples_us");
+  }
+  (*round)[scenario] = kept;
+}
+
+double PooledP99(const Series& s, const std::string& scenario) {
+  auto it = s.find(scenario + std::string(kPooledSamples));
+  if (it == s.end() || it->second.empty()) return -1;
+  std::vector<double> v = it->second;
+  const size_t k =
+      std::min(v.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
 }
 
 std::unique_ptr<NetSetup> NetSetup::Create(const std::string& tag) {

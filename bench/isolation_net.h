@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/isolation_cluster.h"
@@ -16,9 +17,14 @@ namespace baton::bench {
 
 // p99s and other per-round figures, by scenario name.
 using Series = std::map<std::string, std::vector<double>>;
-// Adds a probe's p99 to `scenario` and its whole document to the round's.
+// Series named `scenario` + this hold a probe's every sample, pooled over the rounds.
+inline constexpr std::string_view kPooledSamples = "_pooled_samples_us";
+// Adds a probe's p99 to `scenario`, its samples to the pooled ones, and the rest of its
+// document to the round's.
 void Record(Series* s, nlohmann::json* round, const std::string& scenario,
             const nlohmann::json& probe);
+// The p99 of `scenario`'s pooled samples (as LatencyJson takes it); -1 when it has none.
+double PooledP99(const Series& s, const std::string& scenario);
 
 class NetSetup {
  public:

@@ -138,7 +138,16 @@ int RttProbe(const std::map<std::string, std::string>& f) {
     }
     us.push_back(static_cast<double>(NowNs() - start) / 1000.0);
   }
-  std::printf("%s\n", LatencyJson(us).c_str());
+  // Every sample too, so that the bench can pool them over its rounds.
+  std::string out = LatencyJson(us);
+  out.pop_back();
+  out += ",\"samples_us\":[";
+  for (size_t i = 0; i < us.size(); ++i) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%s%.1f", i ? "," : "", us[i]);
+    out += v;
+  }
+  std::printf("%s]}\n", out.c_str());
   return 0;
 }
 
