@@ -1,8 +1,9 @@
 #include "bench/isolation_net.h"
 
 #include <algorithm>
-#include <cstddef>
 #include <thread>
+
+#include "bench/isolation_workloads.h"
 
 namespace baton::bench {
 
@@ -77,7 +78,7 @@ void Record(Series* s, json* round, const std::string& scenario, const json& pro
   (*s)[scenario].push_back(Num(probe, "p99_us"));
   json kept = probe;
   if (kept.is_object() && kept.contains("samples_us")) {
-    auto& pooled = (*s)[scenario + std::string(kPooledSamples)];
+    auto& pooled = s->pooled[scenario];
     for (const auto& v : kept["samples_us"]) {
       if (v.is_number()) pooled.push_back(v.get<double>());
     }
@@ -87,13 +88,11 @@ void Record(Series* s, json* round, const std::string& scenario, const json& pro
 }
 
 double PooledP99(const Series& s, const std::string& scenario) {
-  auto it = s.find(scenario + std::string(kPooledSamples));
-  if (it == s.end() || it->second.empty()) return -1;
+  auto it = s.pooled.find(scenario);
+  if (it == s.pooled.end() || it->second.empty()) return -1;
   std::vector<double> v = it->second;
-  const size_t k =
-      std::min(v.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
+  std::sort(v.begin(), v.end());
+  return Percentile(v, 0.99);
 }
 
 std::unique_ptr<NetSetup> NetSetup::Create(const std::string& tag) {

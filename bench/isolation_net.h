@@ -8,17 +8,17 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "bench/isolation_cluster.h"
 
 namespace baton::bench {
 
-// p99s and other per-round figures, by scenario name.
-using Series = std::map<std::string, std::vector<double>>;
-// Series named `scenario` + this hold a probe's every sample, pooled over the rounds.
-inline constexpr std::string_view kPooledSamples = "_pooled_samples_us";
+// p99s and other per-round figures, by scenario name; `pooled` holds the RTT probes'
+// every sample, by scenario, over all rounds.
+struct Series : std::map<std::string, std::vector<double>> {
+  std::map<std::string, std::vector<double>> pooled;
+};
 // Adds a probe's p99 to `scenario`, its samples to the pooled ones, and the rest of its
 // document to the round's.
 void Record(Series* s, nlohmann::json* round, const std::string& scenario,

@@ -153,11 +153,14 @@ int RttProbe(const std::map<std::string, std::string>& f) {
 
 }  // namespace
 
+double Percentile(const std::vector<double>& sorted_us, double p) {
+  if (sorted_us.empty()) return 0.0;
+  return sorted_us[std::min(sorted_us.size() - 1, static_cast<size_t>(p * sorted_us.size()))];
+}
+
 std::string LatencyJson(std::vector<double> us) {
   std::sort(us.begin(), us.end());
-  auto at = [&](double p) {
-    return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))];
-  };
+  auto at = [&](double p) { return Percentile(us, p); };
   char buf[200];
   std::snprintf(buf, sizeof buf,
                 "{\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,\"n\":%zu}",

@@ -15,5 +15,7 @@ int RunWorkload(const std::vector<std::string>& args);
 
 // p50/p99/p999/max of `us`, as {"p50_us":…,"p99_us":…,"p999_us":…,"max_us":…,"n":…}.
 std::string LatencyJson(std::vector<double> us);
+// The sample at fraction `p` of sorted `us` (index p × n, at most n - 1); 0 when empty.
+double Percentile(const std::vector<double>& sorted_us, double p);
 
 }  // namespace baton::bench

@@ -317,7 +317,7 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
   };
   const uint64_t units = CeilDiv(job.file_bytes, job.unit_bytes);
   std::vector<Slot> slots(static_cast<size_t>(depth) + 1);
-  std::vector<size_t> spare = {slots.size() - 1};  // slots neither in flight nor hashing
+  size_t spare = slots.size() - 1;  // the slot neither in flight nor being hashed
   // After the slots: destroyed first, it waits for every read in flight into them.
   std::unique_ptr<ReadQueue> queue = job.file->NewReadQueue(depth * kMaxCallsPerUnit);
   uint64_t next = lane;
@@ -353,13 +353,12 @@ absl::Status ReadLane(ReadJob& job, size_t lane, size_t lanes, int depth) {
     Slot& slot = slots[k];
     if (--slot.pending > 0) continue;
     if (next < units) {
-      status = submit(spare.back());
-      spare.pop_back();
+      status = submit(spare);
       if (!status.ok()) break;
     }
     ChunkHasher hasher(job.digests, slot.start);
     HashUnit(slot.plan, slot.bounce.get(), slot.start, hasher);
-    spare.push_back(k);
+    spare = k;
   }
   if (!status.ok()) job.stop.store(true);
   return status;
