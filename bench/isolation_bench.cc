@@ -273,9 +273,9 @@ void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* round
 // What this run leaves should it be killed before its end (a SIGKILL, a Ctrl-C): every
 // process in its cgroups (the jobs, the floor's probe and hog) and every process naming
 // its directory (coordinator, agent, keepers, munged), the servers in its namespace, the
-// namespace and its veth, its nft tables, its cgroups, its directory. The names come in
-// the environment, so that this shell's own command line matches none of them; each is
-// matched whole ("baton-bench-12" never reaches "baton-bench-123").
+// namespace, its veth and the agent's IFB for it, its nft tables, its cgroups, its directory. The
+// names come in the environment, so that this shell's own command line matches none of them; each
+// is matched whole ("baton-bench-12" never reaches "baton-bench-123").
 constexpr const char* kTeardown = R"sh(
 for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
   for procs in $(find /sys/fs/cgroup -path "*/$group/*" -name cgroup.procs 2>/dev/null); do
@@ -284,7 +284,7 @@ for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
 done
 pkill -KILL -f "$DIR/"
 ip netns pids "$NS" 2>/dev/null | xargs -r kill -KILL
-ip netns del "$NS"; ip link del "${NS}a"
+ip netns del "$NS"; ip link del "${NS}a"; ip link del "$IFB"
 nft delete table inet "baton_$NODE"; nft delete table inet "bbhand_$NS"
 sleep 1  # the killed processes leave their cgroups
 for group in "baton-bench-$PID" "baton-bench-floor-$PID"; do
@@ -319,6 +319,7 @@ int Main(const std::vector<std::string>& args) {
   testing::TeardownGuard guard({"/bin/sh", "-c", kTeardown}, {{"PID", std::to_string(getpid())},
                                                               {"DIR", run.dir},
                                                               {"NS", NetSetup::NamespaceOf(tag)},
+                                                              {"IFB", NetSetup::IfbOf(tag)},
                                                               {"NODE", run.node}});
   auto net = NetSetup::Create(tag);
   if (!net) {

@@ -54,22 +54,43 @@ double ClassPackets(const NetSetup& net, const std::string& classid) {
   return bytes == std::string::npos ? -1 : std::atof(r.out.c_str() + bytes + 7);
 }
 
-// baton's tree (launcher/agent/isolation/net_caps.cc) at 1 Gbit/s: the root class, the
-// inference class (prio 0), the default class (prio 1) and one training class (prio 2,
-// ceiling 70%, a tenth of it guaranteed); nft sends the probe's port to the inference
-// class and iperf3's to the training class, as baton's cgroup rules do for jobs.
+// What BuildHandTc (or an agent of an earlier round) made on the NIC, but the nft table.
+std::string RemoveHandTc(const NetSetup& net) {
+  return "tc qdisc del dev " + net.nic + " root 2>/dev/null; tc qdisc del dev " + net.nic +
+         " clsact 2>/dev/null; ip link del " + net.ifb + " 2>/dev/null";
+}
+
+// baton's tree (launcher/agent/isolation/net_caps.cc) at 1 Gbit/s. On the NIC: the root
+// class, the inference class (prio 0), the default class (prio 1) and the class of capped
+// traffic back from the IFB (prio 2); a clsact egress filter redirecting packets with the
+// cap mark to the IFB, and a root filter putting them in that class when they return. On
+// the IFB: the root class, its default class and one training class (prio 2, ceiling 70%,
+// a tenth of it guaranteed). nft sends the probe's port to the inference class and marks
+// iperf3's for the training class, as baton's cgroup rules do for jobs.
 bool BuildHandTc(const NetSetup& net, const std::string& table) {
+  const std::string mark = "8388608",
+                    code = "'4,32 0 0 4294963220,69 0 1 " + mark + ",6 0 0 4294967295,6 0 0 0'";
+  auto tree = [](const std::string& dev) {
+    std::string tc = "tc class add dev " + dev + " parent ";
+    return "tc qdisc replace dev " + dev + " root handle 1: htb default 20 r2q 1000 && " + tc +
+           "1: classid 1:1 htb rate 1000mbit ceil 1000mbit && " + tc +
+           "1:1 classid 1:20 htb rate 300mbit ceil 1000mbit prio 1 && ";
+  };
   std::string tc = "tc class add dev " + net.nic + " parent ";
-  return Sh("tc qdisc del dev " + net.nic + " root 2>/dev/null; tc qdisc replace dev " + net.nic +
-            " root handle 1: htb default 20 r2q 1000 && " + tc +
-            "1: classid 1:1 htb rate 1000mbit ceil 1000mbit && " + tc +
+  return Sh(RemoveHandTc(net) + "; " + tree(net.nic) + tc +
             "1:1 classid 1:10 htb rate 300mbit ceil 1000mbit prio 0 && " + tc +
-            "1:1 classid 1:20 htb rate 300mbit ceil 1000mbit prio 1 && " + tc +
-            "1:1 classid 1:100 htb rate 70mbit ceil 700mbit prio 2 && nft add table inet " + table +
-            " && nft add chain inet " + table +
-            " out '{ type filter hook output priority 0; }' && nft add rule inet " + table +
+            "1:1 classid 1:30 htb rate 100mbit ceil 1000mbit prio 2 && ip link add " + net.ifb +
+            " type ifb && ip link set dev " + net.ifb + " up && " + tree(net.ifb) +
+            "tc class add dev " + net.ifb +
+            " parent 1:1 classid 1:100 htb rate 70mbit ceil 700mbit prio 2 && tc qdisc add dev " +
+            net.nic + " clsact && tc filter add dev " + net.nic +
+            " egress pref 2983 bpf bytecode " + code + " action mirred egress redirect dev " +
+            net.ifb + " && tc filter add dev " + net.nic + " parent 1: pref 2983 bpf bytecode " +
+            code + " classid 1:30 && nft add table inet " + table + " && nft add chain inet " +
+            table + " out '{ type filter hook output priority 0; }' && nft add rule inet " + table +
             " out tcp dport 7777 meta priority set 1:10 && nft add rule inet " + table +
-            " out tcp dport 5201 meta priority set 1:100") == 0;
+            " out tcp dport 5201 meta mark set meta mark '|' " + mark +
+            " meta priority set 1:100") == 0;
 }
 
 }  // namespace
@@ -102,6 +123,7 @@ std::unique_ptr<NetSetup> NetSetup::Create(const std::string& tag) {
   n->cpus = *cpus;
   n->ns = NamespaceOf(tag);
   n->nic = n->ns + "a";
+  n->ifb = IfbOf(tag);
   std::string peer = n->ns + "b";
   std::string subnet = std::to_string(100 + std::atoi(tag.c_str()) % 100);
   std::string ip_a = "10." + subnet + ".0.1";
@@ -118,7 +140,8 @@ std::unique_ptr<NetSetup> NetSetup::Create(const std::string& tag) {
 
 NetSetup::~NetSetup() {
   servers_.clear();
-  Sh("ip netns del " + ns + " 2>/dev/null; ip link del " + nic + " 2>/dev/null");
+  Sh("ip netns del " + ns + " 2>/dev/null; ip link del " + nic + " 2>/dev/null; ip link del " +
+     ifb + " 2>/dev/null");
 }
 
 void NetSetup::StartServers(const std::string& dir) {
@@ -154,7 +177,7 @@ void HandNetRound(const NetSetup& net, const std::string& prefix, Series* s, jso
   double ratio = ReceivedMbps(ParseOr(ReadFile(prefix + "-flood.out"))) / kHandCapMbps;
   (*s)["capped_flow_vs_cap_hand_tc"].push_back(ratio);
   (*round)["capped_flow_vs_cap_hand_tc"] = ratio;
-  Sh("nft delete table inet " + table + "; tc qdisc del dev " + net.nic + " root");
+  Sh("nft delete table inet " + table + "; " + RemoveHandTc(net));
 }
 
 void BatonNetRound(Cluster& c, const NetSetup& net, Series* s, json* round) {

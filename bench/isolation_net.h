@@ -33,14 +33,16 @@ class NetSetup {
   static std::unique_ptr<NetSetup> Create(const std::string& tag);
   // The namespace Create(tag) makes (its veth is this name + "a").
   static std::string NamespaceOf(const std::string& tag) { return "bbn" + tag; }
-  ~NetSetup();  // the servers, then the namespace and the veth
+  // The IFB the agent makes for that veth (launcher/agent/isolation/ifb_redirect.h).
+  static std::string IfbOf(const std::string& tag) { return "ifb-" + NamespaceOf(tag) + "a"; }
+  ~NetSetup();  // the servers, then the namespace, the veth and the IFB
   NetSetup(const NetSetup&) = delete;
   NetSetup& operator=(const NetSetup&) = delete;
 
   // The echo server (on the probe's CPU) and iperf3 (on the others) in the namespace.
   void StartServers(const std::string& dir);
 
-  std::string ns, nic, peer_ip;
+  std::string ns, nic, ifb, peer_ip;
   Cpus cpus;
 
  private:

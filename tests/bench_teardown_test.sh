@@ -4,7 +4,7 @@
 #   submit     baton-bench-submit's coordinator and munged go within seconds
 #              (bench/daemons.h's TeardownGuard);
 #   isolation  baton-bench-isolation killed while its agent runs a job: no process naming
-#              its directory, no namespace, cgroup, nft table or directory of the run.
+#              its directory, no namespace, IFB, cgroup, nft table or directory of the run.
 #   tests/bench_teardown_test.sh BIN_DIR submit|isolation
 set -uo pipefail
 bin_dir=$1
@@ -62,6 +62,7 @@ if [[ $which == isolation ]]; then
   leftovers() {
     for pid in $(pgrep -f -- "$run/"); do running "$pid" && echo -n " process $pid"; done
     ip netns list | grep -qw "$ns" && echo -n " namespace $ns"
+    ip link show "ifb-${ns}a" >/dev/null 2>&1 && echo -n " IFB ifb-${ns}a"
     for d in /sys/fs/cgroup/*/baton-bench-$bench /sys/fs/cgroup/baton-bench-$bench \
              /sys/fs/cgroup/*/baton-bench-floor-$bench; do
       [[ -d $d ]] && echo -n " cgroup $d"

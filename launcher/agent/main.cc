@@ -24,6 +24,7 @@
 #include "launcher/agent/agent_metrics.h"
 #include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
+#include "launcher/agent/isolation/ifb_redirect.h"
 #include "launcher/agent/isolation/setup.h"
 #include "launcher/agent/node_service.h"
 #include "launcher/agent/process.h"
@@ -150,6 +151,9 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<uint32_t>()->default_value("70"))
       ("net-guaranteed", "guaranteed rate of traffic outside capped jobs, percent of --nic-rate",
        cxxopts::value<uint32_t>()->default_value("30"))
+      ("net-cap-mark", "bits of the packet mark that send capped jobs' traffic to the caps' "
+       "IFB device (hex or decimal; bits no CNI or kube-proxy on the node uses)",
+       cxxopts::value<std::string>()->default_value("0x00800000"))
       ("stats-interval", "how often limits and throttling are reported",
        cxxopts::value<std::string>()->default_value("5s"))
       ("nvml", "NVML library to load for GPU discovery (\"\" skips it)",
@@ -258,6 +262,11 @@ Flags ParseFlags(int argc, char** argv) {
       f.isolation.net.guaranteed_percent == 0 || f.isolation.net.guaranteed_percent > 100) {
     throw cxxopts::exceptions::exception("--net-default-ceil and --net-guaranteed: 1..100");
   }
+  auto mark = baton::ParseCapMark(r["net-cap-mark"].as<std::string>());
+  if (!mark.ok()) {
+    throw cxxopts::exceptions::exception("--net-cap-mark: " + std::string(mark.status().message()));
+  }
+  f.isolation.net.mark = *mark;
   auto stats = baton::ParseDuration(r["stats-interval"].as<std::string>());
   if (!stats.ok()) {
     throw cxxopts::exceptions::exception("--stats-interval: " +

@@ -1,8 +1,11 @@
 // Network caps on the cluster NIC (docs/isolation.md; docs/recipes.md "Network caps"): an
-// HTB tree with a guaranteed class for traffic outside capped jobs (the default class) and
-// one class per capped attempt, selected by an nftables rule on the attempt's cgroup v2
-// path. Created at launch, removed at the attempt's end, rebuilt or cleaned after an agent
-// restart. Called by the Isolator; thread-safe (one mutex).
+// HTB tree on the NIC with the inference class and a guaranteed class for traffic outside
+// capped jobs (the default class), neither below the link's rate; and one class per capped
+// attempt on the NIC's IFB (ifb_redirect.h), so no class that is held at a ceiling shares
+// a qdisc with inference traffic. An nftables rule on the attempt's cgroup v2 path selects
+// its class (and marks a capped attempt's packets for the IFB). Created at launch, removed
+// at the attempt's end, rebuilt or cleaned after an agent restart. Called by the Isolator;
+// thread-safe (one mutex).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "launcher/agent/isolation/ifb_redirect.h"
 #include "launcher/agent/isolation/nft.h"
 #include "launcher/agent/isolation/tc.h"
 
@@ -24,6 +28,10 @@ struct NetCapsOptions {
   uint32_t guaranteed_percent = 30;    // rate of the inference class, and of the default one
   uint32_t default_ceil_percent = 70;  // a job's ceiling when its spec names none
   std::string table = "baton";         // nftables table (one per agent)
+  std::string ifb;                     // the capped classes' device; "": IfbNameFor(nic)
+  // Or'ed into the skb mark of capped attempts' packets, which the NIC's filter sends to
+  // the IFB: bits no other user of the mark on the node (CNI, kube-proxy) uses.
+  uint32_t mark = 0x00800000;
 };
 
 struct NetClass {
@@ -37,6 +45,8 @@ class NetCaps {
   // HTB priority 0 (offered spare bandwidth and dequeued before every other class).
   static constexpr uint32_t kInferenceMinor = 0x10;
   static constexpr uint32_t kDefaultMinor = 0x20;  // traffic outside jobs: priority 1
+  // On the NIC: capped attempts' traffic back from the IFB, past its caps (priority 2).
+  static constexpr uint32_t kCappedMinor = 0x30;
   static constexpr uint32_t kFirstJobMinor = 0x100;
   static constexpr uint32_t kInferencePrio = 0, kDefaultPrio = 1, kTrainingPrio = 2;
 
@@ -56,20 +66,26 @@ class NetCaps {
   // After a restart: learns the classes of `live` attempts from the rules' comments and
   // removes every rule and class that belongs to no live attempt.
   absl::Status Recover(const std::set<std::string>& live);
-  // Removes the rules, the classes and the table (the agent's clean shutdown in tests).
+  // Removes the rules, the classes, the table, the redirect and the IFB (the agent's clean
+  // shutdown in tests).
   absl::Status TearDown();
 
   uint64_t DefaultCeilMbps() const;
   uint64_t GuaranteedMbps() const;
   const NetCapsOptions& options() const { return options_; }
+  const std::string& ifb() const { return redirect_.ifb(); }
 
  private:
   NetCaps(NetCapsOptions options, std::shared_ptr<CommandRunner> runner);
   uint32_t FreeMinorLocked(const std::map<uint32_t, HtbClassStats>& classes) const;
+  // The tree that holds class `minor`: the NIC's for the inference class, else the IFB's.
+  Htb& TreeOf(uint32_t minor) { return minor == kInferenceMinor ? htb_ : capped_; }
 
   const NetCapsOptions options_;
   const std::shared_ptr<CommandRunner> runner_;
-  Htb htb_;
+  Htb htb_;               // on the NIC: 1:1, the inference and default classes
+  IfbRedirect redirect_;  // the NIC's capped traffic to the IFB
+  Htb capped_;            // on the IFB: 1:1, a default class and the capped classes
   NftCgroupRules nft_;
   std::mutex mu_;
   std::map<std::string, uint32_t> minors_;  // attempt -> class minor

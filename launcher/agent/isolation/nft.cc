@@ -1,5 +1,6 @@
 #include "launcher/agent/isolation/nft.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "nlohmann/json.hpp"
@@ -60,7 +61,7 @@ absl::StatusOr<Ensured> NftCgroupRules::EnsureChain() {
 
 absl::StatusOr<Ensured> NftCgroupRules::EnsureRule(const std::string& tag,
                                                    const std::string& cgroup_path, int level,
-                                                   const std::string& class_id) {
+                                                   const std::string& class_id, uint32_t mark) {
   auto rules = Rules();
   if (!rules.ok()) return rules.status();
   auto it = rules->find(tag);
@@ -77,13 +78,14 @@ absl::StatusOr<Ensured> NftCgroupRules::EnsureRule(const std::string& tag,
                                    "cgroupv2",
                                    "level",
                                    std::to_string(level),
-                                   "\"" + cgroup_path + "\"",
-                                   "meta",
-                                   "priority",
-                                   "set",
-                                   class_id,
-                                   "comment",
-                                   "\"" + tag + " " + class_id + "\""};
+                                   "\"" + cgroup_path + "\""};
+  if (mark != 0) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", mark);
+    args.insert(args.end(), {"meta", "mark", "set", "meta", "mark", "|", hex});
+  }
+  args.insert(args.end(),
+              {"meta", "priority", "set", class_id, "comment", "\"" + tag + " " + class_id + "\""});
   auto r = Nft(args);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {

@@ -1,10 +1,13 @@
 // Idempotent wrapper over `nft` for the agent's table: `table inet <name>` with one
 // output chain whose rules match a socket's cgroup v2 path and set the skb priority to an
-// HTB class ("socket cgroupv2 level L PATH meta priority set 1:N"). Each rule carries a
+// HTB class ("socket cgroupv2 level L PATH meta priority set 1:N"), and for a capped class
+// a bit of the skb mark too ("meta mark set meta mark | M", the IFB's redirect: see
+// ifb_redirect.h). Each rule carries a
 // comment "<tag> <classid>" so the agent finds its rules again after a restart. Used by
 // NetCaps; thread-compatible (NetCaps serialises).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -27,9 +30,10 @@ class NftCgroupRules {
 
   absl::StatusOr<Ensured> EnsureChain();
   // A rule for `tag` already there is kept when it names the same class, else replaced.
-  // FailedPrecondition when the cgroup path does not exist (nft resolves it at once).
+  // `mark` (0: none) is or'ed into the skb mark. FailedPrecondition when the cgroup path
+  // does not exist (nft resolves it at once).
   absl::StatusOr<Ensured> EnsureRule(const std::string& tag, const std::string& cgroup_path,
-                                     int level, const std::string& class_id);
+                                     int level, const std::string& class_id, uint32_t mark = 0);
   absl::Status DeleteRule(const std::string& tag);         // OK when it is not there
   absl::StatusOr<std::map<std::string, NftRule>> Rules();  // by tag
   absl::Status DeleteTable();                              // OK when it is not there

@@ -270,8 +270,12 @@ TEST_F(IsolatorTest, CappedTrainingGetsAClassAndNcclOnSockets) {
   EXPECT_EQ(p->env.at("NCCL_IB_DISABLE"), "1");
   EXPECT_EQ(p->env.at("NCCL_SOCKET_IFNAME"), "eth9");
   EXPECT_THAT(runner_->calls(),
-              Contains(HasSubstr("socket cgroupv2 level 2 \"unified/fake/job-1-a1\" meta "
-                                 "priority set 1:100")));
+              Contains(HasSubstr("socket cgroupv2 level 2 \"unified/fake/job-1-a1\" meta mark "
+                                 "set meta mark | 0x00800000 meta priority set 1:100")))
+      << "marked for the caps' IFB";
+  EXPECT_THAT(runner_->calls(),
+              Contains(HasSubstr("tc class add dev ifb-eth9 parent 1:1 classid 1:100")))
+      << "its class on the IFB, not on the NIC";
   auto inference = Prepare(2, /*inference=*/true, /*millis=*/1000);
   ASSERT_TRUE(inference.ok());
   EXPECT_EQ(inference->limits.net_class(), "1:10") << "inference rides the priority class";
@@ -302,7 +306,7 @@ TEST_F(IsolatorTest, AFailedNetworkRuleUndoesTheClassAndTheCgroup) {
   EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(driver_->exists("job-1-a1"));
   EXPECT_THAT(runner_->calls(),
-              Contains(HasSubstr("tc class add dev eth9 parent 1:1 classid 1:100")));
+              Contains(HasSubstr("tc class add dev ifb-eth9 parent 1:1 classid 1:100")));
 }
 
 TEST_F(IsolatorTest, RecoverRemovesDeadAttemptsAndReturnsLiveOnes) {
@@ -328,6 +332,8 @@ TEST_F(IsolatorTest, RecoverDropsNetworkRulesAndClassesOfDeadAttempts) {
                    "class htb 1:1 root rate 1Gbit ceil 1Gbit\n Sent 0 bytes 0 pkt (dropped 0, "
                    "overlimits 0 requeues 0)\n class htb 1:20 parent 1:1 rate 300Mbit ceil "
                    "1Gbit\n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)\nclass htb "
+                   "1:30 parent 1:1 rate 100Mbit ceil 1Gbit\n Sent 0 bytes 0 pkt (dropped 0, "
+                   "overlimits 0 requeues 0)\nclass htb "
                    "1:100 parent 1:1 rate 70Mbit ceil 700Mbit\n Sent 0 bytes 0 pkt (dropped 0, "
                    "overlimits 0 requeues 0)\nclass htb 1:101 parent 1:1 rate 70Mbit ceil "
                    "700Mbit\n Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)\n",
@@ -335,9 +341,14 @@ TEST_F(IsolatorTest, RecoverDropsNetworkRulesAndClassesOfDeadAttempts) {
   ASSERT_TRUE(iso_->Recover().ok());
   auto calls = runner_->calls();
   EXPECT_THAT(calls, Contains("nft delete rule inet baton out handle 4"));
-  EXPECT_THAT(calls, Contains("tc class del dev eth9 classid 1:100"));
-  EXPECT_THAT(calls, Not(Contains("tc class del dev eth9 classid 1:101")));
+  EXPECT_THAT(calls, Contains("tc class del dev ifb-eth9 classid 1:100"));
+  EXPECT_THAT(calls, Not(Contains("tc class del dev ifb-eth9 classid 1:101")));
   EXPECT_THAT(calls, Not(Contains("nft delete rule inet baton out handle 5")));
+  // The same listing read as the NIC's: capped classes there are an older agent's layout.
+  EXPECT_THAT(calls, Contains("tc class del dev eth9 classid 1:101"));
+  EXPECT_THAT(calls, Not(Contains("tc class del dev eth9 classid 1:20")));
+  EXPECT_THAT(calls, Not(Contains("tc class del dev eth9 classid 1:30")))
+      << "the NIC's class of capped traffic back from the IFB stays";
 }
 
 TEST_F(IsolatorTest, WithoutADriverOnlyTheEnvironmentApplies) {

@@ -262,10 +262,120 @@ TEST(NetCaps, RemoveDeletesTheRuleThenTheClass) {
   ASSERT_TRUE((*caps)->Remove("job-1-a1").ok());
   auto calls = runner->calls();
   auto rule = std::find(calls.begin(), calls.end(), "nft delete rule inet baton out handle 9");
-  auto cls_del = std::find(calls.begin(), calls.end(), "tc class del dev v0 classid 1:100");
+  auto cls_del = std::find(calls.begin(), calls.end(), "tc class del dev ifb-v0 classid 1:100");
   ASSERT_NE(rule, calls.end());
   ASSERT_NE(cls_del, calls.end());
   EXPECT_LT(rule, cls_del);
+}
+
+TEST(IfbRedirect, NamesFitADeviceNameAndStayApart) {
+  EXPECT_EQ(IfbNameFor("eth0"), "ifb-eth0");
+  EXPECT_EQ(IfbNameFor("enp65s0f0np0"), "ifb-enpaecc3264") << "FNV-1a past 11 characters";
+  for (const char* nic : {"enp65s0f0np0", "enp65s0f1np1", "bbiso123456a", "a23456789012345"}) {
+    EXPECT_LE(IfbNameFor(nic).size(), 15u) << nic;
+  }
+  EXPECT_NE(IfbNameFor("enp65s0f0np0"), IfbNameFor("enp65s0f1np1"));
+  EXPECT_EQ(IfbNameFor("enp65s0f0np0"), IfbNameFor("enp65s0f0np0")) << "the same after a restart";
+  // ld the mark; jset 0x800000; ret -1 (match); ret 0.
+  EXPECT_EQ(MarkFilterBytecode(0x800000),
+            "4,32 0 0 4294963220,69 0 1 8388608,6 0 0 4294967295,6 0 0 0");
+}
+
+TEST(IfbRedirect, EnsureMakesTheDeviceTheHookAndTheFilterOnce) {
+  testing::ScriptedRunner fresh;
+  fresh.Answer("ip link show dev ifb-v0", {1, "", "Device \"ifb-v0\" does not exist.\n"});
+  fresh.Answer("tc -j qdisc show dev v0", {0, Recorded("tc_qdisc_htb.json"), ""});
+  IfbRedirect made(&fresh, "v0", "ifb-v0", 0x800000);
+  ASSERT_EQ(*made.Ensure(0x30), Ensured::kCreated);
+  const std::string add_filter = "tc filter add dev v0 egress pref 2983 bpf bytecode " +
+                                 MarkFilterBytecode(0x800000) +
+                                 " action mirred egress redirect dev ifb-v0";
+  auto calls = fresh.calls();
+  for (const std::string& c :
+       {std::string("ip link add ifb-v0 type ifb"), std::string("ip link set dev ifb-v0 up"),
+        std::string("tc qdisc add dev v0 clsact"), add_filter}) {
+    EXPECT_THAT(calls, Contains(c));
+  }
+  EXPECT_LT(std::find(calls.begin(), calls.end(), "ip link add ifb-v0 type ifb"),
+            std::find(calls.begin(), calls.end(), add_filter))
+      << "the device before the filter that sends to it";
+
+  testing::ScriptedRunner there;  // a restarted agent finds all of it
+  there.Answer(
+      "tc -j qdisc show dev v0",
+      {0, R"([{"kind":"htb","handle":"1:","root":true},{"kind":"clsact","handle":"ffff:"}])", ""});
+  there.Answer("tc filter show dev v0 egress pref 2983",
+               {0,
+                "filter protocol all pref 2983 bpf chain 0 handle 0x1 not_in_hw bytecode '" +
+                    MarkFilterBytecode(0x800000) +
+                    "'\n\taction order 1: mirred (Egress Redirect to device ifb-v0) stolen\n",
+                ""});
+  there.Answer("tc filter show dev v0 parent 1: pref 2983",
+               {0,
+                "filter parent 1: protocol all pref 2983 bpf chain 0 handle 0x1 flowid 1:30 "
+                "not_in_hw bytecode '" +
+                    MarkFilterBytecode(0x800000) + "'\n",
+                ""});
+  ASSERT_EQ(*IfbRedirect(&there, "v0", "ifb-v0", 0x800000).Ensure(0x30), Ensured::kAlreadyThere);
+  for (const auto& c : there.calls()) {
+    EXPECT_THAT(c, ::testing::Not(::testing::AnyOf(HasSubstr(" add "), HasSubstr(" del "))));
+  }
+  // The same filter with another mark (a changed --net-cap-mark) is replaced.
+  auto remarked = IfbRedirect(&there, "v0", "ifb-v0", 0x400000).Ensure(0x30);
+  ASSERT_EQ(*remarked, Ensured::kCreated);
+  EXPECT_THAT(there.calls(), Contains("tc filter del dev v0 egress pref 2983"));
+  EXPECT_THAT(there.calls(), Contains(HasSubstr("bytecode " + MarkFilterBytecode(0x400000))));
+}
+
+TEST(IfbRedirect, ANoIfbKernelIsAFailedPreconditionNamingTheDevice) {
+  testing::ScriptedRunner runner;
+  runner.Answer("ip link show", {1, "", "does not exist"});
+  runner.Answer("ip link add", {2, "", "Error: Unknown device type.\n"});
+  auto r = IfbRedirect(&runner, "v0", "ifb-v0", 1).Ensure(0x30);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(r.status()), HasSubstr("IFB device ifb-v0"));
+  EXPECT_THAT(Message(r.status()), HasSubstr("Unknown device type"));
+  EXPECT_THAT(runner.calls(), ::testing::Not(Contains(HasSubstr("tc filter add"))));
+}
+
+TEST(IfbRedirect, RemoveLeavesAClsactThatOthersStillUse) {
+  testing::ScriptedRunner shared;
+  shared.Answer("tc -j qdisc show dev v0", {0, R"([{"kind":"clsact","handle":"ffff:"}])", ""});
+  shared.Answer("tc filter show dev v0 egress pref 2983", {0, "filter pref 2983 bpf\n", ""});
+  shared.Answer("tc filter show dev v0 ingress", {0, "filter pref 1 bpf (cilium)\n", ""});
+  ASSERT_TRUE(IfbRedirect(&shared, "v0", "ifb-v0", 1).Remove().ok());
+  EXPECT_THAT(shared.calls(), Contains("tc filter del dev v0 egress pref 2983"));
+  EXPECT_THAT(shared.calls(), ::testing::Not(Contains("tc qdisc del dev v0 clsact")));
+  EXPECT_THAT(shared.calls(), Contains("ip link del dev ifb-v0"));
+  testing::ScriptedRunner alone;
+  alone.Answer("tc -j qdisc show dev v0", {0, R"([{"kind":"clsact","handle":"ffff:"}])", ""});
+  ASSERT_TRUE(IfbRedirect(&alone, "v0", "ifb-v0", 1).Remove().ok());
+  EXPECT_THAT(alone.calls(), Contains("tc qdisc del dev v0 clsact"));
+  testing::ScriptedRunner gone;  // no NIC, no IFB: nothing to do
+  gone.Answer("tc -j qdisc show", {1, "", "Cannot find device"});
+  gone.Answer("ip link show", {1, "", "does not exist"});
+  ASSERT_TRUE(IfbRedirect(&gone, "v0", "ifb-v0", 1).Remove().ok());
+  EXPECT_THAT(gone.calls(), ::testing::Not(Contains(HasSubstr(" del "))));
+}
+
+TEST(IfbRedirect, TheCapMarkIsANonzero32BitNumber) {
+  EXPECT_EQ(*ParseCapMark("0x00800000"), 0x800000u);
+  EXPECT_EQ(*ParseCapMark("0X10"), 0x10u);
+  EXPECT_EQ(*ParseCapMark("8388608"), 0x800000u);
+  EXPECT_EQ(*ParseCapMark("0xffffffff"), 0xffffffffu);
+  for (const char* bad :
+       {"", "0", "0x0", "0x", "zz", "0x1g", "99999999999", "0x100000000", "-1", " 16"}) {
+    auto m = ParseCapMark(bad);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(Message(m.status()), HasSubstr(std::string("'") + bad + "'"));
+  }
+}
+
+TEST(NetCaps, AZeroMarkIsRefused) {
+  auto caps = NetCaps::Create(NetCapsOptions{.nic = "v0", .nic_mbps = 1000, .mark = 0},
+                              std::make_shared<testing::ScriptedRunner>());
+  EXPECT_EQ(caps.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(caps.status()), HasSubstr("mark"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "launcher/agent/isolation/cgroup_fs.h"
 #include "launcher/agent/isolation/command.h"
+#include "launcher/agent/isolation/ifb_redirect.h"
 
 namespace baton::testing {
 
@@ -114,7 +115,11 @@ class RootVeth {
                 name + " up && ip link set " + name + "p up");
     if (error_.rfind("ERROR", 0) != 0) error_.clear();
   }
-  ~RootVeth() { Sh("ip link del " + name_ + " 2>/dev/null; true"); }
+  // The veth, and the IFB an agent's network caps made for it (ifb_redirect.h).
+  ~RootVeth() {
+    Sh("ip link del " + name_ + " 2>/dev/null; ip link del " + IfbNameFor(name_) +
+       " 2>/dev/null; true");
+  }
   const std::string& error() const { return error_; }
   const std::string& name() const { return name_; }
 

@@ -2,12 +2,14 @@
 // cgroup2 tree here): processes in the expected cgroups with the expected limits, a busy
 // process under a 0.5-CPU quota throttled, undo on partial failure, and network counters
 // on the job's HTB class between two namespaces.
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -378,8 +380,9 @@ TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
   std::vector<std::string> flow = {
       "nsenter", "--net=/var/run/netns/" + ns.a(), "bash", "-c",
       "for i in $(seq 200); do printf '%1000s' x > /dev/udp/" + ns.ip_b() + "/9; done"};
+  // The job's class is on the caps' IFB; traffic outside capped jobs stays on the NIC's.
   auto bytes = [&](uint32_t minor) {
-    auto classes = Htb(runner.get(), ns.a()).Classes();
+    auto classes = Htb(runner.get(), minor == 0x100 ? (*caps)->ifb() : ns.a()).Classes();
     return classes.ok() ? (*classes)[minor].bytes : 0;
   };
   pid_t inside = Start(flow, "job-4-a1");
@@ -390,6 +393,8 @@ TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
   uint64_t job_bytes = bytes(0x100), other_bytes = bytes(NetCaps::kDefaultMinor);
   EXPECT_GE(job_bytes, 200u * 1000) << "the job's flow on the job's class";
   EXPECT_LT(other_bytes, 200u * 1000) << "and not on the default class";
+  EXPECT_GE(bytes(NetCaps::kCappedMinor), 200u * 1000)
+      << "past its cap, on the NIC's class of capped traffic";
 
   auto outside = RealCommandRunner().Run(flow);  // the same flow, outside every job cgroup
   ASSERT_TRUE(outside.ok() && outside->exit_code == 0);
@@ -400,7 +405,7 @@ TEST_F(CgroupV1Real, OnlyTheJobsFlowIsCountedOnItsHtbClass) {
   EXPECT_EQ(st->bytes, job_bytes);
 
   ASSERT_TRUE((*caps)->Remove("job-4-a1").ok());
-  EXPECT_FALSE(Htb(runner.get(), ns.a()).Classes()->count(0x100)) << "class removed";
+  EXPECT_FALSE(Htb(runner.get(), (*caps)->ifb()).Classes()->count(0x100)) << "class removed";
   EXPECT_THAT(runner->Run({"nft", "-a", "list", "table", "inet", "baton_ostest"})->out,
               ::testing::Not(HasSubstr("job-4-a1")));
   EXPECT_TRUE(driver_->Remove("job-4-a1").ok());
@@ -427,7 +432,8 @@ TEST_F(CgroupV1Real, InferenceTrafficIsCountedInItsPriorityClassWhileTrainingIsA
   EXPECT_EQ(inference->class_id, "1:10");
   std::string shown = runner->Run({"tc", "class", "show", "dev", ns.a()})->out;
   EXPECT_THAT(shown, HasSubstr("class htb 1:10 parent 1:1 prio 0 rate 30Mbit ceil 100Mbit"));
-  EXPECT_THAT(shown, HasSubstr("class htb 1:100 parent 1:1 prio 2 rate 7Mbit ceil 70Mbit"));
+  std::string capped = runner->Run({"tc", "class", "show", "dev", (*caps)->ifb()})->out;
+  EXPECT_THAT(capped, HasSubstr("class htb 1:100 parent 1:1 prio 2 rate 7Mbit ceil 70Mbit"));
 
   std::string net = "--net=/var/run/netns/" + ns.a();
   pid_t hog = Start({"nsenter", net, "timeout", "4", "bash", "-c",
@@ -452,8 +458,15 @@ TEST_F(CgroupV1Real, InferenceTrafficIsCountedInItsPriorityClassWhileTrainingIsA
     classes = Htb(runner.get(), ns.a()).Classes();
   }
   ASSERT_TRUE(classes.ok()) << classes.status();
+  for (const auto& [minor, c] : *classes) {
+    EXPECT_EQ(c.ceil_bits, 100'000'000u)
+        << "class " << HtbClassId(minor) << " on the NIC's qdisc, which inference traffic "
+        << "goes through, could hold traffic back below the link's rate";
+  }
+  auto capped_classes = Htb(runner.get(), (*caps)->ifb()).Classes();
+  ASSERT_TRUE(capped_classes.ok()) << capped_classes.status();
   const HtbClassStats& inf = (*classes)[NetCaps::kInferenceMinor];
-  const HtbClassStats& train = (*classes)[0x100];
+  const HtbClassStats& train = (*capped_classes)[0x100];
   EXPECT_GE(inf.packets, 200u) << "the inference job's packets, in its class";
   EXPECT_GE(inf.bytes, 200u * 1000);
   EXPECT_EQ(inf.dropped, 0u);
@@ -465,6 +478,95 @@ TEST_F(CgroupV1Real, InferenceTrafficIsCountedInItsPriorityClassWhileTrainingIsA
       << "the shared inference class stays";
   ASSERT_TRUE((*caps)->Remove("job-5-a1").ok());
   for (const char* name : {"job-5-a1", "job-6-a1"}) EXPECT_TRUE(driver_->Remove(name).ok());
+}
+
+// NET_TX softirqs run so far on `cpu` (/proc/softirqs); -1 when unreadable.
+int64_t NetTxSoftirqs(int cpu) {
+  std::istringstream in(ReadFile("/proc/softirqs"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    if (name != "NET_TX:") continue;
+    int64_t n = -1;
+    for (int i = 0; i <= cpu && words >> n;) ++i;
+    return n;
+  }
+  return -1;
+}
+
+// The defence against a capped flow's qdisc work landing on inference's CPU: a training
+// flow pinned to CPU 0 pushes at its ceiling while an inference sender on CPU 1 sends 500
+// packets, 2 ms apart. With the capped class on the NIC's own qdisc, those sends run that
+// qdisc, find the training class held back and arm its watchdog on the inference CPU,
+// whose NET_TX softirq then dequeues training packets: 52-80 softirqs in three runs of
+// that layout here. On the caps' IFB: 0-3 in three runs.
+TEST_F(CgroupV1Real, ACappedFlowsQdiscWorkStaysOffTheInferenceSendersCpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  if (!CPU_ISSET(0, &set) || !CPU_ISSET(1, &set)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  if (NetTxSoftirqs(1) < 0) GTEST_SKIP() << "no NET_TX line in /proc/softirqs";
+  std::string skip;
+  auto bed = MakeNetBed("btq", 120, 100, "baton_ostest_q", &skip);
+  if (!bed && !skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(bed, nullptr);
+  auto& caps = bed->caps;
+  for (const char* name : {"job-7-a1", "job-8-a1"}) ASSERT_TRUE(driver_->Create(name).ok());
+  ASSERT_TRUE(caps->Add("job-7-a1", driver_->NetPath("job-7-a1"), driver_->NetLevel("job-7-a1"), 0,
+                        /*inference=*/false)
+                  .ok());
+  ASSERT_TRUE(caps->Add("job-8-a1", driver_->NetPath("job-8-a1"), driver_->NetLevel("job-8-a1"), 0,
+                        /*inference=*/true)
+                  .ok());
+  std::string net = "--net=/var/run/netns/" + bed->ns.a();
+  std::string to = " > /dev/udp/" + bed->ns.ip_b() + "/9";
+  pid_t flood = Start({"nsenter", net, "taskset", "-c", "0", "timeout", "5", "bash", "-c",
+                       "while :; do printf '%1400s' x" + to + "; done"},
+                      "job-7-a1");
+  ASSERT_GT(flood, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int64_t before = NetTxSoftirqs(1);
+  pid_t sender = Start({"nsenter", net, "taskset", "-c", "1", "bash", "-c",
+                        "for i in $(seq 500); do printf '%1000s' x" + to + "; sleep 0.002; done"},
+                       "job-8-a1");
+  ASSERT_GT(sender, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(sender, &status, 0), sender);
+  int64_t on_inference_cpu = NetTxSoftirqs(1) - before;
+  ASSERT_EQ(status, 0) << ReadFile(scratch_.Sub("log"));
+  auto held = caps->Stats("job-7-a1");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_GT(held->overlimits, 0u) << "the training flow was held at its ceiling meanwhile";
+  EXPECT_LT(on_inference_cpu, 15) << "NET_TX softirqs on the inference sender's CPU";
+  std::printf("NET_TX softirqs on the inference CPU while it sent 500 packets: %lld\n",
+              static_cast<long long>(on_inference_cpu));
+  EXPECT_TRUE(driver_->KillAll("job-7-a1").ok());
+  ASSERT_EQ(waitpid(flood, &status, 0), flood);
+  for (const char* name : {"job-7-a1", "job-8-a1"}) {
+    ASSERT_TRUE(caps->Remove(name).ok());
+    EXPECT_TRUE(driver_->Remove(name).ok());
+  }
+}
+
+// TearDown leaves the NIC as it found it: no IFB, no clsact hook, no HTB root.
+TEST_F(CgroupV1Real, TearDownRemovesTheIfbAndTheRedirect) {
+  std::string skip;
+  auto bed = MakeNetBed("btd", 90, 100, "baton_ostest_d", &skip);
+  if (!bed && !skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_NE(bed, nullptr);
+  auto& runner = bed->runner;
+  std::string ifb = bed->caps->ifb();
+  EXPECT_EQ(runner->Run({"ip", "link", "show", "dev", ifb})->exit_code, 0);
+  EXPECT_THAT(runner->Run({"tc", "filter", "show", "dev", bed->ns.a(), "egress"})->out,
+              HasSubstr("Redirect to device " + ifb));
+  ASSERT_TRUE(bed->caps->TearDown().ok());
+  bed->caps.reset();
+  EXPECT_NE(runner->Run({"ip", "link", "show", "dev", ifb})->exit_code, 0) << "the IFB is gone";
+  std::string qdiscs = runner->Run({"tc", "qdisc", "show", "dev", bed->ns.a()})->out;
+  EXPECT_THAT(qdiscs, ::testing::Not(HasSubstr("clsact")));
+  EXPECT_THAT(qdiscs, ::testing::Not(HasSubstr("htb")));
 }
 
 }  // namespace

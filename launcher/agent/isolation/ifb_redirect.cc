@@ -1,0 +1,171 @@
+#include "launcher/agent/isolation/ifb_redirect.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "nlohmann/json.hpp"
+
+namespace baton {
+namespace {
+
+// Classic BPF: ld the skb mark (SKF_AD_OFF + SKF_AD_MARK), jset the mark bits, ret.
+constexpr uint32_t kLdMark = 0x20, kJset = 0x45, kRet = 0x06;
+constexpr uint32_t kSkfAdMark = 0xfffff000u + 20;
+
+}  // namespace
+
+std::string IfbNameFor(const std::string& nic) {
+  if (nic.size() <= 11) return "ifb-" + nic;
+  uint32_t h = 2166136261u;
+  for (unsigned char c : nic) h = (h ^ c) * 16777619u;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "ifb-%.3s%08x", nic.c_str(), h);
+  return buf;
+}
+
+absl::StatusOr<uint32_t> ParseCapMark(std::string_view text) {
+  bool hex = text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0;
+  std::string_view digits = text.substr(hex ? 2 : 0);
+  uint32_t mark = 0;
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), mark, hex ? 16 : 10);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || mark == 0) {
+    return absl::InvalidArgumentError("'" + std::string(text) + "' is not a nonzero 32-bit number");
+  }
+  return mark;
+}
+
+std::string MarkFilterBytecode(uint32_t mark) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "4,%u 0 0 %u,%u 0 1 %u,%u 0 0 4294967295,%u 0 0 0", kLdMark,
+                kSkfAdMark, kJset, mark, kRet, kRet);
+  return buf;
+}
+
+absl::StatusOr<CommandOutput> IfbRedirect::Run(const std::vector<std::string>& argv) {
+  return runner_->Run(argv);
+}
+
+absl::Status IfbRedirect::RunOk(const std::vector<std::string>& argv) {
+  auto r = Run(argv);
+  if (!r.ok()) return r.status();
+  if (r->exit_code == 0) return absl::OkStatus();
+  return absl::InternalError(JoinArgs(argv) + ": " + r->err);
+}
+
+absl::StatusOr<bool> IfbRedirect::HasClsact() {
+  auto shown = Run({"tc", "-j", "qdisc", "show", "dev", nic_});
+  if (!shown.ok()) return shown.status();
+  if (shown->exit_code != 0) {
+    return absl::NotFoundError("tc: no device " + nic_ + ": " + shown->err);
+  }
+  auto qdiscs = nlohmann::json::parse(shown->out, nullptr, /*allow_exceptions=*/false);
+  if (qdiscs.is_discarded() || !qdiscs.is_array()) {
+    return absl::InvalidArgumentError("tc -j qdisc show dev " + nic_ + ": not a JSON array: '" +
+                                      shown->out + "'");
+  }
+  for (const auto& q : qdiscs) {
+    if (q.is_object() && q.value("kind", "") == "clsact") return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Ensured> IfbRedirect::Ensure(uint32_t return_minor) {
+  bool created = false;
+  auto link = Run({"ip", "link", "show", "dev", ifb_});
+  if (!link.ok()) return link.status();
+  if (link->exit_code != 0) {
+    auto added = Run({"ip", "link", "add", ifb_, "type", "ifb"});
+    if (!added.ok()) return added.status();
+    if (added->exit_code != 0) {
+      return absl::FailedPreconditionError(
+          "cannot create the IFB device " + ifb_ +
+          " for network caps (is the ifb module there?): " + added->err);
+    }
+    created = true;
+  }
+  if (auto s = RunOk({"ip", "link", "set", "dev", ifb_, "up"}); !s.ok()) return s;
+  auto clsact = HasClsact();
+  if (!clsact.ok()) return clsact.status();
+  if (!*clsact) {
+    if (auto s = RunOk({"tc", "qdisc", "add", "dev", nic_, "clsact"}); !s.ok()) return s;
+    created = true;
+  }
+  std::string code = MarkFilterBytecode(mark_);
+  auto redirect = EnsureFilter(
+      "egress", {"bytecode '" + code + "'", "Redirect to device " + ifb_ + ")"},
+      {"bpf", "bytecode", code, "action", "mirred", "egress", "redirect", "dev", ifb_});
+  if (!redirect.ok()) return redirect.status();
+  auto back = EnsureFilter("1:", {"bytecode '" + code + "'", "flowid " + HtbClassId(return_minor)},
+                           {"bpf", "bytecode", code, "classid", HtbClassId(return_minor)});
+  if (!back.ok()) return back.status();
+  return created || *redirect || *back ? Ensured::kCreated : Ensured::kAlreadyThere;
+}
+
+absl::StatusOr<bool> IfbRedirect::EnsureFilter(const std::string& parent,
+                                               const std::vector<std::string>& want,
+                                               std::vector<std::string> add) {
+  std::vector<std::string> at = {"dev", nic_};
+  if (parent == "egress") {
+    at.push_back("egress");
+  } else {
+    at.insert(at.end(), {"parent", parent});
+  }
+  at.insert(at.end(), {"pref", std::to_string(kFilterPref)});
+  std::vector<std::string> show = {"tc", "filter", "show"};
+  show.insert(show.end(), at.begin(), at.end());
+  auto shown = Run(show);
+  if (!shown.ok()) return shown.status();
+  bool ours = shown->exit_code == 0;
+  for (const auto& w : want) ours = ours && shown->out.find(w) != std::string::npos;
+  if (ours) return false;
+  if (shown->exit_code == 0 && !shown->out.empty()) {
+    std::vector<std::string> del = {"tc", "filter", "del"};
+    del.insert(del.end(), at.begin(), at.end());
+    if (auto s = RunOk(del); !s.ok()) return s;
+  }
+  std::vector<std::string> argv = {"tc", "filter", "add"};
+  argv.insert(argv.end(), at.begin(), at.end());
+  argv.insert(argv.end(), add.begin(), add.end());
+  if (auto s = RunOk(argv); !s.ok()) return s;
+  return true;
+}
+
+absl::Status IfbRedirect::Remove() {
+  std::string pref = std::to_string(kFilterPref);
+  auto classify = Run({"tc", "filter", "show", "dev", nic_, "parent", "1:", "pref", pref});
+  if (!classify.ok()) return classify.status();
+  if (classify->exit_code == 0 && !classify->out.empty()) {
+    if (auto s = RunOk({"tc", "filter", "del", "dev", nic_, "parent", "1:", "pref", pref});
+        !s.ok()) {
+      return s;
+    }
+  }
+  auto clsact = HasClsact();
+  if (clsact.ok() && *clsact) {
+    auto shown = Run({"tc", "filter", "show", "dev", nic_, "egress", "pref", pref});
+    if (!shown.ok()) return shown.status();
+    if (shown->exit_code == 0 && !shown->out.empty()) {
+      if (auto s = RunOk({"tc", "filter", "del", "dev", nic_, "egress", "pref", pref}); !s.ok()) {
+        return s;
+      }
+    }
+    bool others = false;
+    for (const char* hook : {"egress", "ingress"}) {
+      auto left = Run({"tc", "filter", "show", "dev", nic_, hook});
+      if (!left.ok()) return left.status();
+      others = others || left->exit_code != 0 || !left->out.empty();
+    }
+    if (!others) {
+      if (auto s = RunOk({"tc", "qdisc", "del", "dev", nic_, "clsact"}); !s.ok()) return s;
+    }
+  } else if (!clsact.ok() && clsact.status().code() != absl::StatusCode::kNotFound) {
+    return clsact.status();
+  }
+  auto link = Run({"ip", "link", "show", "dev", ifb_});
+  if (!link.ok()) return link.status();
+  if (link->exit_code != 0) return absl::OkStatus();
+  return RunOk({"ip", "link", "del", "dev", ifb_});
+}
+
+}  // namespace baton
