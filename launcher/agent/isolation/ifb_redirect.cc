@@ -102,54 +102,50 @@ absl::StatusOr<Ensured> IfbRedirect::Ensure(uint32_t return_minor) {
   return created || *redirect || *back ? Ensured::kCreated : Ensured::kAlreadyThere;
 }
 
+std::vector<std::string> IfbRedirect::Filter(const std::string& verb,
+                                             const std::string& parent) const {
+  std::vector<std::string> argv = {"tc", "filter", verb, "dev", nic_};
+  if (parent == "egress") {
+    argv.push_back("egress");
+  } else {
+    argv.insert(argv.end(), {"parent", parent});
+  }
+  argv.insert(argv.end(), {"pref", std::to_string(kFilterPref)});
+  return argv;
+}
+
+absl::StatusOr<bool> IfbRedirect::DeleteFilter(const std::string& parent) {
+  auto shown = Run(Filter("show", parent));
+  if (!shown.ok()) return shown.status();
+  if (shown->exit_code != 0 || shown->out.empty()) return false;
+  if (auto s = RunOk(Filter("del", parent)); !s.ok()) return s;
+  return true;
+}
+
 absl::StatusOr<bool> IfbRedirect::EnsureFilter(const std::string& parent,
                                                const std::vector<std::string>& want,
-                                               std::vector<std::string> add) {
-  std::vector<std::string> at = {"dev", nic_};
-  if (parent == "egress") {
-    at.push_back("egress");
-  } else {
-    at.insert(at.end(), {"parent", parent});
-  }
-  at.insert(at.end(), {"pref", std::to_string(kFilterPref)});
-  std::vector<std::string> show = {"tc", "filter", "show"};
-  show.insert(show.end(), at.begin(), at.end());
-  auto shown = Run(show);
+                                               const std::vector<std::string>& add) {
+  auto shown = Run(Filter("show", parent));
   if (!shown.ok()) return shown.status();
   bool ours = shown->exit_code == 0;
   for (const auto& w : want) ours = ours && shown->out.find(w) != std::string::npos;
   if (ours) return false;
-  if (shown->exit_code == 0 && !shown->out.empty()) {
-    std::vector<std::string> del = {"tc", "filter", "del"};
-    del.insert(del.end(), at.begin(), at.end());
-    if (auto s = RunOk(del); !s.ok()) return s;
-  }
-  std::vector<std::string> argv = {"tc", "filter", "add"};
-  argv.insert(argv.end(), at.begin(), at.end());
+  if (auto gone = DeleteFilter(parent); !gone.ok()) return gone.status();
+  std::vector<std::string> argv = Filter("add", parent);
   argv.insert(argv.end(), add.begin(), add.end());
   if (auto s = RunOk(argv); !s.ok()) return s;
   return true;
 }
 
 absl::Status IfbRedirect::Remove() {
-  std::string pref = std::to_string(kFilterPref);
-  auto classify = Run({"tc", "filter", "show", "dev", nic_, "parent", "1:", "pref", pref});
-  if (!classify.ok()) return classify.status();
-  if (classify->exit_code == 0 && !classify->out.empty()) {
-    if (auto s = RunOk({"tc", "filter", "del", "dev", nic_, "parent", "1:", "pref", pref});
-        !s.ok()) {
-      return s;
-    }
-  }
+  // The root filter goes with the HTB root too, but an agent may remove caps and keep it.
+  if (auto gone = DeleteFilter("1:"); !gone.ok()) return gone.status();
   auto clsact = HasClsact();
+  if (!clsact.ok() && clsact.status().code() != absl::StatusCode::kNotFound) {
+    return clsact.status();
+  }
   if (clsact.ok() && *clsact) {
-    auto shown = Run({"tc", "filter", "show", "dev", nic_, "egress", "pref", pref});
-    if (!shown.ok()) return shown.status();
-    if (shown->exit_code == 0 && !shown->out.empty()) {
-      if (auto s = RunOk({"tc", "filter", "del", "dev", nic_, "egress", "pref", pref}); !s.ok()) {
-        return s;
-      }
-    }
+    if (auto gone = DeleteFilter("egress"); !gone.ok()) return gone.status();
     bool others = false;
     for (const char* hook : {"egress", "ingress"}) {
       auto left = Run({"tc", "filter", "show", "dev", nic_, hook});
@@ -159,8 +155,6 @@ absl::Status IfbRedirect::Remove() {
     if (!others) {
       if (auto s = RunOk({"tc", "qdisc", "del", "dev", nic_, "clsact"}); !s.ok()) return s;
     }
-  } else if (!clsact.ok() && clsact.status().code() != absl::StatusCode::kNotFound) {
-    return clsact.status();
   }
   auto link = Run({"ip", "link", "show", "dev", ifb_});
   if (!link.ok()) return link.status();

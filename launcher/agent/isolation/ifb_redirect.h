@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "launcher/agent/isolation/command.h"
@@ -43,10 +44,15 @@ class IfbRedirect {
   absl::StatusOr<CommandOutput> Run(const std::vector<std::string>& argv);
   absl::Status RunOk(const std::vector<std::string>& argv);
   absl::StatusOr<bool> HasClsact();
-  // `parent`'s filter at kFilterPref is `want` (a line of `tc filter show`), else it is
-  // replaced by `add`: true when it was.
+  // `tc filter VERB dev NIC {egress | parent P} pref kFilterPref`.
+  std::vector<std::string> Filter(const std::string& verb, const std::string& parent) const;
+  // The filter at kFilterPref of `parent` ("egress" or a qdisc's handle) removed: true when
+  // there was one.
+  absl::StatusOr<bool> DeleteFilter(const std::string& parent);
+  // `parent`'s filter at kFilterPref shows every string of `want`, else it is replaced by
+  // `add`: true when it was.
   absl::StatusOr<bool> EnsureFilter(const std::string& parent, const std::vector<std::string>& want,
-                                    std::vector<std::string> add);
+                                    const std::vector<std::string>& add);
 
   CommandRunner* const runner_;
   const std::string nic_;
