@@ -162,10 +162,13 @@ std::string Leftovers(const std::string& parent, const std::string& name, const 
     if (std::filesystem::exists(root + "/" + parent + "/" + name))
       found += "cgroup in " + root + "; ";
   }
-  std::string classes = testing::Sh("tc class show dev " + nic);
-  if (!class_id.empty() && class_id != "1:10" &&
-      classes.find("htb " + class_id + " ") != std::string::npos) {
-    found += "tc class " + class_id + "; ";
+  // A capped class is on the NIC's IFB (ifb_redirect.h); the NIC is checked too.
+  for (const std::string& dev : {nic, IfbNameFor(nic)}) {
+    std::string classes = testing::Sh("tc class show dev " + dev + " 2>/dev/null");
+    if (!class_id.empty() && class_id != "1:10" &&
+        classes.find("htb " + class_id + " ") != std::string::npos) {
+      found += "tc class " + class_id + " on " + dev + "; ";
+    }
   }
   std::string rules = testing::Sh("nft -a list table inet " + table + " 2>/dev/null || true");
   if (rules.find(name + " ") != std::string::npos) found += "nft rule: " + rules;
