@@ -251,7 +251,12 @@ void OneRound(int r, const Run& run, const NetSetup& net, Series* s, json* round
     Record(s, &round, std::string("floor_") + kOrders[o],
            FloorRun(net.cpus, o == 1, base + "-floor-" + std::to_string(o)));
   }
-  HandNetRound(net, base + "-hand", s, &round);
+  // Both hand-built layouts, their order alternating by round.
+  for (HandLayout layout : r % 2 == 0 ? std::vector{HandLayout::kIfb, HandLayout::kRoot}
+                                      : std::vector{HandLayout::kRoot, HandLayout::kIfb}) {
+    HandNetRound(net, base + (layout == HandLayout::kRoot ? "-hand-root" : "-hand"), layout, s,
+                 &round);
+  }
   {
     Cluster c(base, run.node, net.nic, run.security, run.agent_flags);
     if (!c.ok()) std::fprintf(stderr, "round %d: the agent did not register\n", r);
@@ -396,6 +401,21 @@ int Main(const std::vector<std::string>& args) {
       ratio(PooledP99(s, "rtt_flood_baton"), PooledP99(s, "rtt_idle_baton"));
   out["net_p99_vs_idle_hand_tc_pooled"] =
       ratio(PooledP99(s, "rtt_flood_hand_tc"), PooledP99(s, "rtt_idle_hand_tc"));
+  // The layout before the IFB, built by hand: what the IFB changes, in the same run.
+  out["net_p99_vs_idle_hand_tc_root_median"] =
+      ratio(Median(s["rtt_flood_hand_tc_root"]), Median(s["rtt_idle_hand_tc_root"]));
+  out["net_p99_hand_tc_vs_root_median"] =
+      ratio(Median(s["rtt_flood_hand_tc"]), Median(s["rtt_flood_hand_tc_root"]));
+  // Softirq counts: zero is a count (Median keeps only ratios' positive values).
+  for (const char* tag : {"baton", "hand_tc", "hand_tc_root"}) {
+    std::vector<double> v;
+    for (double x : s[std::string("probe_cpu_net_tx_") + tag]) {
+      if (x >= 0) v.push_back(x);
+    }
+    std::sort(v.begin(), v.end());
+    if (v.empty()) complete = false;
+    out[std::string("probe_cpu_net_tx_") + tag] = v.empty() ? json(nullptr) : json(v[v.size() / 2]);
+  }
   out["capped_flow_vs_cap"] = ratio(Median(s["capped_flow_vs_cap"]), 1);
   out["capped_flow_vs_cap_hand_tc"] = ratio(Median(s["capped_flow_vs_cap_hand_tc"]), 1);
   json p99_median;

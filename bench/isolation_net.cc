@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "bench/isolation_workloads.h"
+#include "tests/util/softirqs.h"
 
 namespace baton::bench {
 
@@ -67,7 +68,9 @@ std::string RemoveHandTc(const NetSetup& net) {
 // the IFB: the root class, its default class and one training class (prio 2, ceiling 70%,
 // a tenth of it guaranteed). nft sends the probe's port to the inference class and marks
 // iperf3's for the training class, as baton's cgroup rules do for jobs.
-bool BuildHandTc(const NetSetup& net, const std::string& table) {
+// HandLayout::kRoot builds the layout before the IFB (e9abfe4): the training class on the
+// NIC's root, beside the inference class, chosen by priority alone.
+bool BuildHandTc(const NetSetup& net, const std::string& table, HandLayout layout) {
   const std::string mark = "8388608",
                     code = "'4,32 0 0 4294963220,69 0 1 " + mark + ",6 0 0 4294967295,6 0 0 0'";
   auto tree = [](const std::string& dev) {
@@ -76,21 +79,36 @@ bool BuildHandTc(const NetSetup& net, const std::string& table) {
            "1: classid 1:1 htb rate 1000mbit ceil 1000mbit && " + tc +
            "1:1 classid 1:20 htb rate 300mbit ceil 1000mbit prio 1 && ";
   };
-  std::string tc = "tc class add dev " + net.nic + " parent ";
-  return Sh(RemoveHandTc(net) + "; " + tree(net.nic) + tc +
-            "1:1 classid 1:10 htb rate 300mbit ceil 1000mbit prio 0 && " + tc +
-            "1:1 classid 1:30 htb rate 100mbit ceil 1000mbit prio 2 && ip link add " + net.ifb +
-            " type ifb && ip link set dev " + net.ifb + " up && " + tree(net.ifb) +
-            "tc class add dev " + net.ifb +
-            " parent 1:1 classid 1:100 htb rate 70mbit ceil 700mbit prio 2 && tc qdisc add dev " +
-            net.nic + " clsact && tc filter add dev " + net.nic +
-            " egress pref 2983 bpf bytecode " + code + " action mirred egress redirect dev " +
-            net.ifb + " && tc filter add dev " + net.nic + " parent 1: pref 2983 bpf bytecode " +
-            code + " classid 1:30 && nft add table inet " + table + " && nft add chain inet " +
-            table + " out '{ type filter hook output priority 0; }' && nft add rule inet " + table +
-            " out tcp dport 7777 meta priority set 1:10 && nft add rule inet " + table +
-            " out tcp dport 5201 meta mark set meta mark '|' " + mark +
-            " meta priority set 1:100") == 0;
+  const std::string tc = "tc class add dev " + net.nic + " parent ";
+  const std::string training = "1:1 classid 1:100 htb rate 70mbit ceil 700mbit prio 2";
+  const std::string nft = "nft add table inet " + table + " && nft add chain inet " + table +
+                          " out '{ type filter hook output priority 0; }' && nft add rule inet " +
+                          table +
+                          " out tcp dport 7777 meta priority set 1:10 && nft add rule inet " +
+                          table + " out tcp dport 5201 ";
+  std::string cmd = RemoveHandTc(net) + "; " + tree(net.nic) + tc +
+                    "1:1 classid 1:10 htb rate 300mbit ceil 1000mbit prio 0 && ";
+  if (layout == HandLayout::kRoot) {
+    cmd += tc + training + " && " + nft + "meta priority set 1:100";
+  } else {
+    cmd += tc + "1:1 classid 1:30 htb rate 100mbit ceil 1000mbit prio 2 && ip link add " + net.ifb +
+           " type ifb && ip link set dev " + net.ifb + " up && " + tree(net.ifb) +
+           "tc class add dev " + net.ifb + " parent " + training + " && tc qdisc add dev " +
+           net.nic + " clsact && tc filter add dev " + net.nic + " egress pref 2983 bpf bytecode " +
+           code + " action mirred egress redirect dev " + net.ifb + " && tc filter add dev " +
+           net.nic + " parent 1: pref 2983 bpf bytecode " + code + " classid 1:30 && " + nft +
+           "meta mark set meta mark '|' " + mark + " meta priority set 1:100";
+  }
+  return Sh(cmd) == 0;
+}
+
+// NET_TX softirqs on the probe's CPU while `probe` runs to its end (-1 when unreadable).
+double ProbeCpuNetTx(const NetSetup& net, Subprocess& probe) {
+  int cpu = std::atoi(net.cpus.probe.c_str());
+  int64_t before = testing::NetTxSoftirqs(cpu);
+  probe.Wait(std::chrono::seconds(60));
+  int64_t after = testing::NetTxSoftirqs(cpu);
+  return before < 0 || after < 0 ? -1 : static_cast<double>(after - before);
 }
 
 }  // namespace
@@ -160,23 +178,29 @@ void NetSetup::StartServers(const std::string& dir) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 }
 
-void HandNetRound(const NetSetup& net, const std::string& prefix, Series* s, json* round) {
+void HandNetRound(const NetSetup& net, const std::string& prefix, HandLayout layout, Series* s,
+                  json* round) {
+  const std::string tag = layout == HandLayout::kRoot ? "hand_tc_root" : "hand_tc";
   std::string table = "bbhand_" + net.ns;
-  if (!BuildHandTc(net, table)) std::fprintf(stderr, "cannot build the HTB tree by hand\n");
+  if (!BuildHandTc(net, table, layout)) {
+    std::fprintf(stderr, "cannot build the HTB tree by hand (%s)\n", tag.c_str());
+  }
   Subprocess idle(Pinned(net.cpus.probe, RttCmd(net)), {}, prefix + "-idle");
   idle.Wait(std::chrono::seconds(60));
-  Record(s, round, "rtt_idle_hand_tc", ParseOr(ReadFile(prefix + "-idle.out")));
+  Record(s, round, "rtt_idle_" + tag, ParseOr(ReadFile(prefix + "-idle.out")));
   Subprocess flood(Pinned(net.cpus.others, FloodCmd(net)), {}, prefix + "-flood");
   std::this_thread::sleep_for(std::chrono::milliseconds(kFloodLeadMs));
   double packets = ClassPackets(net, "1:10");
   Subprocess loaded(Pinned(net.cpus.probe, RttCmd(net)), {}, prefix + "-loaded");
-  loaded.Wait(std::chrono::seconds(60));
-  Record(s, round, "rtt_flood_hand_tc", ParseOr(ReadFile(prefix + "-loaded.out")));
-  (*round)["inference_class_packets_hand_tc"] = ClassPackets(net, "1:10") - packets;
+  double net_tx = ProbeCpuNetTx(net, loaded);
+  (*s)["probe_cpu_net_tx_" + tag].push_back(net_tx);
+  (*round)["probe_cpu_net_tx_" + tag] = net_tx;
+  Record(s, round, "rtt_flood_" + tag, ParseOr(ReadFile(prefix + "-loaded.out")));
+  (*round)["inference_class_packets_" + tag] = ClassPackets(net, "1:10") - packets;
   flood.Wait(std::chrono::seconds(kFloodSeconds + 30));
   double ratio = ReceivedMbps(ParseOr(ReadFile(prefix + "-flood.out"))) / kHandCapMbps;
-  (*s)["capped_flow_vs_cap_hand_tc"].push_back(ratio);
-  (*round)["capped_flow_vs_cap_hand_tc"] = ratio;
+  (*s)["capped_flow_vs_cap_" + tag].push_back(ratio);
+  (*round)["capped_flow_vs_cap_" + tag] = ratio;
   Sh("nft delete table inet " + table + "; " + RemoveHandTc(net));
 }
 
@@ -188,8 +212,15 @@ void BatonNetRound(Cluster& c, const NetSetup& net, Series* s, json* round) {
   double cap = Num(c.Limits(flood), "netCeilMbps", -1);
   std::this_thread::sleep_for(std::chrono::milliseconds(kFloodLeadMs));
   double packets = ClassPackets(net, "1:10");
+  int cpu = std::atoi(net.cpus.probe.c_str());
+  int64_t before = testing::NetTxSoftirqs(cpu);
   uint64_t loaded = c.Submit("inference", "rtt", RttCmd(net));
   Record(s, round, "rtt_flood_baton", loaded ? c.WaitOutput(loaded, "p99_us") : json());
+  int64_t after = testing::NetTxSoftirqs(cpu);
+  // Over the probe job's whole life, its submission and start included.
+  double net_tx = before < 0 || after < 0 ? -1 : static_cast<double>(after - before);
+  (*s)["probe_cpu_net_tx_baton"].push_back(net_tx);
+  (*round)["probe_cpu_net_tx_baton"] = net_tx;
   (*round)["inference_class_packets_baton"] = ClassPackets(net, "1:10") - packets;
   c.WaitState(flood, "JOB_STATE_SUCCEEDED", kFloodSeconds + 30);
   double mbps = ReceivedMbps(c.Output(flood));

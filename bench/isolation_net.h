@@ -50,11 +50,18 @@ class NetSetup {
   std::vector<std::unique_ptr<testing::Subprocess>> servers_;
 };
 
+// The tc layout HandNetRound builds: baton's (the capped class on an IFB) or the one before
+// it (the capped class on the NIC's root, beside the inference class).
+enum class HandLayout { kIfb, kRoot };
 // Idle and flooded RTT with baton's HTB tree built by hand on the NIC (the probe's port in
 // the inference class, iperf3's in a training class, by nft) and the processes pinned as
-// baton pins its jobs: "rtt_idle_hand_tc", "rtt_flood_hand_tc", "capped_flow_vs_cap_hand_tc".
-void HandNetRound(const NetSetup& net, const std::string& prefix, Series* s, nlohmann::json* round);
-// The same as baton jobs: "rtt_idle_baton", "rtt_flood_baton", "capped_flow_vs_cap".
+// baton pins its jobs: "rtt_idle_hand_tc", "rtt_flood_hand_tc", "capped_flow_vs_cap_hand_tc"
+// and "probe_cpu_net_tx_hand_tc" (NET_TX softirqs on the probe's CPU while it runs under the
+// flood); with kRoot the same names end in "_hand_tc_root".
+void HandNetRound(const NetSetup& net, const std::string& prefix, HandLayout layout, Series* s,
+                  nlohmann::json* round);
+// The same as baton jobs: "rtt_idle_baton", "rtt_flood_baton", "capped_flow_vs_cap",
+// "probe_cpu_net_tx_baton" (over the flooded probe job's life).
 void BatonNetRound(Cluster& c, const NetSetup& net, Series* s, nlohmann::json* round);
 
 }  // namespace baton::bench

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -21,6 +20,7 @@
 #include "tests/launcher/isolation/fakes.h"
 #include "tests/launcher/isolation/os_env.h"
 #include "tests/launcher/test_util.h"
+#include "tests/util/softirqs.h"
 
 namespace baton {
 namespace {
@@ -480,22 +480,6 @@ TEST_F(CgroupV1Real, InferenceTrafficIsCountedInItsPriorityClassWhileTrainingIsA
   for (const char* name : {"job-5-a1", "job-6-a1"}) EXPECT_TRUE(driver_->Remove(name).ok());
 }
 
-// NET_TX softirqs run so far on `cpu` (/proc/softirqs); -1 when unreadable.
-int64_t NetTxSoftirqs(int cpu) {
-  std::istringstream in(ReadFile("/proc/softirqs"));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string name;
-    words >> name;
-    if (name != "NET_TX:") continue;
-    int64_t n = -1;
-    for (int i = 0; i <= cpu && words >> n;) ++i;
-    return n;
-  }
-  return -1;
-}
-
 // The defence against a capped flow's qdisc work landing on inference's CPU: a training
 // flow pinned to CPU 0 pushes at its ceiling while an inference sender on CPU 1 sends 500
 // packets, 2 ms apart. With the capped class on the NIC's own qdisc, those sends run that
@@ -507,7 +491,7 @@ TEST_F(CgroupV1Real, ACappedFlowsQdiscWorkStaysOffTheInferenceSendersCpu) {
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
   if (!CPU_ISSET(0, &set) || !CPU_ISSET(1, &set)) GTEST_SKIP() << "needs CPUs 0 and 1";
-  if (NetTxSoftirqs(1) < 0) GTEST_SKIP() << "no NET_TX line in /proc/softirqs";
+  if (testing::NetTxSoftirqs(1) < 0) GTEST_SKIP() << "no NET_TX line in /proc/softirqs";
   std::string skip;
   auto bed = MakeNetBed("btq", 120, 100, "baton_ostest_q", &skip);
   if (!bed && !skip.empty()) GTEST_SKIP() << skip;
@@ -527,14 +511,14 @@ TEST_F(CgroupV1Real, ACappedFlowsQdiscWorkStaysOffTheInferenceSendersCpu) {
                       "job-7-a1");
   ASSERT_GT(flood, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  int64_t before = NetTxSoftirqs(1);
+  int64_t before = testing::NetTxSoftirqs(1);
   pid_t sender = Start({"nsenter", net, "taskset", "-c", "1", "bash", "-c",
                         "for i in $(seq 500); do printf '%1000s' x" + to + "; sleep 0.002; done"},
                        "job-8-a1");
   ASSERT_GT(sender, 0);
   int status = 0;
   ASSERT_EQ(waitpid(sender, &status, 0), sender);
-  int64_t on_inference_cpu = NetTxSoftirqs(1) - before;
+  int64_t on_inference_cpu = testing::NetTxSoftirqs(1) - before;
   ASSERT_EQ(status, 0) << ReadFile(scratch_.Sub("log"));
   auto held = caps->Stats("job-7-a1");
   ASSERT_TRUE(held.ok()) << held.status();
