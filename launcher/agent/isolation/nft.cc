@@ -1,5 +1,6 @@
 #include "launcher/agent/isolation/nft.h"
 
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -31,6 +32,13 @@ absl::StatusOr<std::map<std::string, NftRule>> ParseNftRules(const std::string& 
     std::istringstream comment(rule["comment"].get<std::string>());
     NftRule r;
     if (!(comment >> r.tag >> r.class_id)) continue;  // someone else's comment
+    if (std::string mark; comment >> mark) {
+      uint32_t m = 0;
+      bool hex = mark.rfind("0x", 0) == 0;
+      auto [end, ec] =
+          std::from_chars(mark.data() + (hex ? 2 : 0), mark.data() + mark.size(), m, 16);
+      if (hex && ec == std::errc() && end == mark.data() + mark.size()) r.mark = m;
+    }
     r.handle = rule["handle"].get<int>();
     out[r.tag] = r;
   }
@@ -66,7 +74,7 @@ absl::StatusOr<Ensured> NftCgroupRules::EnsureRule(const std::string& tag,
   if (!rules.ok()) return rules.status();
   auto it = rules->find(tag);
   if (it != rules->end()) {
-    if (it->second.class_id == class_id) return Ensured::kAlreadyThere;
+    if (it->second.class_id == class_id && it->second.mark == mark) return Ensured::kAlreadyThere;
     if (auto s = DeleteRule(tag); !s.ok()) return s;
   }
   std::vector<std::string> args = {"add",
@@ -79,13 +87,14 @@ absl::StatusOr<Ensured> NftCgroupRules::EnsureRule(const std::string& tag,
                                    "level",
                                    std::to_string(level),
                                    "\"" + cgroup_path + "\""};
+  std::string comment = tag + " " + class_id;
   if (mark != 0) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%08x", mark);
     args.insert(args.end(), {"meta", "mark", "set", "meta", "mark", "|", hex});
+    comment += std::string(" ") + hex;
   }
-  args.insert(args.end(),
-              {"meta", "priority", "set", class_id, "comment", "\"" + tag + " " + class_id + "\""});
+  args.insert(args.end(), {"meta", "priority", "set", class_id, "comment", "\"" + comment + "\""});
   auto r = Nft(args);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {

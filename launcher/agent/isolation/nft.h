@@ -21,6 +21,7 @@ struct NftRule {
   int handle = 0;
   std::string tag;       // the attempt's name
   std::string class_id;  // "1:100"
+  uint32_t mark = 0;     // the mark bits it sets (0: none)
 };
 
 class NftCgroupRules {
@@ -29,9 +30,10 @@ class NftCgroupRules {
       : runner_(runner), table_(std::move(table)) {}
 
   absl::StatusOr<Ensured> EnsureChain();
-  // A rule for `tag` already there is kept when it names the same class, else replaced.
-  // `mark` (0: none) is or'ed into the skb mark. FailedPrecondition when the cgroup path
-  // does not exist (nft resolves it at once).
+  // A rule for `tag` already there is kept when it names the same class and mark, else
+  // replaced (so a restart with another --net-cap-mark, or after an agent that set none,
+  // rewrites the rules of live attempts). `mark` (0: none) is or'ed into the skb mark.
+  // FailedPrecondition when the cgroup path does not exist (nft resolves it at once).
   absl::StatusOr<Ensured> EnsureRule(const std::string& tag, const std::string& cgroup_path,
                                      int level, const std::string& class_id, uint32_t mark = 0);
   absl::Status DeleteRule(const std::string& tag);         // OK when it is not there
@@ -46,8 +48,9 @@ class NftCgroupRules {
   const std::string table_;
 };
 
-// `nft -j list chain` JSON -> rules with a "<tag> <classid>" comment, by tag (rules
-// without such a comment are not the agent's). InvalidArgument naming the problem when
+// `nft -j list chain` JSON -> rules with a "<tag> <classid>[ <mark>]" comment (the mark in
+// hex), by tag (rules without such a comment are not the agent's; a mark that does not
+// parse reads as 0). InvalidArgument naming the problem when
 // the JSON is malformed, has no "nftables" array, or a rule has no integer handle.
 absl::StatusOr<std::map<std::string, NftRule>> ParseNftRules(const std::string& json);
 

@@ -140,6 +140,43 @@ TEST(NftParse, RulesWithOtherCommentsAreNotTheAgents) {
   EXPECT_EQ(rules->at("job-1-a1").handle, 10);
 }
 
+TEST(NftParse, TheMarkARuleSetsIsReadFromItsComment) {
+  auto rules = ParseNftRules(
+      R"({"nftables": [{"rule": {"handle": 1, "comment": "job-1-a1 1:100 0x00800000"}},
+                       {"rule": {"handle": 2, "comment": "job-2-a1 1:101"}},
+                       {"rule": {"handle": 3, "comment": "job-3-a1 1:102 zz"}}]})");
+  ASSERT_TRUE(rules.ok()) << rules.status();
+  EXPECT_EQ(rules->at("job-1-a1").mark, 0x800000u);
+  EXPECT_EQ(rules->at("job-2-a1").mark, 0u) << "an agent's before the IFB: no mark";
+  EXPECT_EQ(rules->at("job-3-a1").mark, 0u);
+  EXPECT_EQ(rules->at("job-3-a1").class_id, "1:102");
+}
+
+// A restarted agent re-adopting a live attempt ensures its rule again: one that sets no
+// mark (an agent before the IFB) or another mark (--net-cap-mark changed) is rewritten,
+// or the attempt's packets would miss the redirect and leave uncapped.
+TEST(NftCgroupRules, ARuleWithAnotherMarkIsRewritten) {
+  testing::ScriptedRunner old;
+  old.Answer("nft -j list chain", {0, testing::NftListing({{"job-1-a1 1:100", 9}}), ""});
+  auto r = NftCgroupRules(&old, "baton").EnsureRule("job-1-a1", "unified/j", 1, "1:100", 0x800000);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, Ensured::kCreated);
+  EXPECT_THAT(old.calls(), Contains("nft delete rule inet baton out handle 9"));
+  EXPECT_THAT(old.calls(),
+              Contains(HasSubstr("meta mark set meta mark | 0x00800000 meta priority set 1:100 "
+                                 "comment \"job-1-a1 1:100 0x00800000\"")));
+  testing::ScriptedRunner same;
+  same.Answer("nft -j list chain",
+              {0, testing::NftListing({{"job-1-a1 1:100 0x00800000", 9}}), ""});
+  auto kept =
+      NftCgroupRules(&same, "baton").EnsureRule("job-1-a1", "unified/j", 1, "1:100", 0x800000);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(*kept, Ensured::kAlreadyThere);
+  for (const auto& c : same.calls()) {
+    EXPECT_THAT(c, ::testing::Not(::testing::AnyOf(HasSubstr("add rule"), HasSubstr("delete"))));
+  }
+}
+
 TEST(NftParse, MalformedJsonAndMissingKeysAreErrorsNamingTheProblem) {
   ExpectInvalid(ParseNftRules,
                 {
