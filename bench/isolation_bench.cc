@@ -223,8 +223,10 @@ json UnconfinedRun(const Cpus& cpus, const std::string& prefix) {
   return ProbeOutput(prefix);
 }
 
+// The median of the measured values (-1 marks one that was not; zero is a measurement: a
+// count of softirqs).
 double Median(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return x <= 0; }), v.end());
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return x < 0; }), v.end());
   std::sort(v.begin(), v.end());
   return v.empty() ? -1 : v[v.size() / 2];
 }
@@ -406,15 +408,10 @@ int Main(const std::vector<std::string>& args) {
       ratio(Median(s["rtt_flood_hand_tc_root"]), Median(s["rtt_idle_hand_tc_root"]));
   out["net_p99_hand_tc_vs_root_median"] =
       ratio(Median(s["rtt_flood_hand_tc"]), Median(s["rtt_flood_hand_tc_root"]));
-  // Softirq counts: zero is a count (Median keeps only ratios' positive values).
   for (const char* tag : {"baton", "hand_tc", "hand_tc_root"}) {
-    std::vector<double> v;
-    for (double x : s[std::string("probe_cpu_net_tx_") + tag]) {
-      if (x >= 0) v.push_back(x);
-    }
-    std::sort(v.begin(), v.end());
-    if (v.empty()) complete = false;
-    out[std::string("probe_cpu_net_tx_") + tag] = v.empty() ? json(nullptr) : json(v[v.size() / 2]);
+    double n = Median(s[std::string("probe_cpu_net_tx_") + tag]);
+    if (n < 0) complete = false;
+    out[std::string("probe_cpu_net_tx_") + tag] = n < 0 ? json(nullptr) : json(n);
   }
   out["capped_flow_vs_cap"] = ratio(Median(s["capped_flow_vs_cap"]), 1);
   out["capped_flow_vs_cap_hand_tc"] = ratio(Median(s["capped_flow_vs_cap_hand_tc"]), 1);

@@ -102,13 +102,18 @@ bool BuildHandTc(const NetSetup& net, const std::string& table, HandLayout layou
   return Sh(cmd) == 0;
 }
 
-// NET_TX softirqs on the probe's CPU while `probe` runs to its end (-1 when unreadable).
-double ProbeCpuNetTx(const NetSetup& net, Subprocess& probe) {
+// NET_TX softirqs on the probe's CPU while `run` runs, recorded as "probe_cpu_net_tx_<tag>"
+// (-1 when unreadable).
+template <typename F>
+void RecordProbeCpuNetTx(const NetSetup& net, const std::string& tag, Series* s, json* round,
+                         F&& run) {
   int cpu = std::atoi(net.cpus.probe.c_str());
   int64_t before = testing::NetTxSoftirqs(cpu);
-  probe.Wait(std::chrono::seconds(60));
+  run();
   int64_t after = testing::NetTxSoftirqs(cpu);
-  return before < 0 || after < 0 ? -1 : static_cast<double>(after - before);
+  double n = before < 0 || after < 0 ? -1 : static_cast<double>(after - before);
+  (*s)["probe_cpu_net_tx_" + tag].push_back(n);
+  (*round)["probe_cpu_net_tx_" + tag] = n;
 }
 
 }  // namespace
@@ -192,9 +197,7 @@ void HandNetRound(const NetSetup& net, const std::string& prefix, HandLayout lay
   std::this_thread::sleep_for(std::chrono::milliseconds(kFloodLeadMs));
   double packets = ClassPackets(net, "1:10");
   Subprocess loaded(Pinned(net.cpus.probe, RttCmd(net)), {}, prefix + "-loaded");
-  double net_tx = ProbeCpuNetTx(net, loaded);
-  (*s)["probe_cpu_net_tx_" + tag].push_back(net_tx);
-  (*round)["probe_cpu_net_tx_" + tag] = net_tx;
+  RecordProbeCpuNetTx(net, tag, s, round, [&] { loaded.Wait(std::chrono::seconds(60)); });
   Record(s, round, "rtt_flood_" + tag, ParseOr(ReadFile(prefix + "-loaded.out")));
   (*round)["inference_class_packets_" + tag] = ClassPackets(net, "1:10") - packets;
   flood.Wait(std::chrono::seconds(kFloodSeconds + 30));
@@ -212,15 +215,11 @@ void BatonNetRound(Cluster& c, const NetSetup& net, Series* s, json* round) {
   double cap = Num(c.Limits(flood), "netCeilMbps", -1);
   std::this_thread::sleep_for(std::chrono::milliseconds(kFloodLeadMs));
   double packets = ClassPackets(net, "1:10");
-  int cpu = std::atoi(net.cpus.probe.c_str());
-  int64_t before = testing::NetTxSoftirqs(cpu);
-  uint64_t loaded = c.Submit("inference", "rtt", RttCmd(net));
-  Record(s, round, "rtt_flood_baton", loaded ? c.WaitOutput(loaded, "p99_us") : json());
-  int64_t after = testing::NetTxSoftirqs(cpu);
   // Over the probe job's whole life, its submission and start included.
-  double net_tx = before < 0 || after < 0 ? -1 : static_cast<double>(after - before);
-  (*s)["probe_cpu_net_tx_baton"].push_back(net_tx);
-  (*round)["probe_cpu_net_tx_baton"] = net_tx;
+  RecordProbeCpuNetTx(net, "baton", s, round, [&] {
+    uint64_t loaded = c.Submit("inference", "rtt", RttCmd(net));
+    Record(s, round, "rtt_flood_baton", loaded ? c.WaitOutput(loaded, "p99_us") : json());
+  });
   (*round)["inference_class_packets_baton"] = ClassPackets(net, "1:10") - packets;
   c.WaitState(flood, "JOB_STATE_SUCCEEDED", kFloodSeconds + 30);
   double mbps = ReceivedMbps(c.Output(flood));

@@ -42,19 +42,15 @@ std::string MarkFilterBytecode(uint32_t mark) {
   return buf;
 }
 
-absl::StatusOr<CommandOutput> IfbRedirect::Run(const std::vector<std::string>& argv) {
-  return runner_->Run(argv);
-}
-
 absl::Status IfbRedirect::RunOk(const std::vector<std::string>& argv) {
-  auto r = Run(argv);
+  auto r = runner_->Run(argv);
   if (!r.ok()) return r.status();
   if (r->exit_code == 0) return absl::OkStatus();
   return absl::InternalError(JoinArgs(argv) + ": " + r->err);
 }
 
 absl::StatusOr<bool> IfbRedirect::HasClsact() {
-  auto shown = Run({"tc", "-j", "qdisc", "show", "dev", nic_});
+  auto shown = runner_->Run({"tc", "-j", "qdisc", "show", "dev", nic_});
   if (!shown.ok()) return shown.status();
   if (shown->exit_code != 0) {
     return absl::NotFoundError("tc: no device " + nic_ + ": " + shown->err);
@@ -72,10 +68,10 @@ absl::StatusOr<bool> IfbRedirect::HasClsact() {
 
 absl::StatusOr<Ensured> IfbRedirect::Ensure(uint32_t return_minor) {
   bool created = false;
-  auto link = Run({"ip", "link", "show", "dev", ifb_});
+  auto link = runner_->Run({"ip", "link", "show", "dev", ifb_});
   if (!link.ok()) return link.status();
   if (link->exit_code != 0) {
-    auto added = Run({"ip", "link", "add", ifb_, "type", "ifb"});
+    auto added = runner_->Run({"ip", "link", "add", ifb_, "type", "ifb"});
     if (!added.ok()) return added.status();
     if (added->exit_code != 0) {
       return absl::FailedPreconditionError(
@@ -115,7 +111,7 @@ std::vector<std::string> IfbRedirect::Filter(const std::string& verb,
 }
 
 absl::StatusOr<bool> IfbRedirect::DeleteFilter(const std::string& parent) {
-  auto shown = Run(Filter("show", parent));
+  auto shown = runner_->Run(Filter("show", parent));
   if (!shown.ok()) return shown.status();
   if (shown->exit_code != 0 || shown->out.empty()) return false;
   if (auto s = RunOk(Filter("del", parent)); !s.ok()) return s;
@@ -125,12 +121,14 @@ absl::StatusOr<bool> IfbRedirect::DeleteFilter(const std::string& parent) {
 absl::StatusOr<bool> IfbRedirect::EnsureFilter(const std::string& parent,
                                                const std::vector<std::string>& want,
                                                const std::vector<std::string>& add) {
-  auto shown = Run(Filter("show", parent));
+  auto shown = runner_->Run(Filter("show", parent));
   if (!shown.ok()) return shown.status();
   bool ours = shown->exit_code == 0;
   for (const auto& w : want) ours = ours && shown->out.find(w) != std::string::npos;
   if (ours) return false;
-  if (auto gone = DeleteFilter(parent); !gone.ok()) return gone.status();
+  if (shown->exit_code == 0 && !shown->out.empty()) {
+    if (auto st = RunOk(Filter("del", parent)); !st.ok()) return st;
+  }
   std::vector<std::string> argv = Filter("add", parent);
   argv.insert(argv.end(), add.begin(), add.end());
   if (auto s = RunOk(argv); !s.ok()) return s;
@@ -148,7 +146,7 @@ absl::Status IfbRedirect::Remove() {
     if (auto gone = DeleteFilter("egress"); !gone.ok()) return gone.status();
     bool others = false;
     for (const char* hook : {"egress", "ingress"}) {
-      auto left = Run({"tc", "filter", "show", "dev", nic_, hook});
+      auto left = runner_->Run({"tc", "filter", "show", "dev", nic_, hook});
       if (!left.ok()) return left.status();
       others = others || left->exit_code != 0 || !left->out.empty();
     }
@@ -156,7 +154,7 @@ absl::Status IfbRedirect::Remove() {
       if (auto s = RunOk({"tc", "qdisc", "del", "dev", nic_, "clsact"}); !s.ok()) return s;
     }
   }
-  auto link = Run({"ip", "link", "show", "dev", ifb_});
+  auto link = runner_->Run({"ip", "link", "show", "dev", ifb_});
   if (!link.ok()) return link.status();
   if (link->exit_code != 0) return absl::OkStatus();
   return RunOk({"ip", "link", "del", "dev", ifb_});

@@ -41,7 +41,6 @@ class IfbRedirect {
   const std::string& ifb() const { return ifb_; }
 
  private:
-  absl::StatusOr<CommandOutput> Run(const std::vector<std::string>& argv);
   absl::Status RunOk(const std::vector<std::string>& argv);
   absl::StatusOr<bool> HasClsact();
   // `tc filter VERB dev NIC {egress | parent P} pref kFilterPref`.

@@ -1,9 +1,9 @@
 #include "launcher/agent/isolation/nft.h"
 
-#include <charconv>
 #include <cstdio>
 #include <sstream>
 
+#include "launcher/agent/isolation/ifb_redirect.h"
 #include "nlohmann/json.hpp"
 
 namespace baton {
@@ -32,12 +32,8 @@ absl::StatusOr<std::map<std::string, NftRule>> ParseNftRules(const std::string& 
     std::istringstream comment(rule["comment"].get<std::string>());
     NftRule r;
     if (!(comment >> r.tag >> r.class_id)) continue;  // someone else's comment
-    if (std::string mark; comment >> mark) {
-      uint32_t m = 0;
-      bool hex = mark.rfind("0x", 0) == 0;
-      auto [end, ec] =
-          std::from_chars(mark.data() + (hex ? 2 : 0), mark.data() + mark.size(), m, 16);
-      if (hex && ec == std::errc() && end == mark.data() + mark.size()) r.mark = m;
+    if (std::string mark; comment >> mark && mark.rfind("0x", 0) == 0) {
+      r.mark = ParseCapMark(mark).value_or(0);
     }
     r.handle = rule["handle"].get<int>();
     out[r.tag] = r;
