@@ -1,5 +1,6 @@
 #include "common/daemon.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/status.h"
 
@@ -35,6 +37,29 @@ int WaitForStopSignal() {
   while (sigwait(&set, &sig) != 0) {
   }
   return sig;
+}
+
+int PollStopSignal() {
+  sigset_t set = StopSignals();
+  struct timespec zero {};
+  int sig = sigtimedwait(&set, nullptr, &zero);
+  return sig > 0 ? sig : 0;
+}
+
+absl::Status ReExec(char** argv) {
+  // Descriptors opened without O_CLOEXEC by a library (a listening socket, a lock file)
+  // would otherwise outlive the exec and hold their ports and locks.
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (struct dirent* e = readdir(dir)) {
+      int fd = atoi(e->d_name);
+      if (fd <= 2 || fd == dirfd(dir)) continue;
+      int flags = fcntl(fd, F_GETFD);
+      if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    closedir(dir);
+  }
+  execv("/proc/self/exe", argv);
+  return ErrnoToStatus(errno, "re-executing /proc/self/exe");
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode,

@@ -16,6 +16,13 @@ namespace baton {
 void BlockStopSignals();
 // Waits for one of the blocked stop signals and returns its number.
 int WaitForStopSignal();
+// A pending stop signal taken without waiting; 0 when none is pending.
+int PollStopSignal();
+// Runs this program again in this process, with `argv` (its argv as main() got it):
+// every descriptor but stdin, stdout and stderr is closed first. For a daemon whose
+// in-memory state must go whole (an HA coordinator that stops leading). Only returns
+// (with why) when exec failed.
+absl::Status ReExec(char** argv);
 // How long a file written here must last. kSurvivesCrash: synced before the rename, so that
 // after a power loss the file is the old one or the new one, whole. kUntilReboot: a record
 // of what ends with the boot (processes, cgroups); readers still never see half of it.

@@ -19,6 +19,9 @@ std::string PaddedKey(uint64_t n);
 // "00000000000000000017/00000000000000000003": a job's event number 3.
 std::string EventKey(uint64_t job_id, uint64_t seq);
 
+// 128 random bits as 32 hex digits (exec secrets, cluster ids), from getrandom(2).
+std::string RandomHex128();
+
 // Names of nodes, jobs and tenants: [A-Za-z0-9][A-Za-z0-9._-]{0,62}.
 bool IsValidName(std::string_view name);
 

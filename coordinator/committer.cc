@@ -8,8 +8,12 @@
 
 namespace baton {
 
-Committer::Committer(Store* store, CommitListener listener, DiskSpace space)
-    : store_(store), listener_(std::move(listener)), space_(space), thread_([this] { Run(); }) {}
+Committer::Committer(Store* store, CommitListener listener, DiskSpace space, CommitLog* log)
+    : store_(store),
+      listener_(std::move(listener)),
+      log_(log),
+      space_(space),
+      thread_([this] { Run(); }) {}
 
 Committer::~Committer() {
   {
@@ -69,6 +73,13 @@ bool Committer::WaitForSpace() {
   }
 }
 
+absl::Status Committer::Write(const StoreBatch& batch) {
+  if (!log_) return store_->Commit(batch);
+  absl::StatusOr<uint64_t> index = log_->Append(batch);
+  if (!index.ok()) log_->Lost(index.status());
+  return store_->Commit(batch, *index);
+}
+
 void Committer::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -83,7 +94,7 @@ void Committer::Run() {
     for (auto& [batch, done] : work) merged.Append(std::move(batch));
     if (!merged.empty()) {
       auto start = std::chrono::steady_clock::now();
-      absl::Status s = WaitForSpace() ? store_->Commit(merged)
+      absl::Status s = WaitForSpace() ? Write(merged)
                                       : absl::CancelledError("stopping with the disk full");
       if (absl::IsCancelled(s)) {
         spdlog::error("stopping with the disk full: {} unacknowledged change(s) not written",

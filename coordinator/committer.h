@@ -9,6 +9,10 @@
 // serving reads. A commit that fails anyway aborts the process: memory is ahead of disk
 // and the only safe state is the durable one, reloaded at restart (as etcd does on a WAL
 // write failure).
+// With HA (coordinator/ha/) a CommitLog comes first: the merged batch is appended to the
+// replicated log, and only then written to RocksDB (with its log index) and acknowledged;
+// an append that fails means this process no longer leads, and CommitLog::Lost ends its
+// leadership before anything of the batch is acknowledged.
 // An optional listener sees every durable write first (its latency for the metrics, its
 // log records for followers of the event log). Thread-safe.
 #pragma once
@@ -28,6 +32,17 @@ namespace baton {
 // not block. `seconds`: how long the synced write took.
 using CommitListener = std::function<void(const StoreBatch& written, double seconds)>;
 
+// The replicated log a leader appends each change to before its own store (ha/).
+class CommitLog {
+ public:
+  virtual ~CommitLog() = default;
+  // The entry's index once `batch` is durable in the log; an error when this replica may
+  // no longer commit (deposed, or its lease may have lapsed).
+  virtual absl::StatusOr<uint64_t> Append(const StoreBatch& batch) = 0;
+  // Called with Append's error; does not return (the process stops acting as leader).
+  [[noreturn]] virtual void Lost(const absl::Status& why) = 0;
+};
+
 // How much free space the store's disk must keep.
 struct DiskSpace {
   uint64_t min_free_bytes = 256ull << 20;  // below: new work refused
@@ -36,8 +51,9 @@ struct DiskSpace {
 
 class Committer {
  public:
+  // `log` (may be null: the single-node store) must outlive the Committer.
   explicit Committer(Store* store, CommitListener listener = nullptr,
-                     DiskSpace space = DiskSpace());
+                     DiskSpace space = DiskSpace(), CommitLog* log = nullptr);
   ~Committer();  // drains the queue, then stops
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -57,8 +73,12 @@ class Committer {
   // Checks the free space now; false when stopping while below the reserve.
   bool WaitForSpace();
 
+  // The log first (when there is one), then the store.
+  absl::Status Write(const StoreBatch& batch);
+
   Store* const store_;
   const CommitListener listener_;
+  CommitLog* const log_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;

@@ -48,7 +48,8 @@ JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, Jo
             event_log_.Published(written);
             observer_->OnStoreWrite(seconds);
           },
-          DiskSpace{options_.min_free_disk_bytes, options_.min_free_disk_bytes / 4}),
+          DiskSpace{options_.min_free_disk_bytes, options_.min_free_disk_bytes / 4},
+          options_.commit_log),
       policy_{options_.policy, {}},
       policy_snapshot_(std::make_shared<const Policy>(options_.policy)),
       ledger_(options_.policy.fair_share_half_life_s * 1000, clock->NowMs()),
@@ -91,6 +92,8 @@ absl::Status JobManager::Recover() {
   for (auto& job : snap->jobs) {
     uint64_t id = job.id();
     next_job_id_ = std::max(next_job_id_, id + 1);
+    submit_keys_.Add(job.user(), job.idempotency_key(), id,
+                     absl::FromUnixMillis(job.submitted_ms()));
     JobEntry& e = jobs_.Add(std::move(job));
     if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
       jobs_.StartAttempt(e, std::move(*a));
@@ -247,10 +250,19 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
 
 // --- researchers' API -------------------------------------------------------------------
 
-void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
+void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key,
                         std::function<void(absl::StatusOr<uint64_t>)> done) {
+  if (absl::Status k = SubmitKeys::Check(idempotency_key); !k.ok()) return done(k);
   if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
+  if (std::optional<uint64_t> made = submit_keys_.Find(caller.user, idempotency_key)) {
+    // A retry: the first submit's job, answered once it is durable (the empty Txn's reply
+    // runs after every change enqueued before it).
+    Txn txn;
+    txn.reply = [done = std::move(done), id = *made] { done(id); };
+    CommitLocked(std::move(txn));
+    return;
+  }
   absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &spec);
   // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
   // Every submit takes a token, a refused one too, so bad specs cannot flood the log.
@@ -283,6 +295,8 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec,
   *job.mutable_spec() = std::move(spec);
   job.set_user(caller.user);
   job.set_submitted_ms(clock_->NowMs());
+  job.set_idempotency_key(idempotency_key);
+  submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
   JobEntry& e = jobs_.Add(std::move(job));
   Txn txn;
   txn.batch.next_job_id = next_job_id_;

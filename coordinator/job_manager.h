@@ -38,6 +38,7 @@
 #include "coordinator/scheduler_driver.h"
 #include "coordinator/spec_validation.h"
 #include "coordinator/store.h"
+#include "coordinator/submit_keys.h"
 #include "coordinator/submit_limiter.h"
 #include "coordinator/watch_hub.h"
 #include "proto/agent.pb.h"
@@ -68,6 +69,11 @@ struct JobManagerOptions {
   // Finished jobs stay in memory (for status, logs and watchers right after the end) until
   // this many newer ones have finished; older ones are read from the store when asked.
   size_t finished_in_memory = 4096;
+  // With HA: the replicated log every change goes to before the store (committer.h);
+  // nullptr for the single-node store. Must outlive the JobManager.
+  CommitLog* commit_log = nullptr;
+  // With HA: this leader's epoch, stamped on every command to agents (0: single node).
+  uint64_t leader_epoch = 0;
 
   // A node silent this long is declared lost.
   absl::Duration lost_after() const { return lease + lost_margin; }
@@ -103,6 +109,12 @@ class JobManager {
   // Every call's `caller` was proven by the service (authn.h); what it may do is checked
   // here (access.h) against the policy in force, under the same lock as the change.
   void Submit(const Caller& caller, v1::JobSpec spec,
+              std::function<void(absl::StatusOr<uint64_t>)> done) {
+    Submit(caller, std::move(spec), "", std::move(done));
+  }
+  // With an idempotency key (SubmitRequest): a retry of a submit that made a job returns
+  // that job's id, once the job is durable, and makes none.
+  void Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key,
               std::function<void(absl::StatusOr<uint64_t>)> done);
   // One job, or every matching one, as `caller` may see them (access::ForViewer).
   absl::StatusOr<v1::Job> Get(const Caller& caller, uint64_t job_id) const;
@@ -162,6 +174,7 @@ class JobManager {
   void SchedulePass();
   void Flush() { committer_.Flush(); }
   uint64_t commits() const { return committer_.commits(); }
+  uint64_t leader_epoch() const { return options_.leader_epoch; }
   // True while the store waits for disk space (Committer::store_full).
   bool store_full() const { return committer_.store_full(); }
 
@@ -252,6 +265,7 @@ class JobManager {
   // Unfinished jobs (and any finished one still live), ordered by the policy's classes.
   JobTable jobs_{[this](const std::string& cls) { return ClassValueLocked(cls); }};
   SubmitLimiter limiter_;  // per tenant: the submit rate
+  SubmitKeys submit_keys_;  // (user, idempotency key) -> job, for retried submits
   // Recently finished jobs, until the commit that stored them is durable (finished_jobs.h).
   FinishedJobs finished_{options_.finished_in_memory};
   uint64_t txns_ = 0;                      // Txns committed (numbered)

@@ -315,6 +315,7 @@ void JobManager::Tick() {
     if (n.node.state() == v1::NODE_STATE_LOST) ReplaceLostAttemptsLocked(name, silent, txn);
   }
   const absl::Time now = clock_->Now();
+  submit_keys_.Expire(now, [&](uint64_t id) { return jobs_.Find(id) != nullptr; });
   for (uint64_t id : jobs_.live()) {
     JobEntry& e = jobs_.at(id);
     if (e.live && e.live->outcome == Outcome::kEvicted && e.live->saving_step) {

@@ -2,12 +2,10 @@
 // (coordinator/scheduler), and its decisions carried out: placements become attempts and
 // launches, evictions become PREEMPTING and Preempt commands — plus explain, and the node
 // view shared by admission and `baton nodes`.
-#include <sys/random.h>
 
 #include <csignal>
-#include <random>
 
-#include "absl/strings/escaping.h"
+#include "common/ids.h"
 #include "common/resources.h"
 #include "common/status.h"
 #include "coordinator/agent_commands.h"
@@ -21,23 +19,6 @@
 #include "spdlog/spdlog.h"
 
 namespace baton {
-namespace {
-
-// 128 random bits, hex: what `baton-agent exec` must present to run in an attempt. From
-// getrandom(2), the kernel's generator: a std::random_device per placement probed the CPU
-// (CPUID, a VM exit on a virtual machine) every time, 2% of the coordinator's CPU in the
-// end-to-end benchmark.
-std::string NewSecret() {
-  char bits[16];
-  // Up to 256 bytes come whole and uninterrupted; short only without getrandom (ENOSYS).
-  if (getrandom(bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
-    std::random_device rd;  // the library's own source
-    for (char& b : bits) b = static_cast<char>(rd());
-  }
-  return absl::BytesToHexString(absl::string_view(bits, sizeof bits));
-}
-
-}  // namespace
 
 sched::ClusterView JobManager::ViewWithUsageLocked(absl::Time now,
                                                    sched::UsageLedger& ledger) const {
@@ -74,7 +55,7 @@ void JobManager::SchedulePass() {
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
   v1::Attempt record = NewAttempt(jobs_, nodes_.all(), e.job, placement, view, clock_->Now());
-  e.exec_secret = NewSecret();
+  e.exec_secret = RandomHex128();  // what `baton-agent exec` must present
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());
   secret.set_attempt(record.number());

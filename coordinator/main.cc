@@ -5,11 +5,17 @@
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 #include "common/config_file.h"
 #include "common/daemon.h"
@@ -18,6 +24,8 @@
 #include "common/net.h"
 #include "common/version.h"
 #include "coordinator/backup.h"
+#include "coordinator/ha/replica.h"
+#include "coordinator/ha/standby_service.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/metrics.h"
 #include "coordinator/policy_config.h"
@@ -40,6 +48,8 @@ struct Flags {
   baton::JobManagerOptions jm;
   size_t max_follows_per_user = 16;
   size_t max_follows = 1024;
+  bool ha = false;  // --ha-etcd given: one of several replicas (docs/ha.md)
+  baton::ha::ReplicaOptions replica;
 };
 
 constexpr char kDefaultConfig[] = "/etc/baton/coordinator.yaml";
@@ -101,6 +111,28 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       cxxopts::value<size_t>()->default_value("16"))(
       "max-follows", "followed streams open in all",
       cxxopts::value<size_t>()->default_value("1024"))(
+      "ha-etcd",
+      "run as one of several replicas, of which one leads, with the replicated log in this "
+      "etcd cluster (comma-separated endpoints; http:// only on loopback); empty: a single "
+      "coordinator on its own store (docs/ha.md)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "ha-prefix", "this cluster's keys in etcd (one prefix per baton cluster)",
+      cxxopts::value<std::string>()->default_value("/baton"))(
+      "ha-ttl",
+      "the leader's etcd lease: a leader that cannot renew it stops leading, and a standby "
+      "takes over, within this long (at least 2s)",
+      cxxopts::value<std::string>()->default_value("5s"))(
+      "ha-name", "this replica's name, unique in the cluster (default: the host name)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "ha-advertise",
+      "host:port clients and agents reach this replica at (default: --listen's bound address)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "ha-etcd-ca", "etcd's own CA (PEM), for https:// endpoints",
+      cxxopts::value<std::string>()->default_value("/etc/baton/etcd/ca.crt"))(
+      "ha-etcd-cert", "this coordinator's client certificate for etcd (PEM)",
+      cxxopts::value<std::string>()->default_value("/etc/baton/etcd/coordinator.crt"))(
+      "ha-etcd-key", "its private key (PEM)",
+      cxxopts::value<std::string>()->default_value("/etc/baton/etcd/coordinator.key"))(
       "log-level", "trace, debug, info, warn, error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help")(
       "version", "print the version and exit");
@@ -169,6 +201,26 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     if (!(f.jm.grace_cap_factor >= 1 && f.jm.grace_cap_factor <= 100)) {
       throw cxxopts::exceptions::exception("--grace-cap-factor must be between 1 and 100");
     }
+    if (std::string etcd = r["ha-etcd"].as<std::string>(); !etcd.empty()) {
+      f.ha = true;
+      baton::ha::ReplicaOptions& o = f.replica;
+      o.etcd.endpoints = absl::StrSplit(etcd, ',', absl::SkipWhitespace());
+      o.etcd.ca_file = r["ha-etcd-ca"].as<std::string>();
+      o.etcd.cert_file = r["ha-etcd-cert"].as<std::string>();
+      o.etcd.key_file = r["ha-etcd-key"].as<std::string>();
+      if (auto s = baton::ha::CheckEtcdOptions(o.etcd); !s.ok()) {
+        throw cxxopts::exceptions::exception("--ha-etcd: " + std::string(s.message()));
+      }
+      o.prefix = r["ha-prefix"].as<std::string>();
+      o.ttl = duration("ha-ttl");
+      o.name = r["ha-name"].as<std::string>();
+      if (o.name.empty()) {
+        char host[256] = {};
+        gethostname(host, sizeof host - 1);
+        o.name = host;
+      }
+      o.address = r["ha-advertise"].as<std::string>();
+    }
     return f;
   } catch (const cxxopts::exceptions::exception& e) {
     return absl::InvalidArgumentError(e.what());
@@ -204,6 +256,67 @@ int Restore(int argc, char** argv) {
             << " jobs (" << done->unfinished << " not finished), next job id " << done->next_job_id
             << ", " << done->manifest.files_size() << " files, " << done->bytes << " bytes\n";
   return 0;
+}
+
+// HA: joins the cluster, serves refusals naming the leader on --listen while following
+// the log, and returns once this replica leads (Cancelled when stopped first). `listen`
+// becomes the bound address, which the leader's server takes over.
+absl::Status RunStandby(Flags& flags, baton::Store* store,
+                        const std::shared_ptr<grpc::ServerCredentials>& creds, char** argv,
+                        std::string* listen, std::unique_ptr<baton::ha::Replica>* replica) {
+  std::atomic<baton::ha::Replica*> joined{nullptr};
+  baton::ha::StandbyService standby(
+      [&] {
+        baton::ha::Replica* r = joined.load();
+        return r ? r->last_leader() : baton::ha::LeaderInfo();
+      },
+      flags.replica.name);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(*listen, creds, &port);
+  builder.RegisterCallbackGenericService(&standby);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return absl::UnavailableError("cannot listen on " + *listen);
+  server->GetHealthCheckService()->SetServingStatus(baton::kLeaderHealthService, false);
+  *listen = listen->substr(0, listen->rfind(':')) + ":" + std::to_string(port);
+  baton::ha::ReplicaOptions options = flags.replica;
+  if (options.address.empty()) {
+    std::string host = listen->substr(0, listen->rfind(':'));
+    if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+      return absl::InvalidArgumentError(
+          "--ha-advertise is needed when --listen is a wildcard address");
+    }
+    options.address = *listen;
+  }
+  options.lost = [argv](const absl::Status&) {
+    // Everything in memory goes: the process starts again and rejoins as a standby.
+    absl::Status s = baton::ReExec(argv);
+    spdlog::critical("{}", s.ToString());
+  };
+  auto r = baton::ha::Replica::Join(options, store, baton::RealClock::Get());
+  if (!r.ok()) return r.status();
+  joined = r->get();
+  if (!flags.ready_file.empty()) {
+    if (auto s = baton::WriteFileAtomically(flags.ready_file, *listen + "\n"); !s.ok()) return s;
+  }
+  spdlog::info("HA: replica {} is a standby on {} (cluster log in {}), applied up to {}",
+               options.name, *listen, absl::StrJoin(options.etcd.endpoints, ","),
+               (*r)->applied());
+  int stop_signal = 0;
+  auto epoch = (*r)->FollowUntilLeading([&] {
+    int sig = baton::PollStopSignal();
+    if (sig == SIGINT || sig == SIGTERM) stop_signal = sig;
+    return stop_signal != 0;
+  });
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  server.reset();
+  if (!epoch.ok()) {
+    if (stop_signal) spdlog::info("signal {}: the standby stops", stop_signal);
+    return epoch.status();
+  }
+  *replica = std::move(*r);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -262,6 +375,18 @@ int main(int argc, char** argv) {
     spdlog::error("{}", store.status().ToString());
     return 1;
   }
+  std::string listen = flags->listen;
+  std::unique_ptr<baton::ha::Replica> replica;
+  if (flags->ha) {
+    absl::Status led = RunStandby(*flags, store->get(), *server_creds, argv, &listen, &replica);
+    if (!led.ok()) {
+      if (absl::IsCancelled(led)) return 0;  // stopped while a standby
+      spdlog::error("{}", led.ToString());
+      return 1;
+    }
+    flags->jm.commit_log = replica.get();
+    flags->jm.leader_epoch = replica->epoch();
+  }
   auto metrics =
       std::make_shared<baton::CoordinatorMetrics>(baton::RealClock::Get(), flags->jm.policy);
   baton::JobManager jobs(store->get(), baton::RealClock::Get(), flags->jm, metrics.get());
@@ -284,7 +409,7 @@ int main(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags->listen, *server_creds, &port);
+  builder.AddListeningPort(listen, *server_creds, &port);
   builder.RegisterService(&api);
   builder.RegisterService(&agents);
   baton::SetServerMessageLimits(&builder);
@@ -294,11 +419,12 @@ int main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
-    spdlog::error("cannot listen on {}", flags->listen);
+    spdlog::error("cannot listen on {}", listen);
     return 1;
   }
-  std::string bound =
-      flags->listen.substr(0, flags->listen.rfind(':')) + ":" + std::to_string(port);
+  // Clients given several replicas send their calls to the one that says SERVING here.
+  server->GetHealthCheckService()->SetServingStatus(baton::kLeaderHealthService, true);
+  std::string bound = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
   jobs.Start();
   spdlog::info("coordinator serving on {} with data in {}", bound, flags->data_dir);
   std::unique_ptr<baton::MetricsServer> metrics_server;
@@ -360,5 +486,6 @@ int main(int argc, char** argv) {
   metrics_server.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   jobs.Stop();
+  replica.reset();  // revokes its lease: a standby takes over now, not after --ha-ttl
   return 0;
 }

@@ -61,7 +61,8 @@ grpc::ServerUnaryReactor* CoordinatorService::Submit(grpc::CallbackServerContext
                                                      const v1::SubmitRequest* req,
                                                      v1::SubmitResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    jobs_->Submit(caller, req->spec(), [ctx, r, resp](absl::StatusOr<uint64_t> id) {
+    jobs_->Submit(caller, req->spec(), req->idempotency_key(),
+                  [ctx, r, resp](absl::StatusOr<uint64_t> id) {
       if (id.ok()) resp->set_job_id(*id);
       if (std::optional<absl::Duration> wait = RetryAfter(id.status())) {
         ctx->AddTrailingMetadata(kRetryAfterKey, std::to_string(absl::ToInt64Milliseconds(*wait)));

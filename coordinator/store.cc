@@ -40,6 +40,8 @@ constexpr char kSecretPrefix[] = "secret/";       // + zero-padded job id
 // Present once `live` and `ended` index every job (stores older than the indexes get them
 // built at their first open).
 constexpr char kIndexedKey[] = "indexed/live_ended";
+constexpr char kHaClusterKey[] = "ha/cluster_id";
+constexpr char kHaAppliedKey[] = "ha/applied";  // zero-padded log index
 
 std::string EndedKey(int64_t finished_ms, uint64_t id) {
   return PaddedKey(static_cast<uint64_t>(std::max<int64_t>(finished_ms, 0))) + "/" + PaddedKey(id);
@@ -189,8 +191,9 @@ uint64_t Store::FreeBytes() const {
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
-absl::Status Store::Commit(const StoreBatch& batch) {
+absl::Status Store::Commit(const StoreBatch& batch, uint64_t ha_index) {
   rocksdb::WriteBatch wb;
+  if (ha_index > 0) wb.Put(handles_[kMeta], kHaAppliedKey, PaddedKey(ha_index));
   std::string buf;
   for (const auto& job : batch.jobs) {
     buf.clear();
@@ -255,6 +258,51 @@ absl::Status Store::Commit(const StoreBatch& batch) {
   wo.sync = options_.sync && !options_.bulk;
   wo.disableWAL = options_.bulk;
   return FromRocks(db_->Write(wo, &wb), "store commit");
+}
+
+absl::StatusOr<Store::HaState> Store::ReadHaState() const {
+  HaState state;
+  std::string value;
+  rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kHaClusterKey, &value);
+  if (g.ok()) {
+    state.cluster_id = value;
+  } else if (!g.IsNotFound()) {
+    return FromRocks(g, "store read " + std::string(kHaClusterKey));
+  }
+  g = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kHaAppliedKey, &value);
+  if (g.ok()) {
+    size_t digits = value.find_first_not_of('0');
+    if (digits != std::string::npos) {
+      auto n = ParseJobId(value.substr(digits));
+      if (!n.ok()) return absl::DataLossError("store: ha/applied '" + value + "' is corrupt");
+      state.applied = *n;
+    }
+  } else if (!g.IsNotFound()) {
+    return FromRocks(g, "store read " + std::string(kHaAppliedKey));
+  }
+  return state;
+}
+
+absl::Status Store::WriteHaState(const HaState& state) {
+  rocksdb::WriteBatch wb;
+  wb.Put(handles_[kMeta], kHaClusterKey, state.cluster_id);
+  wb.Put(handles_[kMeta], kHaAppliedKey, PaddedKey(state.applied));
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  return FromRocks(db_->Write(wo, &wb), "store write of the HA state");
+}
+
+absl::StatusOr<bool> Store::Empty() const {
+  for (int f : {kJobs, kNodes, kMeta}) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[f]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      // The store's own bookkeeping is not state.
+      if (f == kMeta && (it->key() == kIndexedKey || it->key().starts_with("ha/"))) continue;
+      return false;
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "store scan");
+  }
+  return true;
 }
 
 absl::Status Store::LoadFamily(

@@ -87,7 +87,19 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  absl::Status Commit(const StoreBatch& batch);
+  // `ha_index` > 0: the batch is that entry of the replicated log (coordinator/ha/), and
+  // the store records it as applied in the same write.
+  absl::Status Commit(const StoreBatch& batch, uint64_t ha_index = 0);
+  // The replicated log's mark on this data dir: whose cluster it belongs to ("" before HA
+  // was first turned on) and the last log entry it holds.
+  struct HaState {
+    std::string cluster_id;
+    uint64_t applied = 0;
+  };
+  absl::StatusOr<HaState> ReadHaState() const;
+  absl::Status WriteHaState(const HaState& state);
+  // True when no job, node, token or policy was ever stored here (a new data dir).
+  absl::StatusOr<bool> Empty() const;
   const std::string& path() const { return path_; }
   // A consistent copy of the whole store in `dir` (which must not exist), taken while
   // commits run: a RocksDB checkpoint (SST files hard-linked where the filesystem allows).

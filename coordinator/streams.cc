@@ -397,10 +397,18 @@ class AgentStream;
 // What the JobManager holds: outlives the reactor, goes quiet when it is done.
 class StreamLink : public AgentLink {
  public:
-  explicit StreamLink(WriteQueue<AgentStream, v1::CoordinatorCommand>* writes) : writes_(writes) {}
+  StreamLink(WriteQueue<AgentStream, v1::CoordinatorCommand>* writes, uint64_t epoch)
+      : writes_(writes), epoch_(epoch) {}
   void Send(const v1::CoordinatorCommand& cmd) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (writes_) writes_->Push(cmd);
+    if (!writes_) return;
+    if (epoch_ == 0) {
+      writes_->Push(cmd);
+      return;
+    }
+    v1::CoordinatorCommand stamped = cmd;  // every command names the leader that sent it
+    stamped.set_epoch(epoch_);
+    writes_->Push(std::move(stamped));
   }
   void Close() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -410,6 +418,7 @@ class StreamLink : public AgentLink {
  private:
   std::mutex mu_;
   WriteQueue<AgentStream, v1::CoordinatorCommand>* writes_;
+  const uint64_t epoch_;
 };
 
 class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand> {
@@ -418,7 +427,7 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
       : jobs_(jobs),
         certified_node_(std::move(certified_node)),
         writes_(this),
-        link_(std::make_shared<StreamLink>(&writes_)) {
+        link_(std::make_shared<StreamLink>(&writes_, jobs->leader_epoch())) {
     if (!allowed.ok()) {
       writes_.FinishWith(ToGrpc(allowed));
       return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
@@ -23,6 +24,60 @@ std::string EnumSuffix(const std::string& full, std::string_view prefix) {
 void SetClientMessageLimits(grpc::ChannelArguments* args) {
   args->SetMaxSendMessageSize(kMaxRequestBytes);
   args->SetMaxReceiveMessageSize(kMaxReplyBytes);
+}
+
+absl::StatusOr<CoordinatorTarget> ParseCoordinatorTarget(std::string_view list) {
+  CoordinatorTarget t;
+  std::vector<std::string> entries;
+  for (std::string_view rest = list;;) {
+    size_t comma = rest.find(',');
+    std::string_view e = rest.substr(0, comma);
+    while (!e.empty() && e.front() == ' ') e.remove_prefix(1);
+    while (!e.empty() && e.back() == ' ') e.remove_suffix(1);
+    if (!e.empty()) entries.emplace_back(e);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (entries.empty()) return absl::InvalidArgumentError("no coordinator address given");
+  t.first = entries[0];
+  if (entries.size() == 1) {
+    t.uri = entries[0];
+    return t;
+  }
+  // gRPC's static resolvers take a list of numeric addresses of one family.
+  bool v6 = !entries[0].empty() && entries[0][0] == '[';
+  for (const auto& e : entries) {
+    size_t colon = e.rfind(':');
+    std::string host = colon == std::string::npos ? "" : e.substr(0, colon);
+    std::string port = colon == std::string::npos ? "" : e.substr(colon + 1);
+    bool ok = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+    if (v6) {
+      ok = ok && host.size() > 2 && host.front() == '[' && host.back() == ']';
+    } else {
+      ok = ok && !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          "coordinator replica '" + e +
+          "': list replicas as ip:port (one address family), e.g. "
+          "10.0.0.1:7070,10.0.0.2:7070");
+    }
+  }
+  t.uri = std::string(v6 ? "ipv6:" : "ipv4:");
+  for (size_t i = 0; i < entries.size(); ++i) t.uri += (i ? "," : "") + entries[i];
+  t.replicas = true;
+  return t;
+}
+
+void SetCoordinatorChannelArgs(const CoordinatorTarget& target, grpc::ChannelArguments* args) {
+  if (!target.replicas) return;
+  args->SetServiceConfigJSON(std::string(R"({"loadBalancingConfig":[{"round_robin":{}}],)") +
+                             R"("healthCheckConfig":{"serviceName":")" + kLeaderHealthService +
+                             R"("}})");
+  // One name for every replica, which scripts/certs.sh puts in each coordinator
+  // certificate: the addresses of a list are many, a subchannel's TLS check needs one.
+  args->SetSslTargetNameOverride(kCoordinatorTlsName);
+  args->SetString(GRPC_ARG_DEFAULT_AUTHORITY, target.first);
 }
 
 void SetServerMessageLimits(grpc::ServerBuilder* builder) {

@@ -31,9 +31,32 @@ inline constexpr size_t kListPageBytes = 2 << 20;
 void SetClientMessageLimits(grpc::ChannelArguments* args);
 void SetServerMessageLimits(grpc::ServerBuilder* builder);
 
+// Where a client dials the coordinator: one host:port, or (HA) several replicas'
+// "ip:port,ip:port,…" of which the channel sends every call to the one whose health
+// service says SERVING for kLeaderHealthService (the leader; standbys say NOT_SERVING).
+struct CoordinatorTarget {
+  std::string uri;    // what to give grpc::CreateCustomChannel
+  std::string first;  // the first host:port
+  bool replicas = false;
+};
+// The DNS name every coordinator certificate carries (scripts/certs.sh): replicas of a
+// list are verified as it, whatever address they were dialled at.
+inline constexpr char kCoordinatorTlsName[] = "baton-coordinator";
+// InvalidArgument naming the entry when a list holds something other than ip:port.
+absl::StatusOr<CoordinatorTarget> ParseCoordinatorTarget(std::string_view list);
+// For replicas: round-robin over the healthy (leading) one, each verified as
+// kCoordinatorTlsName. Nothing for a single address.
+void SetCoordinatorChannelArgs(const CoordinatorTarget& target, grpc::ChannelArguments* args);
+
 // Throttling: ResourceExhausted carrying when to try again. The service passes the hint
 // on as trailing metadata (kRetryAfterKey, whole milliseconds); the message says it too.
 inline constexpr char kRetryAfterKey[] = "x-baton-retry-after-ms";
+// A standby coordinator replica refuses calls with UNAVAILABLE and the leader's address
+// under this trailing metadata key (coordinator/ha/standby_service.h).
+inline constexpr char kLeaderKey[] = "x-baton-leader";
+// The service name a coordinator's health service reports SERVING for only while it
+// leads (a standby replica: NOT_SERVING): clients given several replicas pick by it.
+inline constexpr char kLeaderHealthService[] = "baton.v1.Coordinator";
 absl::Status Throttled(const std::string& message, absl::Duration retry_after);
 std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 

@@ -5,6 +5,10 @@
 #   scripts/certs.sh DIR ca                         the CA (DIR/ca.crt, DIR/ca.key)
 #   scripts/certs.sh DIR coordinator [SAN...]       DIR/coordinator.{crt,key}
 #   scripts/certs.sh DIR node NAME [SAN...]         DIR/node-NAME.{crt,key}
+#   scripts/certs.sh DIR etcd NAME [SAN...]         DIR/etcd-NAME.{crt,key}: an etcd member
+# HA (docs/ha.md): etcd gets a CA of its own (`certs.sh /etc/baton/etcd ca`), whose
+# `coordinator` certificate is the coordinators' client certificate for etcd and whose
+# `etcd` certificates are the members'; nothing the cluster CA signed is let in.
 # A SAN is IP:10.0.0.1 or DNS:coord.example (the addresses clients dial); the coordinator
 # always gets DNS:localhost and IP:127.0.0.1, a node DNS:NAME (the coordinator and mpirun
 # verify an agent by its node name). Keys are EC P-256, mode 0600; certificates are
@@ -13,7 +17,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 DIR ca | DIR coordinator [SAN...] | DIR node NAME [SAN...]" >&2
+  echo "usage: $0 DIR ca | DIR coordinator [SAN...] | DIR node NAME [SAN...] | DIR etcd NAME [SAN...]" >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
@@ -71,12 +75,16 @@ case "$KIND" in
     issue coordinator "/O=baton-coordinator/CN=baton-coordinator" \
       "$(san_list DNS:baton-coordinator DNS:localhost IP:127.0.0.1 "$@")"
     ;;
-  node)
+  node | etcd)
     [ $# -ge 1 ] || usage
     NAME=$1
     shift
-    [[ "$NAME" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$ ]] || { echo "certs.sh: bad node name '$NAME'" >&2; exit 2; }
-    issue "node-$NAME" "/O=baton-node/CN=$NAME" "$(san_list "DNS:$NAME" "$@")"
+    [[ "$NAME" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$ ]] || { echo "certs.sh: bad $KIND name '$NAME'" >&2; exit 2; }
+    if [ "$KIND" = node ]; then
+      issue "node-$NAME" "/O=baton-node/CN=$NAME" "$(san_list "DNS:$NAME" "$@")"
+    else  # an etcd member: reached on loopback too (etcdctl on its own host)
+      issue "etcd-$NAME" "/O=etcd/CN=$NAME" "$(san_list "DNS:$NAME" DNS:localhost IP:127.0.0.1 "$@")"
+    fi
     ;;
   *) usage ;;
 esac

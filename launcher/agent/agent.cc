@@ -205,6 +205,7 @@ void Agent::ReportLocked(Run& run) {
 }
 
 void Agent::Handle(const v1::CoordinatorCommand& cmd) {
+  if (!fence_.Accept(cmd.epoch())) return;
   last_contact_mono_ms_.store(clock_->MonotonicMs());
   if (cmd.has_heartbeat_ack()) {
     // Without the lock: an ack is never late for what the agent is doing meanwhile. It

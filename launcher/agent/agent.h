@@ -41,6 +41,7 @@
 #include "launcher/agent/attempt_observer.h"
 #include "launcher/agent/coordinator_link.h"
 #include "launcher/agent/effects_queue.h"
+#include "launcher/agent/epoch_fence.h"
 #include "launcher/agent/exit_plan.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
@@ -262,6 +263,7 @@ class Agent {
   Spawner* const spawner_;              // own_reaper_ or the caller's: every fork and signal
   std::unique_ptr<Isolator> isolator_;
   AttemptObserver* const observer_;  // never null
+  EpochFence fence_{options_.data_dir};  // commands of a deposed coordinator are ignored
   LogPump pump_;
 
   mutable std::mutex mu_;  // attempts_, stream_, timing

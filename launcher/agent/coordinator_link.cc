@@ -16,10 +16,14 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target, const TlsM
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   SetClientMessageLimits(&args);
-  // main() checked that these credentials can be made (plaintext only on loopback).
-  auto creds = ChannelCredentials(tls, target);
+  // main() checked the target and that these credentials can be made (plaintext only on
+  // loopback). Several HA replicas: the channel talks to the one that leads.
+  auto parsed = ParseCoordinatorTarget(target);
+  CoordinatorTarget t = parsed.ok() ? *parsed : CoordinatorTarget{target, target, false};
+  SetCoordinatorChannelArgs(t, &args);
+  auto creds = ChannelCredentials(tls, t.first);
   return grpc::CreateCustomChannel(
-      target, creds.ok() ? *creds : grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
+      t.uri, creds.ok() ? *creds : grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
 }
 
 class GrpcStream : public CoordinatorStream {

@@ -29,6 +29,7 @@
 #include "launcher/agent/node_service.h"
 #include "launcher/agent/process.h"
 #include "launcher/agent/rank_bind.h"
+#include "launcher/agent/epoch_fence.h"
 #include "proto/rpc_util.h"
 
 namespace {
@@ -97,7 +98,8 @@ Flags ParseFlags(int argc, char** argv) {
   // clang-format off
   opts.add_options()
       ("name", "node name (default: the hostname)", cxxopts::value<std::string>())
-      ("coordinator", "coordinator host:port",
+      ("coordinator", "coordinator host:port, or every HA replica's ip:port,ip:port,... (the "
+                      "agent talks to the one that leads)",
        cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))
       ("listen", "host:port for this agent's own service (port 0 picks one)",
        cxxopts::value<std::string>()->default_value("127.0.0.1:0"))
@@ -330,7 +332,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto server_creds = baton::ServerCredentials(*tls, flags.listen);
-  auto coordinator_creds = baton::ChannelCredentials(*tls, flags.agent.coordinator);
+  auto target = baton::ParseCoordinatorTarget(flags.agent.coordinator);
+  if (!target.ok()) {
+    spdlog::error("--coordinator: {}", std::string(target.status().message()));
+    return 2;
+  }
+  auto coordinator_creds = baton::ChannelCredentials(*tls, target->first);
   for (const auto* s : {&server_creds.status(), &coordinator_creds.status()}) {
     if (!s->ok()) {
       spdlog::error("{}", std::string(s->message()));
@@ -368,6 +375,10 @@ int main(int argc, char** argv) {
   if (ec) {
     spdlog::error("--data-dir {}: {}", flags.agent.data_dir, ec.message());
     return 1;
+  }
+  if (auto epoch = baton::EpochFence::Recorded(flags.agent.data_dir); !epoch.ok()) {
+    spdlog::error("{}", std::string(epoch.status().message()));
+    return 2;
   }
 
   auto isolator = baton::CreateIsolator(flags.isolation, flags.agent.node_name, *inventory);

@@ -43,12 +43,19 @@ Client::Client(ConnectOptions options) : options_(std::move(options)) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  auto target = ParseCoordinatorTarget(options_.coordinator);
+  if (!target.ok()) {
+    std::cerr << "baton: BATON_COORDINATOR / --coordinator: " << target.status().message() << "\n";
+    ExitNow(kUsage);
+  }
+  SetCoordinatorChannelArgs(*target, &args);
+  replicas_ = target->replicas;
   TlsOptions tls_options;
   tls_options.ca_file = options_.ca_file;
   tls_options.insecure = options_.insecure;
   auto tls = LoadTls(tls_options, /*need_cert=*/false);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
-      tls.ok() ? ChannelCredentials(*tls, options_.coordinator) : tls.status();
+      tls.ok() ? ChannelCredentials(*tls, target->first) : tls.status();
   if (!creds.ok()) {
     std::string why(creds.status().message());
     if (!options_.insecure) {
@@ -64,7 +71,7 @@ Client::Client(ConnectOptions options) : options_(std::move(options)) {
     plaintext_used = true;
     std::cerr << "baton: warning: --insecure: plaintext to " << options_.coordinator << "\n";
   }
-  channel_ = grpc::CreateCustomChannel(options_.coordinator, *creds, args);
+  channel_ = grpc::CreateCustomChannel(target->uri, *creds, args);
   // Connect (TCP + TLS handshake) on gRPC's threads while this one makes the credential.
   channel_->GetState(/*try_to_connect=*/true);
   stub_ = v1::Coordinator::NewStub(channel_);
@@ -78,6 +85,7 @@ std::unique_ptr<grpc::ClientContext> Client::Context(bool streaming) const {
     ExitNow(kDenied);
   }
   ctx->AddMetadata(cred->first, cred->second);
+  if (replicas_) ctx->set_wait_for_ready(true);
   if (!streaming) ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   return ctx;
 }
@@ -115,6 +123,9 @@ int ReportError(const std::string& what, const grpc::Status& status,
     msg = "coordinator " + coordinator + " unavailable (" +
           (code == absl::StatusCode::kUnavailable ? "Unavailable" : "DeadlineExceeded") +
           "): " + msg + " — check --coordinator or BATON_COORDINATOR";
+    if (coordinator.find(',') != std::string::npos) {
+      msg += " (no replica led within the call's deadline: is etcd's quorum up?)";
+    }
     if (plaintext_used) {
       msg += " (this call was plaintext, --insecure: a coordinator speaking TLS refuses it)";
     } else if (msg.find("SSL") != std::string::npos || msg.find("ssl") != std::string::npos ||

@@ -33,7 +33,7 @@ enum ExitCode : int {
 inline constexpr char kDefaultCaFile[] = "/etc/baton/tls/ca.crt";
 
 struct ConnectOptions {
-  std::string coordinator;               // host:port
+  std::string coordinator;               // host:port, or HA replicas' ip:port,ip:port,…
   std::string ca_file = kDefaultCaFile;  // BATON_CA: the cluster CA bundle
   bool insecure = false;                 // BATON_INSECURE=1 / --insecure: loopback only
   std::string munge_socket;              // BATON_MUNGE_SOCKET ("" : munged's default)
@@ -59,9 +59,14 @@ class Client {
   // set. Exits with kDenied, saying why, when no credential can be had.
   std::unique_ptr<grpc::ClientContext> Context(bool streaming = false) const;
   const ConnectOptions& options() const { return options_; }
+  // Given several HA replicas (the calls go to the leader).
+  bool replicas() const { return replicas_; }
 
  private:
   ConnectOptions options_;
+  // Several replicas: calls wait (within their deadline) for one to lead, so a failover
+  // under way is ridden out rather than reported.
+  bool replicas_ = false;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 };

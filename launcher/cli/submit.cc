@@ -1,5 +1,6 @@
 // baton submit: build a JobSpec from -f FILE and/or flags, submit it, and with --wait
 // follow it to the end (progress on stderr) and exit with the job's exit code.
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/ids.h"
 #include "common/resources.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
@@ -196,9 +198,22 @@ int RunSubmit(const Args& args) {
   Client client(*conn);
   v1::SubmitRequest req;
   *req.mutable_spec() = std::move(*spec);
+  req.set_idempotency_key(RandomHex128());
   v1::SubmitResponse resp;
-  auto ctx = client.Context();
-  grpc::Status s = client.stub()->Submit(ctx.get(), req, &resp);
+  grpc::Status s;
+  const auto give_up = std::chrono::steady_clock::now() + conn->timeout;
+  for (;;) {
+    auto ctx = client.Context();
+    s = client.stub()->Submit(ctx.get(), req, &resp);
+    // With HA replicas, UNAVAILABLE after the request went out is a leader lost with the
+    // reply: the same request again, whose key makes it one job (the new leader answers
+    // with the first one's id if it was stored).
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || !client.replicas() ||
+        std::chrono::steady_clock::now() >= give_up) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + RandomHex128()[0] % 16 * 20));
+  }
   if (!s.ok()) return ReportError("submit", s, conn->coordinator);
   bool json = r->count("json");
   if (json && !r->count("wait")) {

@@ -138,9 +138,11 @@ class Harness {
   JobManager& jm() { return *jm_; }
   FakeClock& clock() { return clock_; }
 
-  absl::StatusOr<uint64_t> Submit(v1::JobSpec spec, const Caller& who = Alice()) {
+  absl::StatusOr<uint64_t> Submit(v1::JobSpec spec, const Caller& who = Alice(),
+                                   const std::string& idempotency_key = "") {
     std::promise<absl::StatusOr<uint64_t>> p;
-    jm_->Submit(who, std::move(spec), [&](absl::StatusOr<uint64_t> id) { p.set_value(id); });
+    jm_->Submit(who, std::move(spec), idempotency_key,
+                [&](absl::StatusOr<uint64_t> id) { p.set_value(id); });
     return p.get_future().get();
   }
   absl::StatusOr<v1::JobState> Cancel(uint64_t id, const Caller& who = Alice()) {

@@ -17,7 +17,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/daemon.h"
 #include "launcher/agent/agent.h"
+#include "launcher/agent/epoch_fence.h"
 #include "tests/launcher/agent_wire.h"
 #include "tests/launcher/fake_processes.h"
 #include "tests/launcher/memory_coordinator.h"
@@ -431,6 +433,54 @@ TEST_F(AgentLogicTest, ResentStaleAndUnstartableLaunches) {
   EXPECT_EQ(end->exit_code(), 127);
   EXPECT_THAT(end->message(), HasSubstr("no-such-trainer"));
   EXPECT_TRUE(n.processes.Of(91).empty());
+}
+
+TEST_F(AgentLogicTest, ADeposedLeadersOrdersAreIgnoredAndTheEpochOutlivesTheAgent) {
+  Node& n = AddNode("n0");
+  v1::CoordinatorCommand launch = Launch(40, 1, n);
+  launch.set_epoch(7);  // the leader of epoch 7 places the job
+  ASSERT_TRUE(n.coordinator.Push(launch));
+  auto procs = n.processes.WaitForLive(40, 1);
+  ASSERT_EQ(procs.size(), 1u);
+  ASSERT_TRUE(WaitReport(n, 40, v1::AttemptReport::PHASE_RUNNING));
+  // A leader of an older epoch, deposed but not yet aware of it, orders a kill.
+  v1::CoordinatorCommand stale = KillCommand(40, SIGTERM, 0);
+  stale.set_epoch(5);
+  ASSERT_TRUE(n.coordinator.Push(stale));
+  Barrier(n);
+  EXPECT_EQ(n.processes.Count(procs[0].pid, SIGKILL), 0) << "a deposed leader's kill acted";
+  EXPECT_EQ(n.processes.Count(procs[0].pid, SIGTERM), 0) << "a deposed leader's kill acted";
+  // Recorded on disk before it acted: a restarted agent starts from epoch 7 too.
+  auto recorded = EpochFence::Recorded(dir_.Sub("n0"));
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  EXPECT_EQ(*recorded, 7u);
+  EpochFence restarted(dir_.Sub("n0"));
+  EXPECT_FALSE(restarted.Accept(5));
+  EXPECT_TRUE(restarted.Accept(7));
+  // The leader's own kill acts.
+  v1::CoordinatorCommand kill = KillCommand(40, SIGTERM, 0);
+  kill.set_epoch(7);
+  ASSERT_TRUE(n.coordinator.Push(kill));
+  EXPECT_TRUE(n.processes.WaitForSignal(procs[0].pid, SIGKILL));
+}
+
+TEST(EpochFence, RecordsTheHighestEpochAndRefusesOlderOnes) {
+  ScratchDir dir;
+  EpochFence fence(dir.path());
+  EXPECT_TRUE(fence.Accept(0));  // a single coordinator: always, never recorded
+  EXPECT_EQ(*EpochFence::Recorded(dir.path()), 0u);
+  EXPECT_TRUE(fence.Accept(12));
+  EXPECT_TRUE(fence.Accept(12));
+  EXPECT_FALSE(fence.Accept(11));
+  EXPECT_TRUE(fence.Accept(0));
+  EXPECT_TRUE(fence.Accept(30));
+  EXPECT_EQ(fence.highest(), 30u);
+  EXPECT_EQ(*EpochFence::Recorded(dir.path()), 30u);
+  // A damaged record is named, not read as 0 (which would trust any deposed leader).
+  ASSERT_TRUE(WriteFileAtomically(dir.path() + "/leader_epoch", "thirty\n").ok());
+  auto bad = EpochFence::Recorded(dir.path());
+  EXPECT_TRUE(absl::IsDataLoss(bad.status())) << bad.status();
+  EXPECT_NE(bad.status().message().find("leader_epoch"), std::string_view::npos);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// baton-bench-ha: what losing the leading coordinator costs (docs/ha.md). Three replicas
+// on a three-member etcd on loopback (etcd's data on tmpfs; run with TMPDIR=/dev/shm for
+// the replicas' too), two agents running two one-GPU jobs, --pending jobs queued first;
+// then, --reps times, the leader is kill -9'ed while three threads submit through the
+// replica list, and the killed replica is started again as a standby.
+// failover_s_kill9: the kill to the first submit acknowledged after it (median of the
+// reps), with the default --ha-ttl 5s; failover_s_kill9_ttl2: the same on a cluster with
+// --ha-ttl 2s. The lease is the floor: a standby may take over only once the dead
+// leader's lease has lapsed, so each figure is also shown against its TTL
+// (failover_vs_ttl*). lost_acknowledged_submits, duplicate_jobs and
+// jobs_restarted_by_failover are summed over every rep (target 0).
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_flags.h"
+#include "tests/integration/ha_cluster.h"
+
+namespace {
+
+using namespace baton::testing;  // NOLINT: the test cluster's helpers
+
+struct Round {
+  std::vector<double> failover_s;
+  size_t lost = 0, duplicates = 0, restarted = 0, acked = 0;
+  bool ok = true;
+};
+
+// Queues `n` pending jobs through the replica list from 8 threads.
+size_t Preload(HaCluster& c, int n) {
+  std::atomic<int> next{0};
+  std::atomic<size_t> done{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t) {
+    pool.emplace_back([&] {
+      while (next++ < n) {
+        CommandResult r = c.Baton({"submit", "-q", "--gpus", "2", "--", "sleep", "1"});
+        if (r.exit_code == 0) ++done;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return done.load();
+}
+
+Round Run(const std::string& ttl, int pending, int reps) {
+  Round out;
+  HaCluster c(/*replicas=*/3, /*agents=*/2, ttl, /*etcd_members=*/3);
+  std::string why;
+  if (!c.ok() || !c.StartRunningJobs(2, &why)) {
+    std::fprintf(stderr, "ha bench (ttl %s): cluster did not come up: %s %s\n", ttl.c_str(),
+                 c.why().c_str(), why.c_str());
+    out.ok = false;
+    return out;
+  }
+  size_t queued = Preload(c, pending);
+  std::printf("ttl %s: %zu pending jobs queued\n", ttl.c_str(), queued);
+  for (int rep = 0; rep < reps; ++rep) {
+    FailoverResult r = c.KillLeaderUnderSubmits(/*threads=*/3, std::chrono::milliseconds(2000),
+                                                /*after=*/10);
+    std::printf(
+        "ttl %s rep %d: replica %d killed, %d leads; failover %.2f s; %zu submits acknowledged "
+        "(%zu before the kill), %zu failed; lost %zu, duplicates %zu, restarted %zu %s\n",
+        ttl.c_str(), rep + 1, r.old_leader, r.new_leader, r.failover_s, r.acked,
+        r.acked_before_kill, r.failed, r.lost, r.duplicates, r.restarted, r.detail.c_str());
+    if (r.failover_s < 0) out.ok = false;
+    out.failover_s.push_back(r.failover_s);
+    out.lost += r.lost;
+    out.duplicates += r.duplicates;
+    out.restarted += r.restarted;
+    out.acked += r.acked;
+    // Let the restarted replica catch up before the next kill.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cxxopts::Options opts("baton-bench-ha", "coordinator failover under load (docs/ha.md)");
+  opts.add_options()("pending", "jobs queued before the first kill",
+                     cxxopts::value<int>()->default_value("10000"))(
+      "reps", "leader kills per TTL", cxxopts::value<int>()->default_value("3"));
+  auto r = baton::bench::ParseFlags(opts, argc, argv);
+  int pending = baton::bench::FlagAtLeast(opts, r, "pending", 0);
+  int reps = baton::bench::FlagAtLeast(opts, r, "reps", 1);
+  Round five = Run("5s", pending, reps);
+  Round two = Run("2s", pending, reps);
+  double f5 = Median(five.failover_s), f2 = Median(two.failover_s);
+  std::printf(
+      "{\"failover_s_kill9\": %.3f, \"failover_s_kill9_ttl2\": %.3f, \"failover_vs_ttl\": %.3f, "
+      "\"failover_vs_ttl2\": %.3f, \"lost_acknowledged_submits\": %zu, \"duplicate_jobs\": %zu, "
+      "\"jobs_restarted_by_failover\": %zu, \"acknowledged_submits\": %zu, \"pending_jobs\": %d, "
+      "\"reps\": %d, \"replicas\": 3, \"etcd_members\": 3}\n",
+      f5, f2, f5 / 5, f2 / 2, five.lost + two.lost, five.duplicates + two.duplicates,
+      five.restarted + two.restarted, five.acked + two.acked, pending, reps);
+  return five.ok && two.ok ? 0 : 1;
+}

@@ -1,0 +1,97 @@
+// One coordinator replica of an HA cluster (--ha-etcd; docs/ha.md). Joining checks that
+// the data dir and the etcd prefix belong to the same cluster. A standby follows the
+// replicated log into its own RocksDB (warm: a takeover loads no bulk state) and
+// campaigns whenever nobody leads; once it wins it applies the whole log and returns its
+// epoch. As the leader it is the Committer's CommitLog: each change is appended to the
+// log under its fencing token before the store and any reply. It watches its own lease
+// and ends its leadership (the `lost` callback: main re-executes the process, which
+// rejoins as a standby) as soon as the lease may have lapsed or an append is refused.
+// Owned by main(); thread-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/committer.h"
+#include "coordinator/ha/election.h"
+#include "coordinator/ha/etcd_client.h"
+#include "coordinator/ha/replicated_log.h"
+#include "coordinator/store.h"
+
+namespace baton::ha {
+
+struct ReplicaOptions {
+  EtcdOptions etcd;
+  std::string prefix = "/baton";                 // this cluster's keys in etcd
+  absl::Duration ttl = absl::Seconds(5);         // the leader's lease (--ha-ttl)
+  std::string name;                              // this replica's name (unique in the cluster)
+  std::string address;                           // host:port clients and agents dial
+  absl::Duration poll = absl::Milliseconds(50);  // how often a standby reads the log's tail
+  uint64_t keep_entries = 10'000;                // the window of log entries kept in etcd
+  size_t apply_batch = 256;                      // entries a standby writes per store commit
+  // Ends this process's leadership; must not return (main re-executes the binary).
+  std::function<void(const absl::Status&)> lost;
+};
+
+class Replica : public CommitLog {
+ public:
+  // Connects to etcd and checks (or, on an empty prefix, creates) the cluster's identity
+  // against the data dir's: FailedPrecondition, saying what to do, when they differ.
+  static absl::StatusOr<std::unique_ptr<Replica>> Join(ReplicaOptions options, Store* store,
+                                                       Clock* clock);
+  ~Replica() override;
+
+  // Standby: follows the log and campaigns until this replica leads (its epoch, with every
+  // entry applied) or `stop()` holds (Cancelled). OutOfRange when the log no longer holds
+  // the entries this data dir needs (restore it from a backup of the leader's).
+  absl::StatusOr<uint64_t> FollowUntilLeading(const std::function<bool()>& stop);
+
+  // Who led when the follow loop last looked (a standby's refusals name it).
+  LeaderInfo last_leader() const;
+  uint64_t applied() const { return applied_.load(); }
+  uint64_t epoch() const { return epoch_.load(); }
+  const std::string& name() const { return options_.name; }
+
+  // CommitLog, for the leader's Committer.
+  absl::StatusOr<uint64_t> Append(const StoreBatch& batch) override;
+  [[noreturn]] void Lost(const absl::Status& why) override;
+
+ private:
+  Replica(ReplicaOptions options, Store* store, Clock* clock);
+  absl::Status CheckCluster();
+  // Reads and applies up to apply_batch entries; how many.
+  absl::StatusOr<size_t> ApplySome();
+  void PublishMember();
+  // The leader's watch over its lease and the log's window.
+  void Guard();
+  absl::Duration Margin() const;
+
+  const ReplicaOptions options_;
+  Store* const store_;
+  Clock* const clock_;
+  std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<ReplicatedLog> log_;
+  std::unique_ptr<Election> election_;
+
+  std::atomic<uint64_t> applied_{0};
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> next_{0};  // the leader's next index
+  mutable std::mutex leader_mu_;
+  LeaderInfo last_leader_;  // guarded by leader_mu_
+  absl::Time member_published_ = absl::InfinitePast();  // monotonic
+  uint64_t truncated_below_ = 0;  // the Guard thread's: the log's first kept entry
+
+  std::mutex guard_mu_;
+  std::condition_variable guard_cv_;
+  bool stopping_ = false;  // guarded by guard_mu_
+  std::thread guard_;
+};
+
+}  // namespace baton::ha

@@ -1,0 +1,255 @@
+#include "tests/integration/ha_cluster.h"
+
+#include <sys/stat.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "nlohmann/json.hpp"
+
+namespace baton::testing {
+
+HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_members)
+    : ttl_(ttl) {
+  etcd_ = std::make_unique<EtcdCluster>(etcd_members);
+  if (!etcd_->ok()) {
+    why_ = etcd_->why();
+    return;
+  }
+  security_ = std::make_unique<TestSecurity>(dir());
+  if (!security_->ok()) {
+    why_ = security_->why();
+    return;
+  }
+  client_env_ = security_->ClientEnv();
+  mkdir(shared_dir().c_str(), 0755);
+  MakeShared(shared_dir());
+  std::ofstream(dir() + "/policy.yaml") << TestPolicyYaml();
+  for (int i = 0; i < replicas; ++i) {
+    ports_.push_back(FreePort());
+    address_ += (i ? "," : "") + ReplicaAddress(i);
+  }
+  replicas_.resize(replicas);
+  starts_.resize(replicas);
+  for (int i = 0; i < replicas; ++i) StartReplica(i);
+  if (Leader() < 0) {
+    why_ = "no replica came to lead; see " + dir();
+    return;
+  }
+  for (int i = 0; i < agents; ++i) StartAgent(i);
+  if (agents > 0 && !WaitForReadyNodes(agents, std::chrono::seconds(30))) {
+    why_ = "agents did not register; see " + dir();
+  }
+}
+
+HaCluster::~HaCluster() {
+  agents_.clear();
+  replicas_.clear();
+}
+
+std::string HaCluster::ReplicaAddress(int i) const {
+  return "127.0.0.1:" + std::to_string(ports_[i]);
+}
+
+pid_t HaCluster::ReplicaPid(int i) const { return replicas_[i] ? replicas_[i]->pid() : -1; }
+
+void HaCluster::StartReplica(int i) {
+  std::string name = "c" + std::to_string(i);
+  std::vector<std::string> argv = {Bin("baton-coordinator"),
+                                   "--listen", ReplicaAddress(i),
+                                   "--data-dir", dir() + "/" + name,
+                                   "--lease", "4000ms",
+                                   "--heartbeat", "500ms",
+                                   "--lost-margin", "2000ms",
+                                   "--policy", dir() + "/policy.yaml",
+                                   "--ha-etcd", etcd_->endpoints(),
+                                   "--ha-name", name,
+                                   "--ha-ttl", ttl_};
+  for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
+  replicas_[i] = std::make_unique<Subprocess>(
+      argv, std::map<std::string, std::string>{},
+      dir() + "/" + name + "." + std::to_string(starts_[i]++));
+}
+
+void HaCluster::SignalReplica(int i, int sig) {
+  if (!replicas_[i]) return;
+  replicas_[i]->Signal(sig);
+  if (sig == SIGKILL) {
+    replicas_[i]->Wait(std::chrono::seconds(10));
+    replicas_[i].reset();
+  }
+}
+
+int HaCluster::Leader(std::chrono::milliseconds timeout) {
+  int leader = -1;
+  WaitFor(
+      [&] {
+        for (int i = 0; i < replicas(); ++i) {
+          if (!replicas_[i]) continue;
+          auto r = Baton({"nodes", "--coordinator", ReplicaAddress(i), "--timeout", "2s"}, kRoot);
+          if (r.exit_code == 0) {
+            leader = i;
+            return true;
+          }
+        }
+        return false;
+      },
+      timeout);
+  return leader;
+}
+
+namespace {
+
+// Every job the cluster lists now (any state): id -> name.
+std::map<uint64_t, std::string> ListedJobs(ClusterClient& c) {
+  std::map<uint64_t, std::string> out;
+  CommandResult r = c.Baton({"queue", "--all", "--json", "--timeout", "60s"}, kRoot);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.contains("id")) continue;
+    out[std::stoull(j["id"].get<std::string>())] =
+        j.contains("spec") ? j["spec"].value("name", "") : "";
+  }
+  return out;
+}
+
+}  // namespace
+
+bool HaCluster::StartRunningJobs(int n, std::string* detail) {
+  for (int i = 0; i < n; ++i) {
+    RunningJob job;
+    job.pid_file = shared_dir() + "/pid" + std::to_string(running_.size());
+    CommandResult r = Baton({"submit", "-q", "--gpus", "1", "--name", "keep" + std::to_string(i),
+                             "--", "sh", "-c", "echo $$ > " + job.pid_file + "; exec sleep 100000"});
+    if (r.exit_code != 0) {
+      *detail = "submit: " + r.err;
+      return false;
+    }
+    job.id = SubmittedId(r.out);
+    if (!WaitForState(job.id, "JOB_STATE_RUNNING") ||
+        !WaitFor([&] { return !ReadFile(job.pid_file).empty(); }, std::chrono::seconds(20))) {
+      *detail = Describe(job.id);
+      return false;
+    }
+    job.pid = ReadFile(job.pid_file);
+    running_.push_back(job);
+  }
+  return true;
+}
+
+FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milliseconds before_kill,
+                                                 size_t after) {
+  FailoverResult out;
+  out.old_leader = Leader();
+  if (out.old_leader < 0) {
+    out.detail = "no leader to kill";
+    return out;
+  }
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, std::string>> acked;
+  std::vector<Clock::time_point> acked_at;
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> failed{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int n = 0; !stop; ++n) {
+        std::string name = "s" + std::to_string(t) + "-" + std::to_string(n);
+        // Two GPUs: never placed beside the running jobs, so the stream only queues.
+        CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout",
+                                 "30s", "--", "sleep", "1000"});
+        if (r.exit_code != 0) {
+          ++failed;
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        acked.emplace_back(SubmittedId(r.out), name);
+        acked_at.push_back(Clock::now());
+      }
+    });
+  }
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return acked.size();
+  };
+  std::this_thread::sleep_for(before_kill);
+  out.acked_before_kill = count();
+  Clock::time_point killed = Clock::now();
+  SignalReplica(out.old_leader, SIGKILL);
+  WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        for (auto t : acked_at) {
+          if (t > killed) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
+  size_t at_takeover = count();
+  WaitFor([&] { return count() >= at_takeover + after; }, std::chrono::seconds(60));
+  StartReplica(out.old_leader);  // the old leader's host comes back: a standby now
+  stop = true;
+  for (auto& th : pool) th.join();
+  for (auto t : acked_at) {
+    if (t > killed) {
+      double s = std::chrono::duration<double>(t - killed).count();
+      if (out.failover_s < 0 || s < out.failover_s) out.failover_s = s;
+    }
+  }
+  out.new_leader = Leader();
+  out.acked = acked.size();
+  out.failed = failed.load();
+
+  std::set<uint64_t> ids;
+  for (const auto& [id, name] : acked) {
+    if (!ids.insert(id).second) {
+      ++out.duplicates;
+      out.detail += "id " + std::to_string(id) + " acknowledged twice; ";
+    }
+  }
+  std::map<uint64_t, std::string> listed = ListedJobs(*this);
+  std::map<std::string, int> per_name;
+  for (const auto& [id, name] : listed) ++per_name[name];
+  for (const auto& [id, name] : acked) {
+    auto it = listed.find(id);
+    if (it == listed.end() || it->second != name) {
+      ++out.lost;
+      out.detail += "acknowledged job " + std::to_string(id) + " (" + name + ") " +
+                    (it == listed.end() ? "missing" : "holds " + it->second) + "; ";
+    } else if (per_name[name] > 1) {
+      ++out.duplicates;
+      out.detail += name + " stored " + std::to_string(per_name[name]) + " times; ";
+    }
+  }
+  for (const RunningJob& job : running_) {
+    auto j = GetJob(job.id);
+    pid_t pid = static_cast<pid_t>(std::stol(job.pid));
+    bool same = j && j->state() == v1::JOB_STATE_RUNNING && j->attempts_size() == 1 &&
+                ReadFile(job.pid_file) == job.pid && kill(pid, 0) == 0;
+    if (!same) {
+      ++out.restarted;
+      out.detail += "job " + std::to_string(job.id) + " restarted or stopped; ";
+    }
+  }
+  return out;
+}
+
+void HaCluster::StartAgent(int i) {
+  std::string name = "n" + std::to_string(i + 1);
+  std::vector<std::string> argv = {Bin("baton-agent"), "--name", name, "--coordinator", address_,
+                                   "--data-dir", dir() + "/" + name, "--fake-gpus", "2",
+                                   "--isolation", "none"};
+  for (auto& f : security_->AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
+  agents_.push_back(
+      std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, dir() + "/" + name));
+}
+
+}  // namespace baton::testing

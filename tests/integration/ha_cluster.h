@@ -1,0 +1,83 @@
+// Coordinator replicas on loopback (HA, docs/ha.md): a real etcd (tests/util/etcd.h),
+// N baton-coordinator processes with --ha-etcd on fixed ports and data dirs of their own,
+// and agents given every replica's address; secured as LocalCluster is. The CLI (Baton)
+// is given the whole replica list, as a researcher's BATON_COORDINATOR would be.
+// Thread-compatible (Baton may run from several threads).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/integration/local_cluster.h"
+#include "tests/util/etcd.h"
+
+namespace baton::testing {
+
+// What a leader's kill -9 under a stream of submits did (KillLeaderUnderSubmits).
+struct FailoverResult {
+  double failover_s = -1;        // kill -9 to the first submit acknowledged after it
+  size_t acked = 0;              // submits acknowledged, in all
+  size_t acked_before_kill = 0;
+  size_t failed = 0;             // submits that exited non-zero (never acknowledged)
+  size_t lost = 0;               // acknowledged, but not stored under their id and name
+  size_t duplicates = 0;         // an id acknowledged twice, or one submit stored twice
+  size_t restarted = 0;          // running jobs whose process or attempt changed
+  int old_leader = -1;
+  int new_leader = -1;
+  std::string detail;            // what was lost, duplicated or restarted, for messages
+};
+
+class HaCluster : public ClusterClient {
+ public:
+  // `ttl`: --ha-ttl. ok() false (with why()) when etcd is missing or nothing came up.
+  HaCluster(int replicas, int agents, const std::string& ttl = "2s", int etcd_members = 1);
+  ~HaCluster() override;
+
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+  const std::string& dir() const { return dir_.path(); }
+  // A directory (1777) every user's jobs may write in.
+  std::string shared_dir() const { return dir_.path() + "/shared"; }
+  EtcdCluster& etcd() { return *etcd_; }
+  int replicas() const { return static_cast<int>(replicas_.size()); }
+  std::string ReplicaAddress(int i) const;
+  pid_t ReplicaPid(int i) const;
+
+  // The replica that leads now (the one whose `baton nodes` answers), -1 when none does
+  // within `timeout`.
+  int Leader(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // `sig` to replica i; for SIGKILL it is waited for and stays down until StartReplica.
+  void SignalReplica(int i, int sig);
+  void StartReplica(int i);
+
+  // Starts `n` jobs of one GPU that record their pid once, and waits until they run.
+  // False (with why in `detail`) when they did not.
+  bool StartRunningJobs(int n, std::string* detail);
+  // Submits from `threads` threads through the replica list; after `before_kill` kills the
+  // leader with SIGKILL, waits for the next one and `after` more acknowledged submits,
+  // starts the killed replica again (a standby), stops; then checks every acknowledged
+  // submit against the new leader's jobs, and the running jobs' pids and attempts.
+  FailoverResult KillLeaderUnderSubmits(int threads, std::chrono::milliseconds before_kill,
+                                        size_t after);
+
+ private:
+  struct RunningJob {
+    uint64_t id = 0;
+    std::string pid_file;
+    std::string pid;
+  };
+  std::vector<RunningJob> running_;
+  void StartAgent(int i);
+  TempDir dir_;
+  std::string why_;
+  std::unique_ptr<TestSecurity> security_;
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::string ttl_;
+  std::vector<int> ports_;
+  std::vector<std::unique_ptr<Subprocess>> replicas_;
+  std::vector<int> starts_;
+  std::vector<std::unique_ptr<Subprocess>> agents_;
+};
+
+}  // namespace baton::testing
