@@ -3,12 +3,14 @@
 // the replicas' too), two agents running two one-GPU jobs, --pending jobs queued first;
 // then, --reps times, the leader is kill -9'ed while three threads submit through the
 // replica list, and the killed replica is started again as a standby.
-// failover_s_kill9: the kill to the first submit acknowledged after it (median of the
-// reps), with the default --ha-ttl 5s; failover_s_kill9_ttl2: the same on a cluster with
+// failover_s_kill9: the kill to the acknowledgement of the first submit made after it
+// (median of the reps), with the default --ha-ttl 5s; failover_s_kill9_ttl2: the same on a cluster with
 // --ha-ttl 2s. The lease is the floor: a standby may take over only once the dead
 // leader's lease has lapsed, so each figure is also shown against its TTL
-// (failover_vs_ttl*). lost_acknowledged_submits, duplicate_jobs and
-// jobs_restarted_by_failover are summed over every rep (target 0).
+// (failover_vs_ttl*). handover_s_step_down: `baton admin ha step-down`, the whole CLI call
+// (which waits until another replica answers as leader), median over both clusters' reps.
+// lost_acknowledged_submits, duplicate_jobs and jobs_restarted_by_failover are summed
+// over every rep (target 0).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -25,6 +27,7 @@ using namespace baton::testing;  // NOLINT: the test cluster's helpers
 
 struct Round {
   std::vector<double> failover_s;
+  std::vector<double> handover_s;  // `baton admin ha step-down`: the call to the next leader
   size_t lost = 0, duplicates = 0, restarted = 0, acked = 0;
   bool ok = true;
 };
@@ -75,6 +78,16 @@ Round Run(const std::string& ttl, int pending, int reps) {
     // Let the restarted replica catch up before the next kill.
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
+  for (int rep = 0; rep < reps; ++rep) {
+    auto began = std::chrono::steady_clock::now();
+    CommandResult r = c.Baton({"admin", "ha", "step-down", "--timeout", "30s"}, kRoot);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    std::printf("ttl %s step-down %d: %s%.2f s (the whole CLI call)\n", ttl.c_str(), rep + 1,
+                r.exit_code == 0 ? "" : ("FAILED " + r.err + " ").c_str(), s);
+    if (r.exit_code != 0) out.ok = false;
+    out.handover_s.push_back(s);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
   return out;
 }
 
@@ -96,12 +109,16 @@ int main(int argc, char** argv) {
   Round five = Run("5s", pending, reps);
   Round two = Run("2s", pending, reps);
   double f5 = Median(five.failover_s), f2 = Median(two.failover_s);
+  std::vector<double> handovers = five.handover_s;
+  handovers.insert(handovers.end(), two.handover_s.begin(), two.handover_s.end());
   std::printf(
       "{\"failover_s_kill9\": %.3f, \"failover_s_kill9_ttl2\": %.3f, \"failover_vs_ttl\": %.3f, "
-      "\"failover_vs_ttl2\": %.3f, \"lost_acknowledged_submits\": %zu, \"duplicate_jobs\": %zu, "
+      "\"failover_vs_ttl2\": %.3f, \"handover_s_step_down\": %.3f, "
+      "\"lost_acknowledged_submits\": %zu, \"duplicate_jobs\": %zu, "
       "\"jobs_restarted_by_failover\": %zu, \"acknowledged_submits\": %zu, \"pending_jobs\": %d, "
       "\"reps\": %d, \"replicas\": 3, \"etcd_members\": 3}\n",
-      f5, f2, f5 / 5, f2 / 2, five.lost + two.lost, five.duplicates + two.duplicates,
-      five.restarted + two.restarted, five.acked + two.acked, pending, reps);
+      f5, f2, f5 / 5, f2 / 2, Median(handovers), five.lost + two.lost,
+      five.duplicates + two.duplicates, five.restarted + two.restarted, five.acked + two.acked,
+      pending, reps);
   return five.ok && two.ok ? 0 : 1;
 }

@@ -404,7 +404,7 @@ int main(int argc, char** argv) {
   baton::UserDirectory users(baton::RealClock::Get());
   baton::Authenticator authn(flags->authn, &tokens, &users);
   baton::CoordinatorService api({&jobs, store->get(), &authn, &tokens, &users, *tls,
-                                 flags->max_follows_per_user, flags->max_follows});
+                                 flags->max_follows_per_user, flags->max_follows, replica.get()});
   baton::AgentControlService agents(&jobs, tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

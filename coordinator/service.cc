@@ -28,7 +28,13 @@ grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
 constexpr char kManageTokens[] = "manage service tokens";
 constexpr char kManageNodes[] = "drain nodes";
 constexpr char kBackup[] = "back up the coordinator's store";
+constexpr char kManageHa[] = "see or hand over the HA leadership";
 constexpr size_t kMaxCancelReasonBytes = 1024;
+
+absl::Status NotReplicated() {
+  return absl::FailedPreconditionError(
+      "this coordinator runs alone, not as HA replicas (--ha-etcd; docs/ha.md)");
+}
 
 }  // namespace
 
@@ -288,6 +294,29 @@ grpc::ServerUnaryReactor* CoordinatorService::UndrainNode(grpc::CallbackServerCo
                    if (node.ok()) *resp = std::move(*node);
                    r->Finish(ToGrpc(node.status()));
                  });
+               });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::HaStatus(grpc::CallbackServerContext* ctx,
+                                                       const v1::HaStatusRequest*,
+                                                       v1::HaStatusResponse* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageHa), [&](const Caller&, grpc::ServerUnaryReactor* r) {
+    if (!deps_.ha) return r->Finish(ToGrpc(NotReplicated()));
+    auto status = deps_.ha->Status();
+    if (status.ok()) *resp = std::move(*status);
+    r->Finish(ToGrpc(status.status()));
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::HaStepDown(grpc::CallbackServerContext* ctx,
+                                                         const v1::HaStepDownRequest*,
+                                                         v1::HaStepDownResponse* resp) {
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageHa),
+               [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+                 if (!deps_.ha) return r->Finish(ToGrpc(NotReplicated()));
+                 auto done = deps_.ha->StepDown(caller.user);
+                 if (done.ok()) *resp = std::move(*done);
+                 r->Finish(ToGrpc(done.status()));
                });
 }
 

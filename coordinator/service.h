@@ -12,6 +12,7 @@
 #include <string>
 
 #include "coordinator/authn.h"
+#include "coordinator/ha_control.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/stream_quota.h"
 #include "coordinator/tokens.h"
@@ -33,6 +34,7 @@ struct ServiceDeps {
   // Followed streams (events -f, logs -f): at most this many per user, and in all.
   size_t max_follows_per_user = 16;
   size_t max_follows = 1024;
+  HaControl* ha = nullptr;  // HA replicas (docs/ha.md); nullptr for a coordinator alone
 };
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
@@ -94,6 +96,12 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                         const v1::UndrainNodeRequest* req, v1::Node* resp) override;
   grpc::ServerWriteReactor<v1::BackupChunk>* Backup(grpc::CallbackServerContext* ctx,
                                                     const v1::BackupRequest* req) override;
+  grpc::ServerUnaryReactor* HaStatus(grpc::CallbackServerContext* ctx,
+                                     const v1::HaStatusRequest* req,
+                                     v1::HaStatusResponse* resp) override;
+  grpc::ServerUnaryReactor* HaStepDown(grpc::CallbackServerContext* ctx,
+                                       const v1::HaStepDownRequest* req,
+                                       v1::HaStepDownResponse* resp) override;
 
  private:
   // The proven caller, allowed to use the cluster at all (admin or tenant member).

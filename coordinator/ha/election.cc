@@ -126,6 +126,9 @@ absl::Status Election::Resign(uint64_t epoch) {
   txn.add_success()->mutable_request_delete_range()->set_key(keys_.leader());
   auto resp = etcd_->Txn(txn);
   if (!resp.ok()) return resp.status();
+  if (!resp->succeeded()) {
+    return absl::FailedPreconditionError("epoch " + std::to_string(epoch) + " no longer leads");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   leading_ = false;
   lost_ = true;  // the lease no longer stands for leadership: this replica stops acting

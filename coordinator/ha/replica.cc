@@ -239,10 +239,81 @@ void Replica::Lost(const absl::Status& why) {
   std::_Exit(75);  // EX_TEMPFAIL: the supervisor starts it again, as a standby
 }
 
+absl::StatusOr<v1::HaStatusResponse> Replica::Status() {
+  const HaKeys& keys = log_->keys();
+  v1::HaStatusResponse out;
+  out.set_epoch(epoch_.load());
+  out.set_leader(options_.name);
+  etcdserverpb::RangeRequest req;
+  req.set_key(keys.cluster());
+  auto cluster = etcd_->Range(req);
+  if (!cluster.ok()) return cluster.status();
+  v1::HaCluster c;
+  if (cluster->kvs_size() == 1 && c.ParseFromString(cluster->kvs(0).value())) {
+    out.set_cluster_id(c.cluster_id());
+  }
+  auto last = log_->LastIndex();
+  if (!last.ok()) return last.status();
+  auto first = log_->FirstIndex();
+  if (!first.ok()) return first.status();
+  out.set_log_index(std::max(*last, applied_.load()));
+  out.set_log_first_index(*first);
+  req.set_key(keys.member_dir());
+  req.set_range_end(PrefixEnd(keys.member_dir()));
+  auto members = etcd_->Range(req);
+  if (!members.ok()) return members.status();
+  for (const auto& kv : members->kvs()) {
+    v1::HaMember m;
+    if (!m.ParseFromString(kv.value())) continue;
+    v1::HaReplica* r = out.add_replicas();
+    r->set_name(m.name());
+    r->set_address(m.address());
+    r->set_leader(m.name() == options_.name);
+    r->set_applied_index(r->leader() ? applied_.load() : m.applied_index());
+    r->set_lag(out.log_index() > r->applied_index() ? out.log_index() - r->applied_index() : 0);
+    r->set_updated_ms(r->leader() ? clock_->NowMs() : m.updated_ms());
+  }
+  for (size_t i = 0; i < etcd_->endpoints().size(); ++i) {
+    v1::HaEtcdEndpoint* e = out.add_etcd();
+    e->set_endpoint(etcd_->endpoints()[i]);
+    auto st = etcd_->MemberStatus(i);
+    if (!st.ok()) {
+      e->set_error(std::string(st.status().message()));
+      continue;
+    }
+    e->set_healthy(st->leader() != 0);
+    e->set_leader(st->leader() == st->header().member_id());
+    e->set_db_size_bytes(st->dbsize());
+    if (st->leader() == 0) e->set_error("no raft leader");
+  }
+  return out;
+}
+
+absl::StatusOr<v1::HaStepDownResponse> Replica::StepDown(const std::string& by) {
+  uint64_t epoch = epoch_.load();
+  if (absl::Status s = election_->Resign(epoch); !s.ok()) return s;
+  spdlog::warn("HA: {} steps down (epoch {}), asked by {}: a standby takes over", options_.name,
+               epoch, by);
+  stepped_down_ms_ = absl::ToInt64Milliseconds(clock_->Monotonic() - absl::UnixEpoch());
+  v1::HaStepDownResponse out;
+  out.set_leader(options_.name);
+  out.set_epoch(epoch);
+  return out;
+}
+
 void Replica::Guard() {
   std::unique_lock<std::mutex> lock(guard_mu_);
   while (!guard_cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stopping_; })) {
     lock.unlock();
+    if (int64_t at = stepped_down_ms_.load(); at != 0) {
+      // Resigned: nothing more is appended (the key is gone); go once the answer is out.
+      int64_t now = absl::ToInt64Milliseconds(clock_->Monotonic() - absl::UnixEpoch());
+      if (now - at >= absl::ToInt64Milliseconds(kStepDownExit)) {
+        Lost(absl::CancelledError("stepped down"));
+      }
+      lock.lock();
+      continue;
+    }
     if (!election_->LeaseAlive(Margin())) {
       Lost(absl::FailedPreconditionError("its lease may have lapsed (etcd unreachable for " +
                                          absl::FormatDuration(options_.ttl) + ")"));

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/committer.h"
+#include "coordinator/ha_control.h"
 #include "coordinator/ha/election.h"
 #include "coordinator/ha/etcd_client.h"
 #include "coordinator/ha/replicated_log.h"
@@ -40,7 +41,7 @@ struct ReplicaOptions {
   std::function<void(const absl::Status&)> lost;
 };
 
-class Replica : public CommitLog {
+class Replica : public CommitLog, public HaControl {
  public:
   // Connects to etcd and checks (or, on an empty prefix, creates) the cluster's identity
   // against the data dir's: FailedPrecondition, saying what to do, when they differ.
@@ -62,6 +63,13 @@ class Replica : public CommitLog {
   // CommitLog, for the leader's Committer.
   absl::StatusOr<uint64_t> Append(const StoreBatch& batch) override;
   [[noreturn]] void Lost(const absl::Status& why) override;
+
+  // HaControl, for the leader's admin calls.
+  absl::StatusOr<v1::HaStatusResponse> Status() override;
+  // The election key goes now; the process re-executes (a standby) kStepDownExit later,
+  // time enough for the answer to go out.
+  absl::StatusOr<v1::HaStepDownResponse> StepDown(const std::string& by) override;
+  static constexpr absl::Duration kStepDownExit = absl::Milliseconds(300);
 
  private:
   Replica(ReplicaOptions options, Store* store, Clock* clock);
@@ -87,6 +95,7 @@ class Replica : public CommitLog {
   LeaderInfo last_leader_;  // guarded by leader_mu_
   absl::Time member_published_ = absl::InfinitePast();  // monotonic
   uint64_t truncated_below_ = 0;  // the Guard thread's: the log's first kept entry
+  std::atomic<int64_t> stepped_down_ms_{0};  // monotonic ms of a step-down; 0: none
 
   std::mutex guard_mu_;
   std::condition_variable guard_cv_;

@@ -1,7 +1,11 @@
 // baton admin policy … (= baton policy …) and baton admin token create | list | revoke:
 // service tokens for automation (admins); baton whoami: who the coordinator takes you to
-// be, and why.
+// be, and why; baton admin ha status | step-down: the HA replicas (docs/ha.md).
+#include <chrono>
 #include <iostream>
+#include <thread>
+
+#include "absl/strings/str_format.h"
 
 #include "common/clock.h"
 #include "common/resources.h"
@@ -106,16 +110,99 @@ int RunToken(const Args& args) {
   return kUsage;
 }
 
+int HaStatus(const Args& args) {
+  cxxopts::Options opts("baton admin ha status",
+                        "The HA replicas (admins; docs/ha.md): the leader and its epoch, each "
+                        "replica's applied log index and lag, each etcd endpoint's health.");
+  return RunOneCall(opts, args, "ha status", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::HaStatusResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->HaStatus(ctx.get(), v1::HaStatusRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+      return s;
+    }
+    std::cout << "cluster " << resp.cluster_id() << ": " << resp.leader() << " leads, epoch "
+              << resp.epoch() << "; log entries " << resp.log_first_index() << ".."
+              << resp.log_index() << "\n";
+    int64_t now = RealClock::Get()->NowMs();
+    for (const auto& rep : resp.replicas()) {
+      std::cout << "  " << rep.name() << (rep.leader() ? " (leader)" : "") << "  " << rep.address()
+                << "  applied " << rep.applied_index() << "  lag " << rep.lag()
+                << "  seen " << Ago(rep.updated_ms(), now) << "\n";
+    }
+    for (const auto& e : resp.etcd()) {
+      std::cout << "  etcd " << e.endpoint() << "  "
+                << (e.healthy() ? (e.leader() ? "healthy, raft leader" : "healthy")
+                                : "UNHEALTHY: " + e.error())
+                << (e.healthy() ? "  db " + std::to_string(e.db_size_bytes() >> 10) + " KiB" : "")
+                << "\n";
+    }
+    return s;
+  });
+}
+
+int HaStepDown(const Args& args) {
+  cxxopts::Options opts("baton admin ha step-down",
+                        "Hand the leadership over (admins): the leader gives up its election "
+                        "key, a warm standby takes over, the old leader rejoins as a standby. "
+                        "Waits (within --timeout) until another replica leads.");
+  return RunOneCall(opts, args, "ha step-down", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::HaStepDownResponse resp;
+    auto ctx = client.Context();
+    auto began = std::chrono::steady_clock::now();
+    grpc::Status s = client.stub()->HaStepDown(ctx.get(), v1::HaStepDownRequest(), &resp);
+    if (!s.ok()) return s;
+    if (!r.count("json")) {
+      std::cerr << resp.leader() << " stepped down (epoch " << resp.epoch()
+                << " is over); waiting for the next leader ...\n";
+    }
+    v1::HaStatusResponse next;
+    const auto give_up = began + client.options().timeout;
+    for (;;) {
+      auto c = client.Context();
+      grpc::Status st = client.stub()->HaStatus(c.get(), v1::HaStatusRequest(), &next);
+      if (st.ok() && next.epoch() > resp.epoch()) break;
+      if (std::chrono::steady_clock::now() >= give_up) {
+        return st.ok() ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                      "no other replica led within --timeout")
+                       : st;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    if (r.count("json")) {
+      std::cout << ToJson(next) << "\n";
+    } else {
+      std::cout << next.leader() << " leads (epoch " << next.epoch() << "), "
+                << absl::StrFormat("%.2f", took) << " s after the step-down\n";
+    }
+    return grpc::Status::OK;
+  });
+}
+
+int RunHa(const Args& args) {
+  std::string verb = args.empty() ? "" : args[0];
+  Args rest = args.empty() ? Args{} : Args(args.begin() + 1, args.end());
+  if (verb == "status") return HaStatus(rest);
+  if (verb == "step-down") return HaStepDown(rest);
+  std::cerr << "usage: baton admin ha status | step-down\n";
+  return kUsage;
+}
+
 }  // namespace
 
 int RunAdmin(const Args& args) {
   if (!args.empty() && args[0] == "policy") return RunPolicy(Args(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "token") return RunToken(Args(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "backup") return RunBackup(Args(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "ha") return RunHa(Args(args.begin() + 1, args.end()));
   std::cerr << "usage: baton admin policy get | set FILE   (the same as `baton policy`)\n"
                "       baton admin token create --user U [--tenant T] [--ttl 30d] | list | "
                "revoke ID\n"
-               "       baton admin backup DIR\n";
+               "       baton admin backup DIR\n"
+               "       baton admin ha status | step-down\n";
   return kUsage;
 }
 

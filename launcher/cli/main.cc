@@ -30,6 +30,7 @@ constexpr char kUsageText[] =
     "  whoami                     who the coordinator takes you to be, your tenants\n"
     "  admin token create|list|revoke   service tokens for automation (admins)\n"
     "  admin backup DIR           a consistent copy of the coordinator's store (admins)\n"
+    "  admin ha status|step-down  HA replicas: who leads, lag, etcd; hand over (admins)\n"
     "  capacity --services F --plan F   size the inference and training pools, quotas and\n"
     "                             lending limits; prints the policy YAML (no coordinator)\n"
     "  version                    this client's version (also --version)\n"

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <mutex>
@@ -58,6 +59,10 @@ std::string HaCluster::ReplicaAddress(int i) const {
 }
 
 pid_t HaCluster::ReplicaPid(int i) const { return replicas_[i] ? replicas_[i]->pid() : -1; }
+
+std::string HaCluster::ReplicaLog(int i) const {
+  return ReadFile(dir() + "/c" + std::to_string(i) + "." + std::to_string(starts_[i] - 1) + ".err");
+}
 
 void HaCluster::StartReplica(int i) {
   std::string name = "c" + std::to_string(i);
@@ -155,7 +160,8 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   using Clock = std::chrono::steady_clock;
   std::mutex mu;
   std::vector<std::pair<uint64_t, std::string>> acked;
-  std::vector<Clock::time_point> acked_at;
+  // When each acknowledged submit started and when its answer came.
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> acked_at;
   std::atomic<bool> stop{false};
   std::atomic<size_t> failed{0};
   std::vector<std::thread> pool;
@@ -163,6 +169,7 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
     pool.emplace_back([&, t] {
       for (int n = 0; !stop; ++n) {
         std::string name = "s" + std::to_string(t) + "-" + std::to_string(n);
+        Clock::time_point started = Clock::now();
         // Two GPUs: never placed beside the running jobs, so the stream only queues.
         CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout",
                                  "30s", "--", "sleep", "1000"});
@@ -172,7 +179,7 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
         }
         std::lock_guard<std::mutex> lock(mu);
         acked.emplace_back(SubmittedId(r.out), name);
-        acked_at.push_back(Clock::now());
+        acked_at.emplace_back(started, Clock::now());
       }
     });
   }
@@ -187,8 +194,8 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(mu);
-        for (auto t : acked_at) {
-          if (t > killed) return true;
+        for (auto [started, done] : acked_at) {
+          if (started > killed) return true;
         }
         return false;
       },
@@ -198,9 +205,9 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   StartReplica(out.old_leader);  // the old leader's host comes back: a standby now
   stop = true;
   for (auto& th : pool) th.join();
-  for (auto t : acked_at) {
-    if (t > killed) {
-      double s = std::chrono::duration<double>(t - killed).count();
+  for (auto [started, done] : acked_at) {
+    if (started > killed) {
+      double s = std::chrono::duration<double>(done - killed).count();
       if (out.failover_s < 0 || s < out.failover_s) out.failover_s = s;
     }
   }
@@ -229,15 +236,22 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
       out.detail += name + " stored " + std::to_string(per_name[name]) + " times; ";
     }
   }
+  std::string changed = RunningJobsChanged();
+  out.restarted = std::count(changed.begin(), changed.end(), ';');
+  out.detail += changed;
+  return out;
+}
+
+std::string HaCluster::RunningJobsChanged(bool ask) {
+  std::string out;
   for (const RunningJob& job : running_) {
-    auto j = GetJob(job.id);
     pid_t pid = static_cast<pid_t>(std::stol(job.pid));
-    bool same = j && j->state() == v1::JOB_STATE_RUNNING && j->attempts_size() == 1 &&
-                ReadFile(job.pid_file) == job.pid && kill(pid, 0) == 0;
-    if (!same) {
-      ++out.restarted;
-      out.detail += "job " + std::to_string(job.id) + " restarted or stopped; ";
+    bool same = ReadFile(job.pid_file) == job.pid && kill(pid, 0) == 0;
+    if (same && ask) {
+      auto j = GetJob(job.id);
+      same = j && j->state() == v1::JOB_STATE_RUNNING && j->attempts_size() == 1;
     }
+    if (!same) out += "job " + std::to_string(job.id) + " restarted or stopped; ";
   }
   return out;
 }

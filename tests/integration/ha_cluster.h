@@ -16,7 +16,7 @@ namespace baton::testing {
 
 // What a leader's kill -9 under a stream of submits did (KillLeaderUnderSubmits).
 struct FailoverResult {
-  double failover_s = -1;        // kill -9 to the first submit acknowledged after it
+  double failover_s = -1;        // kill -9 to the acknowledgement of the first submit made after it
   size_t acked = 0;              // submits acknowledged, in all
   size_t acked_before_kill = 0;
   size_t failed = 0;             // submits that exited non-zero (never acknowledged)
@@ -43,6 +43,8 @@ class HaCluster : public ClusterClient {
   int replicas() const { return static_cast<int>(replicas_.size()); }
   std::string ReplicaAddress(int i) const;
   pid_t ReplicaPid(int i) const;
+  // What replica i's current process has logged (its stderr).
+  std::string ReplicaLog(int i) const;
 
   // The replica that leads now (the one whose `baton nodes` answers), -1 when none does
   // within `timeout`.
@@ -54,6 +56,9 @@ class HaCluster : public ClusterClient {
   // Starts `n` jobs of one GPU that record their pid once, and waits until they run.
   // False (with why in `detail`) when they did not.
   bool StartRunningJobs(int n, std::string* detail);
+  // "" while every job StartRunningJobs started still runs its first attempt's process;
+  // else what changed. `ask` false: the processes only (no replica may be leading).
+  std::string RunningJobsChanged(bool ask = true);
   // Submits from `threads` threads through the replica list; after `before_kill` kills the
   // leader with SIGKILL, waits for the next one and `after` more acknowledged submits,
   // starts the killed replica again (a standby), stops; then checks every acknowledged

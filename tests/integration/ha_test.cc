@@ -10,6 +10,7 @@
 #include "coordinator/ha/etcd_client.h"
 #include "coordinator/ha/replicated_log.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/integration/ha_cluster.h"
 
 namespace baton::testing {
@@ -22,7 +23,7 @@ TEST(HaFailover, Kill9OfTheLeaderLosesNoAcknowledgedSubmitAndRestartsNoJob) {
   ASSERT_TRUE(c.StartRunningJobs(2, &why)) << why;
   FailoverResult r = c.KillLeaderUnderSubmits(/*threads=*/3, std::chrono::milliseconds(1500),
                                               /*after=*/5);
-  ASSERT_GE(r.failover_s, 0) << "no submit was acknowledged after the leader's kill";
+  ASSERT_GE(r.failover_s, 0) << "no submit made after the leader's kill was acknowledged";
   EXPECT_GT(r.acked_before_kill, 0u);
   EXPECT_NE(r.new_leader, r.old_leader);
   EXPECT_GE(r.new_leader, 0);
@@ -87,6 +88,94 @@ TEST(HaFailover, AStoppedLeaderStepsDownAndRejoinsAndItsEpochNeverFollowsTheNext
     epochs.insert((*entries)[i].epoch);
   }
   EXPECT_GE(epochs.size(), 2u) << "the log does not show the second leader";
+}
+
+TEST(HaFailover, StepDownHandsOverToAWarmStandbyAndStatusShowsTheReplicas) {
+  HaCluster c(/*replicas=*/2, /*agents=*/0);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  int leader = c.Leader();
+  ASSERT_GE(leader, 0);
+  CommandResult sub = c.Baton({"submit", "-q", "--gpus", "0", "--", "sleep", "1"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  uint64_t job = ClusterClient::SubmittedId(sub.out);
+  CommandResult status;
+  ASSERT_TRUE(WaitFor(
+      [&] {  // each replica says where it is every second
+        status = c.Baton({"admin", "ha", "status", "--json"}, kRoot);
+        auto j = nlohmann::json::parse(status.out, nullptr, false);
+        return status.exit_code == 0 && !j.is_discarded() && j.contains("replicas") &&
+               j["replicas"].size() == 2;
+      },
+      std::chrono::seconds(10)))
+      << status.out << status.err;
+  auto j = nlohmann::json::parse(status.out);
+  EXPECT_EQ(j["leader"], "c" + std::to_string(leader));
+  ASSERT_EQ(j["etcd"].size(), 1u);
+  EXPECT_TRUE(j["etcd"][0].value("healthy", false)) << status.out;
+  CommandResult denied = c.Baton({"admin", "ha", "status"});  // alice is no admin
+  EXPECT_NE(denied.exit_code, 0);
+  EXPECT_NE(denied.err.find("admin"), std::string::npos) << denied.err;
+
+  CommandResult handed = c.Baton({"admin", "ha", "step-down"}, kRoot);
+  ASSERT_EQ(handed.exit_code, 0) << handed.err;
+  EXPECT_NE(handed.out.find("leads"), std::string::npos) << handed.out;
+  int next = c.Leader();
+  EXPECT_GE(next, 0);
+  EXPECT_NE(next, leader);
+  EXPECT_EQ(c.StateOf(job), "JOB_STATE_PENDING") << c.Describe(job);
+}
+
+TEST(HaFailover, LosingTheEtcdLeaderMovesNoCoordinator) {
+  HaCluster c(/*replicas=*/2, /*agents=*/0, /*ttl=*/"5s", /*etcd_members=*/3);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  int leader = c.Leader();
+  ASSERT_GE(leader, 0);
+  ASSERT_EQ(c.Baton({"submit", "-q", "--gpus", "0", "--", "sleep", "1"}).exit_code, 0);
+  int member = c.etcd().Leader();
+  ASSERT_GE(member, 0);
+  c.etcd().Kill(member, SIGKILL);
+  // Writes resume once etcd has elected again (its calls move to a live member).
+  for (int i = 0; i < 3; ++i) {
+    CommandResult r =
+        c.Baton({"submit", "-q", "--gpus", "0", "--timeout", "20s", "--", "sleep", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(c.Leader(), leader) << "the etcd leader's loss moved the coordinator";
+  EXPECT_EQ(c.ReplicaLog(leader).find("stops leading"), std::string::npos) << c.ReplicaLog(leader);
+}
+
+TEST(HaFailover, WithoutEtcdQuorumSubmitsFailClearlyJobsRunOnAndAllResumesAfter) {
+  HaCluster c(/*replicas=*/2, /*agents=*/1, /*ttl=*/"2s", /*etcd_members=*/3);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  std::string why;
+  ASSERT_TRUE(c.StartRunningJobs(1, &why)) << why;
+  c.etcd().Kill(0, SIGKILL);
+  c.etcd().Kill(1, SIGKILL);
+  // The leader cannot renew its lease: it stops leading, and nobody leads.
+  CommandResult refused;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        refused = c.Baton({"submit", "-q", "--gpus", "0", "--timeout", "3s", "--", "sleep", "1"});
+        return refused.exit_code == 5;
+      },
+      std::chrono::seconds(30)))
+      << refused.exit_code << " " << refused.err;
+  EXPECT_NE(refused.err.find("no replica led"), std::string::npos) << refused.err;
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(c.RunningJobsChanged(/*ask=*/false), "") << "a job stopped without etcd's quorum";
+  c.etcd().Start(0);
+  c.etcd().Start(1);
+  ASSERT_TRUE(c.etcd().WaitHealthy(std::chrono::seconds(30)));
+  CommandResult after;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        after = c.Baton({"submit", "-q", "--gpus", "0", "--timeout", "10s", "--", "sleep", "1"});
+        return after.exit_code == 0;
+      },
+      std::chrono::seconds(60)))
+      << after.err;
+  ASSERT_TRUE(c.WaitForReadyNodes(1, std::chrono::seconds(30)));
+  EXPECT_EQ(c.RunningJobsChanged(), "") << "the job was restarted after quorum returned";
 }
 
 }  // namespace
