@@ -6,6 +6,7 @@
 // its own until destroyed.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
 
 namespace httplib {
 class Server;
@@ -48,6 +50,20 @@ class MetricsServer {
   std::unique_ptr<httplib::Server> http_;
   std::string address_;
   std::thread thread_;
+};
+
+// A collectable given later than the server started (an HA coordinator serves its replica
+// metrics as a standby, its own once it leads): empty until Set. Thread-safe.
+class LateCollectable : public prometheus::Collectable {
+ public:
+  void Set(std::shared_ptr<prometheus::Collectable> c) { inner_.store(std::move(c)); }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    auto c = inner_.load();
+    return c ? c->Collect() : std::vector<prometheus::MetricFamily>();
+  }
+
+ private:
+  std::atomic<std::shared_ptr<prometheus::Collectable>> inner_;
 };
 
 // The exposition text of `collectables` (what /metrics serves).

@@ -24,6 +24,7 @@
 #include "common/net.h"
 #include "common/version.h"
 #include "coordinator/backup.h"
+#include "coordinator/ha/ha_metrics.h"
 #include "coordinator/ha/replica.h"
 #include "coordinator/ha/standby_service.h"
 #include "coordinator/job_manager.h"
@@ -261,9 +262,24 @@ int Restore(int argc, char** argv) {
 // HA: joins the cluster, serves refusals naming the leader on --listen while following
 // the log, and returns once this replica leads (Cancelled when stopped first). `listen`
 // becomes the bound address, which the leader's server takes over.
+// Serves /metrics on --metrics-listen (if set) and writes --metrics-ready-file.
+absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
+    const Flags& flags, std::vector<std::shared_ptr<prometheus::Collectable>> collectables) {
+  auto started = baton::MetricsServer::Start({flags.metrics_listen, std::move(collectables), nullptr});
+  if (!started.ok()) return started.status();
+  spdlog::info("metrics on http://{}/metrics", (*started)->address());
+  if (!flags.metrics_ready_file.empty()) {
+    auto s = baton::WriteFileAtomically(flags.metrics_ready_file, (*started)->address() + "\n");
+    if (!s.ok()) return s;
+  }
+  return started;
+}
+
 absl::Status RunStandby(Flags& flags, baton::Store* store,
                         const std::shared_ptr<grpc::ServerCredentials>& creds, char** argv,
-                        std::string* listen, std::unique_ptr<baton::ha::Replica>* replica) {
+                        std::string* listen, std::unique_ptr<baton::ha::Replica>* replica,
+                        std::shared_ptr<baton::LateCollectable> late_metrics,
+                        std::unique_ptr<baton::MetricsServer>* metrics_server) {
   std::atomic<baton::ha::Replica*> joined{nullptr};
   baton::ha::StandbyService standby(
       [&] {
@@ -297,6 +313,12 @@ absl::Status RunStandby(Flags& flags, baton::Store* store,
   auto r = baton::ha::Replica::Join(options, store, baton::RealClock::Get());
   if (!r.ok()) return r.status();
   joined = r->get();
+  if (!flags.metrics_listen.empty()) {
+    auto started =
+        StartMetrics(flags, {std::make_shared<baton::ha::HaMetrics>(r->get()), late_metrics});
+    if (!started.ok()) return started.status();
+    *metrics_server = std::move(*started);
+  }
   if (!flags.ready_file.empty()) {
     if (auto s = baton::WriteFileAtomically(flags.ready_file, *listen + "\n"); !s.ok()) return s;
   }
@@ -313,6 +335,7 @@ absl::Status RunStandby(Flags& flags, baton::Store* store,
   server.reset();
   if (!epoch.ok()) {
     if (stop_signal) spdlog::info("signal {}: the standby stops", stop_signal);
+    metrics_server->reset();  // its replica metrics go with the replica
     return epoch.status();
   }
   *replica = std::move(*r);
@@ -377,8 +400,13 @@ int main(int argc, char** argv) {
   }
   std::string listen = flags->listen;
   std::unique_ptr<baton::ha::Replica> replica;
+  // The coordinator's own metrics, once it serves; an HA replica serves its replica
+  // metrics before that, as a standby.
+  auto late_metrics = std::make_shared<baton::LateCollectable>();
+  std::unique_ptr<baton::MetricsServer> metrics_server;
   if (flags->ha) {
-    absl::Status led = RunStandby(*flags, store->get(), *server_creds, argv, &listen, &replica);
+    absl::Status led = RunStandby(*flags, store->get(), *server_creds, argv, &listen, &replica,
+                                  late_metrics, &metrics_server);
     if (!led.ok()) {
       if (absl::IsCancelled(led)) return 0;  // stopped while a standby
       spdlog::error("{}", led.ToString());
@@ -427,23 +455,14 @@ int main(int argc, char** argv) {
   std::string bound = listen.substr(0, listen.rfind(':')) + ":" + std::to_string(port);
   jobs.Start();
   spdlog::info("coordinator serving on {} with data in {}", bound, flags->data_dir);
-  std::unique_ptr<baton::MetricsServer> metrics_server;
-  if (!flags->metrics_listen.empty()) {
-    auto started = baton::MetricsServer::Start({flags->metrics_listen, {metrics}, nullptr});
+  late_metrics->Set(metrics);
+  if (!metrics_server && !flags->metrics_listen.empty()) {
+    auto started = StartMetrics(*flags, {late_metrics});
     if (!started.ok()) {
       spdlog::error("{}", started.status().ToString());
       return 1;
     }
     metrics_server = std::move(*started);
-    spdlog::info("metrics on http://{}/metrics", metrics_server->address());
-    if (!flags->metrics_ready_file.empty()) {
-      auto s =
-          baton::WriteFileAtomically(flags->metrics_ready_file, metrics_server->address() + "\n");
-      if (!s.ok()) {
-        spdlog::error("{}", s.ToString());
-        return 1;
-      }
-    }
   }
   if (!flags->ready_file.empty()) {
     if (auto s = baton::WriteFileAtomically(flags->ready_file, bound + "\n"); !s.ok()) {

@@ -139,10 +139,19 @@ absl::StatusOr<size_t> Replica::ApplySome() {
   return records->size();
 }
 
+uint64_t Replica::lag() const {
+  if (epoch_.load() != 0) return 0;
+  uint64_t last = log_last_.load(), applied = applied_.load();
+  return last > applied ? last - applied : 0;
+}
+
 void Replica::PublishMember() {
   absl::Time now = clock_->Monotonic();
   if (now - member_published_ < absl::Seconds(1)) return;
   member_published_ = now;
+  if (epoch_.load() == 0) {
+    if (auto last = log_->LastIndex(); last.ok()) log_last_ = *last;  // for the lag metric
+  }
   v1::HaMember self;
   self.set_name(options_.name);
   self.set_address(options_.address);
@@ -172,6 +181,10 @@ absl::StatusOr<uint64_t> Replica::FollowUntilLeading(const std::function<bool()>
         std::lock_guard<std::mutex> lock(leader_mu_);
         last_leader_ = *leader;
       }
+      if (leader->epoch != 0) {
+        if (seen_epoch_ != 0 && leader->epoch != seen_epoch_) ++leader_changes_;
+        seen_epoch_ = leader->epoch;
+      }
       if (leader->epoch == 0) {
         auto won = election_->Campaign();
         if (won.ok() && won->has_value()) {
@@ -190,6 +203,7 @@ absl::StatusOr<uint64_t> Replica::FollowUntilLeading(const std::function<bool()>
           }
           epoch_ = epoch;
           next_ = applied_.load() + 1;
+          if (seen_epoch_ != 0) ++leader_changes_;  // it took over from another
           {
             std::lock_guard<std::mutex> lock(leader_mu_);
             last_leader_.epoch = epoch;

@@ -57,7 +57,11 @@ class Replica : public CommitLog, public HaControl {
   // Who led when the follow loop last looked (a standby's refusals name it).
   LeaderInfo last_leader() const;
   uint64_t applied() const { return applied_.load(); }
-  uint64_t epoch() const { return epoch_.load(); }
+  uint64_t epoch() const { return epoch_.load(); }  // 0 while a standby
+  // Entries of the log not applied here, as of the last look (every second); 0 leading.
+  uint64_t lag() const;
+  // Leadership changes seen by this process: the leader's epoch moved on.
+  uint64_t leader_changes() const { return leader_changes_.load(); }
   const std::string& name() const { return options_.name; }
 
   // CommitLog, for the leader's Committer.
@@ -91,6 +95,9 @@ class Replica : public CommitLog, public HaControl {
   std::atomic<uint64_t> applied_{0};
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> next_{0};  // the leader's next index
+  std::atomic<uint64_t> log_last_{0};  // the log's newest index, as last read
+  std::atomic<uint64_t> leader_changes_{0};
+  uint64_t seen_epoch_ = 0;  // the follow loop's: the last leader's epoch it saw
   mutable std::mutex leader_mu_;
   LeaderInfo last_leader_;  // guarded by leader_mu_
   absl::Time member_published_ = absl::InfinitePast();  // monotonic

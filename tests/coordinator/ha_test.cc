@@ -10,11 +10,13 @@
 #include "coordinator/committer.h"
 #include "coordinator/ha/batch_codec.h"
 #include "coordinator/ha/election.h"
+#include "coordinator/ha/ha_metrics.h"
 #include "coordinator/ha/replica.h"
 #include "coordinator/ha/replicated_log.h"
 #include "coordinator/ha/standby_service.h"
 #include "gtest/gtest.h"
 #include "tests/util/etcd.h"
+#include "tests/util/metric_names.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/temp_dir.h"
 
@@ -240,6 +242,9 @@ TEST_F(HaTest, AStandbyFollowsTheLogIntoItsStoreAndTakesOverWarm) {
   EXPECT_EQ((*b)->last_leader().member.name(), "a");
   EXPECT_NE(ha::StandbyService::Refusal("b", (*b)->last_leader()).find("a:7070"),
             std::string::npos);
+  ha::HaMetrics metrics_b(b->get());
+  EXPECT_EQ(CheckMetricList(metrics_b.Collect(), HaReplicaMetricList(), /*all=*/true), "");
+  EXPECT_EQ(metrics_b.Collect()[0].metric[0].gauge.value, 0) << "a standby says it leads";
   // The leader goes (its lease revoked): the standby leads with everything applied.
   uint64_t applied = (*a)->applied();
   a->reset();
@@ -247,6 +252,10 @@ TEST_F(HaTest, AStandbyFollowsTheLogIntoItsStoreAndTakesOverWarm) {
   ASSERT_TRUE(epoch_b.ok()) << epoch_b.status();
   EXPECT_GT(*epoch_b, *epoch_a);
   EXPECT_EQ((*b)->applied(), applied);
+  auto families = metrics_b.Collect();
+  EXPECT_EQ(families[0].metric[0].gauge.value, 1);  // baton_ha_leader
+  EXPECT_EQ(families[1].metric[0].gauge.value, static_cast<double>(*epoch_b));
+  EXPECT_EQ(families[4].metric[0].counter.value, 1);  // one leadership change seen
   auto state = (*store_b)->ReadHaState();
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->applied, applied);

@@ -52,6 +52,20 @@ inline const std::vector<ExpectedMetric>& CoordinatorMetricList() {
   return list;
 }
 
+// An HA coordinator replica's own (coordinator/ha/ha_metrics.h), beside the list above
+// once it leads.
+inline const std::vector<ExpectedMetric>& HaReplicaMetricList() {
+  using T = prometheus::MetricType;
+  static const std::vector<ExpectedMetric> list = {
+      {"baton_ha_leader", T::Gauge, {"replica"}},
+      {"baton_ha_epoch", T::Gauge, {"replica"}},
+      {"baton_ha_applied_index", T::Gauge, {"replica"}},
+      {"baton_ha_log_lag_entries", T::Gauge, {"replica"}},
+      {"baton_ha_leader_changes_total", T::Counter, {"replica"}},
+  };
+  return list;
+}
+
 inline const std::vector<ExpectedMetric>& AgentMetricList() {
   using T = prometheus::MetricType;
   const std::vector<std::string> attempt = {"attempt", "job_id", "node"};
