@@ -310,7 +310,20 @@ absl::Status RunStandby(Flags& flags, baton::Store* store,
     absl::Status s = baton::ReExec(argv);
     spdlog::critical("{}", s.ToString());
   };
+  // etcd out of reach (a replica cut off from it, or quorum lost) is waited out: the
+  // replica joins as a standby once etcd answers. Any other refusal ends the process.
   auto r = baton::ha::Replica::Join(options, store, baton::RealClock::Get());
+  for (absl::Time said = absl::InfinitePast(); absl::IsUnavailable(r.status());) {
+    if (absl::Now() - said > absl::Seconds(10)) {
+      spdlog::warn("HA: cannot reach etcd to join, trying again: {}", r.status().ToString());
+      said = absl::Now();
+    }
+    if (int sig = baton::PollStopSignal(); sig == SIGINT || sig == SIGTERM) {
+      return absl::CancelledError("stopped before joining");
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+    r = baton::ha::Replica::Join(options, store, baton::RealClock::Get());
+  }
   if (!r.ok()) return r.status();
   joined = r->get();
   if (!flags.metrics_listen.empty()) {

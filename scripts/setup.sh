@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # Each one is used: libraries by CMake, tools by scripts/, tests/ or bench/ (iperf3, fio,
-# prometheus, etcd for the HA tests), procps for the units' /bin/kill (package_test verifies them), dpkg-dev for
+# prometheus, etcd and socat for the HA tests), procps for the units' /bin/kill (package_test verifies them), dpkg-dev for
 # cpack's dpkg-shlibdeps, clang and libclang-rt for the fuzz and sanitizer builds.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -16,7 +16,7 @@ PACKAGES=(
   prometheus-cpp-dev libcpp-httplib-dev
   nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl
-  etcd-server etcd-client
+  etcd-server etcd-client socat
   clang libclang-rt-14-dev
   systemd dpkg-dev help2man
   python3-dev python3-torch python3-numpy pybind11-dev python3-pytest

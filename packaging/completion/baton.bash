@@ -37,9 +37,11 @@ _baton() {
       ;;
     admin)
       if [ "$COMP_CWORD" -eq 2 ]; then
-        mapfile -t COMPREPLY < <(compgen -W "token policy backup" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "token policy backup ha" -- "$cur")
       elif [ "${COMP_WORDS[2]}" = backup ]; then
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+      elif [ "${COMP_WORDS[2]}" = ha ] && [ "$COMP_CWORD" -eq 3 ]; then
+        mapfile -t COMPREPLY < <(compgen -W "status step-down" -- "$cur")
       fi
       ;;
     nodes)

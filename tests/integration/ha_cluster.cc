@@ -1,6 +1,10 @@
 #include "tests/integration/ha_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <signal.h>
 
@@ -16,12 +20,54 @@
 
 namespace baton::testing {
 
-HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_members)
-    : ttl_(ttl) {
+namespace {
+
+// True when nothing listens on loopback port `port`.
+bool PortFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool free = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0;
+  close(fd);
+  return free;
+}
+
+// Every job the cluster lists now (any state): id -> name.
+std::map<uint64_t, std::string> ListedJobs(ClusterClient& c) {
+  std::map<uint64_t, std::string> out;
+  CommandResult r = c.Baton({"queue", "--all", "--json", "--timeout", "60s"}, kRoot);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.contains("id")) continue;
+    out[std::stoull(j["id"].get<std::string>())] =
+        j.contains("spec") ? j["spec"].value("name", "") : "";
+  }
+  return out;
+}
+
+}  // namespace
+
+HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_members,
+                     int proxied)
+    : ttl_(ttl), proxied_(proxied) {
   etcd_ = std::make_unique<EtcdCluster>(etcd_members);
   if (!etcd_->ok()) {
     why_ = etcd_->why();
     return;
+  }
+  if (proxied_ >= 0) {
+    if (access("/usr/bin/socat", X_OK) != 0) {
+      why_ = "socat is not installed (scripts/setup.sh installs it)";
+      return;
+    }
+    for (int m = 0; m < etcd_->size(); ++m) {
+      std::string url = etcd_->endpoint(m);
+      proxy_ports_.emplace_back(FreePort(), std::stoi(url.substr(url.rfind(':') + 1)));
+    }
+    HealEtcd();
   }
   security_ = std::make_unique<TestSecurity>(dir());
   if (!security_->ok()) {
@@ -52,6 +98,34 @@ HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_
 HaCluster::~HaCluster() {
   agents_.clear();
   replicas_.clear();
+  CutOffFromEtcd();
+}
+
+void HaCluster::HealEtcd() {
+  proxies_.clear();
+  for (auto [listen, target] : proxy_ports_) {
+    proxies_.push_back(std::make_unique<Subprocess>(
+        std::vector<std::string>{"/usr/bin/socat",
+                                 "TCP-LISTEN:" + std::to_string(listen) +
+                                     ",bind=127.0.0.1,fork,reuseaddr",
+                                 "TCP:127.0.0.1:" + std::to_string(target)},
+        std::map<std::string, std::string>{}, ""));
+  }
+  for (auto [listen, target] : proxy_ports_) {
+    WaitFor([&, port = listen] { return FreePort() != 0 && !PortFree(port); },
+            std::chrono::seconds(5));
+  }
+}
+
+void HaCluster::CutOffFromEtcd() {
+  // socat forks a child per connection: every one of them goes, so established
+  // connections are cut too, not only new ones.
+  for (auto [listen, target] : proxy_ports_) {
+    RunProcess({"/usr/bin/pkill", "-KILL", "-f", "TCP-LISTEN:" + std::to_string(listen) + ","},
+               {});
+  }
+  for (auto& p : proxies_) p->Wait(std::chrono::seconds(5));
+  proxies_.clear();
 }
 
 std::string HaCluster::ReplicaAddress(int i) const {
@@ -64,6 +138,15 @@ std::string HaCluster::ReplicaLog(int i) const {
   return ReadFile(dir() + "/c" + std::to_string(i) + "." + std::to_string(starts_[i] - 1) + ".err");
 }
 
+std::string HaCluster::EtcdEndpointsOf(int i) const {
+  if (i != proxied_) return etcd_->endpoints();
+  std::string out;
+  for (auto [listen, target] : proxy_ports_) {
+    out += (out.empty() ? "" : ",") + std::string("http://127.0.0.1:") + std::to_string(listen);
+  }
+  return out;
+}
+
 void HaCluster::StartReplica(int i) {
   std::string name = "c" + std::to_string(i);
   std::vector<std::string> argv = {Bin("baton-coordinator"),
@@ -73,7 +156,7 @@ void HaCluster::StartReplica(int i) {
                                    "--heartbeat", "500ms",
                                    "--lost-margin", "2000ms",
                                    "--policy", dir() + "/policy.yaml",
-                                   "--ha-etcd", etcd_->endpoints(),
+                                   "--ha-etcd", EtcdEndpointsOf(i),
                                    "--ha-name", name,
                                    "--ha-ttl", ttl_};
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
@@ -109,23 +192,6 @@ int HaCluster::Leader(std::chrono::milliseconds timeout) {
   return leader;
 }
 
-namespace {
-
-// Every job the cluster lists now (any state): id -> name.
-std::map<uint64_t, std::string> ListedJobs(ClusterClient& c) {
-  std::map<uint64_t, std::string> out;
-  CommandResult r = c.Baton({"queue", "--all", "--json", "--timeout", "60s"}, kRoot);
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("id")) continue;
-    out[std::stoull(j["id"].get<std::string>())] =
-        j.contains("spec") ? j["spec"].value("name", "") : "";
-  }
-  return out;
-}
-
-}  // namespace
 
 bool HaCluster::StartRunningJobs(int n, std::string* detail) {
   for (int i = 0; i < n; ++i) {
@@ -158,6 +224,7 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
     return out;
   }
   using Clock = std::chrono::steady_clock;
+  const int round = rounds_++;
   std::mutex mu;
   std::vector<std::pair<uint64_t, std::string>> acked;
   // When each acknowledged submit started and when its answer came.
@@ -168,7 +235,9 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       for (int n = 0; !stop; ++n) {
-        std::string name = "s" + std::to_string(t) + "-" + std::to_string(n);
+        // Unique across this cluster's calls: r<round>-s<thread>-<n>.
+        std::string name = "r" + std::to_string(round) + "-s" + std::to_string(t) + "-" +
+                           std::to_string(n);
         Clock::time_point started = Clock::now();
         // Two GPUs: never placed beside the running jobs, so the stream only queues.
         CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout",

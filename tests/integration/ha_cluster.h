@@ -31,7 +31,10 @@ struct FailoverResult {
 class HaCluster : public ClusterClient {
  public:
   // `ttl`: --ha-ttl. ok() false (with why()) when etcd is missing or nothing came up.
-  HaCluster(int replicas, int agents, const std::string& ttl = "2s", int etcd_members = 1);
+  // `proxied`: that replica reaches etcd only through TCP proxies of its own (socat),
+  // which CutOffFromEtcd and HealEtcd stop and start: it alone loses etcd.
+  HaCluster(int replicas, int agents, const std::string& ttl = "2s", int etcd_members = 1,
+            int proxied = -1);
   ~HaCluster() override;
 
   bool ok() const { return why_.empty(); }
@@ -52,6 +55,9 @@ class HaCluster : public ClusterClient {
   // `sig` to replica i; for SIGKILL it is waited for and stays down until StartReplica.
   void SignalReplica(int i, int sig);
   void StartReplica(int i);
+  // The proxied replica's path to etcd: cut (its connections too) and restored.
+  void CutOffFromEtcd();
+  void HealEtcd();
 
   // Starts `n` jobs of one GPU that record their pid once, and waits until they run.
   // False (with why in `detail`) when they did not.
@@ -74,6 +80,7 @@ class HaCluster : public ClusterClient {
   };
   std::vector<RunningJob> running_;
   void StartAgent(int i);
+  std::string EtcdEndpointsOf(int i) const;
   TempDir dir_;
   std::string why_;
   std::unique_ptr<TestSecurity> security_;
@@ -83,6 +90,10 @@ class HaCluster : public ClusterClient {
   std::vector<std::unique_ptr<Subprocess>> replicas_;
   std::vector<int> starts_;
   std::vector<std::unique_ptr<Subprocess>> agents_;
+  int proxied_ = -1;
+  int rounds_ = 0;  // KillLeaderUnderSubmits calls, which name their submits apart
+  std::vector<std::pair<int, int>> proxy_ports_;  // (listen, etcd member's) per member
+  std::vector<std::unique_ptr<Subprocess>> proxies_;
 };
 
 }  // namespace baton::testing

@@ -125,6 +125,58 @@ TEST(HaFailover, StepDownHandsOverToAWarmStandbyAndStatusShowsTheReplicas) {
   EXPECT_EQ(c.StateOf(job), "JOB_STATE_PENDING") << c.Describe(job);
 }
 
+TEST(HaFailover, ALeaderCutOffFromEtcdAloneStopsLeadingAndRejoinsWhenHealed) {
+  HaCluster c(/*replicas=*/2, /*agents=*/0, /*ttl=*/"2s", /*etcd_members=*/1, /*proxied=*/0);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  // Replica 0, the one behind proxies, must lead: hand over to it if the other does.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int l = c.Leader();
+        if (l == 1) c.Baton({"admin", "ha", "step-down"}, kRoot);
+        return l == 0;
+      },
+      std::chrono::seconds(60)));
+  ASSERT_EQ(c.Baton({"submit", "-q", "--gpus", "0", "--", "sleep", "1"}).exit_code, 0);
+  pid_t pid = c.ReplicaPid(0);
+  c.CutOffFromEtcd();
+  // It stops leading as its lease may lapse; the other takes over once it has lapsed.
+  ASSERT_TRUE(WaitFor([&] { return c.ReplicaLog(0).find("stops leading") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << c.ReplicaLog(0);
+  int next = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        next = c.Leader(std::chrono::milliseconds(100));
+        return next == 1;
+      },
+      std::chrono::seconds(20)));
+  // Never two leaders: c0 had stopped before c1 began (the logs' wall-clock stamps, one
+  // host, the same format: they compare as strings).
+  auto stamp = [](const std::string& log, const std::string& what) {
+    size_t at = log.rfind(what);  // the last time it happened
+    if (at == std::string::npos) return std::string("~");
+    size_t line = log.rfind('\n', at);
+    return log.substr(line == std::string::npos ? 0 : line + 1, 23);
+  };
+  EXPECT_LE(stamp(c.ReplicaLog(0), "c0 stops leading"), stamp(c.ReplicaLog(1), "c1 leads, epoch"))
+      << c.ReplicaLog(0) << c.ReplicaLog(1);
+  ASSERT_EQ(c.Baton({"submit", "-q", "--gpus", "0", "--", "sleep", "1"}).exit_code, 0);
+  // Healed: the same process (executed again) joins as a standby, naming the leader.
+  c.HealEtcd();
+  CommandResult refused;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        refused = c.Baton({"nodes", "--coordinator", c.ReplicaAddress(0), "--timeout", "2s"},
+                          kRoot);
+        return refused.exit_code != 0 &&
+               refused.err.find("the leader is c1") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << refused.err << c.ReplicaLog(0);
+  EXPECT_EQ(c.ReplicaPid(0), pid);
+  EXPECT_EQ(kill(pid, 0), 0) << "the cut-off replica exited instead of rejoining";
+}
+
 TEST(HaFailover, LosingTheEtcdLeaderMovesNoCoordinator) {
   HaCluster c(/*replicas=*/2, /*agents=*/0, /*ttl=*/"5s", /*etcd_members=*/3);
   if (!c.ok()) GTEST_SKIP() << c.why();
