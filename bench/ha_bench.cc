@@ -4,7 +4,8 @@
 // then, --reps times, the leader is kill -9'ed while three threads submit through the
 // replica list, and the killed replica is started again as a standby.
 // failover_s_kill9: the kill to the acknowledgement of the first submit made after it
-// (median of the reps), with the default --ha-ttl 5s; failover_s_kill9_ttl2: the same on a cluster with
+// (median of the reps), with the default --ha-ttl 5s; failover_s_kill9_ttl2: the same on a cluster
+// with
 // --ha-ttl 2s. The lease is the floor: a standby may take over only once the dead
 // leader's lease has lapsed, so each figure is also shown against its TTL
 // (failover_vs_ttl*). handover_s_step_down: `baton admin ha step-down`, the whole CLI call

@@ -1,9 +1,9 @@
 #include "common/ids.h"
 
-#include <cctype>
-#include <charconv>
 #include <sys/random.h>
 
+#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <random>
 

@@ -9,11 +9,9 @@
 namespace baton {
 
 Committer::Committer(Store* store, CommitListener listener, DiskSpace space, CommitLog* log)
-    : store_(store),
-      listener_(std::move(listener)),
-      log_(log),
-      space_(space),
-      thread_([this] { Run(); }) {}
+    : store_(store), listener_(std::move(listener)), log_(log), space_(space), thread_([this] {
+        Run();
+      }) {}
 
 Committer::~Committer() {
   {
@@ -94,8 +92,8 @@ void Committer::Run() {
     for (auto& [batch, done] : work) merged.Append(std::move(batch));
     if (!merged.empty()) {
       auto start = std::chrono::steady_clock::now();
-      absl::Status s = WaitForSpace() ? Write(merged)
-                                      : absl::CancelledError("stopping with the disk full");
+      absl::Status s =
+          WaitForSpace() ? Write(merged) : absl::CancelledError("stopping with the disk full");
       if (absl::IsCancelled(s)) {
         spdlog::error("stopping with the disk full: {} unacknowledged change(s) not written",
                       work.size());

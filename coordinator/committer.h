@@ -52,8 +52,8 @@ struct DiskSpace {
 class Committer {
  public:
   // `log` (may be null: the single-node store) must outlive the Committer.
-  explicit Committer(Store* store, CommitListener listener = nullptr,
-                     DiskSpace space = DiskSpace(), CommitLog* log = nullptr);
+  explicit Committer(Store* store, CommitListener listener = nullptr, DiskSpace space = DiskSpace(),
+                     CommitLog* log = nullptr);
   ~Committer();  // drains the queue, then stops
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;

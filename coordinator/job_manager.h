@@ -264,7 +264,7 @@ class JobManager {
   mutable std::mutex mu_;
   // Unfinished jobs (and any finished one still live), ordered by the policy's classes.
   JobTable jobs_{[this](const std::string& cls) { return ClassValueLocked(cls); }};
-  SubmitLimiter limiter_;  // per tenant: the submit rate
+  SubmitLimiter limiter_;   // per tenant: the submit rate
   SubmitKeys submit_keys_;  // (user, idempotency key) -> job, for retried submits
   // Recently finished jobs, until the commit that stored them is durable (finished_jobs.h).
   FinishedJobs finished_{options_.finished_in_memory};

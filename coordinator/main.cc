@@ -4,7 +4,6 @@
 // certificates), and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -16,7 +15,6 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-
 #include "common/config_file.h"
 #include "common/daemon.h"
 #include "common/logging.h"
@@ -265,7 +263,8 @@ int Restore(int argc, char** argv) {
 // Serves /metrics on --metrics-listen (if set) and writes --metrics-ready-file.
 absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
     const Flags& flags, std::vector<std::shared_ptr<prometheus::Collectable>> collectables) {
-  auto started = baton::MetricsServer::Start({flags.metrics_listen, std::move(collectables), nullptr});
+  auto started =
+      baton::MetricsServer::Start({flags.metrics_listen, std::move(collectables), nullptr});
   if (!started.ok()) return started.status();
   spdlog::info("metrics on http://{}/metrics", (*started)->address());
   if (!flags.metrics_ready_file.empty()) {
@@ -336,8 +335,7 @@ absl::Status RunStandby(Flags& flags, baton::Store* store,
     if (auto s = baton::WriteFileAtomically(flags.ready_file, *listen + "\n"); !s.ok()) return s;
   }
   spdlog::info("HA: replica {} is a standby on {} (cluster log in {}), applied up to {}",
-               options.name, *listen, absl::StrJoin(options.etcd.endpoints, ","),
-               (*r)->applied());
+               options.name, *listen, absl::StrJoin(options.etcd.endpoints, ","), (*r)->applied());
   int stop_signal = 0;
   auto epoch = (*r)->FollowUntilLeading([&] {
     int sig = baton::PollStopSignal();

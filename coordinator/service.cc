@@ -69,12 +69,13 @@ grpc::ServerUnaryReactor* CoordinatorService::Submit(grpc::CallbackServerContext
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
     jobs_->Submit(caller, req->spec(), req->idempotency_key(),
                   [ctx, r, resp](absl::StatusOr<uint64_t> id) {
-      if (id.ok()) resp->set_job_id(*id);
-      if (std::optional<absl::Duration> wait = RetryAfter(id.status())) {
-        ctx->AddTrailingMetadata(kRetryAfterKey, std::to_string(absl::ToInt64Milliseconds(*wait)));
-      }
-      r->Finish(ToGrpc(id.status()));
-    });
+                    if (id.ok()) resp->set_job_id(*id);
+                    if (std::optional<absl::Duration> wait = RetryAfter(id.status())) {
+                      ctx->AddTrailingMetadata(kRetryAfterKey,
+                                               std::to_string(absl::ToInt64Milliseconds(*wait)));
+                    }
+                    r->Finish(ToGrpc(id.status()));
+                  });
   });
 }
 
@@ -300,12 +301,13 @@ grpc::ServerUnaryReactor* CoordinatorService::UndrainNode(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* CoordinatorService::HaStatus(grpc::CallbackServerContext* ctx,
                                                        const v1::HaStatusRequest*,
                                                        v1::HaStatusResponse* resp) {
-  return Unary(ctx, AuthorizeAdmin(*ctx, kManageHa), [&](const Caller&, grpc::ServerUnaryReactor* r) {
-    if (!deps_.ha) return r->Finish(ToGrpc(NotReplicated()));
-    auto status = deps_.ha->Status();
-    if (status.ok()) *resp = std::move(*status);
-    r->Finish(ToGrpc(status.status()));
-  });
+  return Unary(ctx, AuthorizeAdmin(*ctx, kManageHa),
+               [&](const Caller&, grpc::ServerUnaryReactor* r) {
+                 if (!deps_.ha) return r->Finish(ToGrpc(NotReplicated()));
+                 auto status = deps_.ha->Status();
+                 if (status.ok()) *resp = std::move(*status);
+                 r->Finish(ToGrpc(status.status()));
+               });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::HaStepDown(grpc::CallbackServerContext* ctx,

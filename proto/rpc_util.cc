@@ -57,10 +57,9 @@ absl::StatusOr<CoordinatorTarget> ParseCoordinatorTarget(std::string_view list) 
       ok = ok && !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
     }
     if (!ok) {
-      return absl::InvalidArgumentError(
-          "coordinator replica '" + e +
-          "': list replicas as ip:port (one address family), e.g. "
-          "10.0.0.1:7070,10.0.0.2:7070");
+      return absl::InvalidArgumentError("coordinator replica '" + e +
+                                        "': list replicas as ip:port (one address family), e.g. "
+                                        "10.0.0.1:7070,10.0.0.2:7070");
     }
   }
   t.uri = std::string(v6 ? "ipv6:" : "ipv4:");

@@ -72,8 +72,8 @@ class Election {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  int64_t lease_ = 0;                                  // guarded by mu_
-  absl::Time valid_until_ = absl::InfinitePast();      // monotonic; guarded by mu_
+  int64_t lease_ = 0;                              // guarded by mu_
+  absl::Time valid_until_ = absl::InfinitePast();  // monotonic; guarded by mu_
   bool leading_ = false;  // guarded by mu_: lease_ carries the election key
   bool lost_ = false;     // guarded by mu_: the lease we led with lapsed (never cleared)
   std::thread keeper_;

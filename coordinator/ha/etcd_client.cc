@@ -80,8 +80,8 @@ absl::Status CheckEtcdOptions(const EtcdOptions& options) {
       any_tls = true;
     }
   }
-  if (any_tls && (options.ca_file.empty() || options.cert_file.empty() ||
-                  options.key_file.empty())) {
+  if (any_tls &&
+      (options.ca_file.empty() || options.cert_file.empty() || options.key_file.empty())) {
     return absl::InvalidArgumentError(
         "an https:// etcd endpoint needs --ha-etcd-ca, --ha-etcd-cert and --ha-etcd-key (etcd's "
         "own CA and this coordinator's client certificate for it)");
@@ -156,9 +156,8 @@ absl::Status EtcdClient::Call(Fn&& call) {
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& req) {
   etcdserverpb::TxnResponse resp;
-  absl::Status s = Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Txn(ctx, req, &resp);
-  });
+  absl::Status s =
+      Call([&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Txn(ctx, req, &resp); });
   if (!s.ok()) return s;
   return resp;
 }
@@ -166,24 +165,21 @@ absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::Tx
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
     const etcdserverpb::RangeRequest& req) {
   etcdserverpb::RangeResponse resp;
-  absl::Status s = Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Range(ctx, req, &resp);
-  });
+  absl::Status s =
+      Call([&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Range(ctx, req, &resp); });
   if (!s.ok()) return s;
   return resp;
 }
 
 absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(const std::string& key,
-                                                          const std::string& value,
-                                                          int64_t lease) {
+                                                          const std::string& value, int64_t lease) {
   etcdserverpb::PutRequest req;
   req.set_key(key);
   req.set_value(value);
   req.set_lease(lease);
   etcdserverpb::PutResponse resp;
-  absl::Status s = Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Put(ctx, req, &resp);
-  });
+  absl::Status s =
+      Call([&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Put(ctx, req, &resp); });
   if (!s.ok()) return s;
   return resp;
 }
@@ -194,9 +190,8 @@ absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::DeleteRange(
   req.set_key(key);
   req.set_range_end(range_end);
   etcdserverpb::DeleteRangeResponse resp;
-  absl::Status s = Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->DeleteRange(ctx, req, &resp);
-  });
+  absl::Status s = Call(
+      [&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->DeleteRange(ctx, req, &resp); });
   if (!s.ok()) return s;
   return resp;
 }
@@ -205,9 +200,8 @@ absl::StatusOr<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(absl::Du
   etcdserverpb::LeaseGrantRequest req;
   req.set_ttl(std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1)))));
   etcdserverpb::LeaseGrantResponse resp;
-  absl::Status s = Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.lease->LeaseGrant(ctx, req, &resp);
-  });
+  absl::Status s = Call(
+      [&](Endpoint& e, grpc::ClientContext* ctx) { return e.lease->LeaseGrant(ctx, req, &resp); });
   if (!s.ok()) return s;
   if (!resp.error().empty()) return absl::UnavailableError("etcd lease grant: " + resp.error());
   return resp;
@@ -237,18 +231,16 @@ absl::Status EtcdClient::LeaseRevoke(int64_t lease) {
   etcdserverpb::LeaseRevokeRequest req;
   req.set_id(lease);
   etcdserverpb::LeaseRevokeResponse resp;
-  return Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.lease->LeaseRevoke(ctx, req, &resp);
-  });
+  return Call(
+      [&](Endpoint& e, grpc::ClientContext* ctx) { return e.lease->LeaseRevoke(ctx, req, &resp); });
 }
 
 absl::Status EtcdClient::Compact(int64_t revision) {
   etcdserverpb::CompactionRequest req;
   req.set_revision(revision);
   etcdserverpb::CompactionResponse resp;
-  return Call([&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Compact(ctx, req, &resp);
-  });
+  return Call(
+      [&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Compact(ctx, req, &resp); });
 }
 
 absl::StatusOr<etcdserverpb::StatusResponse> EtcdClient::MemberStatus(size_t endpoint) {

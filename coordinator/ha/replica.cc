@@ -68,8 +68,8 @@ absl::Status Replica::CheckCluster() {
       if (state->cluster_id == cluster.cluster_id()) return absl::OkStatus();
       if (!state->cluster_id.empty()) {
         return absl::FailedPreconditionError(
-            "HA: this data dir belongs to cluster " + state->cluster_id + ", but " +
-            keys.prefix + " in etcd holds the log of cluster " + cluster.cluster_id() +
+            "HA: this data dir belongs to cluster " + state->cluster_id + ", but " + keys.prefix +
+            " in etcd holds the log of cluster " + cluster.cluster_id() +
             ": point --ha-prefix at this cluster's own prefix");
       }
       auto empty = store_->Empty();

@@ -20,10 +20,10 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/committer.h"
-#include "coordinator/ha_control.h"
 #include "coordinator/ha/election.h"
 #include "coordinator/ha/etcd_client.h"
 #include "coordinator/ha/replicated_log.h"
+#include "coordinator/ha_control.h"
 #include "coordinator/store.h"
 
 namespace baton::ha {
@@ -94,14 +94,14 @@ class Replica : public CommitLog, public HaControl {
 
   std::atomic<uint64_t> applied_{0};
   std::atomic<uint64_t> epoch_{0};
-  std::atomic<uint64_t> next_{0};  // the leader's next index
+  std::atomic<uint64_t> next_{0};      // the leader's next index
   std::atomic<uint64_t> log_last_{0};  // the log's newest index, as last read
   std::atomic<uint64_t> leader_changes_{0};
   uint64_t seen_epoch_ = 0;  // the follow loop's: the last leader's epoch it saw
   mutable std::mutex leader_mu_;
-  LeaderInfo last_leader_;  // guarded by leader_mu_
+  LeaderInfo last_leader_;                              // guarded by leader_mu_
   absl::Time member_published_ = absl::InfinitePast();  // monotonic
-  uint64_t truncated_below_ = 0;  // the Guard thread's: the log's first kept entry
+  uint64_t truncated_below_ = 0;             // the Guard thread's: the log's first kept entry
   std::atomic<int64_t> stepped_down_ms_{0};  // monotonic ms of a step-down; 0: none
 
   std::mutex guard_mu_;

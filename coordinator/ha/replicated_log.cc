@@ -60,8 +60,8 @@ absl::Status ReplicatedLog::FencedPut(const std::string& key, const std::string&
   if (resp->succeeded()) return absl::OkStatus();
   const auto& leader = resp->responses(0).response_range();
   const auto& existing = resp->responses(1).response_range();
-  bool leads = leader.kvs_size() == 1 &&
-               leader.kvs(0).create_revision() == static_cast<int64_t>(epoch);
+  bool leads =
+      leader.kvs_size() == 1 && leader.kvs(0).create_revision() == static_cast<int64_t>(epoch);
   if (!leads) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "deposed: the leader of epoch %d no longer leads (the election key is %s)", epoch,
@@ -89,13 +89,14 @@ absl::Status ReplicatedLog::Append(uint64_t index, uint64_t epoch, std::string_v
   // Each piece is retried until it lands or the deadline (the leader's lease) passes; a
   // piece that landed before a lost answer is found and counted as written.
   auto put = [&](const std::string& key, const std::string& value, bool only_new) {
-    for (absl::Duration backoff = absl::Milliseconds(20);; backoff = std::min(2 * backoff, absl::Milliseconds(500))) {
+    for (absl::Duration backoff = absl::Milliseconds(20);;
+         backoff = std::min(2 * backoff, absl::Milliseconds(500))) {
       absl::Status s = FencedPut(key, value, epoch, only_new);
       if (!Retryable(s)) return s;
       if (absl::Now() + backoff >= deadline) {
-        return absl::UnavailableError("HA log: etcd did not take entry " + std::to_string(index) +
-                                      " before the leader's lease ran out: " +
-                                      std::string(s.message()));
+        return absl::UnavailableError(
+            "HA log: etcd did not take entry " + std::to_string(index) +
+            " before the leader's lease ran out: " + std::string(s.message()));
       }
       absl::SleepFor(backoff);
     }
@@ -103,7 +104,8 @@ absl::Status ReplicatedLog::Append(uint64_t index, uint64_t epoch, std::string_v
   for (uint32_t n = 0; n < chunks; ++n) {
     size_t off = static_cast<size_t>(n) * chunk_bytes_;
     std::string piece(batch.substr(off, std::min(chunk_bytes_, batch.size() - off)));
-    if (absl::Status s = put(keys_.chunk(index, epoch, n), piece, /*only_new=*/false); !s.ok()) return s;
+    if (absl::Status s = put(keys_.chunk(index, epoch, n), piece, /*only_new=*/false); !s.ok())
+      return s;
   }
   return put(keys_.log(index), entry.SerializeAsString(), /*only_new=*/true);
 }
@@ -158,9 +160,10 @@ absl::StatusOr<std::vector<LogRecord>> ReplicatedLog::Read(uint64_t from, size_t
     } else {
       r.batch = std::move(*entry.mutable_batch());
     }
-    if (r.batch.size() != entry.size() || XXH64(r.batch.data(), r.batch.size(), 0) != entry.xxh64()) {
-      return absl::DataLossError(absl::StrFormat(
-          "HA log: entry %d does not match its length and hash", index));
+    if (r.batch.size() != entry.size() ||
+        XXH64(r.batch.data(), r.batch.size(), 0) != entry.xxh64()) {
+      return absl::DataLossError(
+          absl::StrFormat("HA log: entry %d does not match its length and hash", index));
     }
     out.push_back(std::move(r));
   }
@@ -185,7 +188,8 @@ absl::StatusOr<uint64_t> ReplicatedLog::EdgeIndex(bool last) {
   req.set_limit(1);
   req.set_keys_only(true);
   req.set_sort_target(etcdserverpb::RangeRequest::KEY);
-  req.set_sort_order(last ? etcdserverpb::RangeRequest::DESCEND : etcdserverpb::RangeRequest::ASCEND);
+  req.set_sort_order(last ? etcdserverpb::RangeRequest::DESCEND
+                          : etcdserverpb::RangeRequest::ASCEND);
   auto resp = etcd_->Range(req);
   if (!resp.ok()) return resp.status();
   if (resp->kvs_size() == 0) return uint64_t{0};

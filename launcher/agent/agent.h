@@ -262,7 +262,7 @@ class Agent {
   std::unique_ptr<Reaper> own_reaper_;  // when the caller gave no spawner
   Spawner* const spawner_;              // own_reaper_ or the caller's: every fork and signal
   std::unique_ptr<Isolator> isolator_;
-  AttemptObserver* const observer_;  // never null
+  AttemptObserver* const observer_;      // never null
   EpochFence fence_{options_.data_dir};  // commands of a deposed coordinator are ignored
   LogPump pump_;
 

@@ -22,6 +22,7 @@
 #include "common/version.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/agent_metrics.h"
+#include "launcher/agent/epoch_fence.h"
 #include "launcher/agent/exec_client.h"
 #include "launcher/agent/inventory.h"
 #include "launcher/agent/isolation/ifb_redirect.h"
@@ -29,7 +30,6 @@
 #include "launcher/agent/node_service.h"
 #include "launcher/agent/process.h"
 #include "launcher/agent/rank_bind.h"
-#include "launcher/agent/epoch_fence.h"
 #include "proto/rpc_util.h"
 
 namespace {

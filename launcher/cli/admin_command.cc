@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
-
 #include "common/clock.h"
 #include "common/resources.h"
 #include "launcher/cli/commands.h"
@@ -129,8 +128,8 @@ int HaStatus(const Args& args) {
     int64_t now = RealClock::Get()->NowMs();
     for (const auto& rep : resp.replicas()) {
       std::cout << "  " << rep.name() << (rep.leader() ? " (leader)" : "") << "  " << rep.address()
-                << "  applied " << rep.applied_index() << "  lag " << rep.lag()
-                << "  seen " << Ago(rep.updated_ms(), now) << "\n";
+                << "  applied " << rep.applied_index() << "  lag " << rep.lag() << "  seen "
+                << Ago(rep.updated_ms(), now) << "\n";
     }
     for (const auto& e : resp.etcd()) {
       std::cout << "  etcd " << e.endpoint() << "  "

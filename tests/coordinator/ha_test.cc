@@ -38,7 +38,8 @@ class HaTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
   }
-  std::unique_ptr<ha::Election> Elect(const std::string& name, absl::Duration ttl = absl::Seconds(2)) {
+  std::unique_ptr<ha::Election> Elect(const std::string& name,
+                                      absl::Duration ttl = absl::Seconds(2)) {
     v1::HaMember m;
     m.set_name(name);
     m.set_address(name + ":7070");
@@ -337,10 +338,10 @@ TEST(HaEtcdAccess, OnlyACertificateFromEtcdsOwnCaGetsIn) {
     EXPECT_FALSE(range(o).ok()) << "etcd let in the cluster CA's " << who << " certificate";
   }
   // A person: TLS without a client certificate.
-  CommandResult person = RunProcess({"/usr/bin/etcdctl", "--endpoints", etcd.endpoint(0),
-                                     "--cacert=" + pki + "/ca.crt", "--command-timeout", "2s",
-                                     "get", "/baton/cluster"},
-                                    {{"ETCDCTL_API", "3"}}, std::chrono::seconds(10));
+  CommandResult person = RunProcess(
+      {"/usr/bin/etcdctl", "--endpoints", etcd.endpoint(0), "--cacert=" + pki + "/ca.crt",
+       "--command-timeout", "2s", "get", "/baton/cluster"},
+      {{"ETCDCTL_API", "3"}}, std::chrono::seconds(10));
   EXPECT_NE(person.exit_code, 0) << "etcd served a client without a certificate";
   // Plaintext to the TLS port.
   ha::EtcdOptions plain;
@@ -377,7 +378,8 @@ TEST(HaCommitter, ARefusedAppendEndsLeadershipBeforeTheStoreOrTheReply) {
         auto store = Store::Open(dir.Sub("db"), {});
         RefusingLog log(lost);
         Committer committer(store->get(), nullptr, DiskSpace{0, 0}, &log);
-        committer.Enqueue(JobBatch(1), [&] { close(open(acked.c_str(), O_CREAT | O_WRONLY, 0644)); });
+        committer.Enqueue(JobBatch(1),
+                          [&] { close(open(acked.c_str(), O_CREAT | O_WRONLY, 0644)); });
         committer.Flush();
       },
       ::testing::ExitedWithCode(75), "");

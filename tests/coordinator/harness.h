@@ -139,7 +139,7 @@ class Harness {
   FakeClock& clock() { return clock_; }
 
   absl::StatusOr<uint64_t> Submit(v1::JobSpec spec, const Caller& who = Alice(),
-                                   const std::string& idempotency_key = "") {
+                                  const std::string& idempotency_key = "") {
     std::promise<absl::StatusOr<uint64_t>> p;
     jm_->Submit(who, std::move(spec), idempotency_key,
                 [&](absl::StatusOr<uint64_t> id) { p.set_value(id); });

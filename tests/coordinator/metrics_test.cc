@@ -181,8 +181,7 @@ TEST(CoordinatorMetrics, TenantSharesFromTheSchedulerReplaceTheEstimate) {
 // Every baton_* name the alert rules and the dashboard use is one the daemons export.
 TEST(Monitoring, RulesAndDashboardUseOnlyExportedMetrics) {
   std::set<std::string> known;
-  for (const auto* list :
-       {&CoordinatorMetricList(), &AgentMetricList(), &HaReplicaMetricList()}) {
+  for (const auto* list : {&CoordinatorMetricList(), &AgentMetricList(), &HaReplicaMetricList()}) {
     for (const auto& m : *list) known.insert(m.name);
   }
   std::string dir = std::string(BATON_SOURCE_DIR) + "/scripts/monitoring/";

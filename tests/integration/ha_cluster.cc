@@ -2,11 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -105,10 +104,10 @@ void HaCluster::HealEtcd() {
   proxies_.clear();
   for (auto [listen, target] : proxy_ports_) {
     proxies_.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{"/usr/bin/socat",
-                                 "TCP-LISTEN:" + std::to_string(listen) +
-                                     ",bind=127.0.0.1,fork,reuseaddr",
-                                 "TCP:127.0.0.1:" + std::to_string(target)},
+        std::vector<std::string>{
+            "/usr/bin/socat",
+            "TCP-LISTEN:" + std::to_string(listen) + ",bind=127.0.0.1,fork,reuseaddr",
+            "TCP:127.0.0.1:" + std::to_string(target)},
         std::map<std::string, std::string>{}, ""));
   }
   for (auto [listen, target] : proxy_ports_) {
@@ -121,8 +120,7 @@ void HaCluster::CutOffFromEtcd() {
   // socat forks a child per connection: every one of them goes, so established
   // connections are cut too, not only new ones.
   for (auto [listen, target] : proxy_ports_) {
-    RunProcess({"/usr/bin/pkill", "-KILL", "-f", "TCP-LISTEN:" + std::to_string(listen) + ","},
-               {});
+    RunProcess({"/usr/bin/pkill", "-KILL", "-f", "TCP-LISTEN:" + std::to_string(listen) + ","}, {});
   }
   for (auto& p : proxies_) p->Wait(std::chrono::seconds(5));
   proxies_.clear();
@@ -150,19 +148,28 @@ std::string HaCluster::EtcdEndpointsOf(int i) const {
 void HaCluster::StartReplica(int i) {
   std::string name = "c" + std::to_string(i);
   std::vector<std::string> argv = {Bin("baton-coordinator"),
-                                   "--listen", ReplicaAddress(i),
-                                   "--data-dir", dir() + "/" + name,
-                                   "--lease", "4000ms",
-                                   "--heartbeat", "500ms",
-                                   "--lost-margin", "2000ms",
-                                   "--policy", dir() + "/policy.yaml",
-                                   "--ha-etcd", EtcdEndpointsOf(i),
-                                   "--ha-name", name,
-                                   "--ha-ttl", ttl_};
+                                   "--listen",
+                                   ReplicaAddress(i),
+                                   "--data-dir",
+                                   dir() + "/" + name,
+                                   "--lease",
+                                   "4000ms",
+                                   "--heartbeat",
+                                   "500ms",
+                                   "--lost-margin",
+                                   "2000ms",
+                                   "--policy",
+                                   dir() + "/policy.yaml",
+                                   "--ha-etcd",
+                                   EtcdEndpointsOf(i),
+                                   "--ha-name",
+                                   name,
+                                   "--ha-ttl",
+                                   ttl_};
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
-  replicas_[i] = std::make_unique<Subprocess>(
-      argv, std::map<std::string, std::string>{},
-      dir() + "/" + name + "." + std::to_string(starts_[i]++));
+  replicas_[i] =
+      std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                   dir() + "/" + name + "." + std::to_string(starts_[i]++));
 }
 
 void HaCluster::SignalReplica(int i, int sig) {
@@ -192,13 +199,13 @@ int HaCluster::Leader(std::chrono::milliseconds timeout) {
   return leader;
 }
 
-
 bool HaCluster::StartRunningJobs(int n, std::string* detail) {
   for (int i = 0; i < n; ++i) {
     RunningJob job;
     job.pid_file = shared_dir() + "/pid" + std::to_string(running_.size());
-    CommandResult r = Baton({"submit", "-q", "--gpus", "1", "--name", "keep" + std::to_string(i),
-                             "--", "sh", "-c", "echo $$ > " + job.pid_file + "; exec sleep 100000"});
+    CommandResult r =
+        Baton({"submit", "-q", "--gpus", "1", "--name", "keep" + std::to_string(i), "--", "sh",
+               "-c", "echo $$ > " + job.pid_file + "; exec sleep 100000"});
     if (r.exit_code != 0) {
       *detail = "submit: " + r.err;
       return false;
@@ -236,12 +243,12 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
     pool.emplace_back([&, t] {
       for (int n = 0; !stop; ++n) {
         // Unique across this cluster's calls: r<round>-s<thread>-<n>.
-        std::string name = "r" + std::to_string(round) + "-s" + std::to_string(t) + "-" +
-                           std::to_string(n);
+        std::string name =
+            "r" + std::to_string(round) + "-s" + std::to_string(t) + "-" + std::to_string(n);
         Clock::time_point started = Clock::now();
         // Two GPUs: never placed beside the running jobs, so the stream only queues.
-        CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout",
-                                 "30s", "--", "sleep", "1000"});
+        CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout", "30s",
+                                 "--", "sleep", "1000"});
         if (r.exit_code != 0) {
           ++failed;
           continue;
@@ -327,9 +334,9 @@ std::string HaCluster::RunningJobsChanged(bool ask) {
 
 void HaCluster::StartAgent(int i) {
   std::string name = "n" + std::to_string(i + 1);
-  std::vector<std::string> argv = {Bin("baton-agent"), "--name", name, "--coordinator", address_,
-                                   "--data-dir", dir() + "/" + name, "--fake-gpus", "2",
-                                   "--isolation", "none"};
+  std::vector<std::string> argv = {
+      Bin("baton-agent"), "--name",      name, "--coordinator", address_, "--data-dir",
+      dir() + "/" + name, "--fake-gpus", "2",  "--isolation",   "none"};
   for (auto& f : security_->AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
   agents_.push_back(
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, dir() + "/" + name));

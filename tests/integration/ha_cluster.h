@@ -16,16 +16,16 @@ namespace baton::testing {
 
 // What a leader's kill -9 under a stream of submits did (KillLeaderUnderSubmits).
 struct FailoverResult {
-  double failover_s = -1;        // kill -9 to the acknowledgement of the first submit made after it
-  size_t acked = 0;              // submits acknowledged, in all
+  double failover_s = -1;  // kill -9 to the acknowledgement of the first submit made after it
+  size_t acked = 0;        // submits acknowledged, in all
   size_t acked_before_kill = 0;
-  size_t failed = 0;             // submits that exited non-zero (never acknowledged)
-  size_t lost = 0;               // acknowledged, but not stored under their id and name
-  size_t duplicates = 0;         // an id acknowledged twice, or one submit stored twice
-  size_t restarted = 0;          // running jobs whose process or attempt changed
+  size_t failed = 0;      // submits that exited non-zero (never acknowledged)
+  size_t lost = 0;        // acknowledged, but not stored under their id and name
+  size_t duplicates = 0;  // an id acknowledged twice, or one submit stored twice
+  size_t restarted = 0;   // running jobs whose process or attempt changed
   int old_leader = -1;
   int new_leader = -1;
-  std::string detail;            // what was lost, duplicated or restarted, for messages
+  std::string detail;  // what was lost, duplicated or restarted, for messages
 };
 
 class HaCluster : public ClusterClient {

@@ -31,8 +31,7 @@ TEST(HaFailover, Kill9OfTheLeaderLosesNoAcknowledgedSubmitAndRestartsNoJob) {
   EXPECT_EQ(r.duplicates, 0u) << r.detail;
   EXPECT_EQ(r.restarted, 0u) << r.detail;
   std::cerr << "acknowledged " << r.acked << " submits (" << r.acked_before_kill
-            << " before the kill), " << r.failed << " failed; failover " << r.failover_s
-            << " s\n";
+            << " before the kill), " << r.failed << " failed; failover " << r.failover_s << " s\n";
 }
 
 TEST(HaFailover, AStoppedLeaderStepsDownAndRejoinsAndItsEpochNeverFollowsTheNext) {
@@ -58,8 +57,8 @@ TEST(HaFailover, AStoppedLeaderStepsDownAndRejoinsAndItsEpochNeverFollowsTheNext
   CommandResult refused;
   EXPECT_TRUE(WaitFor(
       [&] {
-        refused = c.Baton({"nodes", "--coordinator", c.ReplicaAddress(leader), "--timeout", "2s"},
-                          kRoot);
+        refused =
+            c.Baton({"nodes", "--coordinator", c.ReplicaAddress(leader), "--timeout", "2s"}, kRoot);
         return refused.exit_code != 0 &&
                refused.err.find(c.ReplicaAddress(next)) != std::string::npos;
       },
@@ -166,10 +165,9 @@ TEST(HaFailover, ALeaderCutOffFromEtcdAloneStopsLeadingAndRejoinsWhenHealed) {
   CommandResult refused;
   EXPECT_TRUE(WaitFor(
       [&] {
-        refused = c.Baton({"nodes", "--coordinator", c.ReplicaAddress(0), "--timeout", "2s"},
-                          kRoot);
-        return refused.exit_code != 0 &&
-               refused.err.find("the leader is c1") != std::string::npos;
+        refused =
+            c.Baton({"nodes", "--coordinator", c.ReplicaAddress(0), "--timeout", "2s"}, kRoot);
+        return refused.exit_code != 0 && refused.err.find("the leader is c1") != std::string::npos;
       },
       std::chrono::seconds(30)))
       << refused.err << c.ReplicaLog(0);

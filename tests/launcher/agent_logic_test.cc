@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/daemon.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/daemon.h"
 #include "launcher/agent/agent.h"
 #include "launcher/agent/epoch_fence.h"
 #include "tests/launcher/agent_wire.h"

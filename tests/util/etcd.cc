@@ -36,7 +36,8 @@ EtcdCluster::EtcdCluster(int members, bool tls) : tls_(tls) {
     std::string certs = std::string(BATON_SOURCE_DIR) + "/scripts/certs.sh";
     std::vector<std::vector<std::string>> steps = {{certs, pki_, "ca"},
                                                    {certs, pki_, "coordinator"}};
-    for (int i = 0; i < members; ++i) steps.push_back({certs, pki_, "etcd", "m" + std::to_string(i)});
+    for (int i = 0; i < members; ++i)
+      steps.push_back({certs, pki_, "etcd", "m" + std::to_string(i)});
     for (const auto& step : steps) {
       CommandResult r = RunProcess(step, {});
       if (r.exit_code != 0) {
@@ -67,17 +68,17 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int i) const {
-  return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" +
-         std::to_string(members_[i].client_port);
+  return std::string(tls_ ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(members_[i].client_port);
 }
 
 std::vector<std::string> EtcdCluster::Etcdctl(int i) const {
   std::vector<std::string> argv = {Which("etcdctl"), "--endpoints", endpoint(i),
                                    "--command-timeout", "1s"};
   if (tls_) {
-    for (const std::string& f : {"--cacert=" + pki_ + "/ca.crt",
-                                 "--cert=" + pki_ + "/coordinator.crt",
-                                 "--key=" + pki_ + "/coordinator.key"}) {
+    for (const std::string& f :
+         {"--cacert=" + pki_ + "/ca.crt", "--cert=" + pki_ + "/coordinator.crt",
+          "--key=" + pki_ + "/coordinator.key"}) {
       argv.push_back(f);
     }
   }
@@ -93,27 +94,19 @@ std::string EtcdCluster::endpoints() const {
 void EtcdCluster::Start(int i) {
   std::string initial;
   for (const auto& m : members_) {
-    initial += (initial.empty() ? "" : ",") + m.name + "=http://127.0.0.1:" +
-               std::to_string(m.peer_port);
+    initial +=
+        (initial.empty() ? "" : ",") + m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
   }
   Member& m = members_[i];
   std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
-  std::vector<std::string> argv = {Which("etcd"),
-                                   "--name", m.name,
-                                   "--data-dir", dir_ + "/" + m.name,
-                                   "--listen-client-urls", endpoint(i),
-                                   "--advertise-client-urls", endpoint(i),
-                                   "--listen-peer-urls", peer,
-                                   "--initial-advertise-peer-urls", peer,
-                                   "--initial-cluster", initial,
-                                   "--initial-cluster-state", "new",
-                                   "--initial-cluster-token", dir_,
-                                   // Quick elections on loopback (the defaults are for WANs).
-                                   "--heartbeat-interval", "50",
-                                   "--election-timeout", "500",
-                                   "--auto-compaction-mode", "revision",
-                                   "--auto-compaction-retention", "1000",
-                                   "--log-level", "warn"};
+  std::vector<std::string> argv = {
+      Which("etcd"), "--name", m.name, "--data-dir", dir_ + "/" + m.name, "--listen-client-urls",
+      endpoint(i), "--advertise-client-urls", endpoint(i), "--listen-peer-urls", peer,
+      "--initial-advertise-peer-urls", peer, "--initial-cluster", initial,
+      "--initial-cluster-state", "new", "--initial-cluster-token", dir_,
+      // Quick elections on loopback (the defaults are for WANs).
+      "--heartbeat-interval", "50", "--election-timeout", "500", "--auto-compaction-mode",
+      "revision", "--auto-compaction-retention", "1000", "--log-level", "warn"};
   if (tls_) {
     for (const std::string& f :
          {std::string("--client-cert-auth"), "--trusted-ca-file=" + pki_ + "/ca.crt",
@@ -122,9 +115,8 @@ void EtcdCluster::Start(int i) {
       argv.push_back(f);
     }
   }
-  m.process = std::make_unique<Subprocess>(
-      argv, std::map<std::string, std::string>{},
-      dir_ + "/" + m.name + "." + std::to_string(starts_++));
+  m.process = std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
+                                           dir_ + "/" + m.name + "." + std::to_string(starts_++));
 }
 
 void EtcdCluster::Kill(int i, int sig) {
