@@ -402,12 +402,8 @@ class StreamLink : public AgentLink {
   void Send(const v1::CoordinatorCommand& cmd) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writes_) return;
-    if (epoch_ == 0) {
-      writes_->Push(cmd);
-      return;
-    }
-    v1::CoordinatorCommand stamped = cmd;  // every command names the leader that sent it
-    stamped.set_epoch(epoch_);
+    v1::CoordinatorCommand stamped = cmd;  // Push copies anyway: every command names its leader
+    stamped.set_epoch(epoch_);             // (0, the wire's default, for a coordinator alone)
     writes_->Push(std::move(stamped));
   }
   void Close() {
