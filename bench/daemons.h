@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "proto/api.grpc.pb.h"
@@ -46,14 +48,17 @@ class Daemons {
     for (auto it = procs_.rbegin(); it != procs_.rend(); ++it) (*it)->Signal(SIGTERM);
     for (auto& p : procs_) p->Wait(std::chrono::seconds(10));
   }
-  // `extra`: more flags (--heartbeat 100ms …).
-  std::string StartCoordinator(const std::vector<std::string>& extra = {}) {
-    std::string ready = dir_ + "/coordinator.addr";
+  // `extra`: more flags (--heartbeat 100ms …). `name`: its data dir and log under the
+  // run's directory (several, for HA replicas). Returns its address, which becomes the
+  // target (SetTarget for a replica list).
+  std::string StartCoordinator(const std::vector<std::string>& extra = {},
+                               const std::string& name = "coordinator") {
+    std::string ready = dir_ + "/" + name + ".addr";
     std::vector<std::string> argv = {BinDir() + "/baton-coordinator",
                                      "--listen",
                                      "127.0.0.1:0",
                                      "--data-dir",
-                                     dir_ + "/coordinator",
+                                     dir_ + "/" + name,
                                      "--ready-file",
                                      ready,
                                      "--log-level",
@@ -63,7 +68,7 @@ class Daemons {
     for (auto& f : security_.CoordinatorFlags()) argv.push_back(f);
     argv.insert(argv.end(), extra.begin(), extra.end());
     procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
-                                                  dir_ + "/coordinator"));
+                                                  dir_ + "/" + name));
     Guard();
     baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
                             std::chrono::seconds(20));
@@ -82,6 +87,8 @@ class Daemons {
                                                   dir_ + "/" + name));
     Guard();
   }
+  // Where clients go: one address, or HA replicas' "ip:port,ip:port,…".
+  void SetTarget(const std::string& target) { target_ = target; }
   // What the CLI and the floor need: the coordinator, the CA, munged's socket.
   std::map<std::string, std::string> ClientEnv() const {
     auto env = security_.ClientEnv();
@@ -141,12 +148,17 @@ struct Api {
   }
 };
 
+// `target`: one address, or replicas' (calls go to the leader, as the CLI's do).
 inline Api Stub(const Daemons& d, const std::string& target, const std::string& token) {
   grpc::ChannelArguments args;
   // One connection per stub: several stubs spread the load over several HTTP/2 streams.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   baton::SetClientMessageLimits(&args);
-  return Api{v1::Coordinator::NewStub(grpc::CreateCustomChannel(target, d.Tls(), args)), token};
+  auto parsed = baton::ParseCoordinatorTarget(target);
+  if (!parsed.ok()) std::fprintf(stderr, "target: %s\n", parsed.status().ToString().c_str());
+  baton::CoordinatorTarget t = parsed.value_or(baton::CoordinatorTarget{target, target, false});
+  baton::SetCoordinatorChannelArgs(t, &args);
+  return Api{v1::Coordinator::NewStub(grpc::CreateCustomChannel(t.uri, d.Tls(), args)), token};
 }
 
 inline grpc::Status Call(const Api& api, const v1::JobSpec& spec, uint64_t* id) {
@@ -158,6 +170,53 @@ inline grpc::Status Call(const Api& api, const v1::JobSpec& spec, uint64_t* id) 
   grpc::Status s = api.stub->Submit(&ctx, req, &resp);
   *id = resp.job_id();
   return s;
+}
+
+// The smallest job: `true`, 100m CPU, 64 MiB, never restarted.
+inline v1::JobSpec TrivialSpec() {
+  v1::JobSpec spec;
+  spec.add_command("true");
+  spec.set_cpu_millis_per_node(100);
+  spec.set_memory_bytes_per_node(64 << 20);
+  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  return spec;
+}
+
+// Durable submits of TrivialSpec() through the API from `threads` threads (over four
+// connections) for `seconds`; completed submits per second. Each connection is made
+// (and, for replicas, has found the leader) before the clock starts.
+inline double ApiSubmits(const Daemons& d, const std::string& target, int threads, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  std::string token = d.Token();
+  std::vector<Api> stubs;
+  for (int i = 0; i < 4; ++i) {
+    stubs.push_back(Stub(d, target, token));
+    grpc::ClientContext ctx;
+    stubs.back().Prepare(&ctx);
+    ctx.set_wait_for_ready(true);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::ListNodesResponse nodes;
+    grpc::Status s = stubs.back().stub->ListNodes(&ctx, v1::ListNodesRequest(), &nodes);
+    if (!s.ok())
+      std::fprintf(stderr, "api: no coordinator answers: %s\n", s.error_message().c_str());
+  }
+  std::atomic<uint64_t> done{0}, failed{0};
+  auto start = Clock::now();
+  auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      v1::JobSpec spec = TrivialSpec();
+      uint64_t id;
+      while (Clock::now() < end) {
+        (Call(stubs[t % stubs.size()], spec, &id).ok() ? done : failed)++;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (failed) std::fprintf(stderr, "api: %llu submits failed\n", (unsigned long long)failed.load());
+  return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Whether no job is left unfinished: one job's worth of listing (unfinished jobs come

@@ -12,6 +12,11 @@
 // (which waits until another replica answers as leader), median over both clusters' reps.
 // lost_acknowledged_submits, duplicate_jobs and jobs_restarted_by_failover are summed
 // over every rep (target 0).
+// api_submits_per_s_ha: durable submits through the API (service token, TLS) from
+// --api-threads threads to three fresh replicas on a three-member etcd with TLS, against
+// api_submits_per_s_single: the same load on one coordinator alone (same TLS, token,
+// policy and tmpfs), interleaved three times; ha_vs_single_submit_rate = the medians'
+// ratio. --api-only runs this phase alone.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -20,7 +25,9 @@
 #include <vector>
 
 #include "bench/bench_flags.h"
+#include "bench/daemons.h"
 #include "tests/integration/ha_cluster.h"
+#include "tests/util/temp_dir.h"
 
 namespace {
 
@@ -97,16 +104,86 @@ double Median(std::vector<double> v) {
   return v.empty() ? -1 : v[v.size() / 2];
 }
 
+struct ApiRates {
+  std::vector<double> single, ha;
+  bool ok = true;
+};
+
+// Durable API submits: one coordinator, then three replicas, each repetition on fresh
+// daemons (the replicas on a prefix of their own in one etcd), interleaved.
+ApiRates RunApi(int reps, int threads, double seconds) {
+  ApiRates out;
+  EtcdCluster etcd(3, /*tls=*/true);
+  if (!etcd.ok()) {
+    std::fprintf(stderr, "ha bench: etcd did not come up: %s\n", etcd.why().c_str());
+    out.ok = false;
+    return out;
+  }
+  const std::string pki = etcd.pki_dir();
+  TempDir dir("baton-bench-ha-api");
+  for (int rep = 0; rep < reps; ++rep) {
+    const std::string n = std::to_string(rep);
+    double single = 0, ha = 0;
+    {
+      baton::bench::Daemons d(dir.path() + "/single" + n);
+      std::string target = d.StartCoordinator();
+      single = baton::bench::ApiSubmits(d, target, threads, seconds);
+    }
+    {
+      baton::bench::Daemons d(dir.path() + "/ha" + n);
+      std::string list;
+      for (int i = 0; i < 3; ++i) {
+        std::string name = "c" + std::to_string(i);
+        list += (i ? "," : "") +
+                d.StartCoordinator(
+                    {"--ha-etcd", etcd.endpoints(), "--ha-prefix", "/api" + n, "--ha-name", name,
+                     "--ha-etcd-ca", pki + "/ca.crt", "--ha-etcd-cert", pki + "/coordinator.crt",
+                     "--ha-etcd-key", pki + "/coordinator.key"},
+                    name);
+      }
+      d.SetTarget(list);
+      ha = baton::bench::ApiSubmits(d, list, threads, seconds);
+    }
+    std::printf(
+        "API submits, repetition %d (%d threads, token + TLS, each durable): one "
+        "coordinator %.0f /s, three replicas on etcd %.0f /s (%.3f)\n",
+        rep + 1, threads, single, ha, single > 0 ? ha / single : 0);
+    if (single <= 0 || ha <= 0) out.ok = false;
+    out.single.push_back(single);
+    out.ha.push_back(ha);
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   cxxopts::Options opts("baton-bench-ha", "coordinator failover under load (docs/ha.md)");
   opts.add_options()("pending", "jobs queued before the first kill",
                      cxxopts::value<int>()->default_value("10000"))(
-      "reps", "leader kills per TTL", cxxopts::value<int>()->default_value("3"));
+      "reps", "leader kills per TTL", cxxopts::value<int>()->default_value("3"))(
+      "api-threads", "client threads of the API submit phase",
+      cxxopts::value<int>()->default_value("256"))("api-seconds", "each API submit run",
+                                                   cxxopts::value<double>()->default_value("5"))(
+      "api-only", "only the API submit phase (its keys alone in the JSON line)");
   auto r = baton::bench::ParseFlags(opts, argc, argv);
   int pending = baton::bench::FlagAtLeast(opts, r, "pending", 0);
   int reps = baton::bench::FlagAtLeast(opts, r, "reps", 1);
+  int api_threads = baton::bench::FlagAtLeast(opts, r, "api-threads", 1);
+  double api_seconds = r["api-seconds"].as<double>();
+  if (!(api_seconds > 0)) baton::bench::BadFlags(opts, "--api-seconds must be above 0");
+  ApiRates api = RunApi(3, api_threads, api_seconds);
+  double api_ha = Median(api.ha), api_single = Median(api.single);
+  char api_json[256];
+  std::snprintf(api_json, sizeof api_json,
+                "\"api_submits_per_s_ha\": %.1f, \"api_submits_per_s_single\": %.1f, "
+                "\"ha_vs_single_submit_rate\": %.3f, \"api_threads\": %d, \"api_auth\": "
+                "\"token+tls\"",
+                api_ha, api_single, api_single > 0 ? api_ha / api_single : 0, api_threads);
+  if (r.count("api-only")) {
+    std::printf("{%s}\n", api_json);
+    return api.ok ? 0 : 1;
+  }
   Round five = Run("5s", pending, reps);
   Round two = Run("2s", pending, reps);
   double f5 = Median(five.failover_s), f2 = Median(two.failover_s);
@@ -117,9 +194,9 @@ int main(int argc, char** argv) {
       "\"failover_vs_ttl2\": %.3f, \"handover_s_step_down\": %.3f, "
       "\"lost_acknowledged_submits\": %zu, \"duplicate_jobs\": %zu, "
       "\"jobs_restarted_by_failover\": %zu, \"acknowledged_submits\": %zu, \"pending_jobs\": %d, "
-      "\"reps\": %d, \"replicas\": 3, \"etcd_members\": 3}\n",
+      "\"reps\": %d, \"replicas\": 3, \"etcd_members\": 3, %s}\n",
       f5, f2, f5 / 5, f2 / 2, Median(handovers), five.lost + two.lost,
       five.duplicates + two.duplicates, five.restarted + two.restarted, five.acked + two.acked,
-      pending, reps);
-  return five.ok && two.ok ? 0 : 1;
+      pending, reps, api_json);
+  return five.ok && two.ok && api.ok ? 0 : 1;
 }

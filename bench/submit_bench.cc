@@ -40,12 +40,14 @@
 namespace {
 
 using baton::bench::Api;
+using baton::bench::ApiSubmits;
 using baton::bench::BinDir;
 using baton::bench::Call;
 using baton::bench::CountSucceeded;
 using baton::bench::Daemons;
 using baton::bench::NoneUnfinished;
 using baton::bench::Stub;
+using baton::bench::TrivialSpec;
 using baton::testing::Subprocess;
 using Clock = std::chrono::steady_clock;
 namespace v1 = baton::v1;
@@ -114,39 +116,6 @@ int MemoryCgroups() {
     if (fields >> name >> hierarchy >> count >> enabled && name == "memory") return count;
   }
   return -1;
-}
-
-v1::JobSpec TrivialSpec() {
-  v1::JobSpec spec;
-  spec.add_command("true");
-  spec.set_cpu_millis_per_node(100);
-  spec.set_memory_bytes_per_node(64 << 20);
-  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
-  return spec;
-}
-
-// Submits from `threads` threads for `seconds`; returns completed submits per second.
-double ApiSubmits(const Daemons& d, const std::string& target, int threads, double seconds) {
-  std::string token = d.Token();
-  std::vector<Api> stubs;
-  for (int i = 0; i < 4; ++i) stubs.push_back(Stub(d, target, token));
-  std::atomic<uint64_t> done{0}, failed{0};
-  auto start = Clock::now();
-  auto end =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      v1::JobSpec spec = TrivialSpec();
-      uint64_t id;
-      while (Clock::now() < end) {
-        (Call(stubs[t % stubs.size()], spec, &id).ok() ? done : failed)++;
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  if (failed) std::fprintf(stderr, "api: %llu submits failed\n", (unsigned long long)failed.load());
-  return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // p50 of write(4 KiB) + fdatasync on the data dir's filesystem: what one durable,

@@ -24,6 +24,7 @@
 #include "coordinator/backup.h"
 #include "coordinator/ha/ha_metrics.h"
 #include "coordinator/ha/replica.h"
+#include "coordinator/ha/snapshot.h"
 #include "coordinator/ha/standby_service.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/metrics.h"
@@ -126,6 +127,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       "ha-advertise",
       "host:port clients and agents reach this replica at (default: --listen's bound address)",
       cxxopts::value<std::string>()->default_value(""))(
+      "ha-keep-entries",
+      "log entries the leader keeps in etcd (the window, at least 20); a standby further "
+      "behind restores a snapshot of the leader's store",
+      cxxopts::value<uint64_t>()->default_value("10000"))(
       "ha-etcd-ca", "etcd's own CA (PEM), for https:// endpoints",
       cxxopts::value<std::string>()->default_value("/etc/baton/etcd/ca.crt"))(
       "ha-etcd-cert", "this coordinator's client certificate for etcd (PEM)",
@@ -219,6 +224,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
         o.name = host;
       }
       o.address = r["ha-advertise"].as<std::string>();
+      o.keep_entries = r["ha-keep-entries"].as<uint64_t>();
+      if (o.keep_entries < 20) {
+        throw cxxopts::exceptions::exception("--ha-keep-entries must be at least 20");
+      }
     }
     return f;
   } catch (const cxxopts::exceptions::exception& e) {
@@ -274,11 +283,50 @@ absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
   return started;
 }
 
-absl::Status RunStandby(Flags& flags, baton::Store* store,
+// A standby the log cannot bring up to date (OutOfRange from FollowUntilLeading) fetches
+// a snapshot of the leader's store beside its data dir, retrying until it has one, and
+// names it in `*snapshot_dir` (main installs it with the store closed and re-executes).
+absl::Status FetchSnapshotFromLeader(const Flags& flags, const baton::TlsMaterial& tls,
+                                     baton::ha::Replica* replica, std::string* snapshot_dir) {
+  const std::string dir = flags.data_dir + ".snapshot-" + std::to_string(::getpid());
+  absl::Time said = absl::InfinitePast();
+  for (;;) {
+    if (int sig = baton::PollStopSignal(); sig == SIGINT || sig == SIGTERM) {
+      return absl::CancelledError("stopped while waiting for a snapshot");
+    }
+    absl::Status s;
+    auto leader = replica->Leader();
+    if (!leader.ok()) {
+      s = leader.status();
+    } else if (leader->epoch == 0 || leader->member.name() == replica->name()) {
+      s = absl::UnavailableError("no replica leads to take a snapshot from");
+    } else {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      spdlog::info("HA: fetching a snapshot of the leader's store from {} ({})",
+                   leader->member.name(), leader->member.address());
+      s = baton::ha::FetchSnapshot({leader->member.address(), tls, replica->cluster_id(),
+                                    replica->name(), replica->applied()},
+                                   dir);
+      if (s.ok()) {
+        *snapshot_dir = dir;
+        return absl::OkStatus();
+      }
+    }
+    if (absl::Now() - said > absl::Seconds(10)) {
+      spdlog::warn("HA: no snapshot yet, trying again: {}", s.ToString());
+      said = absl::Now();
+    }
+    absl::SleepFor(absl::Seconds(1));
+  }
+}
+
+absl::Status RunStandby(Flags& flags, baton::Store* store, const baton::TlsMaterial& tls,
                         const std::shared_ptr<grpc::ServerCredentials>& creds, char** argv,
                         std::string* listen, std::unique_ptr<baton::ha::Replica>* replica,
                         std::shared_ptr<baton::LateCollectable> late_metrics,
-                        std::unique_ptr<baton::MetricsServer>* metrics_server) {
+                        std::unique_ptr<baton::MetricsServer>* metrics_server,
+                        std::string* snapshot_dir) {
   std::atomic<baton::ha::Replica*> joined{nullptr};
   baton::ha::StandbyService standby(
       [&] {
@@ -342,6 +390,12 @@ absl::Status RunStandby(Flags& flags, baton::Store* store,
     if (sig == SIGINT || sig == SIGTERM) stop_signal = sig;
     return stop_signal != 0;
   });
+  if (absl::IsOutOfRange(epoch.status())) {
+    // Still a standby (refusing calls, naming the leader) while the snapshot comes.
+    spdlog::warn("{}", epoch.status().ToString());
+    absl::Status fetched = FetchSnapshotFromLeader(flags, tls, r->get(), snapshot_dir);
+    epoch = fetched.ok() ? absl::AbortedError("a snapshot to install") : fetched;
+  }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   server.reset();
   if (!epoch.ok()) {
@@ -416,8 +470,20 @@ int main(int argc, char** argv) {
   auto late_metrics = std::make_shared<baton::LateCollectable>();
   std::unique_ptr<baton::MetricsServer> metrics_server;
   if (flags->ha) {
-    absl::Status led = RunStandby(*flags, store->get(), *server_creds, argv, &listen, &replica,
-                                  late_metrics, &metrics_server);
+    std::string snapshot;
+    absl::Status led = RunStandby(*flags, store->get(), *tls, *server_creds, argv, &listen,
+                                  &replica, late_metrics, &metrics_server, &snapshot);
+    if (!snapshot.empty()) {
+      // The store closes, the snapshot takes its place, and the process starts again.
+      store->reset();
+      if (absl::Status s = baton::ha::InstallSnapshot(snapshot, flags->data_dir); !s.ok()) {
+        spdlog::error("HA: installing the snapshot: {}", s.ToString());
+        return 1;
+      }
+      absl::Status s = baton::ReExec(argv);
+      spdlog::critical("{}", s.ToString());
+      return 1;
+    }
     if (!led.ok()) {
       if (absl::IsCancelled(led)) return 0;  // stopped while a standby
       spdlog::error("{}", led.ToString());
@@ -445,12 +511,14 @@ int main(int argc, char** argv) {
   baton::CoordinatorService api({&jobs, store->get(), &authn, &tokens, &users, *tls,
                                  flags->max_follows_per_user, flags->max_follows, replica.get()});
   baton::AgentControlService agents(&jobs, tls->insecure);
+  baton::ha::SnapshotService snapshots(store->get(), tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, *server_creds, &port);
   builder.RegisterService(&api);
   builder.RegisterService(&agents);
+  if (replica) builder.RegisterService(&snapshots);  // for standbys behind the log's window
   baton::SetServerMessageLimits(&builder);
   // Agents ping every 10 s on an idle stream; allow it (a server that gets pings more often
   // than it allows drops the channel with too_many_pings: docs/recipes.md, gRPC).

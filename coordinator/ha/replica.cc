@@ -65,7 +65,10 @@ absl::Status Replica::CheckCluster() {
       if (!cluster.ParseFromString(got->kvs(0).value())) {
         return absl::DataLossError("HA: " + keys.cluster() + " does not parse");
       }
-      if (state->cluster_id == cluster.cluster_id()) return absl::OkStatus();
+      if (state->cluster_id == cluster.cluster_id()) {
+        cluster_id_ = cluster.cluster_id();
+        return absl::OkStatus();
+      }
       if (!state->cluster_id.empty()) {
         return absl::FailedPreconditionError(
             "HA: this data dir belongs to cluster " + state->cluster_id + ", but " + keys.prefix +
@@ -81,12 +84,15 @@ absl::Status Replica::CheckCluster() {
             ": to join that cluster start from an empty data dir (or a restored backup of its "
             "leader); to turn this data dir into an HA cluster use a prefix of its own");
       }
+      cluster_id_ = cluster.cluster_id();
       if (cluster.seeded()) {
-        return absl::FailedPreconditionError(
-            "HA: cluster " + cluster.cluster_id() +
-            " was seeded from an existing data dir that its log does not hold: start this "
-            "replica from a backup of its leader (baton admin backup, then "
-            "baton-coordinator restore), not from an empty data dir");
+        // The log does not hold the seed: this replica starts from the leader's store.
+        spdlog::info(
+            "HA: joining cluster {}, seeded from an existing data dir, from an empty one: "
+            "a snapshot of the leader's store comes first",
+            cluster.cluster_id());
+        needs_snapshot_ = true;
+        return absl::OkStatus();
       }
       spdlog::info("HA: joining cluster {} from an empty data dir", cluster.cluster_id());
       applied_ = 0;
@@ -116,6 +122,7 @@ absl::Status Replica::CheckCluster() {
     if (!created->succeeded()) continue;  // another replica created it first: join it
     spdlog::info("HA: created cluster {} under {} ({})", cluster.cluster_id(), keys.prefix,
                  cluster.seeded() ? "seeded from this data dir" : "empty");
+    cluster_id_ = cluster.cluster_id();
     applied_ = 0;
     return store_->WriteHaState({cluster.cluster_id(), 0});
   }
@@ -162,6 +169,10 @@ void Replica::PublishMember() {
 }
 
 absl::StatusOr<uint64_t> Replica::FollowUntilLeading(const std::function<bool()>& stop) {
+  if (needs_snapshot_) {
+    return absl::OutOfRangeError("HA: the log does not hold the data dir cluster " + cluster_id_ +
+                                 " was seeded from: this replica needs a snapshot");
+  }
   absl::Time said_unavailable = absl::InfinitePast();
   while (!stop()) {
     auto applied = ApplySome();
@@ -223,6 +234,8 @@ absl::StatusOr<uint64_t> Replica::FollowUntilLeading(const std::function<bool()>
   }
   return absl::CancelledError("stopping");
 }
+
+absl::StatusOr<LeaderInfo> Replica::Leader() { return election_->Leader(); }
 
 LeaderInfo Replica::last_leader() const {
   std::lock_guard<std::mutex> lock(leader_mu_);

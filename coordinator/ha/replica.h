@@ -50,9 +50,15 @@ class Replica : public CommitLog, public HaControl {
   ~Replica() override;
 
   // Standby: follows the log and campaigns until this replica leads (its epoch, with every
-  // entry applied) or `stop()` holds (Cancelled). OutOfRange when the log no longer holds
-  // the entries this data dir needs (restore it from a backup of the leader's).
+  // entry applied) or `stop()` holds (Cancelled). OutOfRange, before it ever campaigns,
+  // when the log no longer holds the entries this data dir needs, or never held the data
+  // dir the cluster was seeded from: it needs a snapshot of the leader's store
+  // (snapshot.h), and may not lead until it has one.
   absl::StatusOr<uint64_t> FollowUntilLeading(const std::function<bool()>& stop);
+
+  // Who leads now, as etcd says (epoch 0: nobody).
+  absl::StatusOr<LeaderInfo> Leader();
+  const std::string& cluster_id() const { return cluster_id_; }
 
   // Who led when the follow loop last looked (a standby's refusals name it).
   LeaderInfo last_leader() const;
@@ -92,6 +98,8 @@ class Replica : public CommitLog, public HaControl {
   std::unique_ptr<ReplicatedLog> log_;
   std::unique_ptr<Election> election_;
 
+  std::string cluster_id_;       // set by CheckCluster
+  bool needs_snapshot_ = false;  // set by CheckCluster: joins a seeded cluster empty
   std::atomic<uint64_t> applied_{0};
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> next_{0};      // the leader's next index

@@ -289,7 +289,8 @@ TEST_F(HaTest, JoinRefusesADataDirOfAnotherClusterOrWithStateOfItsOwn) {
   EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
   EXPECT_NE(refused.status().message().find("state of its own"), std::string_view::npos);
   // The same data dir on a prefix of its own seeds a new cluster, and keeps its jobs; an
-  // empty data dir may not join that seeded log (the log does not hold the seed).
+  // empty data dir joins that seeded log but must start from a snapshot (the log does not
+  // hold the seed): it never follows the log from nothing, nor campaigns.
   ha::ReplicaOptions own = ReplicaOpts("s");
   own.prefix = "/seeded";
   auto seeded = ha::Replica::Join(own, single->get(), RealClock::Get());
@@ -299,9 +300,17 @@ TEST_F(HaTest, JoinRefusesADataDirOfAnotherClusterOrWithStateOfItsOwn) {
   ASSERT_TRUE(empty.ok());
   ha::ReplicaOptions joiner = ReplicaOpts("e");
   joiner.prefix = "/seeded";
-  refused = ha::Replica::Join(joiner, empty->get(), RealClock::Get());
-  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
-  EXPECT_NE(refused.status().message().find("backup"), std::string_view::npos);
+  seeded->reset();  // nobody leads: a joiner that could campaign would
+  auto joined = ha::Replica::Join(joiner, empty->get(), RealClock::Get());
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  int polls = 0;
+  auto follow = (*joined)->FollowUntilLeading([&] { return ++polls > 20; });
+  EXPECT_TRUE(absl::IsOutOfRange(follow.status())) << follow.status();
+  EXPECT_NE(follow.status().message().find("snapshot"), std::string_view::npos);
+  EXPECT_EQ((*joined)->epoch(), 0u);
+  auto state = (*empty)->ReadHaState();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->cluster_id, "") << "an empty replica recorded a cluster it holds no state of";
 }
 
 TEST(HaEtcdAccess, OnlyACertificateFromEtcdsOwnCaGetsIn) {

@@ -33,6 +33,8 @@ bool PortFree(int port) {
   return free;
 }
 
+}  // namespace
+
 // Every job the cluster lists now (any state): id -> name.
 std::map<uint64_t, std::string> ListedJobs(ClusterClient& c) {
   std::map<uint64_t, std::string> out;
@@ -47,12 +49,10 @@ std::map<uint64_t, std::string> ListedJobs(ClusterClient& c) {
   return out;
 }
 
-}  // namespace
-
-HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_members,
-                     int proxied)
-    : ttl_(ttl), proxied_(proxied) {
-  etcd_ = std::make_unique<EtcdCluster>(etcd_members);
+HaCluster::HaCluster(HaClusterOptions o)
+    : ttl_(o.ttl), replica_flags_(o.replica_flags), proxied_(o.proxied) {
+  const int replicas = o.replicas, agents = o.agents;
+  etcd_ = std::make_unique<EtcdCluster>(o.etcd_members);
   if (!etcd_->ok()) {
     why_ = etcd_->why();
     return;
@@ -83,7 +83,15 @@ HaCluster::HaCluster(int replicas, int agents, const std::string& ttl, int etcd_
   }
   replicas_.resize(replicas);
   starts_.resize(replicas);
-  for (int i = 0; i < replicas; ++i) StartReplica(i);
+  if (o.seed_jobs > 0) {
+    if (!SeedFromASingleCoordinator(o.seed_jobs)) return;
+    StartReplica(0);  // it creates the cluster from its data dir before anyone else joins
+    if (Leader() != 0) {
+      why_ = "the seeded replica did not come to lead; see " + dir();
+      return;
+    }
+  }
+  for (int i = o.seed_jobs > 0 ? 1 : 0; i < replicas; ++i) StartReplica(i);
   if (Leader() < 0) {
     why_ = "no replica came to lead; see " + dir();
     return;
@@ -145,7 +153,42 @@ std::string HaCluster::EtcdEndpointsOf(int i) const {
   return out;
 }
 
-void HaCluster::StartReplica(int i) {
+bool HaCluster::SeedFromASingleCoordinator(int jobs) {
+  StartReplica(0, /*ha=*/false);
+  if (Leader() != 0) {
+    why_ = "the single coordinator did not come up; see " + dir();
+    return false;
+  }
+  for (int j = 0; j < jobs; ++j) {
+    CommandResult r = Baton(
+        {"submit", "-q", "--gpus", "0", "--name", "seed" + std::to_string(j), "--", "sleep", "1"});
+    if (r.exit_code != 0) {
+      why_ = "seed submit: " + r.err;
+      return false;
+    }
+  }
+  replicas_[0]->Signal(SIGTERM);
+  replicas_[0]->Wait(std::chrono::seconds(10));
+  replicas_[0].reset();
+  return true;
+}
+
+nlohmann::json HaCluster::ReplicaStatus(int i) {
+  CommandResult r = Baton({"admin", "ha", "status", "--json"}, kRoot);
+  auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (r.exit_code != 0 || j.is_discarded() || !j.contains("replicas")) return {};
+  for (const auto& rep : j["replicas"]) {
+    if (rep.value("name", "") == "c" + std::to_string(i)) {
+      nlohmann::json out = rep;
+      out["log_index"] = j.value("logIndex", "0");
+      out["log_first_index"] = j.value("logFirstIndex", "0");
+      return out;
+    }
+  }
+  return {};
+}
+
+void HaCluster::StartReplica(int i, bool ha) {
   std::string name = "c" + std::to_string(i);
   std::vector<std::string> argv = {Bin("baton-coordinator"),
                                    "--listen",
@@ -166,6 +209,8 @@ void HaCluster::StartReplica(int i) {
                                    name,
                                    "--ha-ttl",
                                    ttl_};
+  if (!ha) argv.resize(argv.size() - 6);
+  if (ha) argv.insert(argv.end(), replica_flags_.begin(), replica_flags_.end());
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
   replicas_[i] =
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},

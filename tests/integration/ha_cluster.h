@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
 #include "tests/integration/local_cluster.h"
 #include "tests/util/etcd.h"
 
@@ -28,13 +29,31 @@ struct FailoverResult {
   std::string detail;  // what was lost, duplicated or restarted, for messages
 };
 
+struct HaClusterOptions {
+  int replicas = 2;
+  int agents = 0;
+  std::string ttl = "2s";  // --ha-ttl
+  int etcd_members = 1;
+  // That replica reaches etcd only through TCP proxies of its own (socat), which
+  // CutOffFromEtcd and HealEtcd stop and start: it alone loses etcd. -1: none.
+  int proxied = -1;
+  std::vector<std::string> replica_flags;  // more flags for every replica
+  // > 0: replica 0 first runs as a single coordinator (no --ha-etcd) and takes this many
+  // pending jobs (named seed0, seed1, …); then it starts with --ha-etcd on that data dir
+  // (the cluster's seed) and leads before the other replicas start, with empty data dirs.
+  int seed_jobs = 0;
+};
+
+// Every job the cluster lists now (any state): id -> name.
+std::map<uint64_t, std::string> ListedJobs(ClusterClient& c);
+
 class HaCluster : public ClusterClient {
  public:
-  // `ttl`: --ha-ttl. ok() false (with why()) when etcd is missing or nothing came up.
-  // `proxied`: that replica reaches etcd only through TCP proxies of its own (socat),
-  // which CutOffFromEtcd and HealEtcd stop and start: it alone loses etcd.
+  // ok() false (with why()) when etcd is missing or nothing came up.
+  explicit HaCluster(HaClusterOptions options);
   HaCluster(int replicas, int agents, const std::string& ttl = "2s", int etcd_members = 1,
-            int proxied = -1);
+            int proxied = -1)
+      : HaCluster(HaClusterOptions{replicas, agents, ttl, etcd_members, proxied, {}, 0}) {}
   ~HaCluster() override;
 
   bool ok() const { return why_.empty(); }
@@ -43,6 +62,7 @@ class HaCluster : public ClusterClient {
   // A directory (1777) every user's jobs may write in.
   std::string shared_dir() const { return dir_.path() + "/shared"; }
   EtcdCluster& etcd() { return *etcd_; }
+  TestSecurity& security() { return *security_; }
   int replicas() const { return static_cast<int>(replicas_.size()); }
   std::string ReplicaAddress(int i) const;
   pid_t ReplicaPid(int i) const;
@@ -54,7 +74,9 @@ class HaCluster : public ClusterClient {
   int Leader(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // `sig` to replica i; for SIGKILL it is waited for and stays down until StartReplica.
   void SignalReplica(int i, int sig);
-  void StartReplica(int i);
+  void StartReplica(int i) { StartReplica(i, /*ha=*/true); }
+  // Replica i's `baton admin ha status --json` entry ({} when absent), as the leader says.
+  nlohmann::json ReplicaStatus(int i);
   // The proxied replica's path to etcd: cut (its connections too) and restored.
   void CutOffFromEtcd();
   void HealEtcd();
@@ -80,12 +102,15 @@ class HaCluster : public ClusterClient {
   };
   std::vector<RunningJob> running_;
   void StartAgent(int i);
+  void StartReplica(int i, bool ha);
+  bool SeedFromASingleCoordinator(int jobs);
   std::string EtcdEndpointsOf(int i) const;
   TempDir dir_;
   std::string why_;
   std::unique_ptr<TestSecurity> security_;
   std::unique_ptr<EtcdCluster> etcd_;
   std::string ttl_;
+  std::vector<std::string> replica_flags_;
   std::vector<int> ports_;
   std::vector<std::unique_ptr<Subprocess>> replicas_;
   std::vector<int> starts_;

@@ -7,8 +7,10 @@
 #include <set>
 #include <thread>
 
+#include "common/backup_dir.h"
 #include "coordinator/ha/etcd_client.h"
 #include "coordinator/ha/replicated_log.h"
+#include "coordinator/ha/snapshot.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/ha_cluster.h"
@@ -118,9 +120,15 @@ TEST(HaFailover, StepDownHandsOverToAWarmStandbyAndStatusShowsTheReplicas) {
   CommandResult handed = c.Baton({"admin", "ha", "step-down"}, kRoot);
   ASSERT_EQ(handed.exit_code, 0) << handed.err;
   EXPECT_NE(handed.out.find("leads"), std::string::npos) << handed.out;
-  int next = c.Leader();
-  EXPECT_GE(next, 0);
-  EXPECT_NE(next, leader);
+  // The old leader answers until it re-executes (kStepDownExit); then only the new one.
+  int next = -1;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        next = c.Leader(std::chrono::milliseconds(100));
+        return next >= 0 && next != leader;
+      },
+      std::chrono::seconds(10)))
+      << next;
   EXPECT_EQ(c.StateOf(job), "JOB_STATE_PENDING") << c.Describe(job);
 }
 
@@ -226,6 +234,126 @@ TEST(HaFailover, WithoutEtcdQuorumSubmitsFailClearlyJobsRunOnAndAllResumesAfter)
       << after.err;
   ASSERT_TRUE(c.WaitForReadyNodes(1, std::chrono::seconds(30)));
   EXPECT_EQ(c.RunningJobsChanged(), "") << "the job was restarted after quorum returned";
+}
+
+uint64_t Num(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? std::stoull(j[key].get<std::string>()) : 0;
+}
+
+// Waits until replica `i` says it holds the whole log (at least `at_least` entries) and
+// the leader's applied index is the same.
+bool CaughtUp(HaCluster& c, int i, uint64_t at_least, std::string* last) {
+  return WaitFor(
+      [&] {
+        nlohmann::json r = c.ReplicaStatus(i);
+        *last = r.dump();
+        uint64_t applied = Num(r, "appliedIndex");
+        return applied >= at_least && applied == Num(r, "log_index");
+      },
+      std::chrono::seconds(40));
+}
+
+TEST(HaSnapshot, AStandbyBehindTheLogsWindowRestoresASnapshotAndCatchesUp) {
+  HaClusterOptions o;
+  o.replicas = 2;
+  o.replica_flags = {"--ha-keep-entries", "20"};
+  HaCluster c(o);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  int leader = c.Leader();
+  ASSERT_GE(leader, 0);
+  int standby = 1 - leader;
+  c.SignalReplica(standby, SIGKILL);
+  std::set<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    names.insert("behind" + std::to_string(i));
+    CommandResult r = c.Baton({"submit", "-q", "--gpus", "0", "--name",
+                               "behind" + std::to_string(i), "--", "sleep", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // etcd no longer holds the entries the standby needs next.
+  nlohmann::json before;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        before = c.ReplicaStatus(standby);
+        return !before.empty() && Num(before, "log_first_index") > Num(before, "appliedIndex") + 1;
+      },
+      std::chrono::seconds(10)))
+      << before.dump();
+  uint64_t log_index = Num(before, "log_index");
+  c.StartReplica(standby);
+  std::string last;
+  ASSERT_TRUE(CaughtUp(c, standby, log_index, &last)) << last << "\n" << c.ReplicaLog(standby);
+  EXPECT_NE(c.ReplicaLog(standby).find("installed a snapshot"), std::string::npos)
+      << c.ReplicaLog(standby);
+  // It holds everything: with the old leader gone, it leads and lists every job.
+  c.SignalReplica(leader, SIGKILL);
+  ASSERT_EQ(c.Leader(), standby) << c.ReplicaLog(standby);
+  std::set<std::string> listed;
+  for (const auto& [id, name] : ListedJobs(c)) listed.insert(name);
+  for (const std::string& n : names) EXPECT_TRUE(listed.count(n)) << n << " is missing";
+  EXPECT_EQ(c.Baton({"submit", "-q", "--gpus", "0", "--", "sleep", "1"}).exit_code, 0);
+}
+
+TEST(HaSnapshot, AnExistingDataDirTurnedHaKeepsEveryJobAndAnEmptyReplicaStartsFromASnapshot) {
+  HaClusterOptions o;
+  o.replicas = 2;
+  o.seed_jobs = 4;
+  HaCluster c(o);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  ASSERT_EQ(c.Leader(), 0);
+  std::map<uint64_t, std::string> seeded = ListedJobs(c);
+  for (int j = 0; j < 4; ++j) {
+    bool found = false;
+    for (const auto& [id, name] : seeded) found |= name == "seed" + std::to_string(j);
+    EXPECT_TRUE(found) << "seed" << j << " did not survive turning HA on";
+  }
+  CommandResult after = c.Baton({"submit", "-q", "--gpus", "0", "--name", "after", "--", "true"});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  std::string last;
+  ASSERT_TRUE(CaughtUp(c, 1, 1, &last)) << last << "\n" << c.ReplicaLog(1);
+  EXPECT_NE(c.ReplicaLog(1).find("installed a snapshot"), std::string::npos) << c.ReplicaLog(1);
+  c.SignalReplica(0, SIGKILL);
+  ASSERT_EQ(c.Leader(), 1) << c.ReplicaLog(1);
+  std::map<uint64_t, std::string> listed = ListedJobs(c);
+  for (const auto& [id, name] : seeded) {
+    EXPECT_EQ(listed[id], name) << "job " << id << " is not the same on the new leader";
+  }
+  EXPECT_EQ(listed[ClusterClient::SubmittedId(after.out)], "after");
+}
+
+TEST(HaSnapshot, OnlyACoordinatorOfTheSameClusterGetsASnapshot) {
+  HaCluster c(/*replicas=*/1, /*agents=*/0);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  ASSERT_EQ(c.Leader(), 0);
+  CommandResult st = c.Baton({"admin", "ha", "status", "--json"}, kRoot);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  std::string cluster = nlohmann::json::parse(st.out).value("clusterId", "");
+  ASSERT_FALSE(cluster.empty()) << st.out;
+  auto snapshot = [&](const std::string& cert, const std::string& key, const std::string& id,
+                      const std::string& dir) {
+    auto tls = LoadTls({c.security().ca(), cert, key, false}, /*need_cert=*/false);
+    if (!tls.ok()) return tls.status();
+    return ha::FetchSnapshot({c.ReplicaAddress(0), *tls, id, "intruder", 0}, c.dir() + "/" + dir);
+  };
+  const std::string tls_dir = c.dir() + "/tls/";
+  // A person (no certificate) and a node (a node's certificate) get nothing.
+  absl::Status s = snapshot("", "", cluster, "s1");
+  EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
+  auto [node_cert, node_key] = c.security().NodeCert("n9");
+  s = snapshot(node_cert, node_key, cluster, "s2");
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  // A coordinator of another cluster neither.
+  s = snapshot(tls_dir + "coordinator.crt", tls_dir + "coordinator.key",
+               "0123456789abcdef0123456789abcdef", "s3");
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  for (const char* d : {"/s1", "/s2", "/s3"}) {
+    EXPECT_NE(access((c.dir() + d).c_str(), F_OK), 0) << d << " was left behind";
+  }
+  // A replica of this one gets a whole, checked store.
+  s = snapshot(tls_dir + "coordinator.crt", tls_dir + "coordinator.key", cluster, "s4");
+  ASSERT_TRUE(s.ok()) << s;
+  auto manifest = VerifyBackupDir(c.dir() + "/s4");
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
 }
 
 }  // namespace
