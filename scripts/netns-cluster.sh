@@ -13,6 +13,16 @@
 #   scripts/netns-cluster.sh kill-agent I [SIG]          SIG node I's agent, no restart
 #                                          (its jobs run on, orphaned; `down` kills them)
 #   scripts/netns-cluster.sh partition I | heal I        cut node I off the bridge / back
+# HA (docs/ha.md): with BATON_NETNS_HA=R (1-9) the coordinator runs as R replicas, each in
+# a namespace of its own (<name>-c<K>, address <subnet>.20K, port 7070), on a three-member
+# etcd, each member in a namespace of its own too (<name>-e<K>, <subnet>.21K, data on
+# /dev/shm), TLS everywhere under an etcd CA of its own (state dir etcd/); clients and
+# agents get every replica's address. BATON_NETNS_HA_TTL sets --ha-ttl (default 5s).
+# `restart-coordinator` and its halves are then refused; instead:
+#   scripts/netns-cluster.sh stop-replica K [SIG] | start-replica K    replica K
+#   scripts/netns-cluster.sh stop-etcd K [SIG] | start-etcd K          etcd member K
+#   scripts/netns-cluster.sh cut-etcd K | heal-etcd K    replica K alone loses etcd (nft in
+#                                          its namespace drops etcd's port) / gets it back
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
 # is the /24 used; BATON_BIN (default build/bin) holds the binaries; BATON_COORDINATOR_ARGS
@@ -36,6 +46,101 @@ BRIDGE=${NAME:0:8}br0
 COORD_ADDR=$SUBNET.1
 
 ns() { echo "$NAME-n$1"; }
+HA=${BATON_NETNS_HA:-0}
+case "$HA" in [0-9]) ;; *) echo "netns-cluster: BATON_NETNS_HA must be 0-9" >&2; exit 2 ;; esac
+replica_addr() { echo "$SUBNET.$((200 + $1))"; }
+etcd_addr() { echo "$SUBNET.$((210 + $1))"; }
+ETCD_MEMBERS=3
+
+# A namespace NS on the bridge at ADDR through veth pair VETH (host end; the other end
+# becomes eth0 inside).
+add_ns() {
+  local ns=$1 addr=$2 veth=$3
+  ip netns add "$ns"
+  ip link add "$veth" type veth peer name "${veth}p"
+  ip link set "$veth" master "$BRIDGE" up
+  ip link set "${veth}p" netns "$ns"
+  nsenter --net="/var/run/netns/$ns" sh -c "
+    ip link set ${veth}p name eth0 && ip addr add $addr/24 dev eth0 &&
+    ip link set eth0 up && ip link set lo up && ip route add default via $COORD_ADDR"
+}
+
+etcd_endpoints() {
+  local out="" k
+  for k in $(seq 1 $ETCD_MEMBERS); do out="$out,https://$(etcd_addr "$k"):2379"; done
+  echo "${out#,}"
+}
+
+# etcd member K in its namespace: clients and peers on TLS from the etcd CA.
+start_etcd() {
+  local k=$1 addr peers="" j
+  addr=$(etcd_addr "$k")
+  for j in $(seq 1 $ETCD_MEMBERS); do peers="$peers,e$j=https://$(etcd_addr "$j"):2380"; done
+  local pki=$STATE/etcd
+  nsenter --net="/var/run/netns/$NAME-e$k" etcd --name "e$k" --data-dir "/dev/shm/$NAME-etcd-e$k" \
+    --listen-client-urls "https://$addr:2379" --advertise-client-urls "https://$addr:2379" \
+    --listen-peer-urls "https://$addr:2380" --initial-advertise-peer-urls "https://$addr:2380" \
+    --initial-cluster "${peers#,}" --initial-cluster-state new --initial-cluster-token "$NAME" \
+    --client-cert-auth --trusted-ca-file "$pki/ca.crt" --cert-file "$pki/etcd-e$k.crt" \
+    --key-file "$pki/etcd-e$k.key" --peer-client-cert-auth --peer-trusted-ca-file "$pki/ca.crt" \
+    --peer-cert-file "$pki/etcd-e$k.crt" --peer-key-file "$pki/etcd-e$k.key" \
+    --heartbeat-interval 100 --election-timeout 1000 --auto-compaction-mode revision \
+    --auto-compaction-retention 1000 --log-level warn >>"$STATE/etcd-e$k.log" 2>&1 &
+  echo $! >"$STATE/etcd-e$k.pid"
+}
+
+etcd_healthy() {
+  ETCDCTL_API=3 etcdctl --endpoints "$(etcd_endpoints)" --cacert "$STATE/etcd/ca.crt" \
+    --cert "$STATE/etcd/coordinator.crt" --key "$STATE/etcd/coordinator.key" \
+    --command-timeout 2s endpoint health >/dev/null 2>&1
+}
+
+# Replica K in its namespace (data dir c<K>, log c<K>.log, ready file c<K>.addr).
+start_replica() {
+  local k=$1 addr
+  addr=$(replica_addr "$k")
+  rm -f "$STATE/c$k.addr"
+  nsenter --net="/var/run/netns/$NAME-c$k" "$BIN/baton-coordinator" --listen "$addr:7070" \
+    --data-dir "$STATE/c$k" --ready-file "$STATE/c$k.addr" --heartbeat 500ms --lease 4000ms \
+    --lost-margin 2000ms --tls-ca "$STATE/tls/ca.crt" --tls-cert "$STATE/tls/coordinator.crt" \
+    --tls-key "$STATE/tls/coordinator.key" --munge-socket "$STATE/munge/munge.socket" \
+    --ha-etcd "$(etcd_endpoints)" --ha-name "c$k" --ha-ttl "${BATON_NETNS_HA_TTL:-5s}" \
+    --ha-etcd-ca "$STATE/etcd/ca.crt" --ha-etcd-cert "$STATE/etcd/coordinator.crt" \
+    --ha-etcd-key "$STATE/etcd/coordinator.key" \
+    ${BATON_COORDINATOR_ARGS:-} >>"$STATE/c$k.log" 2>&1 &
+  echo $! >"$STATE/c$k.pid"
+  for _ in $(seq 600); do [ -s "$STATE/c$k.addr" ] && return 0; sleep 0.05; done
+  echo "netns-cluster: replica c$k did not start; the end of its log:" >&2
+  tail -n 15 "$STATE/c$k.log" >&2
+  exit 1
+}
+
+# The replicas, etcd and their namespaces (HA); coordinator.addr lists every replica.
+start_ha() {
+  scripts/certs.sh "$STATE/etcd" ca >/dev/null
+  scripts/certs.sh "$STATE/etcd" coordinator >/dev/null
+  local k list=""
+  for k in $(seq 1 $ETCD_MEMBERS); do
+    scripts/certs.sh "$STATE/etcd" etcd "e$k" "IP:$(etcd_addr "$k")" >/dev/null
+    add_ns "$NAME-e$k" "$(etcd_addr "$k")" "${NAME:0:6}e$k"
+  done
+  for k in $(seq 1 "$HA"); do add_ns "$NAME-c$k" "$(replica_addr "$k")" "${NAME:0:6}c$k"; done
+  for k in $(seq 1 $ETCD_MEMBERS); do rm -rf "/dev/shm/$NAME-etcd-e$k"; start_etcd "$k"; done
+  for _ in $(seq 100); do etcd_healthy && break; sleep 0.2; done
+  etcd_healthy || { echo "netns-cluster: etcd did not come up; see $STATE/etcd-e*.log" >&2; exit 1; }
+  for k in $(seq 1 "$HA"); do
+    start_replica "$k"
+    list="$list,$(replica_addr "$k"):7070"
+  done
+  echo "${list#,}" >"$STATE/coordinator.addr"
+}
+
+no_ha_verb() {
+  [ "$(cat "$STATE/ha" 2>/dev/null || echo 0)" = 0 ] && return 0
+  echo "netns-cluster: $1 is for a single coordinator; with replicas use stop-replica K," \
+    "start-replica K" >&2
+  exit 2
+}
 
 start_cluster() {
   local n=$1 gpus=${2:-2}
@@ -46,7 +151,10 @@ start_cluster() {
   echo "$n" >"$STATE/nodes"
   scripts/munged.sh start "$STATE/munge" >/dev/null
   scripts/certs.sh "$STATE/tls" ca >/dev/null
-  scripts/certs.sh "$STATE/tls" coordinator "IP:$COORD_ADDR" >/dev/null
+  local sans="IP:$COORD_ADDR" k
+  for k in $(seq 1 "$HA"); do sans="$sans IP:$(replica_addr "$k")"; done
+  # shellcheck disable=SC2086  # one SAN per word
+  scripts/certs.sh "$STATE/tls" coordinator $sans >/dev/null
   for i in $(seq 1 "$n"); do scripts/certs.sh "$STATE/tls" node "n$i" "IP:$SUBNET.$((10 + i))" >/dev/null; done
   chmod 0755 "$STATE/tls"
   ip link add "$BRIDGE" type bridge
@@ -63,8 +171,9 @@ start_cluster() {
   done
   touch "$STATE/up"
   echo "$gpus" >"$STATE/gpus"
+  echo "$HA" >"$STATE/ha"
 
-  start_coordinator "$COORD_ADDR:0"
+  if [ "$HA" -gt 0 ]; then start_ha; else start_coordinator "$COORD_ADDR:0"; fi
   local coord
   coord=$(cat "$STATE/coordinator.addr")
   for i in $(seq 1 "$n"); do start_agent "$i"; done
@@ -173,6 +282,18 @@ stop_cluster() {
     find "$h$NAME" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
   done
   stop_pid "$STATE/coordinator.pid"
+  local k
+  for k in 1 2 3 4 5 6 7 8 9; do
+    stop_pid "$STATE/c$k.pid"
+    ip netns del "$NAME-c$k" 2>/dev/null || true
+    ip link del "${NAME:0:6}c$k" 2>/dev/null || true
+  done
+  for k in $(seq 1 $ETCD_MEMBERS); do
+    stop_pid "$STATE/etcd-e$k.pid"
+    ip netns del "$NAME-e$k" 2>/dev/null || true
+    ip link del "${NAME:0:6}e$k" 2>/dev/null || true
+    rm -rf "/dev/shm/$NAME-etcd-e$k"
+  done
   [ -d "$STATE/munge" ] && scripts/munged.sh stop "$STATE/munge"
   for i in $(seq 1 "$n"); do
     ip netns del "$(ns "$i")" 2>/dev/null || true
@@ -193,14 +314,25 @@ case "${1:-}" in
   up) shift; start_cluster "${1:?usage: netns-cluster.sh up N [GPUS]}" "${2:-2}" ;;
   down) stop_cluster ;;
   env) print_env ;;
-  restart-coordinator) restart_coordinator "${2:-KILL}" ;;
-  stop-coordinator) signal_and_wait "$STATE/coordinator.pid" "${2:-KILL}" ;;
-  start-coordinator) start_coordinator "$(cat "$STATE/coordinator.addr")" ;;
+  restart-coordinator) no_ha_verb "$1"; restart_coordinator "${2:-KILL}" ;;
+  stop-coordinator) no_ha_verb "$1"; signal_and_wait "$STATE/coordinator.pid" "${2:-KILL}" ;;
+  start-coordinator) no_ha_verb "$1"; start_coordinator "$(cat "$STATE/coordinator.addr")" ;;
+  stop-replica) signal_and_wait "$STATE/c${2:?usage: netns-cluster.sh stop-replica K [SIG]}.pid" "${3:-KILL}" ;;
+  start-replica) start_replica "${2:?usage: netns-cluster.sh start-replica K}" ;;
+  stop-etcd) signal_and_wait "$STATE/etcd-e${2:?usage: netns-cluster.sh stop-etcd K [SIG]}.pid" "${3:-KILL}" ;;
+  start-etcd) start_etcd "${2:?usage: netns-cluster.sh start-etcd K}" ;;
+  cut-etcd)
+    echo "table inet baton_cut { chain out { type filter hook output priority 0; tcp dport 2379 drop; }; }" |
+      nsenter --net="/var/run/netns/$NAME-c${2:?usage: netns-cluster.sh cut-etcd K}" nft -f - ;;
+  heal-etcd) nsenter --net="/var/run/netns/$NAME-c${2:?usage: netns-cluster.sh heal-etcd K}" \
+    nft delete table inet baton_cut ;;
   restart-agent) restart_agent "${2:-}" "${3:-KILL}" ;;
   kill-agent) kill_agent "${2:-}" "${3:-KILL}" ;;
   partition) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh partition I}" down ;;
   heal) ip link set "${NAME:0:6}h${2:?usage: netns-cluster.sh heal I}" up ;;
   *) echo "usage: $0 up N [GPUS] | down | env | restart-coordinator [SIG] |" \
        "stop-coordinator [SIG] | start-coordinator |" \
-       "restart-agent I [SIG] | kill-agent I [SIG] | partition I | heal I" >&2; exit 2 ;;
+       "restart-agent I [SIG] | kill-agent I [SIG] | partition I | heal I |" \
+       "stop-replica K [SIG] | start-replica K | stop-etcd K [SIG] | start-etcd K |" \
+       "cut-etcd K | heal-etcd K" >&2; exit 2 ;;
 esac

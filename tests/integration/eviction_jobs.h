@@ -11,16 +11,23 @@
 
 namespace baton::testing {
 
-// Writes a policy to `path` under which inference (a service) may evict training at once
-// (no minimum runtime) and an evicted training job cools down for `cooldown` ("3s");
-// returns the coordinator flags that load it.
-inline std::string EvictAtOncePolicy(const std::string& path, const std::string& cooldown) {
+// Writes a policy to `path` with two classes, inference (a service of tenant serving) and
+// training (no minimum runtime; `training_extra` appended to its entry, e.g.
+// ", stop_after_disconnect: 5s"); returns the coordinator flags that load it.
+inline std::string TrainingAndServicePolicy(const std::string& path,
+                                            const std::string& training_extra) {
   std::ofstream(path) << "classes:\n"
                          "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"
-                         "  - {name: training, value: 300, cooldown: "
-                      << cooldown << ", cooldown_cap: 1m, min_runtime: 0s}\n"
+                         "  - {name: training, value: 300, min_runtime: 0s"
+                      << training_extra << "}\n"
                       << TestPolicyAccess();
   return "--policy " + path;
+}
+
+// Such a policy under which inference may evict training at once and an evicted training
+// job cools down for `cooldown` ("3s").
+inline std::string EvictAtOncePolicy(const std::string& path, const std::string& cooldown) {
+  return TrainingAndServicePolicy(path, ", cooldown: " + cooldown + ", cooldown_cap: 1m");
 }
 
 // `baton submit -q` arguments of a training train_mlp in mpi mode on 2 nodes x 2 ranks,

@@ -13,7 +13,9 @@
 #include "coordinator/ha/snapshot.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/eviction_jobs.h"
 #include "tests/integration/ha_cluster.h"
+#include "tests/integration/outage_scenario.h"
 
 namespace baton::testing {
 namespace {
@@ -354,6 +356,45 @@ TEST(HaSnapshot, OnlyACoordinatorOfTheSameClusterGetsASnapshot) {
   ASSERT_TRUE(s.ok()) << s;
   auto manifest = VerifyBackupDir(c.dir() + "/s4");
   EXPECT_TRUE(manifest.ok()) << manifest.status();
+}
+
+// The namespace cluster with its coordinator as three replicas, each in a namespace of
+// its own, on a three-member etcd in namespaces too (BATON_NETNS_HA=3, TLS everywhere):
+// the leader is kill -9'ed while a train_mlp gang (2 nodes) and an inference service run.
+// A standby leads; the gang trains on in its first attempt to the weights of an
+// uninterrupted run and the service keeps its process.
+TEST(HaNetns, Kill9OfTheLeaderKeepsATrainingGangAndAServiceOnTheirProcesses) {
+  TempDir dir("baton-ha-netns");
+  MakeShared(dir.path());
+  NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2,
+                       TrainingAndServicePolicy(dir.Sub("policy.yaml"), ""), "h",
+                       /*ha_replicas=*/3);
+  if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();
+  OutageReport r = StartOutageJobs(cluster, dir.path(), /*train_seconds=*/20);
+  ASSERT_EQ(r.error, "");
+  const int leader = cluster.HaLeader();
+  ASSERT_GT(leader, 0);
+  r.down_ms = UnixNowMs();
+  ASSERT_TRUE(cluster.StopReplica(leader, "KILL"));
+  int next = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        next = cluster.HaLeader(std::chrono::milliseconds(100));
+        return next > 0 && next != leader;
+      },
+      std::chrono::seconds(30)))
+      << "no standby came to lead";
+  r.up_ms = UnixNowMs();
+  ASSERT_TRUE(cluster.StartReplica(leader));  // it rejoins as a standby
+  FinishOutage(cluster, r, std::chrono::seconds(120));
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.jobs_killed, 0) << cluster.Describe(r.training) << cluster.Describe(r.service);
+  EXPECT_EQ(r.work_lost_s, 0);
+  EXPECT_EQ(r.service_pids, 1) << "the service was restarted";
+  EXPECT_EQ(TrainMlpFinalHash(r.training_log), UninterruptedTrainMlpHash(r.training_flags));
+  std::cerr << "leader c" << leader << " killed; c" << next << " led "
+            << (r.up_ms - r.down_ms) / 1000.0 << " s later (as the CLI saw it)\n";
+  EXPECT_EQ(cluster.Baton({"cancel", std::to_string(r.service)}, kRoot).exit_code, 0);
 }
 
 }  // namespace

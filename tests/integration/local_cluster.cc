@@ -12,6 +12,7 @@
 
 #include "common/munge.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "proto/api.pb.h"
 #include "proto/rpc_util.h"
 #include "proto/tls.h"
@@ -196,8 +197,8 @@ uint64_t ClusterClient::SubmittedId(const std::string& out) {
 }
 
 NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
-                           std::string name_suffix)
-    : coordinator_args_(std::move(coordinator_args)) {
+                           std::string name_suffix, int ha_replicas)
+    : coordinator_args_(std::move(coordinator_args)), ha_replicas_(ha_replicas) {
   if (geteuid() != 0) {
     why_ = "needs root to create network namespaces";
     return;
@@ -283,6 +284,26 @@ bool NetnsCluster::KillAgent(int i, const std::string& signal) {
   return Script({"kill-agent", std::to_string(i), signal});
 }
 bool NetnsCluster::Partition(int i) { return Script({"partition", std::to_string(i)}); }
+bool NetnsCluster::StopReplica(int k, const std::string& signal) {
+  return Script({"stop-replica", std::to_string(k), signal});
+}
+bool NetnsCluster::StartReplica(int k) { return Script({"start-replica", std::to_string(k)}); }
+
+int NetnsCluster::HaLeader(std::chrono::milliseconds timeout) {
+  int leader = 0;
+  WaitFor(
+      [&] {
+        CommandResult r = Baton({"admin", "ha", "status", "--json", "--timeout", "3s"}, kRoot);
+        auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+        if (r.exit_code != 0 || j.is_discarded()) return false;
+        std::string name = j.value("leader", "");
+        if (name.size() < 2 || name[0] != 'c') return false;
+        leader = std::atoi(name.c_str() + 1);
+        return leader > 0;
+      },
+      timeout);
+  return leader;
+}
 bool NetnsCluster::Heal(int i) { return Script({"heal", std::to_string(i)}); }
 
 std::string NetnsCluster::NodeAddress(int i) const {
@@ -293,7 +314,8 @@ std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
   std::map<std::string, std::string> env = {{"BATON_NETNS_NAME", name_},
                                             {"BATON_NETNS_SUBNET", subnet_},
                                             {"BATON_BIN", BATON_BIN_DIR},
-                                            {"BATON_COORDINATOR_ARGS", coordinator_args_}};
+                                            {"BATON_COORDINATOR_ARGS", coordinator_args_},
+                                            {"BATON_NETNS_HA", std::to_string(ha_replicas_)}};
   // Set BATON_NETNS_KEEP_LOGS=DIR when running a test to keep the daemons' logs.
   if (const char* keep = getenv("BATON_NETNS_KEEP_LOGS")) {
     env["BATON_NETNS_KEEP_LOGS"] = std::string(keep) + "/" + name_;

@@ -87,8 +87,10 @@ class NetnsCluster : public ClusterClient {
   // `ok()` is false (with `why()`) when this machine cannot make namespaces (not root)
   // or the test users are missing. Without a --policy in `coordinator_args` the cluster
   // runs TestPolicyYaml().
-  NetnsCluster(int nodes, int gpus, std::string coordinator_args = "",
-               std::string name_suffix = "");
+  // `ha_replicas` > 0: the coordinator runs as that many replicas on a three-member etcd,
+  // each in a namespace of its own (BATON_NETNS_HA, docs/ha.md); the CLI gets them all.
+  NetnsCluster(int nodes, int gpus, std::string coordinator_args = "", std::string name_suffix = "",
+               int ha_replicas = 0);
   ~NetnsCluster() override;
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
@@ -111,6 +113,12 @@ class NetnsCluster : public ClusterClient {
   bool KillAgent(int i, const std::string& signal = "KILL");
   bool Partition(int i);
   bool Heal(int i);
+  // HA: replica k (1-based) gets `signal` and is waited for / is started again.
+  bool StopReplica(int k, const std::string& signal = "KILL");
+  bool StartReplica(int k);
+  // HA: the replica that leads now (1-based, as `baton admin ha status` names it c<k>);
+  // 0 when none answers within `timeout`.
+  int HaLeader(std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
  private:
   std::map<std::string, std::string> ScriptEnv() const;
@@ -118,6 +126,7 @@ class NetnsCluster : public ClusterClient {
   bool ok_ = false;
   std::string why_, name_, subnet_, state_, coordinator_args_, policy_file_;
   int lock_fd_ = -1;
+  int ha_replicas_ = 0;
   // Tears the cluster down should this process die without its destructor.
   std::unique_ptr<TeardownGuard> guard_;
 };

@@ -89,7 +89,12 @@ OutageReport RunCoordinatorOutage(NetnsCluster& cluster, const std::string& dir,
     return r;
   }
   r.up_ms = UnixNowMs();
-  cluster.WaitForState(r.training, "JOB_STATE_SUCCEEDED", std::chrono::seconds(train_s + 60));
+  FinishOutage(cluster, r, std::chrono::seconds(train_s + 60));
+  return r;
+}
+
+void FinishOutage(NetnsCluster& cluster, OutageReport& r, std::chrono::seconds wait) {
+  cluster.WaitForState(r.training, "JOB_STATE_SUCCEEDED", wait);
   MeasureService(r);
   r.training_log = cluster.Baton({"logs", std::to_string(r.training)}).out;
   r.training_max_gap_ms = MaxRankGapMs(ReadFile(r.ckpt + "/WITNESS"));
@@ -98,7 +103,7 @@ OutageReport RunCoordinatorOutage(NetnsCluster& cluster, const std::string& dir,
   const std::optional<v1::Job> s = cluster.GetJob(r.service);
   if (!t || !s) {
     r.error = "the coordinator does not answer after the outage";
-    return r;
+    return;
   }
   if (t->attempts_size() != 1 || t->state() != v1::JOB_STATE_SUCCEEDED) ++r.jobs_killed;
   if (s->attempts_size() != 1 || s->state() != v1::JOB_STATE_RUNNING) ++r.jobs_killed;
@@ -107,7 +112,6 @@ OutageReport RunCoordinatorOutage(NetnsCluster& cluster, const std::string& dir,
     const int64_t since = std::max(a.checkpoint_time_ms(), a.started_ms());
     if (a.ended_ms() > since) r.work_lost_s += (a.ended_ms() - since) / 1000.0;
   }
-  return r;
 }
 
 }  // namespace baton::testing

@@ -46,4 +46,8 @@ void MeasureService(OutageReport& report);
 OutageReport RunCoordinatorOutage(NetnsCluster& cluster, const std::string& dir,
                                   std::chrono::seconds outage);
 
+// After the outage (down_ms and up_ms set): waits `wait` for the gang's end, then what it
+// cost, into `r`.
+void FinishOutage(NetnsCluster& cluster, OutageReport& r, std::chrono::seconds wait);
+
 }  // namespace baton::testing

@@ -22,15 +22,6 @@
 namespace baton::testing {
 namespace {
 
-std::string OutagePolicy(const std::string& path, const std::string& training_extra) {
-  std::ofstream(path) << "classes:\n"
-                         "  - {name: inference, value: 900, service: true, tenants: [serving]}\n"
-                         "  - {name: training, value: 300, min_runtime: 0s"
-                      << training_extra << "}\n"
-                      << TestPolicyAccess();
-  return "--policy " + path;
-}
-
 // The longest a rank or the service may go silent. One paused, stopped or restarted for the
 // outage is silent for seconds at least (the outage, or a stop, cooldown and relaunch);
 // scheduling on a loaded 2-core machine has been seen to take 2 s. Between the two.
@@ -59,7 +50,8 @@ std::string TransitionChain(const v1::Job& job, std::vector<v1::JobState>* state
 TEST(Outage, AJobAndAServiceRideThroughTwoMinutesWithoutTheCoordinator) {
   TempDir dir("baton-outage");
   MakeShared(dir.path());
-  NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2, OutagePolicy(dir.Sub("policy.yaml"), ""), "u");
+  NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2,
+                       TrainingAndServicePolicy(dir.Sub("policy.yaml"), ""), "u");
   if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();
 
   const OutageReport r = RunCoordinatorOutage(cluster, dir.path(), std::chrono::seconds(120));
@@ -87,8 +79,9 @@ TEST(Outage, AJobAndAServiceRideThroughTwoMinutesWithoutTheCoordinator) {
 TEST(Outage, StopAfterDisconnectCheckpointsTheGangAndItResumesFromThatStep) {
   TempDir dir("baton-disconnect");
   MakeShared(dir.path());
-  NetnsCluster cluster(/*nodes=*/3, /*gpus=*/2,
-                       OutagePolicy(dir.Sub("policy.yaml"), ", stop_after_disconnect: 5s"), "d");
+  NetnsCluster cluster(
+      /*nodes=*/3, /*gpus=*/2,
+      TrainingAndServicePolicy(dir.Sub("policy.yaml"), ", stop_after_disconnect: 5s"), "d");
   if (!cluster.ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster.why();
   OutageReport r = StartOutageJobs(cluster, dir.path(), /*train_seconds=*/30);
   ASSERT_EQ(r.error, "");
