@@ -59,8 +59,11 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   cxxopts::Options opts(
       "baton-coordinator",
       "baton's job service (gRPC + RocksDB).\n\n`baton-coordinator restore BACKUP_DIR [--config "
-      "FILE] [--data-dir DIR]` restores a backup written by `baton admin backup` into the data "
-      "dir, which must be absent or empty (stop the coordinator first), and exits.");
+      "FILE] [--data-dir DIR] [--new-cluster]` restores a backup written by `baton admin backup` "
+      "into the data dir, which must be absent or empty (stop the coordinator first), and "
+      "exits. A backup of an HA replica keeps its cluster's identity (it joins that cluster as "
+      "a replica); --new-cluster forgets it, so that on a prefix of its own it seeds a new "
+      "replica set (docs/ha.md).");
   opts.add_options()("listen", "host:port to serve on (loopback or private; port 0 picks one)",
                      cxxopts::value<std::string>()->default_value("127.0.0.1:7070"))(
       "data-dir", "directory of the RocksDB store (created if missing)",
@@ -239,12 +242,19 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 int Restore(int argc, char** argv) {
   if (argc < 3 || argv[2][0] == '-') {
     std::cerr << "baton-coordinator restore: usage: baton-coordinator restore BACKUP_DIR "
-                 "[--config FILE] [--data-dir DIR]\n";
+                 "[--config FILE] [--data-dir DIR] [--new-cluster]\n";
     return 2;
   }
   const std::string backup = argv[2];
   std::vector<char*> rest = {argv[0]};
-  for (int i = 3; i < argc; ++i) rest.push_back(argv[i]);
+  bool new_cluster = false;
+  for (int i = 3; i < argc; ++i) {
+    if (std::string(argv[i]) == "--new-cluster") {
+      new_cluster = true;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
   auto flags = ParseFlags(static_cast<int>(rest.size()), rest.data());
   if (!flags.ok()) {
     std::cerr << "baton-coordinator restore: " << flags.status().message() << "\n";
@@ -263,6 +273,27 @@ int Restore(int argc, char** argv) {
             << " by coordinator " << done->manifest.coordinator_version() << "): " << done->jobs
             << " jobs (" << done->unfinished << " not finished), next job id " << done->next_job_id
             << ", " << done->manifest.files_size() << " files, " << done->bytes << " bytes\n";
+  auto store = baton::Store::Open(flags->data_dir, {});
+  auto ha = store.ok() ? (*store)->ReadHaState() : store.status();
+  if (!ha.ok()) {
+    std::cerr << "baton-coordinator restore: " << ha.status().message() << "\n";
+    return 1;
+  }
+  if (ha->cluster_id.empty()) return 0;
+  if (!new_cluster) {
+    std::cout << "it belongs to HA cluster " << ha->cluster_id << " (log applied up to "
+              << ha->applied
+              << "): started with that cluster's --ha-etcd and --ha-prefix it joins it as a "
+                 "replica; restore with --new-cluster to seed a new replica set instead\n";
+    return 0;
+  }
+  if (absl::Status s = (*store)->WriteHaState({"", 0}); !s.ok()) {
+    std::cerr << "baton-coordinator restore: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << "forgot HA cluster " << ha->cluster_id
+            << ": started with --ha-etcd on a prefix of its own, it seeds a new replica set "
+               "(alone, it runs as a single coordinator)\n";
   return 0;
 }
 

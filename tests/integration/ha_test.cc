@@ -358,6 +358,66 @@ TEST(HaSnapshot, OnlyACoordinatorOfTheSameClusterGetsASnapshot) {
   EXPECT_TRUE(manifest.ok()) << manifest.status();
 }
 
+// `baton admin backup` through the replica list is the leader's; restored, it keeps its
+// cluster's identity (a second cluster on a fresh prefix is refused) unless restored with
+// --new-cluster, which seeds a new replica set with every job.
+TEST(HaSnapshot, ABackupOfTheLeaderRestoredWithNewClusterSeedsANewReplicaSet) {
+  HaCluster c(/*replicas=*/2, /*agents=*/0);
+  if (!c.ok()) GTEST_SKIP() << c.why();
+  CommandResult sub = c.Baton({"submit", "-q", "--gpus", "0", "--name", "kept", "--", "true"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const uint64_t job = ClusterClient::SubmittedId(sub.out);
+  const std::string backup = c.dir() + "/backup";
+  CommandResult b = c.Baton({"admin", "backup", backup}, kRoot);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto start = [&](const std::string& data, int port) {
+    std::vector<std::string> argv = {Bin("baton-coordinator"),
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port),
+                                     "--data-dir",
+                                     data,
+                                     "--policy",
+                                     c.dir() + "/policy.yaml",
+                                     "--ha-etcd",
+                                     c.etcd().endpoints(),
+                                     "--ha-prefix",
+                                     "/restored",
+                                     "--ha-name",
+                                     "r1"};
+    for (auto& f : c.security().CoordinatorFlags()) argv.push_back(f);
+    return argv;
+  };
+  // Kept identity: on a fresh prefix it is refused, naming its cluster.
+  const std::string same = c.dir() + "/same";
+  CommandResult restored =
+      RunProcess({Bin("baton-coordinator"), "restore", backup, "--data-dir", same}, {});
+  ASSERT_EQ(restored.exit_code, 0) << restored.err;
+  EXPECT_NE(restored.out.find("belongs to HA cluster"), std::string::npos) << restored.out;
+  CommandResult refused = RunProcess(start(same, FreePort()), {}, std::chrono::seconds(30));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("belongs to cluster"), std::string::npos) << refused.err;
+  // --new-cluster: it seeds a replica set of its own on that prefix, with the job.
+  const std::string fresh = c.dir() + "/fresh";
+  restored = RunProcess(
+      {Bin("baton-coordinator"), "restore", backup, "--data-dir", fresh, "--new-cluster"}, {});
+  ASSERT_EQ(restored.exit_code, 0) << restored.err;
+  EXPECT_NE(restored.out.find("forgot HA cluster"), std::string::npos) << restored.out;
+  const int port = FreePort();
+  Subprocess seeded(start(fresh, port), {}, c.dir() + "/r1");
+  CommandResult got;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        got = c.Baton({"status", std::to_string(job), "--coordinator",
+                       "127.0.0.1:" + std::to_string(port), "--timeout", "2s"},
+                      kRoot);
+        return got.exit_code == 0;
+      },
+      std::chrono::seconds(30)))
+      << got.err << ReadFile(c.dir() + "/r1.err");
+  EXPECT_NE(got.out.find("kept"), std::string::npos) << got.out;
+  EXPECT_NE(ReadFile(c.dir() + "/r1.err").find("seeded from this data dir"), std::string::npos);
+}
+
 // The namespace cluster with its coordinator as three replicas, each in a namespace of
 // its own, on a three-member etcd in namespaces too (BATON_NETNS_HA=3, TLS everywhere):
 // the leader is kill -9'ed while a train_mlp gang (2 nodes) and an inference service run.
