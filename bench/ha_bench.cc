@@ -71,7 +71,7 @@ Round Run(const std::string& ttl, int pending, int reps) {
   std::printf("ttl %s: %zu pending jobs queued\n", ttl.c_str(), queued);
   for (int rep = 0; rep < reps; ++rep) {
     FailoverResult r = c.KillLeaderUnderSubmits(/*threads=*/3, std::chrono::milliseconds(2000),
-                                                /*after=*/10);
+                                                /*after=*/10, /*api_threads=*/0);
     std::printf(
         "ttl %s rep %d: replica %d killed, %d leads; failover %.2f s; %zu submits acknowledged "
         "(%zu before the kill), %zu failed; lost %zu, duplicates %zu, restarted %zu %s\n",

@@ -15,7 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/ids.h"
 #include "nlohmann/json.hpp"
+#include "proto/api.grpc.pb.h"
+#include "proto/rpc_util.h"
+#include "proto/tls.h"
 
 namespace baton::testing {
 
@@ -267,8 +271,57 @@ bool HaCluster::StartRunningJobs(int n, std::string* detail) {
   return true;
 }
 
+uint64_t HaCluster::ApiSubmit(const std::string& name) {
+  static std::mutex token_mu;
+  {
+    std::lock_guard<std::mutex> lock(token_mu);
+    if (api_token_.empty()) {
+      CommandResult t = Baton({"admin", "token", "create", "--user", kAlice, "--tenant", "vision",
+                               "--ttl", "1d", "--timeout", "30s"},
+                              kRoot);
+      if (t.exit_code != 0) return 0;
+      api_token_ = t.out.substr(0, t.out.find('\n'));
+    }
+  }
+  auto target = ParseCoordinatorTarget(address_);
+  TlsOptions o;
+  o.ca_file = security_->ca();
+  auto tls = LoadTls(o, /*need_cert=*/false);
+  if (!target.ok() || !tls.ok()) return 0;
+  auto creds = ChannelCredentials(*tls, target->first);
+  if (!creds.ok()) return 0;
+  grpc::ChannelArguments args;
+  SetCoordinatorChannelArgs(*target, &args);
+  auto stub = v1::Coordinator::NewStub(grpc::CreateCustomChannel(target->uri, *creds, args));
+  v1::SubmitRequest req;
+  v1::JobSpec* spec = req.mutable_spec();
+  spec->set_name(name);
+  spec->set_nodes(1);
+  spec->set_gpus_per_node(2);  // never placed beside the running jobs: it only queues
+  spec->set_cpu_millis_per_node(100);
+  spec->set_memory_bytes_per_node(64 << 20);
+  spec->add_command("sleep");
+  spec->add_command("1000");
+  req.set_idempotency_key(RandomHex128());
+  const auto give_up = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kAuthorizationKey, "Bearer " + api_token_);
+    ctx.set_wait_for_ready(true);
+    ctx.set_deadline(give_up);
+    v1::SubmitResponse resp;
+    grpc::Status s = stub->Submit(&ctx, req, &resp);
+    if (s.ok()) return resp.job_id();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        std::chrono::system_clock::now() >= give_up) {
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milliseconds before_kill,
-                                                 size_t after) {
+                                                 size_t after, int api_threads) {
   FailoverResult out;
   out.old_leader = Leader();
   if (out.old_leader < 0) {
@@ -284,22 +337,29 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   std::atomic<bool> stop{false};
   std::atomic<size_t> failed{0};
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
+  for (int t = 0; t < threads + api_threads; ++t) {
+    const bool api = t >= threads;
+    pool.emplace_back([&, t, api] {
       for (int n = 0; !stop; ++n) {
-        // Unique across this cluster's calls: r<round>-s<thread>-<n>.
-        std::string name =
-            "r" + std::to_string(round) + "-s" + std::to_string(t) + "-" + std::to_string(n);
+        // Unique across this cluster's calls: r<round>-s<thread>-<n> (a<thread>: the API).
+        std::string name = "r" + std::to_string(round) + (api ? "-a" : "-s") + std::to_string(t) +
+                           "-" + std::to_string(n);
         Clock::time_point started = Clock::now();
-        // Two GPUs: never placed beside the running jobs, so the stream only queues.
-        CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout", "30s",
-                                 "--", "sleep", "1000"});
-        if (r.exit_code != 0) {
+        uint64_t id = 0;
+        if (api) {
+          id = ApiSubmit(name);
+        } else {
+          // Two GPUs: never placed beside the running jobs, so the stream only queues.
+          CommandResult r = Baton({"submit", "-q", "--gpus", "2", "--name", name, "--timeout",
+                                   "30s", "--", "sleep", "1000"});
+          if (r.exit_code == 0) id = SubmittedId(r.out);
+        }
+        if (id == 0) {
           ++failed;
           continue;
         }
         std::lock_guard<std::mutex> lock(mu);
-        acked.emplace_back(SubmittedId(r.out), name);
+        acked.emplace_back(id, name);
         acked_at.emplace_back(started, Clock::now());
       }
     });
@@ -334,6 +394,7 @@ FailoverResult HaCluster::KillLeaderUnderSubmits(int threads, std::chrono::milli
   }
   out.new_leader = Leader();
   out.acked = acked.size();
+  for (const auto& [id, name] : acked) out.acked_api += name.find("-a") != std::string::npos;
   out.failed = failed.load();
 
   std::set<uint64_t> ids;

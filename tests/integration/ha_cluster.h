@@ -20,6 +20,7 @@ struct FailoverResult {
   double failover_s = -1;  // kill -9 to the acknowledgement of the first submit made after it
   size_t acked = 0;        // submits acknowledged, in all
   size_t acked_before_kill = 0;
+  size_t acked_api = 0;  // of them, submits through the API (the rest: the CLI)
   size_t failed = 0;      // submits that exited non-zero (never acknowledged)
   size_t lost = 0;        // acknowledged, but not stored under their id and name
   size_t duplicates = 0;  // an id acknowledged twice, or one submit stored twice
@@ -87,12 +88,14 @@ class HaCluster : public ClusterClient {
   // "" while every job StartRunningJobs started still runs its first attempt's process;
   // else what changed. `ask` false: the processes only (no replica may be leading).
   std::string RunningJobsChanged(bool ask = true);
-  // Submits from `threads` threads through the replica list; after `before_kill` kills the
-  // leader with SIGKILL, waits for the next one and `after` more acknowledged submits,
-  // starts the killed replica again (a standby), stops; then checks every acknowledged
-  // submit against the new leader's jobs, and the running jobs' pids and attempts.
+  // Submits from `threads` threads with the CLI and `api_threads` more through the API
+  // (a service token, a channel over the replica list, retrying UNAVAILABLE with the same
+  // idempotency key as the CLI does); after `before_kill` kills the leader with SIGKILL,
+  // waits for the next one and `after` more acknowledged submits, starts the killed
+  // replica again (a standby), stops; then checks every acknowledged submit against the
+  // new leader's jobs, and the running jobs' pids and attempts.
   FailoverResult KillLeaderUnderSubmits(int threads, std::chrono::milliseconds before_kill,
-                                        size_t after);
+                                        size_t after, int api_threads = 1);
 
  private:
   struct RunningJob {
@@ -103,6 +106,10 @@ class HaCluster : public ClusterClient {
   std::vector<RunningJob> running_;
   void StartAgent(int i);
   void StartReplica(int i, bool ha);
+  // One API submit as a client of the replica list would make it: the job's id, 0 when
+  // it was not acknowledged.
+  uint64_t ApiSubmit(const std::string& name);
+  std::string api_token_;  // a service token for baton-alice in vision, made on first use
   bool SeedFromASingleCoordinator(int jobs);
   std::string EtcdEndpointsOf(int i) const;
   TempDir dir_;

@@ -29,6 +29,7 @@ TEST(HaFailover, Kill9OfTheLeaderLosesNoAcknowledgedSubmitAndRestartsNoJob) {
                                               /*after=*/5);
   ASSERT_GE(r.failover_s, 0) << "no submit made after the leader's kill was acknowledged";
   EXPECT_GT(r.acked_before_kill, 0u);
+  EXPECT_GT(r.acked_api, 0u) << "no submit through the API was acknowledged";
   EXPECT_NE(r.new_leader, r.old_leader);
   EXPECT_GE(r.new_leader, 0);
   EXPECT_EQ(r.lost, 0u) << r.detail;
