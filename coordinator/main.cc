@@ -320,6 +320,7 @@ absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
 absl::Status FetchSnapshotFromLeader(const Flags& flags, const baton::TlsMaterial& tls,
                                      baton::ha::Replica* replica, std::string* snapshot_dir) {
   const std::string dir = flags.data_dir + ".snapshot-" + std::to_string(::getpid());
+  baton::ha::RemoveSnapshotLeftovers(flags.data_dir);
   absl::Time said = absl::InfinitePast();
   for (;;) {
     if (int sig = baton::PollStopSignal(); sig == SIGINT || sig == SIGTERM) {

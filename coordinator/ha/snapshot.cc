@@ -109,7 +109,24 @@ absl::Status InstallSnapshot(const std::string& snapshot_dir, const std::string&
                data_dir, restored->jobs, restored->unfinished, restored->next_job_id);
   fs::remove_all(behind, ec);
   fs::remove_all(snapshot_dir, ec);
+  RemoveSnapshotLeftovers(data_dir);
   return absl::OkStatus();
+}
+
+void RemoveSnapshotLeftovers(const std::string& data_dir) {
+  const fs::path dir = fs::absolute(data_dir).lexically_normal();
+  const std::string base = dir.filename().string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const char* tag : {".snapshot-", ".behind-"}) {
+      if (name.rfind(base + tag, 0) == 0) {
+        spdlog::info("HA: removing {}, left by an interrupted snapshot", entry.path().string());
+        std::error_code ignored;
+        fs::remove_all(entry.path(), ignored);
+      }
+    }
+  }
 }
 
 }  // namespace baton::ha

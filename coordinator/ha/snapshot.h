@@ -56,4 +56,9 @@ absl::Status FetchSnapshot(const SnapshotSource& from, const std::string& dir);
 // replica joins as an empty one (and fetches a snapshot again).
 absl::Status InstallSnapshot(const std::string& snapshot_dir, const std::string& data_dir);
 
+// Removes what an interrupted fetch or install left beside `data_dir` (its
+// `.snapshot-*` and `.behind-*` siblings, each a whole store's size). Called before a
+// fetch and after an install.
+void RemoveSnapshotLeftovers(const std::string& data_dir);
+
 }  // namespace baton::ha

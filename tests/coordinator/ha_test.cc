@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "coordinator/committer.h"
@@ -13,8 +15,10 @@
 #include "coordinator/ha/ha_metrics.h"
 #include "coordinator/ha/replica.h"
 #include "coordinator/ha/replicated_log.h"
+#include "coordinator/ha/snapshot.h"
 #include "coordinator/ha/standby_service.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/write_backup.h"
 #include "tests/util/etcd.h"
 #include "tests/util/metric_names.h"
 #include "tests/util/subprocess.h"
@@ -398,6 +402,67 @@ TEST(HaCommitter, ARefusedAppendEndsLeadershipBeforeTheStoreOrTheReply) {
   ASSERT_TRUE(store.ok());
   EXPECT_TRUE(absl::IsNotFound((*store)->ReadJob(1, false).status()))
       << "a change the log refused reached the store";
+}
+
+// A standby's snapshot install: the data dir becomes the leader's store (its jobs and
+// HA state), leftovers of an interrupted fetch or install go; a snapshot that does not
+// check leaves the old data dir as it was.
+TEST(HaSnapshotInstall, ASnapshotReplacesTheDataDirAndAFailedOneLeavesItAlone) {
+  TempDir dir;
+  const std::string data = dir.Sub("c1");
+  {
+    auto old = Store::Open(data, {});
+    ASSERT_TRUE(old.ok());
+    ASSERT_TRUE((*old)->Commit(JobBatch(1, "old")).ok());
+    ASSERT_TRUE((*old)->WriteHaState({"0123456789abcdef0123456789abcdef", 5}).ok());
+  }
+  auto leader = Store::Open(dir.Sub("leader"), {});
+  ASSERT_TRUE(leader.ok());
+  ASSERT_TRUE((*leader)->Commit(JobBatch(1, "one")).ok());
+  ASSERT_TRUE((*leader)->Commit(JobBatch(2, "two")).ok());
+  ASSERT_TRUE((*leader)->WriteHaState({"0123456789abcdef0123456789abcdef", 9}).ok());
+
+  // A snapshot whose file does not match its manifest: nothing changes.
+  const std::string bad = dir.Sub("c1.snapshot-1");
+  ASSERT_TRUE(WriteBackup(**leader, bad).ok());
+  for (const auto& f : std::filesystem::directory_iterator(bad)) {
+    if (f.path().filename() != kBackupManifestName) {
+      std::ofstream(f.path(), std::ios::app) << "x";
+      break;
+    }
+  }
+  absl::Status failed = ha::InstallSnapshot(bad, data);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kDataLoss) << failed;
+  {
+    auto kept = Store::Open(data, {});
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    auto state = (*kept)->ReadHaState();
+    ASSERT_TRUE(state.ok());
+    EXPECT_EQ(state->applied, 5u) << "a failed install touched the data dir";
+    auto job = (*kept)->ReadJob(1, false);
+    ASSERT_TRUE(job.ok());
+    EXPECT_EQ(job->spec().name(), "old");
+  }
+
+  // Leftovers of an interrupted fetch and install sit beside it; a good snapshot goes in.
+  ASSERT_TRUE(std::filesystem::create_directories(dir.Sub("c1.behind-77/x")));
+  const std::string good = dir.Sub("c1.snapshot-2");
+  ASSERT_TRUE(WriteBackup(**leader, good).ok());
+  ASSERT_TRUE(std::filesystem::create_directories(dir.Sub("c10.snapshot-3")));  // not c1's
+  absl::Status installed = ha::InstallSnapshot(good, data);
+  ASSERT_TRUE(installed.ok()) << installed;
+  auto now = Store::Open(data, {});
+  ASSERT_TRUE(now.ok()) << now.status();
+  auto state = (*now)->ReadHaState();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->applied, 9u);
+  auto two = (*now)->ReadJob(2, false);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->spec().name(), "two");
+  for (const char* gone : {"c1.snapshot-1", "c1.snapshot-2", "c1.behind-77"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir.Sub(gone))) << gone << " was left behind";
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.Sub("c10.snapshot-3"))) << "another replica's removed";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "common/backup_dir.h"
 #include "coordinator/backup.h"
 #include "tests/coordinator/harness.h"
+#include "tests/coordinator/write_backup.h"
 
 namespace baton::testing {
 namespace {
@@ -178,37 +179,6 @@ v1::Job JobRecord(uint64_t id) {
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// What the Backup RPC and `baton admin backup` do, without the network: a checkpoint of
-// `store`, fed through a BackupWriter in 64 KiB chunks with its manifest.
-absl::Status WriteBackup(Store& store, const std::string& dir) {
-  TempDir scratch;
-  const std::string cp = scratch.Sub("cp");
-  if (absl::Status s = store.Checkpoint(cp); !s.ok()) return s;
-  auto writer = BackupWriter::Start(dir);
-  if (!writer.ok()) return writer.status();
-  v1::BackupManifest manifest;
-  for (const auto& entry : std::filesystem::directory_iterator(cp)) {
-    const std::string name = entry.path().filename().string();
-    std::string data = ReadAll(entry.path().string());
-    Sha256 hash;
-    hash.Update(data.data(), data.size());
-    auto* f = manifest.add_files();
-    f->set_name(name);
-    f->set_size(data.size());
-    f->set_sha256(hash.HexDigest());
-    size_t off = 0;
-    do {
-      v1::BackupChunk chunk;
-      chunk.set_file(name);
-      chunk.set_offset(off);
-      chunk.set_data(data.substr(off, 64 << 10));
-      off += chunk.data().size();
-      if (absl::Status s = writer->Add(chunk); !s.ok()) return s;
-    } while (off < data.size());
-  }
-  return writer->Finish(manifest);
 }
 
 TEST(Backup, HoldsEveryCommitAcknowledgedBeforeItWhileCommitsContinue) {
