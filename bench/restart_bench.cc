@@ -14,9 +14,14 @@
 // `baton status` of an old job (median of --restart-reps, default 3; 0 skips), beside
 // the same for the empty store (restart_s_empty, the peer: process start, TLS, the CLI).
 // Target: at most 2 s. load_all_history_s: reading every stored job and event into memory, as
-// start-up did before it loaded only unfinished work. --outage-s=0 skips the outage rounds.
-// Then a launch storm: a production-like coordinator (heartbeats every 100 ms) and one
-// agent with its isolation on; --storm-attempts (default 200) jobs of `sleep 5` are
+// start-up did before it loaded only unfinished work.
+// Then memory and restart against pending work: the same coordinator's resident memory
+// (VmRSS, settled) on an empty store and on one holding --pending-jobs pending jobs of a
+// typical spec (default 1,000,000: ten env vars, a five-word command; WritePendingJobs),
+// rss_bytes_per_pending_job being the difference per job (target <= 2,048), and
+// restart_s_1m_pending, kill -9 to a pending job's status answered (target <= 10 s). --outage-s=0
+// skips the outage rounds. Then a launch storm: a production-like coordinator (heartbeats every 100
+// ms) and one agent with its isolation on; --storm-attempts (default 200) jobs of `sleep 5` are
 // submitted at once, all fitting the node; heartbeat_ack_p99_ms_launch_storm is the p99
 // of the agent's heartbeat round trips (its baton_agent_heartbeat_ack_seconds histogram,
 // interpolated within a bucket as Prometheus' histogram_quantile does) from the first
@@ -30,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -57,12 +63,12 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 // kill -9, then the seconds from the new coordinator's start until `baton status job`
-// answers (-1 if it never does within 60 s).
-double CrashRestart(LocalCluster& cluster, uint64_t job) {
+// answers (-1 if it never does within `limit_s`).
+double CrashRestart(LocalCluster& cluster, uint64_t job, double limit_s = 60) {
   cluster.KillCoordinator(SIGKILL);
   const auto began = std::chrono::steady_clock::now();
   cluster.StartCoordinator();
-  while (Seconds(began) < 60) {
+  while (Seconds(began) < limit_s) {
     if (cluster.GetJob(job)) return Seconds(began);
   }
   return -1;
@@ -138,6 +144,78 @@ double RestartSeconds(uint64_t history, int reps, double* load_all_s = nullptr) 
     }
   }
   return Median(seconds);
+}
+
+// The resident memory of process `pid` (VmRSS), in bytes; 0 when unreadable.
+uint64_t RssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+  }
+  return 0;
+}
+
+struct PendingFigures {
+  double restart_s = -1;      // median kill -9 -> status of a pending job answered
+  double first_start_s = -1;  // the first start on the generated store (compacts it too)
+  uint64_t rss_empty = 0, rss_pending = 0;  // the coordinator's, settled, without / with them
+  double rss_per_job = 0;
+};
+
+// A coordinator with no agents: its resident memory settled on an empty store, then on one
+// holding `pending` pending jobs of a typical spec (WritePendingJobs), and its restart time
+// with them (median of `reps` kill -9s).
+PendingFigures PendingRestart(uint64_t pending, int reps) {
+  PendingFigures out;
+  LocalCluster cluster(/*agents=*/0, /*gpus=*/0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a few passes, a settled heap
+  out.rss_empty = RssBytes(cluster.CoordinatorPid());
+  cluster.KillCoordinator(SIGKILL);
+  auto began = std::chrono::steady_clock::now();
+  {
+    baton::StoreOptions bulk;
+    bulk.bulk = true;
+    auto store = baton::Store::Open(cluster.dir() + "/coordinator", bulk);
+    PendingOptions options;
+    options.jobs = pending;
+    absl::Status s = store.ok() ? WritePendingJobs(**store, options) : store.status();
+    if (!s.ok()) {
+      std::fprintf(stderr, "baton-bench-restart: %s\n", s.ToString().c_str());
+      return out;
+    }
+  }
+  std::printf("wrote %llu pending jobs in %.1f s\n", static_cast<unsigned long long>(pending),
+              Seconds(began));
+  began = std::chrono::steady_clock::now();
+  cluster.StartCoordinator();
+  const uint64_t job = pending / 2;
+  while (Seconds(began) < 300 && !cluster.GetJob(job)) {
+  }
+  out.first_start_s = Seconds(began);
+  if (!cluster.GetJob(job)) {
+    std::fprintf(stderr, "baton-bench-restart: pending job %llu is not served\n",
+                 static_cast<unsigned long long>(job));
+    return out;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  out.rss_pending = RssBytes(cluster.CoordinatorPid());
+  out.rss_per_job =
+      (static_cast<double>(out.rss_pending) - static_cast<double>(out.rss_empty)) / pending;
+  std::printf(
+      "coordinator RSS: %.1f MiB empty, %.1f MiB with %llu pending jobs: %.0f bytes per "
+      "pending job (target <= 2048); first start %.2f s\n",
+      out.rss_empty / 1048576.0, out.rss_pending / 1048576.0,
+      static_cast<unsigned long long>(pending), out.rss_per_job, out.first_start_s);
+  std::vector<double> seconds;
+  for (int i = 0; i < reps; ++i) {
+    double s = CrashRestart(cluster, job, /*limit_s=*/300);
+    std::printf("restart with %llu pending jobs: %.3f s\n",
+                static_cast<unsigned long long>(pending), s);
+    if (s < 0) return out;
+    seconds.push_back(s);
+  }
+  out.restart_s = Median(seconds);
+  return out;
 }
 
 // Cumulative counts of histogram `name`'s buckets by upper bound, from a Prometheus text
@@ -274,7 +352,9 @@ int main(int argc, char** argv) {
       "history-jobs", "finished jobs in the large store",
       cxxopts::value<int64_t>()->default_value("1000000"))(
       "storm-attempts", "jobs in the launch storm (0: none)",
-      cxxopts::value<int>()->default_value("200"));
+      cxxopts::value<int>()->default_value("200"))(
+      "pending-jobs", "pending jobs in the store of the memory and restart round (0: none)",
+      cxxopts::value<int64_t>()->default_value("1000000"));
   const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
   using baton::bench::FlagAtLeast;
   int reps = FlagAtLeast(opts, flags, "reps", 1);
@@ -282,6 +362,15 @@ int main(int argc, char** argv) {
   const int restart_reps = FlagAtLeast(opts, flags, "restart-reps", 0);
   const int storm_attempts = FlagAtLeast(opts, flags, "storm-attempts", 0);
   const auto history = static_cast<uint64_t>(FlagAtLeast<int64_t>(opts, flags, "history-jobs", 0));
+  const auto pending = static_cast<uint64_t>(FlagAtLeast<int64_t>(opts, flags, "pending-jobs", 0));
+  PendingFigures pend;
+  if (pending > 0 && restart_reps > 0) {
+    pend = PendingRestart(pending, restart_reps);
+    std::printf(
+        "restart (kill -9 -> status answered) with %llu pending jobs, median of %d: "
+        "%.3f s (target <= 10 s)\n",
+        static_cast<unsigned long long>(pending), restart_reps, pend.restart_s);
+  }
   StormResult storm;
   if (storm_attempts > 0) {
     storm = LaunchStorm(storm_attempts);
@@ -356,10 +445,15 @@ int main(int argc, char** argv) {
       "\"restart_history_jobs\": %llu, \"restart_vs_empty\": %.2f, "
       "\"load_all_history_s\": %.3f, \"heartbeat_ack_p99_ms_launch_storm\": %.1f, "
       "\"heartbeat_ack_p99_ms_idle\": %.1f, \"launch_storm_attempts\": %d, "
-      "\"launch_storm_s\": %.1f}\n",
+      "\"launch_storm_s\": %.1f, \"restart_s_1m_pending\": %.3f, "
+      "\"rss_bytes_per_pending_job\": %.0f, \"rss_bytes_empty\": %llu, "
+      "\"rss_bytes_pending\": %llu, \"pending_jobs\": %llu, \"first_start_s_pending\": %.3f}\n",
       killed, lost_s, outage_s, tgap / 1000.0, sgap / 1000.0, reps, restart_history, restart_empty,
       static_cast<unsigned long long>(history),
       restart_empty > 0 ? restart_history / restart_empty : 0.0, load_all_s, storm.storm_p99_ms,
-      storm.idle_p99_ms, storm_attempts, storm.storm_s);
+      storm.idle_p99_ms, storm_attempts, storm.storm_s, pend.restart_s, pend.rss_per_job,
+      static_cast<unsigned long long>(pend.rss_empty),
+      static_cast<unsigned long long>(pend.rss_pending), static_cast<unsigned long long>(pending),
+      pend.first_start_s);
   return 0;
 }

@@ -69,6 +69,7 @@ class LocalCluster : public ClusterClient {
 
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before
+  pid_t CoordinatorPid() const { return coordinator_ ? coordinator_->pid() : -1; }
 
  private:
   void StartAgent(int i, int gpus);

@@ -68,4 +68,57 @@ absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
+  uint64_t log_seq = 0;
+  for (uint64_t first = 1; first <= options.jobs; first += options.batch_jobs) {
+    StoreBatch batch;
+    const uint64_t last = std::min(options.jobs, first + options.batch_jobs - 1);
+    for (uint64_t id = first; id <= last; ++id) {
+      const int64_t t = options.start_ms + static_cast<int64_t>(id);
+      const std::string user = "user-" + std::to_string(id % 13);
+      v1::Job job;
+      job.set_id(id);
+      job.set_state(v1::JOB_STATE_PENDING);
+      job.set_user(user);
+      job.set_submitted_ms(t);
+      job.set_version(1);
+      v1::JobSpec* spec = job.mutable_spec();
+      spec->set_name("sweep-" + std::to_string(id));
+      spec->set_tenant(options.tenant);
+      spec->set_priority_class(options.priority_class);
+      for (const char* word :
+           {"python3", "train.py", "--config", "configs/base.yaml", "--resume"}) {
+        spec->add_command(word);
+      }
+      for (int e = 0; e < 10; ++e) {
+        (*spec->mutable_env())["BATON_SWEEP_VAR_" + std::to_string(e)] =
+            "value-" + std::to_string(id % 1000) + "-" + std::to_string(e);
+      }
+      spec->set_nodes(1);
+      spec->set_ranks_per_node(1);
+      spec->set_gpus_per_node(1);
+      spec->set_cpu_millis_per_node(4000);
+      spec->set_memory_bytes_per_node(16ull << 30);
+      batch.jobs.push_back(std::move(job));
+      v1::Event ev;
+      ev.set_job_id(id);
+      ev.set_seq(1);
+      ev.set_time_ms(t);
+      ev.set_from(v1::JOB_STATE_UNSPECIFIED);
+      ev.set_to(v1::JOB_STATE_PENDING);
+      ev.set_reason("submitted by " + user);
+      ev.set_actor(user);
+      ev.set_kind(v1::EVENT_KIND_TRANSITION);
+      ev.set_tenant(options.tenant);
+      ev.set_priority_class(options.priority_class);
+      ev.set_log_seq(++log_seq);
+      batch.events.push_back(ev);
+      batch.log.push_back(std::move(ev));
+    }
+    batch.next_job_id = last + 1;
+    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace baton::testing
