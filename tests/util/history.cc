@@ -1,9 +1,39 @@
 #include "tests/util/history.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 namespace baton::testing {
+
+namespace {
+
+// A transition of job ev.job_id() in its tenant and class, into the per-job family and the
+// global log (numbered by `log_seq`).
+void AddTransition(StoreBatch& batch, v1::Event ev, const std::string& tenant,
+                   const std::string& priority_class, uint64_t* log_seq) {
+  ev.set_kind(v1::EVENT_KIND_TRANSITION);
+  ev.set_tenant(tenant);
+  ev.set_priority_class(priority_class);
+  ev.set_log_seq(++*log_seq);
+  batch.events.push_back(ev);
+  batch.log.push_back(std::move(ev));
+}
+
+// Jobs 1..jobs, `batch_jobs` to a commit, each added by `add`; then the next job id.
+absl::Status WriteInBatches(Store& store, uint64_t jobs, uint64_t batch_jobs,
+                            const std::function<void(uint64_t id, StoreBatch& batch)>& add) {
+  for (uint64_t first = 1; first <= jobs; first += batch_jobs) {
+    StoreBatch batch;
+    const uint64_t last = std::min(jobs, first + batch_jobs - 1);
+    for (uint64_t id = first; id <= last; ++id) add(id, batch);
+    batch.next_job_id = last + 1;
+    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
   const uint32_t transitions = std::max<uint32_t>(options.events_per_job, 2);
@@ -14,111 +44,89 @@ absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
     return seq == 2 ? v1::JOB_STATE_SCHEDULED : v1::JOB_STATE_RUNNING;
   };
   uint64_t log_seq = 0;
-  for (uint64_t first = 1; first <= options.jobs; first += options.batch_jobs) {
-    StoreBatch batch;
-    const uint64_t last = std::min(options.jobs, first + options.batch_jobs - 1);
-    for (uint64_t id = first; id <= last; ++id) {
-      const int64_t t = options.start_ms + static_cast<int64_t>(id);
-      v1::Job job;
-      job.set_id(id);
-      job.set_state(v1::JOB_STATE_SUCCEEDED);
-      job.set_user("user-" + std::to_string(id % 13));
-      job.set_submitted_ms(t);
-      job.set_finished_ms(t + 60'000);
-      job.set_version(transitions);
-      job.set_message("exited 0");
-      v1::JobSpec* spec = job.mutable_spec();
-      spec->set_name("history-" + std::to_string(id));
-      spec->set_tenant("team-" + std::to_string(id % 7));
-      spec->set_priority_class("batch");
-      spec->add_command("python3");
-      spec->add_command("train.py");
-      spec->set_nodes(1);
-      spec->set_ranks_per_node(1);
-      spec->set_gpus_per_node(1);
-      v1::Attempt* a = job.add_attempts();
-      a->set_started_ms(t + 1000);
-      a->set_ended_ms(t + 60'000);
-      v1::NodeAssignment* p = a->add_placement();
-      p->set_node("n" + std::to_string(id % 16));
-      p->add_gpu_ids(std::to_string(id % 8));
-      batch.jobs.push_back(std::move(job));
-      for (uint32_t seq = 1; seq <= transitions; ++seq) {
-        v1::Event ev;
-        ev.set_job_id(id);
-        ev.set_seq(seq);
-        ev.set_time_ms(t + (seq == transitions ? 60'000 : seq * 100));
-        ev.set_from(seq == 1 ? v1::JOB_STATE_UNSPECIFIED : state_at(seq - 1));
-        ev.set_to(state_at(seq));
-        ev.set_reason(seq == 1 ? "submitted by user-" + std::to_string(id % 13)
-                               : "step " + std::to_string(seq));
-        ev.set_attempt(seq == 1 ? 0 : 1);
-        ev.set_actor(seq == 1 ? "user-" + std::to_string(id % 13) : "scheduler");
-        ev.set_kind(v1::EVENT_KIND_TRANSITION);
-        ev.set_tenant("team-" + std::to_string(id % 7));
-        ev.set_priority_class("batch");
-        ev.set_log_seq(++log_seq);
-        batch.events.push_back(ev);
-        batch.log.push_back(std::move(ev));
-      }
-    }
-    batch.next_job_id = last + 1;
-    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return WriteInBatches(
+      store, options.jobs, options.batch_jobs, [&](uint64_t id, StoreBatch& batch) {
+        const int64_t t = options.start_ms + static_cast<int64_t>(id);
+        v1::Job job;
+        job.set_id(id);
+        job.set_state(v1::JOB_STATE_SUCCEEDED);
+        job.set_user("user-" + std::to_string(id % 13));
+        job.set_submitted_ms(t);
+        job.set_finished_ms(t + 60'000);
+        job.set_version(transitions);
+        job.set_message("exited 0");
+        v1::JobSpec* spec = job.mutable_spec();
+        spec->set_name("history-" + std::to_string(id));
+        spec->set_tenant("team-" + std::to_string(id % 7));
+        spec->set_priority_class("batch");
+        spec->add_command("python3");
+        spec->add_command("train.py");
+        spec->set_nodes(1);
+        spec->set_ranks_per_node(1);
+        spec->set_gpus_per_node(1);
+        v1::Attempt* a = job.add_attempts();
+        a->set_started_ms(t + 1000);
+        a->set_ended_ms(t + 60'000);
+        v1::NodeAssignment* p = a->add_placement();
+        p->set_node("n" + std::to_string(id % 16));
+        p->add_gpu_ids(std::to_string(id % 8));
+        batch.jobs.push_back(std::move(job));
+        for (uint32_t seq = 1; seq <= transitions; ++seq) {
+          v1::Event ev;
+          ev.set_job_id(id);
+          ev.set_seq(seq);
+          ev.set_time_ms(t + (seq == transitions ? 60'000 : seq * 100));
+          ev.set_from(seq == 1 ? v1::JOB_STATE_UNSPECIFIED : state_at(seq - 1));
+          ev.set_to(state_at(seq));
+          ev.set_reason(seq == 1 ? "submitted by user-" + std::to_string(id % 13)
+                                 : "step " + std::to_string(seq));
+          ev.set_attempt(seq == 1 ? 0 : 1);
+          ev.set_actor(seq == 1 ? "user-" + std::to_string(id % 13) : "scheduler");
+          AddTransition(batch, std::move(ev), "team-" + std::to_string(id % 7), "batch", &log_seq);
+        }
+      });
 }
 
 absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
   uint64_t log_seq = 0;
-  for (uint64_t first = 1; first <= options.jobs; first += options.batch_jobs) {
-    StoreBatch batch;
-    const uint64_t last = std::min(options.jobs, first + options.batch_jobs - 1);
-    for (uint64_t id = first; id <= last; ++id) {
-      const int64_t t = options.start_ms + static_cast<int64_t>(id);
-      const std::string user = "user-" + std::to_string(id % 13);
-      v1::Job job;
-      job.set_id(id);
-      job.set_state(v1::JOB_STATE_PENDING);
-      job.set_user(user);
-      job.set_submitted_ms(t);
-      job.set_version(1);
-      v1::JobSpec* spec = job.mutable_spec();
-      spec->set_name("sweep-" + std::to_string(id));
-      spec->set_tenant(options.tenant);
-      spec->set_priority_class(options.priority_class);
-      for (const char* word :
-           {"python3", "train.py", "--config", "configs/base.yaml", "--resume"}) {
-        spec->add_command(word);
-      }
-      for (int e = 0; e < 10; ++e) {
-        (*spec->mutable_env())["BATON_SWEEP_VAR_" + std::to_string(e)] =
-            "value-" + std::to_string(id % 1000) + "-" + std::to_string(e);
-      }
-      spec->set_nodes(1);
-      spec->set_ranks_per_node(1);
-      spec->set_gpus_per_node(1);
-      spec->set_cpu_millis_per_node(4000);
-      spec->set_memory_bytes_per_node(16ull << 30);
-      batch.jobs.push_back(std::move(job));
-      v1::Event ev;
-      ev.set_job_id(id);
-      ev.set_seq(1);
-      ev.set_time_ms(t);
-      ev.set_from(v1::JOB_STATE_UNSPECIFIED);
-      ev.set_to(v1::JOB_STATE_PENDING);
-      ev.set_reason("submitted by " + user);
-      ev.set_actor(user);
-      ev.set_kind(v1::EVENT_KIND_TRANSITION);
-      ev.set_tenant(options.tenant);
-      ev.set_priority_class(options.priority_class);
-      ev.set_log_seq(++log_seq);
-      batch.events.push_back(ev);
-      batch.log.push_back(std::move(ev));
-    }
-    batch.next_job_id = last + 1;
-    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return WriteInBatches(
+      store, options.jobs, options.batch_jobs, [&](uint64_t id, StoreBatch& batch) {
+        const int64_t t = options.start_ms + static_cast<int64_t>(id);
+        const std::string user = "user-" + std::to_string(id % 13);
+        v1::Job job;
+        job.set_id(id);
+        job.set_state(v1::JOB_STATE_PENDING);
+        job.set_user(user);
+        job.set_submitted_ms(t);
+        job.set_version(1);
+        v1::JobSpec* spec = job.mutable_spec();
+        spec->set_name("sweep-" + std::to_string(id));
+        spec->set_tenant(options.tenant);
+        spec->set_priority_class(options.priority_class);
+        for (const char* word :
+             {"python3", "train.py", "--config", "configs/base.yaml", "--resume"}) {
+          spec->add_command(word);
+        }
+        for (int e = 0; e < 10; ++e) {
+          (*spec->mutable_env())["BATON_SWEEP_VAR_" + std::to_string(e)] =
+              "value-" + std::to_string(id % 1000) + "-" + std::to_string(e);
+        }
+        spec->set_nodes(1);
+        spec->set_ranks_per_node(1);
+        spec->set_gpus_per_node(1);
+        spec->set_cpu_millis_per_node(4000);
+        spec->set_memory_bytes_per_node(16ull << 30);
+        batch.jobs.push_back(std::move(job));
+        v1::Event ev;
+        ev.set_job_id(id);
+        ev.set_seq(1);
+        ev.set_time_ms(t);
+        ev.set_from(v1::JOB_STATE_UNSPECIFIED);
+        ev.set_to(v1::JOB_STATE_PENDING);
+        ev.set_reason("submitted by " + user);
+        ev.set_actor(user);
+        AddTransition(batch, std::move(ev), options.tenant, options.priority_class, &log_seq);
+      });
 }
 
 }  // namespace baton::testing
