@@ -194,27 +194,14 @@ nlohmann::json HaCluster::ReplicaStatus(int i) {
 
 void HaCluster::StartReplica(int i, bool ha) {
   std::string name = "c" + std::to_string(i);
-  std::vector<std::string> argv = {Bin("baton-coordinator"),
-                                   "--listen",
-                                   ReplicaAddress(i),
-                                   "--data-dir",
-                                   dir() + "/" + name,
-                                   "--lease",
-                                   "4000ms",
-                                   "--heartbeat",
-                                   "500ms",
-                                   "--lost-margin",
-                                   "2000ms",
-                                   "--policy",
-                                   dir() + "/policy.yaml",
-                                   "--ha-etcd",
-                                   EtcdEndpointsOf(i),
-                                   "--ha-name",
-                                   name,
-                                   "--ha-ttl",
-                                   ttl_};
-  if (!ha) argv.resize(argv.size() - 6);
-  if (ha) argv.insert(argv.end(), replica_flags_.begin(), replica_flags_.end());
+  std::vector<std::string> argv = {
+      Bin("baton-coordinator"), "--listen", ReplicaAddress(i),     "--data-dir",
+      dir() + "/" + name,       "--policy", dir() + "/policy.yaml"};
+  for (auto& f : TestCoordinatorTimings()) argv.push_back(f);
+  if (ha) {
+    argv.insert(argv.end(), {"--ha-etcd", EtcdEndpointsOf(i), "--ha-name", name, "--ha-ttl", ttl_});
+    argv.insert(argv.end(), replica_flags_.begin(), replica_flags_.end());
+  }
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
   replicas_[i] =
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},

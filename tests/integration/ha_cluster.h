@@ -20,7 +20,7 @@ struct FailoverResult {
   double failover_s = -1;  // kill -9 to the acknowledgement of the first submit made after it
   size_t acked = 0;        // submits acknowledged, in all
   size_t acked_before_kill = 0;
-  size_t acked_api = 0;  // of them, submits through the API (the rest: the CLI)
+  size_t acked_api = 0;   // of them, submits through the API (the rest: the CLI)
   size_t failed = 0;      // submits that exited non-zero (never acknowledged)
   size_t lost = 0;        // acknowledged, but not stored under their id and name
   size_t duplicates = 0;  // an id acknowledged twice, or one submit stored twice

@@ -47,21 +47,10 @@ void LocalCluster::StartCoordinator() {
   std::string ready = dir() + "/coordinator.addr";
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   unlink(ready.c_str());
-  std::vector<std::string> argv = {Bin("baton-coordinator"),
-                                   "--listen",
-                                   listen,
-                                   "--data-dir",
-                                   dir() + "/coordinator",
-                                   "--ready-file",
-                                   ready,
-                                   "--lease",
-                                   "4000ms",
-                                   "--heartbeat",
-                                   "500ms",
-                                   "--lost-margin",
-                                   "2000ms",
-                                   "--policy",
+  std::vector<std::string> argv = {Bin("baton-coordinator"), "--listen",     listen, "--data-dir",
+                                   dir() + "/coordinator",   "--ready-file", ready,  "--policy",
                                    dir() + "/policy.yaml"};
+  for (auto& f : TestCoordinatorTimings()) argv.push_back(f);
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
   coordinator_ =
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
@@ -321,6 +310,10 @@ std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
     env["BATON_NETNS_KEEP_LOGS"] = std::string(keep) + "/" + name_;
   }
   return env;
+}
+
+std::vector<std::string> TestCoordinatorTimings() {
+  return {"--lease", "4000ms", "--heartbeat", "500ms", "--lost-margin", "2000ms"};
 }
 
 int64_t UnixNowMs() {

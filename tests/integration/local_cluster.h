@@ -47,6 +47,10 @@ class ClusterClient {
   std::map<std::string, std::string> client_env_;  // BATON_CA, BATON_MUNGE_SOCKET
 };
 
+// The coordinator's agent timings in every test cluster (lease 4 s, heartbeat 500 ms, lost
+// margin 2 s), as flags.
+std::vector<std::string> TestCoordinatorTimings();
+
 class LocalCluster : public ClusterClient {
  public:
   // Starts the coordinator (policy: TestPolicyYaml(), or `policy_yaml`) and `agents` agents
