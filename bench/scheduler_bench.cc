@@ -3,6 +3,10 @@
 // busy with mixed classes, tenants and gang sizes:
 //   small  1,000 nodes × 8 GPUs,  10,000 pending jobs
 //   large 10,000 nodes × 8 GPUs, 100,000 pending jobs
+// Issue 50's tree: the large cluster labelled as 1,250 leaves of 8 nodes under 40 spines
+// of 32 leaves (the last one partial), once with every multi-node gang of the queue asking
+// for a leaf (half of them required) and once, the same cluster and queue, without:
+// `topology_vs_plain` is the price of the topology.
 // Reports the median pass time of each (repetitions interleaved), µs per pending job, and the
 // growth ratio large ÷ small (a pass that is n log n grows about 11.5× for 10× the input). The
 // pending jobs come in id order, which is submission order, as the coordinator keeps its queue.
@@ -69,7 +73,9 @@ Policy BenchPolicy(uint32_t nodes) {
 
 // 128 CPUs on 2 NUMA nodes. With `smt`, as Linux numbers a 2-way SMT machine of 64 cores:
 // core c is CPUs c and c + 64, and NUMA node k holds cores 32k .. 32k + 31.
-NodeInfo BenchNode(uint32_t i, bool smt) {
+enum class Tree { kNone, kPlain, kTopology };
+
+NodeInfo BenchNode(uint32_t i, bool smt, Tree tree) {
   NodeInfo n;
   n.name = "node-" + std::to_string(i);
   n.cpu_millis = 128'000;
@@ -96,6 +102,10 @@ NodeInfo BenchNode(uint32_t i, bool smt) {
                              static_cast<int32_t>(g / 4), "", ""});
   }
   n.labels = {{"zone", "z" + std::to_string(i % 4)}};
+  if (tree != Tree::kNone) {
+    n.labels["topology.baton.io/leaf"] = "leaf-" + std::to_string(i / 8);
+    n.labels["topology.baton.io/spine"] = "spine-" + std::to_string(i / (8 * 32));
+  }
   if (i % 10 == 0) {
     n.pool = "inference";
     n.taints = {Taint{"dedicated", "inference", "NoSchedule"}};
@@ -158,7 +168,7 @@ void FillRunning(Gen& g, ClusterView& v) {
   }
 }
 
-PendingJob Pending(Gen& g, JobId id) {
+PendingJob Pending(Gen& g, JobId id, Tree tree) {
   static const std::vector<std::pair<uint32_t, uint32_t>> kShapes = {
       {1, 1}, {1, 1}, {1, 1}, {1, 2}, {1, 2}, {1, 4}, {1, 4}, {1, 8}, {2, 8}, {4, 8}};
   PendingJob j;
@@ -184,18 +194,22 @@ PendingJob Pending(Gen& g, JobId id) {
     r.tolerations = {Toleration{"dedicated", "inference", "NoSchedule", false}};
   }
   if (g.Chance(0.1)) r.selector = {{"zone", "z" + std::to_string(g.Int(0, 3))}};
+  if (tree != Tree::kNone) {  // the same draws with and without, so the queues match
+    bool required = g.Chance(0.5);
+    if (tree == Tree::kTopology && nodes > 1) r.topology = {"leaf", required, 0};
+  }
   // Ids are handed out at submission, and the queue comes over in id order.
   j.submitted = kNow - 48 * 3'600'000 + static_cast<Time>(id % 100'000'000) * 1'000;
   if (g.Chance(0.05)) j.cooldown_until = kNow + static_cast<Time>(g.Int(1, 600'000));
   return j;
 }
 
-ClusterView MakeCluster(uint32_t nodes, uint32_t pending, bool smt) {
+ClusterView MakeCluster(uint32_t nodes, uint32_t pending, bool smt, Tree tree) {
   Gen g;
   ClusterView v;
-  for (uint32_t i = 0; i < nodes; ++i) v.nodes.push_back(BenchNode(i, smt));
+  for (uint32_t i = 0; i < nodes; ++i) v.nodes.push_back(BenchNode(i, smt, tree));
   FillRunning(g, v);
-  for (JobId id = 0; id < pending; ++id) v.pending.push_back(Pending(g, 10'000'000 + id));
+  for (JobId id = 0; id < pending; ++id) v.pending.push_back(Pending(g, 10'000'000 + id, tree));
   for (uint32_t t = 0; t < kTenants; ++t) {
     v.usage["team" + std::to_string(t)] = static_cast<double>(g.Int(0, 10'000'000));
   }
@@ -211,8 +225,25 @@ struct Case {
   Decisions decisions;
 };
 
-Case MakeCase(const char* label, uint32_t nodes, uint32_t pending, bool smt = false) {
-  return Case{label, nodes, pending, MakeCluster(nodes, pending, smt), BenchPolicy(nodes), {}, {}};
+Case MakeCase(const char* label, uint32_t nodes, uint32_t pending, bool smt = false,
+              Tree tree = Tree::kNone) {
+  Policy policy = BenchPolicy(nodes);
+  if (tree != Tree::kNone) {
+    policy.topology_levels = {{"leaf", "topology.baton.io/leaf"},
+                              {"spine", "topology.baton.io/spine"}};
+  }
+  return Case{label, nodes, pending, MakeCluster(nodes, pending, smt, tree), policy, {}, {}};
+}
+
+// Placed topology-bound gangs, and those spread over more leaves than they need.
+std::pair<size_t, size_t> Spread(const Case& c) {
+  size_t bound = 0, spread = 0;
+  for (const Placement& p : c.decisions.placements) {
+    if (p.topology_domains.empty()) continue;
+    ++bound;
+    spread += p.topology_domains.size() > p.topology_min_domains;
+  }
+  return {bound, spread};
 }
 
 void TimePass(Case& c) {
@@ -258,15 +289,27 @@ int Main(int argc, char** argv) {
   Case large = MakeCase("large", 10'000, 100'000);
   // The same cluster and queue on 2-way SMT nodes (inference charged whole cores).
   Case large_smt = MakeCase("large, SMT", 10'000, 100'000, /*smt=*/true);
+  Case tree_plain =
+      MakeCase("large, tree, no topology asked", 10'000, 100'000, false, Tree::kPlain);
+  Case tree =
+      MakeCase("large, tree, gangs ask for a leaf", 10'000, 100'000, false, Tree::kTopology);
   // Interleaved, so that whatever else runs on the machine weighs on every case alike.
   for (int i = 0; i < reps; ++i) {
     TimePass(small);
     TimePass(large);
     TimePass(large_smt);
+    TimePass(tree_plain);
+    TimePass(tree);
   }
   Report(small);
   Report(large);
   Report(large_smt);
+  Report(tree_plain);
+  Report(tree);
+  auto [bound, spread] = Spread(tree);
+  std::printf("  %zu topology-bound gangs placed, %zu over more leaves than they need\n", bound,
+              spread);
+  double tree_ms = Median(tree.ms), tree_plain_ms = Median(tree_plain.ms);
   double small_ms = Median(small.ms), large_ms = Median(large.ms), smt_ms = Median(large_smt.ms);
   double growth = large_ms / small_ms;
   std::printf("growth large/small %.2f (target <= 12.5); large pass %.1f ms (target <= 200)\n",
@@ -274,8 +317,10 @@ int Main(int argc, char** argv) {
   std::printf(
       "{\"pass_ms_10k_nodes_100k_jobs\": %.1f, \"us_per_job\": %.3f, \"growth_ratio\": %.2f, "
       "\"pass_ms_1k_nodes_10k_jobs\": %.1f, \"pass_ms_10k_smt_nodes_100k_jobs\": %.1f, "
-      "\"smt_vs_plain\": %.2f}\n",
-      large_ms, large_ms * 1000 / 100'000, growth, small_ms, smt_ms, smt_ms / large_ms);
+      "\"smt_vs_plain\": %.2f, \"pass_ms_10k_nodes_100k_jobs_topology\": %.1f, "
+      "\"topology_vs_plain\": %.2f}\n",
+      large_ms, large_ms * 1000 / 100'000, growth, small_ms, smt_ms, smt_ms / large_ms, tree_ms,
+      tree_ms / tree_plain_ms);
   return 0;
 }
 

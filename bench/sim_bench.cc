@@ -5,9 +5,15 @@
 //        last submit (`sim_speedup`, target >= 1,000, i.e. 3 days in under ~4.3 minutes).
 //  10k: the same trace shape on 10,000 nodes (durations scaled to the same load), run
 //        for at most 4 wall minutes: `sim_speedup_10k` (shown).
+//  topology (issue 50): 512 nodes as 64 leaves of 8 under 2 spines, a generated trace of
+//        gangs of up to 32 nodes among the small jobs, and the network's price s = 0.1 (a
+//        gang over k more leaves than it needs runs 1 + 0.1·k times as long), replayed
+//        once with every batch class asking for a leaf (preferred) and once without:
+//        `spread_gangs_fraction` (with), `gang_wait_p95_topology_vs_plain`,
+//        `gang_jct_mean_topology_vs_plain` (multi-node gangs, submit to finish).
 // Prints the passes, the time inside Plan and the rest (event handling, accounting), and
 // ends with one JSON line (keys in docs/benchmarks.md).
-//   baton-bench-sim [--jobs=100000] [--days=3] [--skip-10k]
+//   baton-bench-sim [--jobs=100000] [--days=3] [--skip-10k] [--topology-jobs=20000]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +129,40 @@ Result RunOnce(uint32_t nodes, uint64_t jobs, double days, double budget_s) {
   return r;
 }
 
+// The topology round: one replay of the tree cluster, with or without leaf requests.
+nlohmann::json RunTree(uint64_t jobs, bool topology) {
+  constexpr uint32_t kNodes = 512;
+  SyntheticOptions o;
+  o.jobs = jobs;
+  o.days = 2;
+  o.seed = 50;
+  o.tenants = kTenants;
+  o.cluster_gpus = kNodes * 8;
+  o.load = 0.85;
+  o.max_gang_nodes = 32;
+  o.services = 0;
+  std::vector<TraceJob> trace = GenerateTrace(o);
+  std::vector<sched::NodeInfo> cluster;
+  for (uint32_t i = 0; i < kNodes; ++i) {
+    sched::NodeInfo n = MakeNode("node-" + std::to_string(i), NodeShape{});
+    n.labels[kLeafLabel] = "leaf-" + std::to_string(i / 8 + 1);
+    n.labels[kSpineLabel] = "spine-" + std::to_string(i / (8 * 32) + 1);
+    cluster.push_back(std::move(n));
+  }
+  Policy policy = BenchPolicy(kNodes * 10 / 9);  // quotas over all 512 nodes: no inference pool
+  policy.pools.clear();
+  policy.topology_levels = {{"leaf", kLeafLabel}, {"spine", kSpineLabel}};
+  for (sched::PriorityClass& c : policy.classes) {
+    if (topology && !c.service) c.topology = {"leaf", false, 0};
+  }
+  SimOptions options;
+  options.grace_ms = Time{policy.default_grace_seconds} * 1000;
+  options.nodes_per_leaf = 8;
+  options.topology_slowdown = 0.1;
+  std::unique_ptr<Simulator> sim = SimulateTrace(cluster, policy, trace, options, 14 * 86'400'000);
+  return Summarize(*sim)["gangs"];
+}
+
 void Print(const char* name, uint32_t nodes, const Result& r) {
   std::printf(
       "%s: %u nodes, %llu jobs: submissions (%.0f simulated s) in %.1f wall s = %.0fx real "
@@ -146,7 +186,9 @@ int main(int argc, char** argv) {
   opts.add_options()("jobs", "jobs in the trace",
                      cxxopts::value<int64_t>()->default_value("100000"))(
       "days", "the trace's length", cxxopts::value<double>()->default_value("3"))(
-      "skip-10k", "only the 1k-node cluster");
+      "skip-10k", "only the 1k-node cluster")("topology-jobs",
+                                              "jobs in the topology round's trace (0: skip it)",
+                                              cxxopts::value<int64_t>()->default_value("20000"));
   const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
   const auto jobs =
       static_cast<uint64_t>(baton::bench::FlagAtLeast<int64_t>(opts, flags, "jobs", 1));
@@ -165,6 +207,30 @@ int main(int argc, char** argv) {
     baton::sim::Print("10k", 10'000, large);
     speedup_10k = large.window_simulated_s / large.window_wall_s;
   }
-  std::printf("{\"sim_speedup\": %.1f, \"sim_speedup_10k\": %.1f}\n", speedup, speedup_10k);
+  const auto tree_jobs = flags["topology-jobs"].as<int64_t>();
+  double spread = 0, wait_ratio = 0, jct_ratio = 0;
+  if (tree_jobs > 0) {
+    nlohmann::json with = baton::sim::RunTree(static_cast<uint64_t>(tree_jobs), true);
+    nlohmann::json without = baton::sim::RunTree(static_cast<uint64_t>(tree_jobs), false);
+    auto line = [](const char* name, const nlohmann::json& g) {
+      std::printf(
+          "topology %s: %u multi-node gangs, %u spread over more leaves than they need "
+          "(%.1f%%), wait p95 %.0f s, mean completion %.0f s\n",
+          name, g["jobs"].get<uint32_t>(), g["spread"].get<uint32_t>(),
+          g["spread_fraction"].get<double>() * 100, g["wait_s"]["p95"].get<double>(),
+          g["jct_mean_s"].get<double>());
+    };
+    line("asked (leaf, preferred)", with);
+    line("not asked", without);
+    spread = with["spread_fraction"].get<double>();
+    double plain_wait = without["wait_s"]["p95"].get<double>();
+    double plain_jct = without["jct_mean_s"].get<double>();
+    wait_ratio = plain_wait > 0 ? with["wait_s"]["p95"].get<double>() / plain_wait : 0;
+    jct_ratio = plain_jct > 0 ? with["jct_mean_s"].get<double>() / plain_jct : 0;
+  }
+  std::printf(
+      "{\"sim_speedup\": %.1f, \"sim_speedup_10k\": %.1f, \"spread_gangs_fraction\": %.4f, "
+      "\"gang_wait_p95_topology_vs_plain\": %.3f, \"gang_jct_mean_topology_vs_plain\": %.3f}\n",
+      speedup, speedup_10k, spread, wait_ratio, jct_ratio);
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <csignal>
 
+#include "absl/strings/str_join.h"
 #include "common/ids.h"
 #include "common/resources.h"
 #include "common/status.h"
@@ -55,6 +56,8 @@ void JobManager::SchedulePass() {
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
   v1::Attempt record = NewAttempt(jobs_, nodes_.all(), e.job, placement, view, clock_->Now());
+  for (const std::string& d : placement.topology_domains) record.add_topology_domains(d);
+  record.set_topology_min_domains(placement.topology_min_domains);
   e.exec_secret = RandomHex128();  // what `baton-agent exec` must present
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());
@@ -74,6 +77,10 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   reserved_nodes_.erase(e.job.id());
   e.job.set_cooldown_until_ms(0);
   std::string placed = "attempt " + std::to_string(number) + " placed on " + where;
+  if (!placement.topology_domains.empty()) {
+    placed += " (" + std::to_string(placement.topology_domains.size()) +
+              " topology domain(s): " + absl::StrJoin(placement.topology_domains, ",") + ")";
+  }
   LogLocked(events::Scheduling(e.job, "placed", placed), &e.job, txn);
   Transition(e, v1::JOB_STATE_SCHEDULED, placed, "scheduler", txn);
   for (const auto& p : a->placement()) {

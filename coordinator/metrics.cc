@@ -90,6 +90,11 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
                        .Name("baton_preemptions_total")
                        .Help("Evicted attempts by reason (node_lost, preempted, ...)")
                        .Register(*registry_)),
+      topology_spread_(BuildCounter()
+                           .Name("baton_topology_spread_gangs_total")
+                           .Help("Topology-bound gangs placed over more domains of their level "
+                                 "than their size needs, by class")
+                           .Register(*registry_)),
       job_evictions_(BuildCounter()
                          .Name("baton_job_evictions_total")
                          .Help("Evictions of each job not yet finished that was evicted at least "
@@ -225,6 +230,14 @@ void CoordinatorMetrics::OnEvent(const v1::Event& ev, const v1::Job* job) {
       if (job) job_evictions_.Add(EvictedLabels(*job)).Increment();
       if (ev.has_lost_gpu_seconds()) {
         lost_work_.Add({{"reason", ev.code()}}, kLostBuckets).Observe(ev.lost_gpu_seconds());
+      }
+      break;
+    case v1::EVENT_KIND_SCHEDULING:
+      if (job && ev.code() == "placed" && job->attempts_size() > 0) {
+        const v1::Attempt& a = job->attempts(job->attempts_size() - 1);
+        if (a.topology_domains_size() > static_cast<int>(a.topology_min_domains())) {
+          topology_spread_.Add({{"class", job->spec().priority_class()}}).Increment();
+        }
       }
       break;
     case v1::EVENT_KIND_QUOTA_REFUSAL:  // refused at submit (a job held by quota has an id)

@@ -66,6 +66,7 @@ class CoordinatorMetrics : public JobObserver, public prometheus::Collectable {
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Histogram>& admission_wait_;
   prometheus::Family<prometheus::Counter>& preemptions_;
+  prometheus::Family<prometheus::Counter>& topology_spread_;
   prometheus::Family<prometheus::Counter>& job_evictions_;  // live evicted jobs only
   prometheus::Family<prometheus::Gauge>& oldest_pending_;
   prometheus::Family<prometheus::Histogram>& lost_work_;

@@ -147,8 +147,22 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
               "min_runtime", "tenants", "pids_limit", "stop_after_disconnect",
               "evicts_within_min_runtime", "restart_backoff", "restart_backoff_cap",
-              "healthy_after"})) {
+              "healthy_after", "topology"})) {
     return c;
+  }
+  if (const YAML::Node t = n["topology"];
+      t && r.Map(t, where + ".topology", {"level", "mode", "wait"})) {
+    r.Scalar(t["level"], where + ".topology.level", &c.topology.level);
+    std::string mode = "preferred";
+    r.Scalar(t["mode"], where + ".topology.mode", &mode);
+    if (mode != "preferred" && mode != "required") {
+      r.problems().Add(where + ".topology.mode", "'" + mode + "' is not preferred or required");
+    }
+    c.topology.required = mode == "required";
+    int64_t wait_s = 0;
+    r.Parsed(t["wait"], where + ".topology.wait", &wait_s, ParseDurationSeconds);
+    c.topology.wait_ms = wait_s * 1000;
+    if (!t["level"]) r.problems().Add(where + ".topology", "a topology needs a level");
   }
   r.Scalar(n["name"], where + ".name", &c.name);
   r.Scalar(n["value"], where + ".value", &c.value);
@@ -372,14 +386,31 @@ void ParseAdmission(Reader& r, const YAML::Node& n, Policy::Admission& a) {
   r.Scalar(n["submit_burst"], w + ".submit_burst", &a.submit_burst);
 }
 
+// topology.levels, lowest first: "leaf" is the label topology.baton.io/leaf; a label key
+// with a '/' is taken as it is and named by what follows its last '/'.
+void ParseTopology(Reader& r, const YAML::Node& n, Policy& p) {
+  if (!n || !r.Map(n, "topology", {"levels"})) return;
+  ParseList(
+      r, n["levels"], "topology.levels", p.topology_levels,
+      [&](const YAML::Node& l, const std::string& w) {
+        std::string text;
+        r.Scalar(l, w, &text);
+        size_t slash = text.rfind('/');
+        return sched::TopologyLevel{
+            slash == std::string::npos ? text : text.substr(slash + 1),
+            slash == std::string::npos ? std::string(sched::kTopologyLabelPrefix) + text : text};
+      });
+}
+
 void ParseRoot(Reader& r, const YAML::Node& root, Policy& p) {
   if (!root || root.IsNull()) return;
-  if (!r.Map(
-          root, "policy",
-          {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
-           "default_pool", "pools", "job_limits", "admission", "admins", "placement", "network"})) {
+  if (!r.Map(root, "policy",
+             {"defaults", "fair_share", "preemption", "classes", "tenants", "default_tenant",
+              "default_pool", "pools", "job_limits", "admission", "admins", "placement", "network",
+              "topology"})) {
     return;
   }
+  ParseTopology(r, root["topology"], p);
   ParseDefaults(r, root["defaults"], p);
   if (const YAML::Node fs = root["fair_share"]; fs && r.Map(fs, "fair_share", {"half_life"})) {
     r.Parsed(fs["half_life"], "fair_share.half_life", &p.fair_share_half_life_s,
@@ -470,6 +501,9 @@ void CheckClasses(const Policy& p, Problems& out) {
     if (c.cooldown_base_s <= 0) out.Add(w, "cooldown must be positive");
     if (c.cooldown_cap_s < c.cooldown_base_s) out.Add(w, "cooldown_cap is below cooldown");
     if (c.min_runtime_s < 0) out.Add(w, "min_runtime is negative");
+    if (!c.topology.level.empty() && sched::TopologyLevelIndex(p, c.topology.level) < 0) {
+      out.Add(w + ".topology.level", "'" + c.topology.level + "' is not one of topology.levels");
+    }
   }
   if (!p.Find(p.default_class)) {
     out.Add("defaults.class", "'" + p.default_class + "' is not a class");
@@ -616,7 +650,20 @@ void CheckAdmission(const Policy& p, Problems& out) {
   if (a.max_pending_per_tenant == 0) out.Add(w + ".max_pending_per_tenant", "must be at least 1");
 }
 
+void CheckTopology(const Policy& p, Problems& out) {
+  std::set<std::string> names, labels;
+  for (size_t i = 0; i < p.topology_levels.size(); ++i) {
+    const sched::TopologyLevel& l = p.topology_levels[i];
+    std::string w = "topology.levels[" + std::to_string(i) + "]";
+    if (!IsValidName(l.name))
+      out.Add(w, "'" + l.name + "' is not a level name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
+    if (!names.insert(l.name).second) out.Add(w, "a second level named " + l.name);
+    if (!labels.insert(l.label).second) out.Add(w, "a second level of label " + l.label);
+  }
+}
+
 void Validate(const Policy& policy, Problems& problems) {
+  CheckTopology(policy, problems);
   CheckAdmission(policy, problems);
   CheckAccess(policy, problems);
   CheckClasses(policy, problems);
@@ -707,6 +754,26 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
   }
   if (before.access.class_tenants != after.access.class_tenants) {
     parts.push_back("which tenants may use which classes changed");
+  }
+  auto levels = [](const Policy& p) {
+    std::string out;
+    for (const auto& l : p.topology_levels)
+      out += (out.empty() ? "" : ", ") + l.name + "=" + l.label;
+    return out.empty() ? std::string("none") : out;
+  };
+  if (levels(before) != levels(after)) {
+    parts.push_back("topology.levels: " + levels(before) + " -> " + levels(after));
+  }
+  auto topo = [](const PriorityClass& c) {
+    if (c.topology.level.empty()) return std::string("none");
+    return c.topology.level + (c.topology.required ? ":required" : ":preferred") +
+           (c.topology.wait_ms ? "@" + std::to_string(c.topology.wait_ms / 1000) + "s" : "");
+  };
+  for (const auto& c : after.classes) {
+    const PriorityClass* old = before.Find(c.name);
+    if (old && topo(*old) != topo(c)) {
+      parts.push_back("class " + c.name + ": topology " + topo(*old) + " -> " + topo(c));
+    }
   }
   if (before.inference_numa_exclusive != after.inference_numa_exclusive) {
     parts.push_back(std::string("placement.inference_numa_exclusive: ") +

@@ -20,6 +20,10 @@ sched::JobRequest RequestOf(const v1::JobSpec& spec) {
   for (const auto& t : spec.tolerations()) {
     r.tolerations.push_back({t.key(), t.value(), t.effect(), t.exists()});
   }
+  if (spec.has_topology()) {
+    r.topology = {spec.topology().level(), spec.topology().required(),
+                  int64_t{spec.topology().wait_seconds()} * 1000};
+  }
   return r;
 }
 

@@ -148,6 +148,7 @@ absl::Status CheckPlacementTerms(const Policy::Admission& limits, const v1::JobS
     }
   }
   BATON_RETURN_IF_ERROR(CheckName("pool", spec.pool()));
+  BATON_RETURN_IF_ERROR(CheckName("topology.level", spec.topology().level()));
   BATON_RETURN_IF_ERROR(CheckName("gpu_model", spec.gpu_model()));
   return CheckName("mig_profile", spec.mig_profile());
 }

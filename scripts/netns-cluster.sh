@@ -26,7 +26,9 @@
 # Settings (environment): BATON_NETNS_NAME (default baton) prefixes every namespace,
 # interface and the state dir /tmp/<name>-netns; BATON_NETNS_SUBNET (default 10.77.0)
 # is the /24 used; BATON_BIN (default build/bin) holds the binaries; BATON_COORDINATOR_ARGS
-# and BATON_AGENT_ARGS add flags (e.g. --policy FILE); BATON_NETNS_KEEP_LOGS=DIR makes
+# and BATON_AGENT_ARGS add flags (e.g. --policy FILE); BATON_NETNS_LEAF_SIZE=K labels the
+# nodes as a switch tree of leaves of K consecutive nodes (topology.baton.io/leaf=leaf-1…,
+# docs/topology.md) and each node baton.io/node=n<i>; BATON_NETNS_KEEP_LOGS=DIR makes
 # `down` copy the daemons' logs there first. Two clusters with
 # different names and subnets can run side by side. Needs root (ip netns, bridges).
 # Security as on a real cluster: a private munged (scripts/munged.sh) proves the CLI's
@@ -206,13 +208,17 @@ start_coordinator() {
 
 # Node I's agent, inside its namespace; its log is appended to (restarts keep the story).
 start_agent() {
-  local i=$1
+  local i=$1 labels=()
+  if [ "${BATON_NETNS_LEAF_SIZE:-0}" -gt 0 ]; then
+    labels=(--label "topology.baton.io/leaf=leaf-$(((i - 1) / BATON_NETNS_LEAF_SIZE + 1))"
+      --label "baton.io/node=n$i")
+  fi
   nsenter --net="/var/run/netns/$(ns "$i")" "$BIN/baton-agent" --name "n$i" \
     --coordinator "$(cat "$STATE/coordinator.addr")" --listen "$SUBNET.$((10 + i)):7071" \
     --data-dir "$STATE/n$i" --nic eth0 --fake-gpus "$(cat "$STATE/gpus")" \
     --fake-gpu-model H200 --cgroup-parent "$NAME/n$i" --tls-ca "$STATE/tls/ca.crt" \
     --tls-cert "$STATE/tls/node-n$i.crt" --tls-key "$STATE/tls/node-n$i.key" \
-    ${BATON_AGENT_ARGS:-} >>"$STATE/n$i.log" 2>&1 &
+    ${labels[@]+"${labels[@]}"} ${BATON_AGENT_ARGS:-} >>"$STATE/n$i.log" 2>&1 &
   echo $! >"$STATE/n$i.pid"
 }
 

@@ -68,6 +68,18 @@ struct NodeInfo {
   uint32_t smt = 1;
 };
 
+// Where a gang's nodes sit in the network's switch tree (docs/topology.md): within one
+// domain of `level` (one of the policy's topology levels, e.g. "leaf"), or in as few as
+// its size allows. Empty level: anywhere (a class default may still apply).
+struct TopologyRequest {
+  std::string level;
+  bool required = false;  // within one domain or not at all; false: preferred
+  // A required request relaxes to preferred once the job has been eligible this long
+  // (milliseconds since the later of its submit and the end of its last cooldown,
+  // Slurm's --switches=N@max-time); 0: never.
+  int64_t wait_ms = 0;
+};
+
 // What a job asks for: `nodes` nodes, each giving the per-node amounts (JobSpec fields).
 struct JobRequest {
   uint32_t nodes = 1;
@@ -81,6 +93,7 @@ struct JobRequest {
   std::string pool;         // "" is the policy's default pool
   std::map<std::string, std::string> selector;  // node labels that must match
   std::vector<Toleration> tolerations;
+  TopologyRequest topology;  // level "": the class's default, if it has one
 };
 
 // One rank's NUMA binding as it was placed (from the Decisions that placed the gang).

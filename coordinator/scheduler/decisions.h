@@ -40,6 +40,10 @@ struct NodePlacement {
 struct Placement {
   JobId job = 0;
   std::vector<NodePlacement> nodes;
+  // A topology-bound gang (docs/topology.md): the domains of its level it spans, by
+  // name in node order, and the fewest it could ever span; empty and 0 otherwise.
+  std::vector<std::string> topology_domains;
+  uint32_t topology_min_domains = 0;
 };
 
 enum class EvictionReason { kHigherClass, kQuotaReclaimed };

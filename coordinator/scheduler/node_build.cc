@@ -118,6 +118,39 @@ std::string HwKey(const Pass& pass, const NodeHw& hw, const NodeFree& cap) {
   return key;
 }
 
+// Per level, each group's domain: keyed by the label values from the top level down to
+// it, so that two leaves named alike under different spines stay apart.
+void BuildTopology(Pass& pass) {
+  const auto& levels = pass.policy.topology_levels;
+  pass.topo.assign(levels.size(), TopoLevel{});
+  std::vector<std::string> path(pass.groups.size());
+  std::vector<uint32_t> above(pass.groups.size(), kNone);
+  for (size_t l = levels.size(); l-- > 0;) {
+    TopoLevel& level = pass.topo[l];
+    absl::flat_hash_map<std::string, uint32_t> ids;
+    level.group_domain.assign(pass.groups.size(), kNone);
+    for (uint32_t g = 0; g < pass.groups.size(); ++g) {
+      const auto& labels = pass.view.nodes[pass.groups[g].first_node].labels;
+      auto it = labels.find(levels[l].label);
+      path[g] += '\0';
+      if (it == labels.end()) {
+        above[g] = kNone;
+        continue;
+      }
+      path[g] += it->second;
+      uint32_t id = Intern(ids, path[g], level.names.size());
+      if (id == level.names.size()) {
+        level.names.push_back(it->second);
+        level.parent.push_back(above[g]);
+        level.groups.emplace_back();
+      }
+      level.groups[id].push_back(g);
+      level.group_domain[g] = id;
+      above[g] = id;
+    }
+  }
+}
+
 }  // namespace
 
 Amount BuildNodes(Pass& pass) {
@@ -157,6 +190,7 @@ Amount BuildNodes(Pass& pass) {
                        n.memory_bytes};
   }
   IndexProfilesAndClasses(pass);
+  BuildTopology(pass);
   return capacity;
 }
 

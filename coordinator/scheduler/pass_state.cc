@@ -283,9 +283,26 @@ Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) 
   return s;
 }
 
+// The topology level and mode the job is placed with this pass: its own or its class's;
+// required relaxes to preferred once it has been eligible for `wait` (and says so until
+// then); a one-node job that is not required goes anywhere.
+std::tuple<int32_t, bool, bool> TopologyOf(const Pass& pass, const Job& j, const JobRequest& r) {
+  if (j.cls == kNone || pass.topo.empty()) return {-1, false, false};
+  const TopologyRequest& t = EffectiveTopology(*pass.classes[j.cls], r);
+  int32_t level = t.level.empty() ? -1 : TopologyLevelIndex(pass.policy, t.level);
+  if (level < 0) return {-1, false, false};
+  bool required = t.required;
+  if (required && t.wait_ms > 0 &&
+      pass.now >= std::max(j.submitted, j.cooldown_until) + t.wait_ms) {
+    required = false;
+  }
+  if (!required && r.nodes <= 1) return {-1, false, false};
+  return {level, required, required && t.wait_ms > 0};
+}
+
 void BuildJobs(Pass& pass) {
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t,
-                         int32_t, bool, bool>;
+                         int32_t, bool, bool, int32_t, bool, bool>;
   absl::flat_hash_map<std::string, uint32_t> filter_ids;
   absl::flat_hash_map<Key, uint32_t> shape_ids;
   pass.jobs.reserve(pass.view.pending.size());
@@ -302,6 +319,7 @@ void BuildJobs(Pass& pass) {
     bool service = j.cls != kNone && pass.classes[j.cls]->service;
     const JobRequest& r = p.request;
     uint32_t filter = FilterId(pass, filter_ids, r);
+    auto [level, required, relaxes] = TopologyOf(pass, j, r);
     Key key{filter,
             r.nodes,
             r.ranks_per_node,
@@ -311,9 +329,17 @@ void BuildJobs(Pass& pass) {
             ProfileId(pass, r.mig_profile),
             ModelId(pass, r.gpu_model),
             service,
-            r.mpi};
+            r.mpi,
+            level,
+            required,
+            relaxes};
     auto [it, added] = shape_ids.try_emplace(key, pass.shapes.size());
-    if (added) pass.shapes.push_back(MakeShape(pass, r, filter, service));
+    if (added) {
+      pass.shapes.push_back(MakeShape(pass, r, filter, service));
+      pass.shapes.back().topo_level = level;
+      pass.shapes.back().topo_required = required;
+      pass.shapes.back().topo_relaxes = relaxes;
+    }
     j.shape = it->second;
     pass.jobs.push_back(j);
   }

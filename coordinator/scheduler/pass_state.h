@@ -93,6 +93,20 @@ struct Shape {
   uint32_t groups = 1, group_gpus = 0, group_cores = 0;
   uint64_t group_millis = 0, group_mem = 0;
   Amount ask;  // the whole gang: per-node amounts × nodes
+  // Topology (topology.h): the level index in Pass::topo, -1 when the gang goes anywhere;
+  // required: within one domain of it or not at all (a relaxed wait makes it preferred).
+  int32_t topo_level = -1;
+  bool topo_required = false;
+  bool topo_relaxes = false;  // required for now: its wait will make it preferred
+};
+
+// One level of the switch tree as the pass sees it. Nodes of one group share every
+// label, so a domain is a property of the group.
+struct TopoLevel {
+  std::vector<uint32_t> group_domain;         // per group; kNone: its nodes lack the label
+  std::vector<std::string> names;             // per domain: the label's value
+  std::vector<uint32_t> parent;               // per domain: its domain one level up; kNone: none
+  std::vector<std::vector<uint32_t>> groups;  // per domain: its groups, ascending
 };
 
 struct Hold {
@@ -164,6 +178,7 @@ struct Pass {
   std::vector<std::string> profiles, models;
   std::vector<std::vector<uint32_t>> profile_nodes;  // schedulable nodes with the profile
   std::vector<Group> groups;
+  std::vector<TopoLevel> topo;           // policy.topology_levels, lowest first
   std::vector<uint32_t> hw_rep;          // a node of each hardware class
   std::vector<NodeFree> hw_capacity;     // each hardware class empty
   std::vector<uint32_t> hw_group_count;  // nodes per (group, hw): index g * hws + h
@@ -191,8 +206,9 @@ struct Pass {
   // pass (preemptible, not protected, not leaving), of any tenant and of tenants with a
   // quota (possible borrowers). INT64_MAX: none.
   std::vector<int64_t> group_min_victim, group_min_quota_victim;
-  std::vector<int64_t> shape_feasible;  // per shape: nodes that could hold it; -1 unknown
-  std::vector<std::string> shape_wait;  // per shape: the waiting-for-capacity text
+  std::vector<int64_t> shape_feasible;     // per shape: nodes that could hold it; -1 unknown
+  std::vector<std::string> shape_wait;     // per shape: the waiting-for-capacity text
+  std::vector<int64_t> shape_min_domains;  // per shape: LargestDomain; -1 unknown
   struct QuotaText {
     int verdict = -1;
     Amount use;

@@ -3,19 +3,34 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/container/flat_hash_map.h"
 #include "coordinator/scheduler/fit.h"
+#include "coordinator/scheduler/topology.h"
 
 namespace baton::sched::internal {
 
 NodeIndex::NodeIndex(const Pass& pass) {
   for (const NodeHw& hw : pass.hw) max_gpus_ = std::max(max_gpus_, hw.gpu_count);
   buckets_.assign(pass.groups.size(), std::vector<std::set<uint32_t>>(max_gpus_ + 1));
+  filled_.assign(max_gpus_ + 1, {});
   count_.assign(pass.hw.size(), 0);
   for (uint32_t i = 0; i < pass.hw.size(); ++i) {
     if (!pass.hw[i].schedulable) continue;
     count_[i] = static_cast<uint8_t>(FreeWhole(pass, i));
-    buckets_[pass.hw[i].group][count_[i]].insert(buckets_[pass.hw[i].group][count_[i]].end(), i);
+    Put(pass.hw[i].group, count_[i], i);
   }
+}
+
+void NodeIndex::Put(uint32_t group, uint32_t count, uint32_t node) {
+  std::set<uint32_t>& bucket = buckets_[group][count];
+  if (bucket.empty()) filled_[count].insert(group);
+  bucket.insert(bucket.end(), node);
+}
+
+void NodeIndex::Take(uint32_t group, uint32_t count, uint32_t node) {
+  std::set<uint32_t>& bucket = buckets_[group][count];
+  bucket.erase(node);
+  if (bucket.empty()) filled_[count].erase(group);
 }
 
 uint32_t NodeIndex::FreeWhole(const Pass& pass, uint32_t node) {
@@ -26,9 +41,8 @@ void NodeIndex::Update(const Pass& pass, uint32_t node) {
   if (!pass.hw[node].schedulable) return;
   auto now = static_cast<uint8_t>(FreeWhole(pass, node));
   if (now == count_[node]) return;
-  auto& group = buckets_[pass.hw[node].group];
-  group[count_[node]].erase(node);
-  group[now].insert(node);
+  Take(pass.hw[node].group, count_[node], node);
+  Put(pass.hw[node].group, now, node);
   count_[node] = now;
 }
 
@@ -48,8 +62,51 @@ std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_val
   if (fits.size() < s.nodes) return {};
   std::sort(fits.begin(), fits.end());
   std::vector<uint32_t> out;
-  for (uint32_t i = 0; i < s.nodes; ++i) out.push_back(fits[i].second);
-  return out;
+  for (uint32_t i = 0; i < (s.topo_level >= 0 ? fits.size() : s.nodes); ++i) {
+    out.push_back(fits[i].second);
+  }
+  return s.topo_level >= 0 ? ChooseByTopology(pass, s, out) : out;
+}
+
+// A topology-bound gang within one domain of its level: the domains by how many of their
+// nodes have the gang's GPUs free (fewest first: best fit; then domain order), each
+// checked node by node, best fit first, until s.nodes fit. Empty when no domain holds it.
+// Nothing is scanned beyond the domain that takes it.
+std::vector<uint32_t> FindInOneDomain(Pass& pass, const NodeIndex& index, const Shape& s,
+                                      int32_t class_value, JobId job) {
+  const TopoLevel& level = pass.topo[s.topo_level];
+  const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
+  std::vector<uint32_t> free(level.names.size(), 0);
+  for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
+    index.ForEachGroup(pass, s.filter, groups, count, [&](uint32_t g) {
+      if (uint32_t d = level.group_domain[g]; d != kNone) {
+        free[d] += static_cast<uint32_t>(index.Bucket(g, count).size());
+      }
+      return false;
+    });
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> order;  // free nodes, domain
+  for (uint32_t d = 0; d < free.size(); ++d) {
+    if (free[d] >= s.nodes) order.emplace_back(free[d], d);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<uint32_t> out;
+  for (auto [unused, d] : order) {
+    out.clear();
+    for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
+      for (uint32_t g : level.groups[d]) {
+        if (!Eligible(pass, s.filter, g)) continue;
+        for (uint32_t node : index.Bucket(g, count)) {
+          if (!Usable(pass, node, class_value, job)) continue;
+          NodeFree trial = pass.free[node];
+          if (!FitNode(pass, node, trial, s, nullptr)) continue;
+          out.push_back(node);
+          if (out.size() == s.nodes) return out;
+        }
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -57,20 +114,27 @@ std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_val
 std::vector<uint32_t> FindNodes(Pass& pass, const NodeIndex& index, const Shape& s,
                                 int32_t class_value, JobId job) {
   if (s.profile >= 0) return FindMigNodes(pass, s, class_value, job);
+  if (s.topo_level >= 0) {
+    std::vector<uint32_t> one = FindInOneDomain(pass, index, s, class_value, job);
+    if (!one.empty() || s.topo_required) return one;
+  }
   const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
+  // A preferred gang no domain holds sees every node that fits (best fit first) and then
+  // chooses the fewest domains; others stop at the first s.nodes.
+  bool all = s.topo_level >= 0;
   std::vector<uint32_t> out;
   for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
-    for (uint32_t g : groups) {
-      for (uint32_t node : index.Bucket(g, count)) {
-        if (!Usable(pass, node, class_value, job)) continue;
-        NodeFree trial = pass.free[node];
-        if (!FitNode(pass, node, trial, s, nullptr)) continue;
-        out.push_back(node);
-        if (out.size() == s.nodes) return out;
-      }
-    }
+    bool done = index.ForEach(pass, s.filter, groups, count, [&](uint32_t node) {
+      if (!Usable(pass, node, class_value, job)) return false;
+      NodeFree trial = pass.free[node];
+      if (!FitNode(pass, node, trial, s, nullptr)) return false;
+      out.push_back(node);
+      return !all && out.size() == s.nodes;
+    });
+    if (done) return out;
   }
-  return {};
+  if (!all || out.size() < s.nodes) return {};
+  return ChooseByTopology(pass, s, out);
 }
 
 std::vector<NodePlacement> CommitGang(Pass& pass, NodeIndex& index, const Shape& s,
@@ -109,15 +173,38 @@ std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const 
     }
   } else {
     const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
-    for (uint32_t count = index.max_gpus() + 1; count-- > 0 && picks.size() < s.nodes;) {
-      for (uint32_t g : groups) {
-        for (uint32_t node : index.Bucket(g, count)) consider(node);
-      }
+    bool all = s.topo_level >= 0;
+    for (uint32_t count = index.max_gpus() + 1; count-- > 0 && (all || picks.size() < s.nodes);) {
+      index.ForEach(pass, s.filter, groups, count, [&](uint32_t node) {
+        consider(node);
+        return false;
+      });
     }
   }
   if (picks.size() < s.nodes) return {};
   std::sort(picks.begin(), picks.end());
   std::vector<uint32_t> out;
+  if (s.topo_level >= 0) {
+    // One domain's nodes, the domain with the most free GPUs of the gang's kind among
+    // those large enough; a preferred gang no domain holds reserves as any other.
+    std::vector<uint32_t> sorted;
+    absl::flat_hash_map<uint32_t, uint64_t> free_of;
+    for (auto [inv, node] : picks) {
+      sorted.push_back(node);
+      free_of[node] = ~inv;
+    }
+    uint64_t most = 0;
+    for (const std::vector<uint32_t>& dom : SplitByDomain(pass, s, sorted)) {
+      if (dom.size() < s.nodes) continue;
+      uint64_t sum = 0;
+      for (uint32_t node : dom) sum += free_of[node];
+      if (out.empty() || sum > most) {
+        most = sum;
+        out.assign(dom.begin(), dom.begin() + s.nodes);
+      }
+    }
+    if (!out.empty() || s.topo_required) return out;
+  }
   for (uint32_t i = 0; i < s.nodes; ++i) out.push_back(picks[i].second);
   return out;
 }

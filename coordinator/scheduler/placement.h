@@ -24,11 +24,46 @@ class NodeIndex {
     return buckets_[group][free_gpus];
   }
   uint32_t max_gpus() const { return max_gpus_; }
+  // Calls f(node) (true: stop, and ForEach returns true) for the nodes with `free_gpus`
+  // free whole GPUs in the filter's eligible groups (`groups`, ascending), group by group
+  // in ascending order.
+  template <typename F>
+  bool ForEach(Pass& pass, uint32_t filter, const std::vector<uint32_t>& groups, uint32_t free_gpus,
+               F f) const {
+    return ForEachGroup(pass, filter, groups, free_gpus, [&](uint32_t g) {
+      for (uint32_t node : buckets_[g][free_gpus]) {
+        if (f(node)) return true;
+      }
+      return false;
+    });
+  }
+  // Calls f(group) (true: stop) for the eligible groups with nodes of `free_gpus` free
+  // whole GPUs, ascending: over the eligible groups or over the groups that have such
+  // nodes, whichever list is shorter (a cluster labelled by its switch tree has thousands
+  // of groups, most with no node of a given count).
+  template <typename F>
+  bool ForEachGroup(Pass& pass, uint32_t filter, const std::vector<uint32_t>& groups,
+                    uint32_t free_gpus, F f) const {
+    const std::set<uint32_t>& filled = filled_[free_gpus];
+    if (groups.size() <= filled.size()) {
+      for (uint32_t g : groups) {
+        if (!buckets_[g][free_gpus].empty() && f(g)) return true;
+      }
+      return false;
+    }
+    for (uint32_t g : filled) {
+      if (Eligible(pass, filter, g) && f(g)) return true;
+    }
+    return false;
+  }
 
  private:
   static uint32_t FreeWhole(const Pass& pass, uint32_t node);
+  void Put(uint32_t group, uint32_t count, uint32_t node);
+  void Take(uint32_t group, uint32_t count, uint32_t node);
   std::vector<std::vector<std::set<uint32_t>>> buckets_;  // [group][free whole GPUs]
-  std::vector<uint8_t> count_;                            // each node's bucket
+  std::vector<std::set<uint32_t>> filled_;  // [free whole GPUs]: groups with such nodes
+  std::vector<uint8_t> count_;              // each node's bucket
   uint32_t max_gpus_ = 0;
 };
 

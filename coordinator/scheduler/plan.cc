@@ -11,6 +11,7 @@
 #include "coordinator/scheduler/placement.h"
 #include "coordinator/scheduler/preemption.h"
 #include "coordinator/scheduler/reasons.h"
+#include "coordinator/scheduler/topology.h"
 
 namespace baton::sched {
 namespace internal {
@@ -122,7 +123,7 @@ Verdict Planner::Decide(const Job& job) {
 
 Verdict Planner::Admit(const Job& job, bool within) {
   JobId id = job.id;
-  if (TryPlace(job)) return {Outcome::kPlaced, PlacedReason(out_.placements.back())};
+  if (TryPlace(job)) return {Outcome::kPlaced, PlacedReason(pass_, job, out_.placements.back())};
   if (!job.holds) return Contend(job, within);
   if (auto it = awaiting_.find(id); it != awaiting_.end()) {
     pass_.quota.Add(job.tenant, Ask(pass_, job));
@@ -171,7 +172,14 @@ bool Planner::TryPlace(const Job& job) {
     if (!holds) place_failed_[s.id] = std::max<int64_t>(place_failed_[s.id], value);
     return false;
   }
-  out_.placements.push_back(Placement{job.id, CommitGang(pass_, index_, s, nodes)});
+  Placement placement;
+  placement.job = job.id;
+  placement.nodes = CommitGang(pass_, index_, s, nodes);
+  if (s.topo_level >= 0) {
+    placement.topology_domains = DomainNames(pass_, s, nodes);
+    placement.topology_min_domains = MinDomains(pass_, s);
+  }
+  out_.placements.push_back(std::move(placement));
   pass_.quota.Add(job.tenant, Ask(pass_, job));
   if (job.holds) ReleaseHeld(job.id);
   return true;

@@ -101,11 +101,31 @@ absl::Status CheckJobLimits(const JobLimits& l, const JobRequest& r) {
 
 namespace baton::sched {
 
+const TopologyRequest& EffectiveTopology(const PriorityClass& cls, const JobRequest& request) {
+  return request.topology.level.empty() ? cls.topology : request.topology;
+}
+
+int32_t TopologyLevelIndex(const Policy& policy, std::string_view name) {
+  for (size_t i = 0; i < policy.topology_levels.size(); ++i) {
+    if (policy.topology_levels[i].name == name) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
 absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
                           const std::string& priority_class, const JobRequest& r) {
   const PriorityClass* cls = policy.Find(priority_class);
   if (!cls) return absl::InvalidArgumentError("unknown priority class '" + priority_class + "'");
   if (absl::Status s = CheckJobLimits(policy.job_limits, r); !s.ok()) return s;
+  if (const std::string& level = r.topology.level;
+      !level.empty() && TopologyLevelIndex(policy, level) < 0) {
+    std::string known;
+    for (const TopologyLevel& l : policy.topology_levels)
+      known += (known.empty() ? "" : ", ") + l.name;
+    return absl::InvalidArgumentError(
+        "topology level '" + level + "' is not one of the policy's topology.levels (" +
+        (known.empty() ? "none: this cluster has no topology" : known) + ")");
+  }
   const std::string& pool = r.pool.empty() ? policy.default_pool : r.pool;
   for (const PoolPolicy& p : policy.pools) {
     if (p.name == pool && !p.classes.empty() &&

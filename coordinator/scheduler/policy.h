@@ -35,6 +35,19 @@ struct PriorityClass {
   // May evict a job still inside its minimum runtime (inference-critical by default: a
   // production outage does not wait for a training job's first checkpoint).
   bool evicts_within_min_runtime = false;
+  // The topology its jobs get when their spec names none (level "": none).
+  TopologyRequest topology;
+};
+
+// Where a level named in the policy without a '/' finds its label: "leaf" is
+// "topology.baton.io/leaf".
+inline constexpr char kTopologyLabelPrefix[] = "topology.baton.io/";
+
+// One level of the network's switch tree: nodes with equal values of `label` (and of
+// every level above) form one domain. `name` is what requests say ("leaf").
+struct TopologyLevel {
+  std::string name;
+  std::string label;  // "topology.baton.io/leaf"
 };
 
 struct TenantPolicy {
@@ -77,6 +90,9 @@ struct Policy {
   // prefers the NUMA nodes inference does not use). `baton explain` names it when it is
   // what keeps a job waiting.
   bool inference_numa_exclusive = false;
+  // The switch tree, lowest level first (docs/topology.md); empty: no topology, and a
+  // request naming a level is refused.
+  std::vector<TopologyLevel> topology_levels;
 
   const PriorityClass* Find(std::string_view name) const;
   const TenantPolicy& Tenant(std::string_view name) const;
@@ -92,8 +108,14 @@ absl::Status CheckJobLimits(const JobLimits& limits, const JobRequest& request);
 // Whether a job could ever run under the policy, whatever the cluster: the per-job
 // limits; a known class, allowed in its pool; MIG slices only for inference (service)
 // classes, one rank each and never with mpi; its tenant's quota (nominal plus borrowing limit, or
-// nominal alone for classes that never borrow). InvalidArgument naming the first rule it breaks.
+// nominal alone for classes that never borrow); a topology level the policy has.
+// InvalidArgument naming the first rule it breaks.
 // Admission calls it at submit; Plan reports such jobs kInfeasible with the same text.
+// The request's topology, or its class's default when it names none.
+const TopologyRequest& EffectiveTopology(const PriorityClass& cls, const JobRequest& request);
+// The index of the level named `name` in policy.topology_levels, or -1.
+int32_t TopologyLevelIndex(const Policy& policy, std::string_view name);
+
 absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
                           const std::string& priority_class, const JobRequest& request);
 

@@ -5,7 +5,9 @@
 #include <limits>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "coordinator/scheduler/fit.h"
+#include "coordinator/scheduler/topology.h"
 
 namespace baton::sched::internal {
 namespace {
@@ -39,6 +41,9 @@ class Search {
   bool Run(PreemptionPlan* plan);
 
  private:
+  using Cands = std::vector<std::pair<double, uint32_t>>;  // lower bound, node
+  bool RunOn(const Cands& cands, PreemptionPlan* plan);
+  bool RunByDomain(const Cands& cands, PreemptionPlan* plan);
   using Local = std::vector<std::pair<uint32_t, Amount>>;  // tenant, reclaimed on a node
 
   Kind KindOf(const Gang& g) const;
@@ -208,12 +213,62 @@ bool Search::Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool
   return plan->nodes.size() == shape_.nodes;
 }
 
+bool Search::Run(PreemptionPlan* plan) {
+  Cands cands = Candidates();
+  if (cands.size() < shape_.nodes) return false;
+  if (shape_.topo_level < 0) return RunOn(cands, plan);
+  if (RunByDomain(cands, plan)) return true;
+  return !shape_.topo_required && RunOn(cands, plan);
+}
+
+// A topology-bound preemptor: the victims that free one domain of its level, the domain
+// whose plan loses the least work (then evicts the fewest gangs, then comes first).
+// Domains are searched in order of a lower bound on their cost (the sum of their n
+// cheapest nodes' bounds: each node's victims hold its missing GPUs, none younger than
+// its youngest candidate) and the search stops when no domain left can beat the best.
+bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
+  std::vector<uint32_t> nodes;
+  absl::flat_hash_map<uint32_t, double> bound;
+  for (const auto& [lb, node] : cands) {
+    nodes.push_back(node);
+    bound[node] = lb;
+  }
+  std::vector<std::vector<uint32_t>> doms = SplitByDomain(pass_, shape_, nodes);
+  std::vector<std::pair<double, uint32_t>> order;  // lower bound, domain
+  for (uint32_t d = 0; d < doms.size(); ++d) {
+    if (doms[d].size() < shape_.nodes) continue;
+    double lb = 0;
+    for (uint32_t i = 0; i < shape_.nodes; ++i) lb += bound[doms[d][i]];  // cands are sorted
+    order.emplace_back(lb, d);
+  }
+  std::sort(order.begin(), order.end());
+  bool found = false;
+  std::pair<double, size_t> best{0, 0};
+  for (const auto& [lb, d] : order) {
+    if (found && lb > best.first) break;
+    Cands mine;
+    for (uint32_t node : doms[d]) mine.emplace_back(bound[node], node);
+    PreemptionPlan trial;
+    if (!RunOn(mine, &trial)) continue;
+    double lost = 0;
+    for (const Victim& v : trial.victims) lost += pass_.gangs[v.gang].lost;
+    std::pair<double, size_t> cost{lost, trial.victims.size()};
+    if (!found || cost < best) {
+      found = true;
+      best = cost;
+      *plan = std::move(trial);
+    }
+  }
+  return found;
+}
+
 // Exact costs in lower-bound order until no unevaluated node can beat the n-th best;
 // then the walk. A walk that had to skip a node is redone over every candidate, so the
 // answer is the one a full evaluation gives.
-bool Search::Run(PreemptionPlan* plan) {
-  std::vector<std::pair<double, uint32_t>> cands = Candidates();
+bool Search::RunOn(const Cands& cands, PreemptionPlan* plan) {
   if (cands.size() < shape_.nodes) return false;
+  std::fill(evicted_.begin(), evicted_.end(), 0);  // a previous RunOn's walk
+  std::fill(reclaimed_.begin(), reclaimed_.end(), Amount{});
   std::vector<NodeCost> exact;
   std::vector<double> best;  // the n cheapest exact costs, ascending
   std::vector<uint32_t> victims;

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "common/resources.h"
+#include "coordinator/scheduler/fit.h"
 #include "coordinator/scheduler/placement.h"
+#include "coordinator/scheduler/topology.h"
 
 namespace baton::sched::internal {
 namespace {
@@ -22,6 +24,26 @@ std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
          NormalPool(pass, r.pool);
   if (!r.selector.empty()) out += " (with a node selector)";
   return out;
+}
+
+// Where a required gang's level has the most room now: "largest free: 5 node(s) in leaf-3".
+std::string LargestFree(Pass& pass, const Shape& s) {
+  const TopoLevel& level = pass.topo[s.topo_level];
+  std::vector<uint32_t> free(level.names.size(), 0);
+  for (uint32_t g : EligibleGroups(pass, s.filter)) {
+    uint32_t d = level.group_domain[g];
+    if (d == kNone) continue;
+    for (uint32_t node : pass.groups[g].nodes) {
+      NodeFree trial = pass.free[node];
+      if (pass.hw[node].schedulable && FitNode(pass, node, trial, s, nullptr)) ++free[d];
+    }
+  }
+  auto most = std::max_element(free.begin(), free.end());
+  if (most == free.end() || *most == 0) {
+    return "no " + pass.policy.topology_levels[s.topo_level].name + " has a free node for it";
+  }
+  return "largest free: " + std::to_string(*most) + " node(s) in " +
+         level.names[static_cast<size_t>(most - free.begin())];
 }
 
 std::string GpuCount(uint64_t gpus) { return std::to_string(gpus) + " GPU(s)"; }
@@ -43,9 +65,19 @@ std::string Uncached(Pass& pass, const Job& job) {
   const Shape& s = pass.shapes[job.shape];
   int64_t& feasible = pass.shape_feasible[s.id];
   if (feasible < 0) feasible = static_cast<int64_t>(FeasibleNodes(pass, s));
-  if (feasible >= s.nodes) return "";
-  return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
-         " such node(s)";
+  if (feasible < s.nodes) {
+    return "needs " + Describe(pass, s, r) + "; the cluster has " + std::to_string(feasible) +
+           " such node(s)";
+  }
+  if (s.topo_level >= 0 && s.topo_required && !s.topo_relaxes) {
+    uint32_t largest = LargestDomain(pass, s);
+    const std::string& level = pass.policy.topology_levels[s.topo_level].name;
+    if (largest < s.nodes) {
+      return "needs " + Describe(pass, s, r) + " under one " + level + "; the largest " + level +
+             " has " + std::to_string(largest) + " such node(s)";
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -87,8 +119,20 @@ std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) 
   return text;
 }
 
-std::string PlacedReason(const Placement& placement) {
-  return "placed on " + std::to_string(placement.nodes.size()) + " node(s)";
+std::string PlacedReason(const Pass& pass, const Job& job, const Placement& placement) {
+  std::string out = "placed on " + std::to_string(placement.nodes.size()) + " node(s)";
+  const Shape& s = pass.shapes[job.shape];
+  if (s.topo_level < 0) return out;
+  const std::string& level = pass.policy.topology_levels[s.topo_level].name;
+  out += " in " + std::to_string(placement.topology_domains.size()) + " " + level + "(s): ";
+  for (size_t i = 0; i < placement.topology_domains.size(); ++i) {
+    out += (i ? ", " : "") + placement.topology_domains[i];
+  }
+  if (placement.topology_domains.size() > placement.topology_min_domains) {
+    out += " (" + std::to_string(placement.topology_min_domains) + " at best: the " + level +
+           "s that could hold it are busy)";
+  }
+  return out;
 }
 
 std::string AwaitingReason(uint32_t victims_leaving) {
@@ -104,19 +148,30 @@ std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preem
   return "evicting job(s) " + ids + " to make room; the room is held for it";
 }
 
-std::string HeadOfLineReason(const Pass& pass, const Job& job, const Reservation& r,
+std::string HeadOfLineReason(Pass& pass, const Job& job, const Reservation& r,
                              bool preemption_deferred) {
-  return "first in line for " + std::to_string(r.nodes.size()) + " node(s) in pool " +
-         NormalPool(pass, job.src->request.pool) +
-         ": they are held so smaller jobs cannot delay it" + (preemption_deferred ? kDeferred : "");
+  std::string out = "first in line for " + std::to_string(r.nodes.size()) + " node(s) in pool " +
+                    NormalPool(pass, job.src->request.pool) +
+                    ": they are held so smaller jobs cannot delay it";
+  const Shape& s = pass.shapes[job.shape];
+  if (s.topo_level >= 0 && s.topo_required && !r.nodes.empty()) {
+    const std::string& level = pass.policy.topology_levels[s.topo_level].name;
+    out += "; it needs one " + level + " (" + DomainNames(pass, s, {r.nodes[0]})[0] +
+           " is held); " + LargestFree(pass, s);
+  }
+  return out + (preemption_deferred ? kDeferred : "");
 }
 
 std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred) {
   if (pass.shape_wait.empty()) pass.shape_wait.resize(pass.shapes.size());
   std::string& text = pass.shape_wait[job.shape];
   if (text.empty()) {
-    text = "waiting for capacity: " + Describe(pass, pass.shapes[job.shape], job.src->request) +
-           " free";
+    const Shape& s = pass.shapes[job.shape];
+    text = "waiting for capacity: " + Describe(pass, s, job.src->request) + " free";
+    if (s.topo_level >= 0 && s.topo_required) {
+      text += " under one " + pass.policy.topology_levels[s.topo_level].name + "; " +
+              LargestFree(pass, s);
+    }
   }
   return preemption_deferred ? text + kDeferred : text;
 }

@@ -18,10 +18,10 @@ namespace baton::sched::internal {
 const std::string& InfeasibleReason(Pass& pass, const Job& job);
 std::string CooldownReason(const Pass& pass, const Job& job);
 std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict);
-std::string PlacedReason(const Placement& placement);
+std::string PlacedReason(const Pass& pass, const Job& job, const Placement& placement);
 std::string AwaitingReason(uint32_t victims_leaving);
 std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preemptor);
-std::string HeadOfLineReason(const Pass& pass, const Job& job, const Reservation& r,
+std::string HeadOfLineReason(Pass& pass, const Job& job, const Reservation& r,
                              bool preemption_deferred);
 std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred);
 Eviction MakeEviction(const Pass& pass, const Gang& victim, const Job& preemptor,

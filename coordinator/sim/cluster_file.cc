@@ -118,6 +118,28 @@ void ReadGroup(Problems& p, const YAML::Node& g, const std::string& w,
   }
 }
 
+// switch_tree: {nodes_per_leaf, leaves_per_spine, slowdown}.
+void ReadTree(Problems& p, const YAML::Node& t, SwitchTree& out) {
+  if (!t.IsMap()) return p.Add(t, "switch_tree", "expected a map");
+  for (const auto& kv : t) {
+    std::string k = kv.first.Scalar();
+    if (k != "nodes_per_leaf" && k != "leaves_per_spine" && k != "slowdown") {
+      p.Add(kv.first, "switch_tree", "unknown key '" + k + "'");
+    }
+  }
+  if (!Read(p, t["nodes_per_leaf"], "switch_tree.nodes_per_leaf", &out.nodes_per_leaf) ||
+      out.nodes_per_leaf == 0) {
+    p.Add(t, "switch_tree.nodes_per_leaf", "needs a count of at least 1");
+  }
+  out.leaves_per_spine = UINT32_MAX;  // left out: one spine
+  Read(p, t["leaves_per_spine"], "switch_tree.leaves_per_spine", &out.leaves_per_spine);
+  if (out.leaves_per_spine == 0) p.Add(t, "switch_tree.leaves_per_spine", "must be at least 1");
+  Read(p, t["slowdown"], "switch_tree.slowdown", &out.slowdown);
+  if (!(out.slowdown >= 0 && out.slowdown <= 10)) {
+    p.Add(t["slowdown"], "switch_tree.slowdown", "must be from 0 to 10");
+  }
+}
+
 }  // namespace
 
 sched::NodeInfo MakeNode(const std::string& name, const NodeShape& s) {
@@ -149,10 +171,10 @@ sched::NodeInfo MakeNode(const std::string& name, const NodeShape& s) {
   return n;
 }
 
-absl::StatusOr<std::vector<sched::NodeInfo>> ParseClusterFile(const std::string& yaml,
-                                                              const std::string& source) {
+absl::StatusOr<ClusterFile> ParseCluster(const std::string& yaml, const std::string& source) {
   Problems p(source);
-  std::vector<sched::NodeInfo> nodes;
+  ClusterFile out;
+  std::vector<sched::NodeInfo>& nodes = out.nodes;
   try {
     YAML::Node root = YAML::Load(yaml);
     if (!root.IsMap() || !root["node_groups"] || !root["node_groups"].IsSequence()) {
@@ -160,21 +182,43 @@ absl::StatusOr<std::vector<sched::NodeInfo>> ParseClusterFile(const std::string&
       return p.ToStatus();
     }
     for (const auto& kv : root) {
-      if (kv.first.Scalar() != "node_groups") {
-        p.Add(kv.first, kv.first.Scalar(), "unknown key (the file holds node_groups)");
+      if (kv.first.Scalar() != "node_groups" && kv.first.Scalar() != "switch_tree") {
+        p.Add(kv.first, kv.first.Scalar(), "unknown key (the file holds node_groups, switch_tree)");
       }
     }
     const YAML::Node groups = root["node_groups"];
     for (size_t i = 0; i < groups.size(); ++i) {
       ReadGroup(p, groups[i], "node_groups[" + std::to_string(i) + "]", nodes);
     }
+    if (const YAML::Node tree = root["switch_tree"]) ReadTree(p, tree, out.tree);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(source + ":" + std::to_string(e.mark.line + 1) +
                                       ": malformed YAML: " + e.msg);
   }
   if (absl::Status s = p.ToStatus(); !s.ok()) return s;
   if (nodes.empty()) return absl::InvalidArgumentError(source + ": no nodes");
-  return nodes;
+  const SwitchTree& t = out.tree;
+  for (size_t i = 0; t.nodes_per_leaf > 0 && i < nodes.size(); ++i) {
+    size_t leaf = i / t.nodes_per_leaf;
+    nodes[i].labels[kLeafLabel] = "leaf-" + std::to_string(leaf + 1);
+    nodes[i].labels[kSpineLabel] = "spine-" + std::to_string(leaf / t.leaves_per_spine + 1);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<sched::NodeInfo>> ParseClusterFile(const std::string& yaml,
+                                                              const std::string& source) {
+  absl::StatusOr<ClusterFile> c = ParseCluster(yaml, source);
+  if (!c.ok()) return c.status();
+  return std::move(c->nodes);
+}
+
+absl::StatusOr<ClusterFile> LoadCluster(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cluster file " + path + " cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseCluster(text.str(), path);
 }
 
 absl::StatusOr<std::vector<sched::NodeInfo>> LoadClusterFile(const std::string& path) {

@@ -13,6 +13,11 @@
 //       labels: {zone: a}
 //       taints: [{key: dedicated, value: inference, effect: NoSchedule}]
 //       mig: {profile: 1g.18gb, slices: 7}   # every GPU cut into MIG slices
+//   switch_tree:             # optional: the network (docs/topology.md)
+//     nodes_per_leaf: 8      # the nodes, in file order, under leaf-1, leaf-2, ...
+//     leaves_per_spine: 32   # and the leaves under spine-1, spine-2, ...
+//     slowdown: 0.1          # a gang over k leaves more than it needs runs 1 + 0.1·k times
+//                            # as long (0, the default: the network is free)
 //
 // Read by baton-sim and baton-bench-sim. Pure functions; thread-safe.
 #pragma once
@@ -25,7 +30,23 @@
 
 namespace baton::sim {
 
-// InvalidArgument naming the file, line and key of every problem.
+// The switch tree of a cluster file: nodes labelled topology.baton.io/leaf and /spine.
+struct SwitchTree {
+  uint32_t nodes_per_leaf = 0;  // 0: no tree
+  uint32_t leaves_per_spine = 0;
+  double slowdown = 0;
+};
+inline constexpr char kLeafLabel[] = "topology.baton.io/leaf";
+inline constexpr char kSpineLabel[] = "topology.baton.io/spine";
+
+struct ClusterFile {
+  std::vector<sched::NodeInfo> nodes;
+  SwitchTree tree;
+};
+absl::StatusOr<ClusterFile> ParseCluster(const std::string& yaml, const std::string& source);
+absl::StatusOr<ClusterFile> LoadCluster(const std::string& path);
+
+// The nodes alone. InvalidArgument naming the file, line and key of every problem.
 absl::StatusOr<std::vector<sched::NodeInfo>> ParseClusterFile(const std::string& yaml,
                                                               const std::string& source);
 absl::StatusOr<std::vector<sched::NodeInfo>> LoadClusterFile(const std::string& path);

@@ -213,8 +213,9 @@ int Main(int argc, char** argv) {
     auto r = opts.parse(n, rest.data());
     if (r.count("help")) return (std::cout << opts.help(), kOk);
     if (!r.count("cluster") || !r.count("trace")) return Fail(kUsage, "--cluster and --trace");
-    auto nodes = LoadClusterFile(r["cluster"].as<std::string>());
-    if (!nodes.ok()) return Fail(kUsage, std::string(nodes.status().message()));
+    auto cluster = LoadCluster(r["cluster"].as<std::string>());
+    if (!cluster.ok()) return Fail(kUsage, std::string(cluster.status().message()));
+    const std::vector<sched::NodeInfo>* nodes = &cluster->nodes;
     std::string trace_path = r["trace"].as<std::string>();
     auto jobs = LoadTrace(trace_path);
     if (!jobs.ok()) return Fail(kUsage, std::string(jobs.status().message()));
@@ -226,6 +227,8 @@ int Main(int argc, char** argv) {
     }
     options.sample_interval_ms = *sample;
     options.save_on_eviction = r.count("save-on-eviction") > 0;
+    options.nodes_per_leaf = cluster->tree.nodes_per_leaf;
+    options.topology_slowdown = cluster->tree.slowdown;
     ReportOptions report{r["big-gang-gpus"].as<uint32_t>()};
     std::string timeline = r.count("timeline") ? r["timeline"].as<std::string>() : "";
     std::vector<std::string> policies = compare;

@@ -88,6 +88,44 @@ double Quantile(std::vector<double> values, double p) {
   return values[rank];
 }
 
+namespace {
+
+// Multi-node gangs by node count: how many ran spread over more leaves than they need
+// (docs/topology.md), their waits and their completion times (submit to finish).
+nlohmann::json Gangs(const Simulator& sim, Time end) {
+  struct Size {
+    Group group;
+    uint32_t spread = 0;
+    std::vector<double> jct_s;
+  };
+  std::map<uint32_t, Size> sizes;
+  Size all;
+  for (const auto& [id, j] : sim.jobs()) {
+    if (j.nodes < 2 || j.infeasible) continue;
+    for (Size* s : {&sizes[j.nodes], &all}) {
+      Add(s->group, j, end);
+      s->spread += j.spread_attempts > 0;
+      if (j.finished) s->jct_s.push_back(static_cast<double>(j.finished_at - j.submitted) / 1000);
+    }
+  }
+  auto json = [](const Size& s) {
+    double mean = 0;
+    for (double v : s.jct_s) mean += v / static_cast<double>(s.jct_s.size());
+    return nlohmann::json{
+        {"jobs", s.group.jobs},
+        {"started", s.group.started},
+        {"spread", s.spread},
+        {"spread_fraction", s.group.started ? Round(double(s.spread) / s.group.started, 1e-4) : 0},
+        {"wait_s", Waits(s.group.waits_s)},
+        {"jct_mean_s", Round(mean)}};
+  };
+  nlohmann::json out = json(all);
+  for (const auto& [nodes, s] : sizes) out["by_nodes"][std::to_string(nodes)] = json(s);
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json Summarize(const Simulator& sim, const ReportOptions& options) {
   Time end = sim.now();
   double span_ms = static_cast<double>(end - sim.start());
@@ -139,6 +177,7 @@ nlohmann::json Summarize(const Simulator& sim, const ReportOptions& options) {
                       {"longest_wait_s", Round(longest)}};
   out["inference"] = {{"jobs", inference.jobs - inference.infeasible},
                       {"placement_delay_s", Waits(inference.waits_s)}};
+  out["gangs"] = Gangs(sim, end);
   std::map<std::string, uint32_t> reasons;
   for (const auto& [id, j] : sim.jobs()) {
     if (j.infeasible) ++reasons[j.infeasible_reason];
@@ -218,6 +257,17 @@ std::string SummaryText(const nlohmann::json& s) {
          " GPUs): " + std::to_string(big["jobs"].get<uint32_t>()) + " jobs, longest wait " +
          Duration(big["longest_wait_s"]) + ", " +
          std::to_string(big["never_started"].get<uint32_t>()) + " never started\n";
+  if (const nlohmann::json& g = s["gangs"]; g["jobs"].get<uint32_t>() > 0) {
+    out += "  multi-node gangs: " + std::to_string(g["jobs"].get<uint32_t>()) + " jobs, " +
+           std::to_string(g["spread"].get<uint32_t>()) +
+           " spread over more leaves than they need, wait p95 " + Duration(g["wait_s"]["p95"]) +
+           ", mean completion " + Duration(g["jct_mean_s"]) + "\n";
+    for (const auto& [nodes, b] : g["by_nodes"].items()) {
+      out += "    " + nodes + " nodes: " + std::to_string(b["jobs"].get<uint32_t>()) + " jobs, " +
+             std::to_string(b["spread"].get<uint32_t>()) + " spread, wait p95 " +
+             Duration(b["wait_s"]["p95"]) + ", mean completion " + Duration(b["jct_mean_s"]) + "\n";
+    }
+  }
   const nlohmann::json& inf = s["inference"];
   out += "  inference placement delay: " + std::to_string(inf["jobs"].get<uint32_t>()) +
          " jobs, p50 " + Duration(inf["placement_delay_s"]["p50"]) + ", p99 " +
@@ -242,7 +292,10 @@ std::string CompareText(const nlohmann::json& a, const std::string& a_name, cons
       {"GPU-h lost", nlohmann::json::json_pointer("/all/gpu_hours_lost_to_evictions")},
       {"evictions/job", nlohmann::json::json_pointer("/all/evictions_per_job")},
       {"big gang longest wait s", nlohmann::json::json_pointer("/big_gangs/longest_wait_s")},
-      {"inference delay p99 s", nlohmann::json::json_pointer("/inference/placement_delay_s/p99")}};
+      {"inference delay p99 s", nlohmann::json::json_pointer("/inference/placement_delay_s/p99")},
+      {"gangs spread (fraction)", nlohmann::json::json_pointer("/gangs/spread_fraction")},
+      {"gang wait p95 s", nlohmann::json::json_pointer("/gangs/wait_s/p95")},
+      {"gang completion mean s", nlohmann::json::json_pointer("/gangs/jct_mean_s")}};
   std::set<std::string> classes;
   for (const auto* s : {&a, &b}) {
     if (!s->contains("classes")) continue;

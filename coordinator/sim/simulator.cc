@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <string_view>
@@ -60,6 +61,7 @@ void Simulator::Submit(sched::PendingJob job, SimWork work) {
   rec.tenant = job.tenant;
   rec.priority_class = job.priority_class;
   rec.gpus = job.request.nodes * job.request.gpus_per_node;
+  rec.nodes = job.request.nodes;
   rec.submitted = job.submitted;
   Live& live = live_[job.id];
   live.work = work;
@@ -187,12 +189,30 @@ void Simulator::Enqueue(const sched::PendingJob& job) {
   view_.pending.insert(at, job);
 }
 
+Time Simulator::Period(const Live& live) const {
+  return static_cast<Time>(
+             std::ceil(static_cast<double>(live.work.checkpoint_interval_ms) * live.slow)) +
+         live.work.checkpoint_cost_ms;
+}
+
+uint32_t Simulator::ExtraLeaves(const sched::Placement& p) const {
+  if (options_.nodes_per_leaf == 0) return 0;
+  std::set<std::string> leaves;
+  for (const sched::NodePlacement& np : p.nodes) {
+    const sched::NodeInfo& n = view_.nodes[np.node];
+    auto it = n.labels.find("topology.baton.io/leaf");
+    leaves.insert(it == n.labels.end() ? "\1" + n.name : it->second);
+  }
+  auto least = static_cast<uint32_t>((p.nodes.size() + options_.nodes_per_leaf - 1) /
+                                     options_.nodes_per_leaf);
+  return leaves.size() > least ? static_cast<uint32_t>(leaves.size()) - least : 0;
+}
+
 uint64_t Simulator::CheckpointsBy(const Live& live, Time t) const {
   const SimWork& w = live.work;
   Time left = Remaining(live);
   if (w.checkpoint_interval_ms <= 0 || t < live.progress_start || left <= 0) return 0;
-  uint64_t k = static_cast<uint64_t>((t - live.progress_start) /
-                                     (w.checkpoint_interval_ms + w.checkpoint_cost_ms));
+  uint64_t k = static_cast<uint64_t>((t - live.progress_start) / Period(live));
   uint64_t most = static_cast<uint64_t>((left - 1) / w.checkpoint_interval_ms);
   return std::min(k, most);
 }
@@ -200,7 +220,9 @@ uint64_t Simulator::CheckpointsBy(const Live& live, Time t) const {
 Time Simulator::ProgressBy(const Live& live, Time t) const {
   const SimWork& w = live.work;
   uint64_t k = CheckpointsBy(live, t);
-  Time since = t - live.progress_start - static_cast<Time>(k) * w.checkpoint_cost_ms;
+  auto since = static_cast<Time>(
+      static_cast<double>(t - live.progress_start - static_cast<Time>(k) * w.checkpoint_cost_ms) /
+      live.slow);
   return std::clamp<Time>(since, 0, Remaining(live));
 }
 
@@ -233,10 +255,7 @@ void Simulator::Pass() {
     const Live& l = live_.at(g.id);
     if (l.evicted_at >= 0) continue;
     uint64_t k = CheckpointsBy(l, now_);
-    g.last_checkpoint =
-        k == 0 ? 0
-               : l.progress_start + static_cast<Time>(k) *
-                                        (l.work.checkpoint_interval_ms + l.work.checkpoint_cost_ms);
+    g.last_checkpoint = k == 0 ? 0 : l.progress_start + static_cast<Time>(k) * Period(l);
   }
   auto t0 = std::chrono::steady_clock::now();
   sched::Decisions d = sched::Plan(view_, policy_, now_);
@@ -298,12 +317,16 @@ void Simulator::Start(const sched::Placement& p) {
   l.evicted_at = -1;
   l.attempt_start = now_;
   l.progress_start = now_ + (l.attempt > 1 ? l.work.restart_cost_ms : 0);
+  uint32_t extra = ExtraLeaves(p);
+  l.slow = 1 + options_.topology_slowdown * extra;
   Time left = Remaining(l);
   Time stalls = 0;
   if (l.work.checkpoint_interval_ms > 0 && left > 0) {
     stalls = (left - 1) / l.work.checkpoint_interval_ms * l.work.checkpoint_cost_ms;
   }
-  l.finish_at = l.progress_start + std::max<Time>(left, 0) + stalls;
+  l.finish_at =
+      l.progress_start +
+      static_cast<Time>(std::ceil(static_cast<double>(std::max<Time>(left, 0)) * l.slow)) + stalls;
   Push(l.finish_at, Kind::kExit, p.job, l.attempt);
   const sched::PriorityClass* cls = policy_.Find(l.spec.priority_class);
   if (cls && cls->preemptible && cls->min_runtime_s > 0) {
@@ -314,6 +337,7 @@ void Simulator::Start(const sched::Placement& p) {
   view_.running.push_back(std::move(g));
   SimJob& rec = jobs_[p.job];
   ++rec.attempts;
+  if (extra > 0) ++rec.spread_attempts;
   if (rec.first_start < 0) rec.first_start = now_;
 }
 
@@ -360,8 +384,7 @@ void Simulator::Exit(JobId id, bool finished) {
     kept_until = l.evicted_at;
   } else if (uint64_t k = CheckpointsBy(l, l.evicted_at); k > 0) {
     l.committed_ms += static_cast<Time>(k) * l.work.checkpoint_interval_ms;
-    kept_until = l.progress_start +
-                 static_cast<Time>(k) * (l.work.checkpoint_interval_ms + l.work.checkpoint_cost_ms);
+    kept_until = l.progress_start + static_cast<Time>(k) * Period(l);
   }
   rec.lost_gpu_ms += static_cast<double>(l.gpus) * static_cast<double>(now_ - kept_until);
   l.spec.evictions = rec.evictions;

@@ -34,6 +34,11 @@ struct SimOptions {
   bool save_on_eviction = false;          // true: the exit checkpoint keeps all progress
   Time checkpoint_interval_ms = 300'000;  // Submit(job, work_ms): periodic checkpoints
   Time sample_interval_ms = 0;            // timeline samples this often; 0: none
+  // The network's price (docs/topology.md): a gang whose nodes span k more leaves
+  // (topology.baton.io/leaf; an unlabelled node is a leaf of its own) than
+  // ceil(nodes / nodes_per_leaf) progresses 1 + topology_slowdown·k times slower.
+  uint32_t nodes_per_leaf = 0;  // 0: no tree, no slowdown
+  double topology_slowdown = 0;
 };
 
 // What a job does once placed, beyond its request.
@@ -49,12 +54,14 @@ struct SimJob {
   std::string tenant;
   std::string priority_class;
   uint32_t gpus = 0;  // all nodes together
+  uint32_t nodes = 1;
   Time submitted = 0;
   Time first_start = -1;  // -1: never started
   Time finished_at = -1;  // -1: not finished
   uint32_t attempts = 0;
   uint32_t evictions = 0;
-  double lost_gpu_ms = 0;  // GPU time of attempts that no checkpoint kept
+  double lost_gpu_ms = 0;        // GPU time of attempts that no checkpoint kept
+  uint32_t spread_attempts = 0;  // attempts over more leaves than the gang needs
   bool finished = false;
   bool infeasible = false;  // the scheduler said it can never run (admission refuses it)
   std::string infeasible_reason;
@@ -139,6 +146,7 @@ class Simulator {
     uint32_t gpus = 0;
     int32_t class_value = 0;
     bool running = false;
+    double slow = 1;  // wall time per unit of progress in this attempt (the slowdown)
   };
 
   void Loop(Time until, bool stop_when_idle);
@@ -158,6 +166,10 @@ class Simulator {
   // Progress of the current attempt by `t`, checkpoint stalls excluded.
   Time ProgressBy(const Live& live, Time t) const;
   Time Remaining(const Live& live) const { return live.work.work_ms - live.committed_ms; }
+  // Wall time between two checkpoints (progress slowed, plus the checkpoint's own cost).
+  Time Period(const Live& live) const;
+  // Leaves beyond the fewest a placement of this many nodes needs.
+  uint32_t ExtraLeaves(const sched::Placement& p) const;
   void Sample();
 
   sched::ClusterView view_;

@@ -134,6 +134,16 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
       o << "\n";
       if (a.evicted_for() != 0) o << "        " << DescribeEviction(a, job.spec()) << "\n";
+      if (a.topology_domains_size() > 0) {
+        std::string domains;
+        for (const auto& d : a.topology_domains()) domains += (domains.empty() ? "" : ", ") + d;
+        o << "        topology: spans " << domains;
+        if (a.topology_domains_size() > static_cast<int>(a.topology_min_domains())) {
+          o << " (" << a.topology_domains_size() << " domains; " << a.topology_min_domains()
+            << " at best)";
+        }
+        o << "\n";
+      }
       std::istringstream bindings(DescribeRankBindings(a));
       for (std::string line; std::getline(bindings, line);) o << "        " << line << "\n";
       for (const auto& iso : a.isolation()) {

@@ -49,6 +49,37 @@ Setter Seconds(void (v1::JobSpec::*set)(uint64_t)) {
   return Quantity(ParseDurationSeconds, [set](v1::JobSpec* s, uint64_t n) { (s->*set)(n); });
 }
 
+// "leaf", "leaf:required", "leaf:preferred@10m": a level, a mode, and how long a required
+// gang waits for one domain before it runs spread (Slurm's --switches=N@max-time).
+absl::Status SetTopology(const std::string& v, v1::JobSpec* s) {
+  std::string text = v;
+  v1::TopologyRequest t;
+  if (size_t at = text.find('@'); at != std::string::npos) {
+    auto wait = ParseDurationSeconds(text.substr(at + 1));
+    if (!wait.ok() || *wait > UINT32_MAX) {
+      return absl::InvalidArgumentError("'" + text.substr(at + 1) + "' is not a wait (10m, 90s)");
+    }
+    t.set_wait_seconds(static_cast<uint32_t>(*wait));
+    text.resize(at);
+  }
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    std::string mode = text.substr(colon + 1);
+    if (mode != "required" && mode != "preferred") {
+      return absl::InvalidArgumentError("'" + mode +
+                                        "' is not a topology mode (required or preferred)");
+    }
+    t.set_required(mode == "required");
+    text.resize(colon);
+  }
+  if (text.empty()) {
+    return absl::InvalidArgumentError("'" + v +
+                                      "' names no level: LEVEL[:required|:preferred][@WAIT]");
+  }
+  t.set_level(text);
+  *s->mutable_topology() = std::move(t);
+  return absl::OkStatus();
+}
+
 const std::map<std::string, Setter>& Fields() {
   static const auto* fields = new std::map<std::string, Setter>{
       {"name", Text(&v1::JobSpec::set_name)},
@@ -97,6 +128,7 @@ const std::map<std::string, Setter>& Fields() {
                                static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX)));
                          })},
       {"max_runtime", Seconds(&v1::JobSpec::set_max_runtime_seconds)},
+      {"topology", SetTopology},
   };
   return *fields;
 }
@@ -153,6 +185,21 @@ absl::Status ApplyYamlNode(const std::string& key, const YAML::Node& value,
                       (t["operator"] && t["operator"].as<std::string>() == "Exists"));
     }
     return absl::OkStatus();
+  }
+  if (k == "topology" && value.IsMap()) {  // {level: leaf, mode: required, wait: 10m}
+    for (const auto& kv : value) {
+      std::string key = kv.first.as<std::string>();
+      if (key != "level" && key != "mode" && key != "wait") {
+        return absl::InvalidArgumentError(shown + "." + key + ": unknown key (level, mode, wait)");
+      }
+      if (!kv.second.IsScalar()) {
+        return absl::InvalidArgumentError(shown + "." + key + ": expected a single value");
+      }
+    }
+    std::string text = value["level"] ? value["level"].as<std::string>() : "";
+    if (value["mode"]) text += ":" + value["mode"].as<std::string>();
+    if (value["wait"]) text += "@" + value["wait"].as<std::string>();
+    return Named(shown, SetTopology(text, spec));
   }
   if (!Fields().count(k)) {
     return absl::InvalidArgumentError(shown + ": unknown key");

@@ -40,6 +40,7 @@ constexpr std::pair<const char*, const char*> kScalarFlags[] = {
     {"checkpoint-dir", "checkpoint_dir"},
     {"grace", "grace"},
     {"max-runtime", "max_runtime"},
+    {"topology", "topology"},
 };
 
 cxxopts::Options SubmitOptions() {
@@ -71,7 +72,9 @@ cxxopts::Options SubmitOptions() {
       "checkpoint-dir", "checkpoint directory every node sees", cxxopts::value<std::string>())(
       "grace", "time to checkpoint and exit when stopped (30s)", cxxopts::value<std::string>())(
       "max-runtime", "kill after this long (2h)", cxxopts::value<std::string>())(
-      "w,wait", "follow the job to its end and exit with its exit code")(
+      "topology", "keep the gang in one switch domain: LEVEL[:required][@WAIT] (leaf:required@10m)",
+      cxxopts::value<std::string>())("w,wait",
+                                     "follow the job to its end and exit with its exit code")(
       "q,quiet", "print only the job id")("parsable", "print only the job id (as sbatch does)");
   AddCommonFlags(opts);
   return opts;

@@ -75,6 +75,59 @@ class MetricsScenario : public ::testing::Test {
   std::string lost_node_;
 };
 
+// A topology-bound gang (docs/topology.md) that cannot have one leaf: its attempt records
+// the leaves it spans and the fewest it could have, its reason says so, and the spread is
+// counted; one that gets its leaf is not.
+TEST(TopologyMetrics, AGangSpreadBeyondItsMinimumIsCountedAndItsLeavesRecorded) {
+  FakeClock clock;
+  JobManagerOptions o = TestOptions();
+  o.policy.topology_levels = {{"leaf", "topology.baton.io/leaf"}};
+  CoordinatorMetrics metrics(&clock, o.policy);
+  Harness h(o, "", &metrics);
+  for (auto [node, leaf] : {std::pair{"n1", "a"}, {"n2", "a"}, {"n3", "b"}}) {
+    v1::Register reg = Registration(node, 4);
+    (*reg.mutable_labels())["topology.baton.io/leaf"] = leaf;
+    h.Connect(node, 4, reg);
+  }
+  v1::JobSpec gang = Spec(/*nodes=*/2, /*gpus=*/4);
+  gang.mutable_topology()->set_level("leaf");
+  auto together = h.Submit(gang);
+  ASSERT_TRUE(together.ok()) << together.status();
+  h.Schedule();
+  v1::Attempt first = h.Get(*together).attempts(0);
+  EXPECT_EQ(
+      std::vector<std::string>(first.topology_domains().begin(), first.topology_domains().end()),
+      std::vector<std::string>{"a"});
+  auto spread = h.Submit(Spec(/*nodes=*/1, /*gpus=*/4));  // takes n3: nothing left
+  ASSERT_TRUE(spread.ok());
+  h.Schedule();
+  EXPECT_EQ(
+      SampleValue(metrics.Collect(), "baton_topology_spread_gangs_total", {{"class", "training"}}),
+      -1)
+      << "no series: nothing spread";
+  // Leaf a of two and leaf b of one; with one node of a busy, a 2-node gang spans both.
+  ASSERT_TRUE(h.Cancel(*together).ok());
+  ASSERT_TRUE(h.Cancel(*spread).ok());
+  h.Report("n1", Report(*together, 1, Phase::PHASE_EXITED));
+  h.Report("n2", Report(*together, 1, Phase::PHASE_EXITED));
+  h.Report("n3", Report(*spread, 1, Phase::PHASE_EXITED));
+  v1::JobSpec in_a = Spec(/*nodes=*/1, /*gpus=*/4);
+  (*in_a.mutable_node_selector())["topology.baton.io/leaf"] = "a";  // one node of a stays busy
+  auto hold = h.Submit(in_a);
+  ASSERT_TRUE(hold.ok());
+  h.Schedule();
+  auto wide = h.Submit(gang);
+  ASSERT_TRUE(wide.ok());
+  h.Schedule();
+  v1::Job job = h.Get(*wide);
+  ASSERT_EQ(job.attempts_size(), 1) << job.message();
+  EXPECT_EQ(job.attempts(0).topology_domains_size(), 2);
+  EXPECT_EQ(job.attempts(0).topology_min_domains(), 1u);
+  EXPECT_EQ(
+      SampleValue(metrics.Collect(), "baton_topology_spread_gangs_total", {{"class", "training"}}),
+      1);
+}
+
 TEST_F(MetricsScenario, CountsWhatTheScenarioDid) {
   RunScenario();
   auto m = Scrape();
@@ -119,6 +172,15 @@ TEST_F(MetricsScenario, NamesAndLabelSetsAreTheListedOnes) {
   metrics_.OnJobLoaded(cooling);
   metrics_.OnSubmitThrottled("vision", "rate");  // fair_use_test.cc drives the limiter
   metrics_.OnJobsDeleted(2);                     // and retention
+  v1::Job spread = cooling;                      // TopologyMetrics above places one for real
+  v1::Attempt* a = spread.add_attempts();
+  a->add_topology_domains("a");
+  a->add_topology_domains("b");
+  a->set_topology_min_domains(1);
+  v1::Event placed;
+  placed.set_kind(v1::EVENT_KIND_SCHEDULING);
+  placed.set_code("placed");
+  metrics_.OnEvent(placed, &spread);
   EXPECT_EQ(CheckMetricList(Scrape(), CoordinatorMetricList(), /*all=*/true), "");
 }
 

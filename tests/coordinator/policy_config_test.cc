@@ -255,5 +255,52 @@ TEST(PolicyConfig, InferenceNumaExclusiveIsASwitchOffByDefault) {
       << unknown.status();
 }
 
+TEST(PolicyConfig, TopologyLevelsAndClassDefaultsParseAndAreChecked) {
+  auto p = ParsePolicy(
+      "topology:\n  levels: [leaf, example.com/spine]\n"
+      "classes:\n  - {name: training, value: 300, topology: {level: leaf, mode: required, "
+      "wait: 10m}}\n  - {name: experiment, value: 100}\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->topology_levels.size(), 2u);
+  EXPECT_EQ(p->topology_levels[0].name, "leaf");
+  EXPECT_EQ(p->topology_levels[0].label, "topology.baton.io/leaf");
+  EXPECT_EQ(p->topology_levels[1].name, "spine");
+  EXPECT_EQ(p->topology_levels[1].label, "example.com/spine");
+  const PriorityClass* training = p->Find("training");
+  EXPECT_EQ(training->topology.level, "leaf");
+  EXPECT_TRUE(training->topology.required);
+  EXPECT_EQ(training->topology.wait_ms, 600'000);
+  EXPECT_TRUE(p->Find("experiment")->topology.level.empty());
+  auto none = ParsePolicy("classes:\n  - {name: training, value: 300}\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(DescribePolicyChange(*none, *p),
+            "class experiment added (value 100); topology.levels: none -> "
+            "leaf=topology.baton.io/leaf, spine=example.com/spine; class training: topology "
+            "none -> leaf:required@600s");
+
+  struct Bad {
+    const char* yaml;
+    const char* names;
+  };
+  for (const Bad& b : {
+           Bad{"topology:\n  levels: [leaf, leaf]\n", "a second level named leaf"},
+           Bad{"topology:\n  levels: [leaf, x/leaf]\n", "a second level named leaf"},
+           Bad{"topology:\n  levels: [\"\"]\n", "topology.levels[0]"},
+           Bad{"topology:\n  tree: [leaf]\n", "unknown key 'tree'"},
+           Bad{"classes:\n  - {name: training, value: 300, topology: {level: leaf}}\n",
+               "classes[0] (training).topology.level: 'leaf' is not one of topology.levels"},
+           Bad{"topology:\n  levels: [leaf]\nclasses:\n  - {name: training, value: 300, "
+               "topology: {level: leaf, mode: strict}}\n",
+               "'strict' is not preferred or required"},
+           Bad{"topology:\n  levels: [leaf]\nclasses:\n  - {name: training, value: 300, "
+               "topology: {mode: required}}\n",
+               "a topology needs a level"},
+       }) {
+    auto bad = ParsePolicy(b.yaml);
+    ASSERT_FALSE(bad.ok()) << b.yaml;
+    EXPECT_NE(bad.status().message().find(b.names), std::string::npos) << bad.status();
+  }
+}
+
 }  // namespace
 }  // namespace baton

@@ -66,6 +66,7 @@ JobRequest MakeRequest(const JobSpec& s) {
   r.pool = s.pool;
   r.selector = s.selector;
   r.tolerations = s.tolerations;
+  r.topology = s.topology;
   return r;
 }
 

@@ -47,6 +47,7 @@ struct JobSpec {
   std::vector<Toleration> tolerations;
   std::map<std::string, std::string> selector;
   Time submitted = 0;
+  TopologyRequest topology;
 };
 
 PendingJob MakeJob(JobId id, const std::string& tenant, const std::string& cls,

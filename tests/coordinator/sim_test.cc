@@ -231,6 +231,80 @@ TEST(SimInput, ClusterFileErrorsNameLineAndKey) {
   EXPECT_EQ((*nodes)[3].gpus[1].parent_uuid, (*nodes)[3].gpus[0].uuid);
 }
 
+TEST(SimInput, ASwitchTreeLabelsTheNodesInFileOrder) {
+  auto c = ParseCluster(
+      "node_groups:\n  - {name: a, count: 5}\n"
+      "switch_tree: {nodes_per_leaf: 2, leaves_per_spine: 2, slowdown: 0.25}\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tree.nodes_per_leaf, 2u);
+  EXPECT_DOUBLE_EQ(c->tree.slowdown, 0.25);
+  std::vector<std::string> leaves, spines;
+  for (const auto& n : c->nodes) {
+    leaves.push_back(n.labels.at(kLeafLabel));
+    spines.push_back(n.labels.at(kSpineLabel));
+  }
+  EXPECT_EQ(leaves, (std::vector<std::string>{"leaf-1", "leaf-1", "leaf-2", "leaf-2", "leaf-3"}));
+  EXPECT_EQ(spines,
+            (std::vector<std::string>{"spine-1", "spine-1", "spine-1", "spine-1", "spine-2"}));
+  for (const char* bad :
+       {"switch_tree: {leaves_per_spine: 2}\n", "switch_tree: {nodes_per_leaf: 0}\n",
+        "switch_tree: {nodes_per_leaf: 2, slowdown: -1}\n",
+        "switch_tree: {nodes_per_leaf: 2, racks: 3}\n"}) {
+    auto e = ParseCluster(std::string("node_groups:\n  - {name: a, count: 2}\n") + bad, "c.yaml");
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr("c.yaml:3: switch_tree")) << bad;
+  }
+}
+
+// The network's price: two 1-hour 2-node gangs on a cluster of two leaves of two nodes,
+// one node of each leaf busy for the first 10 minutes. Without a topology request the
+// first gang starts at once over both leaves and runs 1.5 times as long (s = 0.5); with
+// a required leaf it waits 10 minutes and runs its hour.
+TEST(SimKnownAnswers, AGangSpreadOverLeavesRunsSlowerAndALeafBoundOneWaitsInstead) {
+  for (bool topology : {false, true}) {
+    auto c = ParseCluster(
+        "node_groups:\n  - {name: n, count: 4}\nswitch_tree: {nodes_per_leaf: 2, slowdown: 0.5}\n",
+        "c.yaml");
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (size_t i = 0; i < c->nodes.size(); ++i)
+      c->nodes[i].labels["node"] = "n" + std::to_string(i);
+    Policy policy = Policy::Default();
+    policy.topology_levels = {{"leaf", kLeafLabel}};
+    SimOptions options;
+    options.nodes_per_leaf = c->tree.nodes_per_leaf;
+    options.topology_slowdown = c->tree.slowdown;
+    Simulator sim(c->nodes, policy, options);
+    PoolTolerations none;
+    for (JobId id : {1, 2}) {  // n-0000 and n-0002: one node of each leaf
+      TraceJob busy = Job(id, 0, "x", 8, 10 * kMinute);
+      sched::PendingJob p = ToPending(busy, policy, none);
+      p.request.selector = {{"node", "n" + std::to_string(id == 1 ? 0 : 2)}};
+      sim.Submit(p, WorkOf(busy));
+    }
+    TraceJob gang = Job(3, kMinute, "t", 8, kHour, "training", 2);
+    sched::PendingJob g = ToPending(gang, policy, none);
+    if (topology) g.request.topology = {"leaf", true, 0};
+    sim.Submit(g, WorkOf(gang));
+    sim.RunToCompletion(10 * kHour);
+    const SimJob& j = sim.jobs().at(3);
+    ASSERT_TRUE(j.finished) << topology;
+    if (!topology) {
+      EXPECT_EQ(j.first_start, kMinute);
+      EXPECT_EQ(j.spread_attempts, 1u);
+      EXPECT_NEAR(static_cast<double>(j.finished_at - j.first_start), 1.5 * kHour, 1000);
+    } else {
+      EXPECT_GE(j.first_start, 10 * kMinute);
+      EXPECT_EQ(j.spread_attempts, 0u);
+      EXPECT_NEAR(static_cast<double>(j.finished_at - j.first_start), kHour, 1000);
+    }
+    nlohmann::json gangs = Summarize(sim)["gangs"];
+    EXPECT_EQ(gangs["jobs"], 1);
+    EXPECT_EQ(gangs["spread"], topology ? 0 : 1);
+    EXPECT_EQ(gangs["by_nodes"]["2"]["jobs"], 1);
+  }
+}
+
 TEST(SimTraces, SyntheticTraceHasThePublishedShape) {
   SyntheticOptions o;
   o.jobs = 5000;

@@ -186,8 +186,11 @@ uint64_t ClusterClient::SubmittedId(const std::string& out) {
 }
 
 NetnsCluster::NetnsCluster(int nodes, int gpus, std::string coordinator_args,
-                           std::string name_suffix, int ha_replicas)
-    : coordinator_args_(std::move(coordinator_args)), ha_replicas_(ha_replicas) {
+                           std::string name_suffix, int ha_replicas,
+                           std::map<std::string, std::string> env)
+    : coordinator_args_(std::move(coordinator_args)),
+      ha_replicas_(ha_replicas),
+      extra_env_(std::move(env)) {
   if (geteuid() != 0) {
     why_ = "needs root to create network namespaces";
     return;
@@ -305,6 +308,7 @@ std::map<std::string, std::string> NetnsCluster::ScriptEnv() const {
                                             {"BATON_BIN", BATON_BIN_DIR},
                                             {"BATON_COORDINATOR_ARGS", coordinator_args_},
                                             {"BATON_NETNS_HA", std::to_string(ha_replicas_)}};
+  env.insert(extra_env_.begin(), extra_env_.end());
   // Set BATON_NETNS_KEEP_LOGS=DIR when running a test to keep the daemons' logs.
   if (const char* keep = getenv("BATON_NETNS_KEEP_LOGS")) {
     env["BATON_NETNS_KEEP_LOGS"] = std::string(keep) + "/" + name_;

@@ -94,8 +94,9 @@ class NetnsCluster : public ClusterClient {
   // runs TestPolicyYaml().
   // `ha_replicas` > 0: the coordinator runs as that many replicas on a three-member etcd,
   // each in a namespace of its own (BATON_NETNS_HA, docs/ha.md); the CLI gets them all.
+  // `env` adds settings of scripts/netns-cluster.sh (e.g. BATON_NETNS_LEAF_SIZE).
   NetnsCluster(int nodes, int gpus, std::string coordinator_args = "", std::string name_suffix = "",
-               int ha_replicas = 0);
+               int ha_replicas = 0, std::map<std::string, std::string> env = {});
   ~NetnsCluster() override;
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
@@ -132,6 +133,7 @@ class NetnsCluster : public ClusterClient {
   std::string why_, name_, subnet_, state_, coordinator_args_, policy_file_;
   int lock_fd_ = -1;
   int ha_replicas_ = 0;
+  std::map<std::string, std::string> extra_env_;  // more scripts/netns-cluster.sh settings
   // Tears the cluster down should this process die without its destructor.
   std::unique_ptr<TeardownGuard> guard_;
 };

@@ -76,6 +76,10 @@ v1::Job RunningJob() {
   a->set_started_ms(kNow - 195'000);
   a->set_checkpoint_step(400);
   *a->mutable_placement() = first->placement();
+  // Placed over two leaves when one would have held it (docs/topology.md).
+  a->add_topology_domains("leaf-1");
+  a->add_topology_domains("leaf-2");
+  a->set_topology_min_domains(1);
   return job;
 }
 

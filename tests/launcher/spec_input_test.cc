@@ -348,5 +348,38 @@ TEST(AddKeyValue, TextWithoutKeyOrEqualsIsAnErrorNamingIt) {
   EXPECT_TRUE(map.empty());
 }
 
+TEST(SpecFromYaml, TopologyAsAMapOrAsTheFlagsText) {
+  auto map = SpecFromYaml("topology: {level: leaf, mode: required, wait: 10m}\n", "job.yaml");
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(map->topology().level(), "leaf");
+  EXPECT_TRUE(map->topology().required());
+  EXPECT_EQ(map->topology().wait_seconds(), 600u);
+  auto text = SpecFromYaml("topology: leaf:required@10m\n", "job.yaml");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(map->topology(), text->topology()));
+  v1::JobSpec flag;
+  ASSERT_TRUE(SetSpecField("topology", "spine", "--topology", &flag).ok());
+  EXPECT_EQ(flag.topology().level(), "spine");
+  EXPECT_FALSE(flag.topology().required());
+  EXPECT_EQ(flag.topology().wait_seconds(), 0u);
+
+  struct Bad {
+    const char* text;
+    const char* says;
+  };
+  for (const Bad& b :
+       {Bad{"leaf:strict", "'strict' is not a topology mode"}, Bad{":required", "names no level"},
+        Bad{"leaf@soon", "'soon' is not a wait"}}) {
+    v1::JobSpec spec;
+    absl::Status s = SetSpecField("topology", b.text, "--topology", &spec);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << b.text;
+    EXPECT_THAT(Message(s), HasSubstr("--topology: ")) << b.text;
+    EXPECT_THAT(Message(s), HasSubstr(b.says)) << b.text;
+  }
+  auto unknown = SpecFromYaml("topology: {level: leaf, switches: 1}\n", "job.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(Message(unknown.status()), HasSubstr("topology.switches: unknown key"));
+}
+
 }  // namespace
 }  // namespace baton::cli

@@ -32,6 +32,7 @@ inline const std::vector<ExpectedMetric>& CoordinatorMetricList() {
       {"baton_job_retries_total", T::Counter, {"class", "reason"}},
       {"baton_admission_wait_seconds", T::Histogram, {"class"}},
       {"baton_preemptions_total", T::Counter, {"reason"}},
+      {"baton_topology_spread_gangs_total", T::Counter, {"class"}},
       {"baton_job_evictions_total", T::Counter, {"class", "job_id", "tenant"}},
       {"baton_preemption_lost_work_gpu_seconds", T::Histogram, {"reason"}},
       {"baton_scheduling_pass_duration_seconds", T::Histogram, {}},

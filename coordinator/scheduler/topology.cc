@@ -1,0 +1,176 @@
+#include "coordinator/scheduler/topology.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "coordinator/scheduler/fit.h"
+
+namespace baton::sched::internal {
+namespace {
+
+using Members = std::vector<uint32_t>;  // candidate indices of one domain, in order
+
+// The fewest of `doms` (indices into `all`) that hold n candidates: the largest first,
+// and the last one the smallest that covers what is left. Pairs of (domain, taken).
+std::vector<std::pair<uint32_t, uint32_t>> Fewest(const std::vector<Members>& all,
+                                                  std::vector<uint32_t> doms, uint32_t n) {
+  std::stable_sort(doms.begin(), doms.end(),
+                   [&](uint32_t a, uint32_t b) { return all[a].size() > all[b].size(); });
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  std::vector<bool> used(doms.size(), false);
+  uint32_t left = n;
+  while (left > 0) {
+    size_t fit = doms.size();
+    for (size_t i = 0; i < doms.size(); ++i) {
+      if (!used[i] && all[doms[i]].size() >= left &&
+          (fit == doms.size() || all[doms[i]].size() < all[doms[fit]].size())) {
+        fit = i;
+      }
+    }
+    if (fit != doms.size()) {
+      out.emplace_back(doms[fit], left);
+      return out;
+    }
+    size_t largest = 0;
+    while (largest < doms.size() && used[largest]) ++largest;
+    if (largest == doms.size()) return {};
+    used[largest] = true;
+    auto take = static_cast<uint32_t>(all[doms[largest]].size());
+    out.emplace_back(doms[largest], take);
+    left -= take;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint32_t> PickDomains(const std::vector<std::vector<uint32_t>>& domains, uint32_t n,
+                                  bool required) {
+  if (domains.empty() || n == 0) return {};
+  const std::vector<uint32_t>& own = domains[0];
+  std::vector<Members> doms;  // in order of their first candidate
+  absl::flat_hash_map<uint32_t, uint32_t> ids;
+  for (uint32_t i = 0; i < own.size(); ++i) {
+    if (own[i] == kNone) {
+      if (!required) doms.push_back({i});
+      continue;
+    }
+    auto [it, added] = ids.try_emplace(own[i], static_cast<uint32_t>(doms.size()));
+    if (added) doms.emplace_back();
+    doms[it->second].push_back(i);
+  }
+  // One domain: the fewest candidates that still suffice.
+  size_t best = doms.size();
+  for (size_t d = 0; d < doms.size(); ++d) {
+    if (doms[d].size() >= n && (best == doms.size() || doms[d].size() < doms[best].size())) {
+      best = d;
+    }
+  }
+  if (best != doms.size()) return Members(doms[best].begin(), doms[best].begin() + n);
+  if (required) return {};
+  // Several: under the lowest common domain that holds the gang (the whole cluster last),
+  // the fewest domains, then the smallest such parent.
+  for (size_t k = 1; k <= domains.size(); ++k) {
+    std::vector<std::vector<uint32_t>> under;  // per parent, in order of first appearance
+    absl::flat_hash_map<uint32_t, uint32_t> parents;
+    for (uint32_t d = 0; d < doms.size(); ++d) {
+      uint32_t parent = k < domains.size() ? domains[k][doms[d][0]] : 0;
+      if (parent == kNone) continue;
+      auto [it, added] = parents.try_emplace(parent, static_cast<uint32_t>(under.size()));
+      if (added) under.emplace_back();
+      under[it->second].push_back(d);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> chosen;
+    std::tuple<size_t, size_t> score{SIZE_MAX, SIZE_MAX};
+    for (const auto& group : under) {
+      size_t total = 0;
+      for (uint32_t d : group) total += doms[d].size();
+      if (total < n) continue;
+      auto picks = Fewest(doms, group, n);
+      std::tuple<size_t, size_t> mine{picks.size(), total};
+      if (!picks.empty() && mine < score) {
+        score = mine;
+        chosen = std::move(picks);
+      }
+    }
+    if (chosen.empty()) continue;
+    Members out;
+    for (auto [d, take] : chosen) out.insert(out.end(), doms[d].begin(), doms[d].begin() + take);
+    return out;
+  }
+  return {};
+}
+
+std::vector<uint32_t> ChooseByTopology(const Pass& pass, const Shape& s,
+                                       const std::vector<uint32_t>& nodes) {
+  size_t levels = pass.topo.size() - static_cast<size_t>(s.topo_level);
+  std::vector<std::vector<uint32_t>> domains(levels, std::vector<uint32_t>(nodes.size()));
+  for (size_t k = 0; k < levels; ++k) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      domains[k][i] = DomainOf(pass, s.topo_level + static_cast<int32_t>(k), nodes[i]);
+    }
+  }
+  std::vector<uint32_t> out;
+  for (uint32_t i : PickDomains(domains, s.nodes, s.topo_required)) out.push_back(nodes[i]);
+  return out;
+}
+
+std::vector<std::string> DomainNames(const Pass& pass, const Shape& s,
+                                     const std::vector<uint32_t>& nodes) {
+  std::vector<std::string> out;
+  if (s.topo_level < 0) return out;
+  const TopoLevel& level = pass.topo[s.topo_level];
+  for (uint32_t node : nodes) {
+    uint32_t d = DomainOf(pass, s.topo_level, node);
+    std::string name = d == kNone ? pass.view.nodes[node].name + " (no " +
+                                        pass.policy.topology_levels[s.topo_level].name + ")"
+                                  : level.names[d];
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+uint32_t MinDomains(Pass& pass, const Shape& s) {
+  if (s.topo_level < 0 || s.topo_required) return 1;
+  uint32_t largest = std::max(LargestDomain(pass, s), 1u);  // unlabelled: domains of one
+  return (s.nodes + largest - 1) / largest;
+}
+
+uint32_t LargestDomain(Pass& pass, const Shape& s) {
+  if (pass.shape_min_domains.empty()) pass.shape_min_domains.assign(pass.shapes.size(), -1);
+  int64_t& known = pass.shape_min_domains[s.id];
+  if (known >= 0) return static_cast<uint32_t>(known);
+  const TopoLevel& level = pass.topo[s.topo_level];
+  std::vector<uint32_t> size(level.names.size(), 0);
+  uint32_t largest = 0;
+  std::vector<int8_t> hw_fits(pass.hw_rep.size(), -1);
+  for (uint32_t g : EligibleGroups(pass, s.filter)) {
+    for (uint32_t node : pass.groups[g].nodes) {
+      if (!pass.hw[node].schedulable) continue;
+      int8_t& fits = hw_fits[pass.hw[node].hw];
+      if (fits < 0) fits = HwFits(pass, node, s) ? 1 : 0;
+      if (!fits) continue;
+      uint32_t d = level.group_domain[g];
+      if (d != kNone) largest = std::max(largest, ++size[d]);
+    }
+  }
+  known = largest;
+  return largest;
+}
+
+std::vector<std::vector<uint32_t>> SplitByDomain(const Pass& pass, const Shape& s,
+                                                 const std::vector<uint32_t>& cands) {
+  std::vector<std::vector<uint32_t>> out;
+  absl::flat_hash_map<uint32_t, uint32_t> ids;
+  for (uint32_t node : cands) {
+    uint32_t d = DomainOf(pass, s.topo_level, node);
+    if (d == kNone) continue;
+    auto [it, added] = ids.try_emplace(d, static_cast<uint32_t>(out.size()));
+    if (added) out.emplace_back();
+    out[it->second].push_back(node);
+  }
+  return out;
+}
+
+}  // namespace baton::sched::internal
