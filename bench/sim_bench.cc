@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
   const double days = flags["days"].as<double>();
   if (!(days > 0)) baton::bench::BadFlags(opts, "--days must be above 0");
   const bool skip_10k = flags.count("skip-10k") > 0;
+  const auto tree_jobs = baton::bench::FlagAtLeast<int64_t>(opts, flags, "topology-jobs", 0);
   // The figure is the submission window's: the drain after the last submit (a few long
   // jobs, few passes) would flatter it.
   baton::sim::Result small = baton::sim::RunOnce(1000, jobs, days, /*budget_s=*/0);
@@ -207,7 +208,6 @@ int main(int argc, char** argv) {
     baton::sim::Print("10k", 10'000, large);
     speedup_10k = large.window_simulated_s / large.window_wall_s;
   }
-  const auto tree_jobs = flags["topology-jobs"].as<int64_t>();
   double spread = 0, wait_ratio = 0, jct_ratio = 0;
   if (tree_jobs > 0) {
     nlohmann::json with = baton::sim::RunTree(static_cast<uint64_t>(tree_jobs), true);
