@@ -139,7 +139,15 @@ Verdict Planner::Admit(const Job& job, bool within) {
 Verdict Planner::Contend(const Job& job, bool within) {
   deferred_ = false;
   if (TryPreempt(job, within)) {
-    return {Outcome::kReserved, PreemptingReason(out_.evictions, job.id)};
+    std::string why = PreemptingReason(out_.evictions, job.id);
+    const Shape& s = pass_.shapes[job.shape];
+    if (s.topo_level >= 0) {  // where the victims leave room: "… to free leaf-7"
+      std::vector<std::string> names = DomainNames(pass_, s, out_.reservations.back().nodes);
+      std::string joined;
+      for (const std::string& n : names) joined += (joined.empty() ? "" : ", ") + n;
+      why += "; it frees " + joined;
+    }
+    return {Outcome::kReserved, why};
   }
   if (TryHeadOfLine(job)) {
     return {Outcome::kReserved,

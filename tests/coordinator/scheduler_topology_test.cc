@@ -253,6 +253,8 @@ TEST(SchedulerTopology, PreemptionFreesOneLeafRatherThanTheCheapestScatteredNode
   v.pending = {MakeJob(1, "t", "training", {.nodes = 2, .gpus = 8, .topology = Leaf(true)})};
   Decisions d = Plan(v, TreePolicy(), kNow);
   EXPECT_EQ(Victims(d), (std::vector<JobId>{10, 11}));
+  EXPECT_EQ(OutcomeOf(d, 1).reason,
+            "evicting job(s) 10, 11 to make room; the room is held for it; it frees a");
 }
 
 // Random trees of whole-node jobs: each node is free or busy as a whole, so "fits" is
