@@ -74,6 +74,10 @@ struct Filter {
   std::vector<int8_t> eligible;         // per group: -1 unknown, 0, 1
   bool listed = false;                  // `groups` computed
   std::vector<uint32_t> groups;         // the eligible groups, ascending
+  // The lowest group_min_victim and group_min_quota_victim over `groups` (preemption.cc);
+  // `victims_known` once computed.
+  bool victims_known = false;
+  int64_t min_victim = 0, min_quota_victim = 0;
 };
 
 // A request reduced to what placement needs; jobs with equal shapes place alike.

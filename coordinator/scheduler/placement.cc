@@ -68,45 +68,99 @@ std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_val
   return s.topo_level >= 0 ? ChooseByTopology(pass, s, out) : out;
 }
 
-// A topology-bound gang within one domain of its level: the domains by how many of their
-// nodes have the gang's GPUs free (fewest first: best fit; then domain order), each
-// checked node by node, best fit first, until s.nodes fit. Empty when no domain holds it.
-// Nothing is scanned beyond the domain that takes it.
-std::vector<uint32_t> FindInOneDomain(Pass& pass, const NodeIndex& index, const Shape& s,
-                                      int32_t class_value, JobId job) {
+// Per domain of the shape's level: its eligible nodes with the gang's GPUs free (summed
+// from the index's buckets, no node visited). *unlabelled: some eligible group without
+// the level's label has such nodes.
+std::vector<uint32_t> FreeByDomain(Pass& pass, const NodeIndex& index, const Shape& s,
+                                   bool* unlabelled) {
   const TopoLevel& level = pass.topo[s.topo_level];
   const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
   std::vector<uint32_t> free(level.names.size(), 0);
+  *unlabelled = false;
   for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
     index.ForEachGroup(pass, s.filter, groups, count, [&](uint32_t g) {
-      if (uint32_t d = level.group_domain[g]; d != kNone) {
+      uint32_t d = level.group_domain[g];
+      if (d == kNone) {
+        *unlabelled = true;
+      } else {
         free[d] += static_cast<uint32_t>(index.Bucket(g, count).size());
       }
       return false;
     });
   }
+  return free;
+}
+
+// Up to `want` nodes of domain d where a gang member fits now, best fit first.
+std::vector<uint32_t> FitInDomain(Pass& pass, const NodeIndex& index, const Shape& s, uint32_t d,
+                                  uint32_t want, int32_t class_value, JobId job) {
+  std::vector<uint32_t> out;
+  for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
+    for (uint32_t g : pass.topo[s.topo_level].groups[d]) {
+      if (!Eligible(pass, s.filter, g)) continue;
+      for (uint32_t node : index.Bucket(g, count)) {
+        if (!Usable(pass, node, class_value, job)) continue;
+        NodeFree trial = pass.free[node];
+        if (!FitNode(pass, node, trial, s, nullptr)) continue;
+        out.push_back(node);
+        if (out.size() == want) return out;
+      }
+    }
+  }
+  return out;
+}
+
+// A topology-bound gang within one domain of its level: the domains by how many of their
+// nodes have the gang's GPUs free (fewest first: best fit; then domain order), each
+// checked node by node, best fit first, until s.nodes fit. Empty when no domain holds it.
+// Nothing is scanned beyond the domain that takes it.
+std::vector<uint32_t> FindInOneDomain(Pass& pass, const NodeIndex& index, const Shape& s,
+                                      int32_t class_value, JobId job,
+                                      const std::vector<uint32_t>& free) {
   std::vector<std::pair<uint32_t, uint32_t>> order;  // free nodes, domain
   for (uint32_t d = 0; d < free.size(); ++d) {
     if (free[d] >= s.nodes) order.emplace_back(free[d], d);
   }
   std::sort(order.begin(), order.end());
-  std::vector<uint32_t> out;
   for (auto [unused, d] : order) {
-    out.clear();
-    for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
-      for (uint32_t g : level.groups[d]) {
-        if (!Eligible(pass, s.filter, g)) continue;
-        for (uint32_t node : index.Bucket(g, count)) {
-          if (!Usable(pass, node, class_value, job)) continue;
-          NodeFree trial = pass.free[node];
-          if (!FitNode(pass, node, trial, s, nullptr)) continue;
-          out.push_back(node);
-          if (out.size() == s.nodes) return out;
-        }
-      }
-    }
+    std::vector<uint32_t> out = FitInDomain(pass, index, s, d, s.nodes, class_value, job);
+    if (out.size() == s.nodes) return out;
   }
   return {};
+}
+
+// A preferred gang no domain holds: the fewest domains (SpreadOver) by the same free
+// counts, then each chosen domain's nodes checked. *fallback: a chosen domain had fewer
+// nodes that fit than its count said (CPU, memory or NUMA), and the caller must look at
+// every node instead.
+std::vector<uint32_t> FindSpread(Pass& pass, const NodeIndex& index, const Shape& s,
+                                 int32_t class_value, JobId job, const std::vector<uint32_t>& free,
+                                 bool* fallback) {
+  *fallback = false;
+  std::vector<uint32_t> ids, sizes;
+  for (uint32_t d = 0; d < free.size(); ++d) {
+    if (free[d] == 0) continue;
+    ids.push_back(d);
+    sizes.push_back(free[d]);
+  }
+  auto parent = [&](size_t k, uint32_t i) {
+    uint32_t d = ids[i];
+    for (size_t up = 0; up < k && d != kNone; ++up) {
+      d = pass.topo[static_cast<size_t>(s.topo_level) + up].parent[d];
+    }
+    return d;
+  };
+  size_t levels = pass.topo.size() - static_cast<size_t>(s.topo_level);
+  std::vector<uint32_t> out;
+  for (auto [i, take] : SpreadOver(sizes, parent, levels, s.nodes)) {
+    std::vector<uint32_t> nodes = FitInDomain(pass, index, s, ids[i], take, class_value, job);
+    if (nodes.size() < take) {
+      *fallback = true;
+      return {};
+    }
+    out.insert(out.end(), nodes.begin(), nodes.end());
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,8 +169,15 @@ std::vector<uint32_t> FindNodes(Pass& pass, const NodeIndex& index, const Shape&
                                 int32_t class_value, JobId job) {
   if (s.profile >= 0) return FindMigNodes(pass, s, class_value, job);
   if (s.topo_level >= 0) {
-    std::vector<uint32_t> one = FindInOneDomain(pass, index, s, class_value, job);
+    bool unlabelled = false;
+    std::vector<uint32_t> free = FreeByDomain(pass, index, s, &unlabelled);
+    std::vector<uint32_t> one = FindInOneDomain(pass, index, s, class_value, job, free);
     if (!one.empty() || s.topo_required) return one;
+    bool fallback = true;
+    if (!unlabelled) {  // unlabelled nodes are domains of one each: the full look below
+      std::vector<uint32_t> spread = FindSpread(pass, index, s, class_value, job, free, &fallback);
+      if (!fallback) return spread;
+    }
   }
   const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
   // A preferred gang no domain holds sees every node that fits (best fit first) and then

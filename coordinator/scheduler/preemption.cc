@@ -61,7 +61,15 @@ class Search {
   bool borrowing_;
   std::vector<uint8_t> kind_;
   std::vector<uint8_t> evicted_;   // chosen by the walk so far
+  std::vector<uint32_t> touched_;  // the gangs evicted_ marks: what ClearWalk resets
   std::vector<Amount> reclaimed_;  // per tenant, by the walk so far
+  // Forgets the last walk's choices (cheaper than refilling evicted_, one byte per gang,
+  // for every domain a topology-bound search tries).
+  void ClearWalk() {
+    for (uint32_t g : touched_) evicted_[g] = 0;
+    touched_.clear();
+    std::fill(reclaimed_.begin(), reclaimed_.end(), Amount{});
+  }
 };
 
 Kind Search::KindOf(const Gang& g) const {
@@ -185,8 +193,7 @@ void Search::Reprieve(uint32_t node, NodeFree& f, std::vector<uint32_t>& chosen)
 
 // Takes nodes in cost order, each with the victims it needs given those already taken.
 bool Search::Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool* skipped) {
-  std::fill(evicted_.begin(), evicted_.end(), 0);
-  std::fill(reclaimed_.begin(), reclaimed_.end(), Amount{});
+  ClearWalk();
   plan->victims.clear();
   plan->nodes.clear();
   *skipped = false;
@@ -200,6 +207,7 @@ bool Search::Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool
     }
     for (uint32_t v : victims) {
       evicted_[v] = 1;
+      touched_.push_back(v);
       bool by_class = kind_[v] == kByClass;
       if (!by_class) reclaimed_[pass_.gangs[v].tenant] += pass_.gangs[v].amount;
       plan->victims.push_back(
@@ -227,18 +235,20 @@ bool Search::Run(PreemptionPlan* plan) {
 // cheapest nodes' bounds: each node's victims hold its missing GPUs, none younger than
 // its youngest candidate) and the search stops when no domain left can beat the best.
 bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
-  std::vector<uint32_t> nodes;
-  absl::flat_hash_map<uint32_t, double> bound;
-  for (const auto& [lb, node] : cands) {
-    nodes.push_back(node);
-    bound[node] = lb;
+  std::vector<Cands> doms;  // the candidates of each labelled domain, in bound order
+  absl::flat_hash_map<uint32_t, uint32_t> ids;
+  for (const auto& c : cands) {
+    uint32_t d = DomainOf(pass_, shape_.topo_level, c.second);
+    if (d == kNone) continue;
+    auto [it, added] = ids.try_emplace(d, static_cast<uint32_t>(doms.size()));
+    if (added) doms.emplace_back();
+    doms[it->second].push_back(c);
   }
-  std::vector<std::vector<uint32_t>> doms = SplitByDomain(pass_, shape_, nodes);
   std::vector<std::pair<double, uint32_t>> order;  // lower bound, domain
   for (uint32_t d = 0; d < doms.size(); ++d) {
     if (doms[d].size() < shape_.nodes) continue;
     double lb = 0;
-    for (uint32_t i = 0; i < shape_.nodes; ++i) lb += bound[doms[d][i]];  // cands are sorted
+    for (uint32_t i = 0; i < shape_.nodes; ++i) lb += doms[d][i].first;  // cands are sorted
     order.emplace_back(lb, d);
   }
   std::sort(order.begin(), order.end());
@@ -246,10 +256,8 @@ bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
   std::pair<double, size_t> best{0, 0};
   for (const auto& [lb, d] : order) {
     if (found && lb > best.first) break;
-    Cands mine;
-    for (uint32_t node : doms[d]) mine.emplace_back(bound[node], node);
     PreemptionPlan trial;
-    if (!RunOn(mine, &trial)) continue;
+    if (!RunOn(doms[d], &trial)) continue;
     double lost = 0;
     for (const Victim& v : trial.victims) lost += pass_.gangs[v.gang].lost;
     std::pair<double, size_t> cost{lost, trial.victims.size()};
@@ -267,8 +275,7 @@ bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
 // answer is the one a full evaluation gives.
 bool Search::RunOn(const Cands& cands, PreemptionPlan* plan) {
   if (cands.size() < shape_.nodes) return false;
-  std::fill(evicted_.begin(), evicted_.end(), 0);  // a previous RunOn's walk
-  std::fill(reclaimed_.begin(), reclaimed_.end(), Amount{});
+  ClearWalk();  // a previous RunOn's walk
   std::vector<NodeCost> exact;
   std::vector<double> best;  // the n cheapest exact costs, ascending
   std::vector<uint32_t> victims;
@@ -288,8 +295,7 @@ bool Search::RunOn(const Cands& cands, PreemptionPlan* plan) {
   bool skipped = false;
   bool ok = Walk(exact, plan, &skipped);
   if (next == cands.size() || (ok && !skipped)) return ok;
-  std::fill(evicted_.begin(), evicted_.end(), 0);
-  std::fill(reclaimed_.begin(), reclaimed_.end(), Amount{});
+  ClearWalk();
   for (; next < cands.size(); ++next) {
     double cost = 0;
     if (!SelectOnNode(cands[next].second, &victims, &cost)) continue;
@@ -315,11 +321,19 @@ bool MayPreemptAnyone(Pass& pass, const Preemptor& who) {
       reclaim = t != who.job->tenant && !pass.StillBorrowed(t).IsZero();
     }
   }
-  for (uint32_t g : EligibleGroups(pass, pass.shapes[who.job->shape].filter)) {
-    if (cls.may_preempt && pass.group_min_victim[g] < cls.value) return true;
-    if (reclaim && pass.group_min_quota_victim[g] <= cls.value) return true;
+  // Per filter, once a pass: a cluster labelled by its switch tree has thousands of groups.
+  uint32_t fid = pass.shapes[who.job->shape].filter;
+  Filter& f = pass.filters[fid];
+  if (!f.victims_known) {
+    f.min_victim = f.min_quota_victim = std::numeric_limits<int64_t>::max();
+    for (uint32_t g : EligibleGroups(pass, fid)) {
+      f.min_victim = std::min(f.min_victim, pass.group_min_victim[g]);
+      f.min_quota_victim = std::min(f.min_quota_victim, pass.group_min_quota_victim[g]);
+    }
+    f.victims_known = true;
   }
-  return false;
+  return (cls.may_preempt && f.min_victim < cls.value) ||
+         (reclaim && f.min_quota_victim <= cls.value);
 }
 
 }  // namespace baton::sched::internal

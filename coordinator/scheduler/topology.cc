@@ -1,6 +1,7 @@
 #include "coordinator/scheduler/topology.h"
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -11,20 +12,20 @@ namespace {
 
 using Members = std::vector<uint32_t>;  // candidate indices of one domain, in order
 
-// The fewest of `doms` (indices into `all`) that hold n candidates: the largest first,
-// and the last one the smallest that covers what is left. Pairs of (domain, taken).
-std::vector<std::pair<uint32_t, uint32_t>> Fewest(const std::vector<Members>& all,
+// The fewest of `doms` (indices into `sizes`) that hold n: the largest first, and the
+// last one the smallest that covers what is left. Pairs of (domain, taken).
+std::vector<std::pair<uint32_t, uint32_t>> Fewest(const std::vector<uint32_t>& sizes,
                                                   std::vector<uint32_t> doms, uint32_t n) {
   std::stable_sort(doms.begin(), doms.end(),
-                   [&](uint32_t a, uint32_t b) { return all[a].size() > all[b].size(); });
+                   [&](uint32_t a, uint32_t b) { return sizes[a] > sizes[b]; });
   std::vector<std::pair<uint32_t, uint32_t>> out;
   std::vector<bool> used(doms.size(), false);
   uint32_t left = n;
   while (left > 0) {
     size_t fit = doms.size();
     for (size_t i = 0; i < doms.size(); ++i) {
-      if (!used[i] && all[doms[i]].size() >= left &&
-          (fit == doms.size() || all[doms[i]].size() < all[doms[fit]].size())) {
+      if (!used[i] && sizes[doms[i]] >= left &&
+          (fit == doms.size() || sizes[doms[i]] < sizes[doms[fit]])) {
         fit = i;
       }
     }
@@ -34,16 +35,48 @@ std::vector<std::pair<uint32_t, uint32_t>> Fewest(const std::vector<Members>& al
     }
     size_t largest = 0;
     while (largest < doms.size() && used[largest]) ++largest;
-    if (largest == doms.size()) return {};
+    if (largest == doms.size() || sizes[doms[largest]] == 0) return {};
     used[largest] = true;
-    auto take = static_cast<uint32_t>(all[doms[largest]].size());
-    out.emplace_back(doms[largest], take);
-    left -= take;
+    out.emplace_back(doms[largest], sizes[doms[largest]]);
+    left -= sizes[doms[largest]];
   }
   return out;
 }
 
 }  // namespace
+
+std::vector<std::pair<uint32_t, uint32_t>> SpreadOver(
+    const std::vector<uint32_t>& sizes, const std::function<uint32_t(size_t, uint32_t)>& parent,
+    size_t levels, uint32_t n) {
+  // Under the lowest common domain that holds the gang (the whole cluster last), the
+  // fewest domains, then the smallest such parent.
+  for (size_t k = 1; k <= levels; ++k) {
+    std::vector<std::vector<uint32_t>> under;  // per parent, in order of first appearance
+    absl::flat_hash_map<uint32_t, uint32_t> parents;
+    for (uint32_t d = 0; d < sizes.size(); ++d) {
+      uint32_t p = k < levels ? parent(k, d) : 0;
+      if (p == kNone) continue;
+      auto [it, added] = parents.try_emplace(p, static_cast<uint32_t>(under.size()));
+      if (added) under.emplace_back();
+      under[it->second].push_back(d);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> chosen;
+    std::tuple<size_t, size_t> score{SIZE_MAX, SIZE_MAX};
+    for (const auto& group : under) {
+      size_t total = 0;
+      for (uint32_t d : group) total += sizes[d];
+      if (total < n) continue;
+      auto picks = Fewest(sizes, group, n);
+      std::tuple<size_t, size_t> mine{picks.size(), total};
+      if (!picks.empty() && mine < score) {
+        score = mine;
+        chosen = std::move(picks);
+      }
+    }
+    if (!chosen.empty()) return chosen;
+  }
+  return {};
+}
 
 std::vector<uint32_t> PickDomains(const std::vector<std::vector<uint32_t>>& domains, uint32_t n,
                                   bool required) {
@@ -69,37 +102,14 @@ std::vector<uint32_t> PickDomains(const std::vector<std::vector<uint32_t>>& doma
   }
   if (best != doms.size()) return Members(doms[best].begin(), doms[best].begin() + n);
   if (required) return {};
-  // Several: under the lowest common domain that holds the gang (the whole cluster last),
-  // the fewest domains, then the smallest such parent.
-  for (size_t k = 1; k <= domains.size(); ++k) {
-    std::vector<std::vector<uint32_t>> under;  // per parent, in order of first appearance
-    absl::flat_hash_map<uint32_t, uint32_t> parents;
-    for (uint32_t d = 0; d < doms.size(); ++d) {
-      uint32_t parent = k < domains.size() ? domains[k][doms[d][0]] : 0;
-      if (parent == kNone) continue;
-      auto [it, added] = parents.try_emplace(parent, static_cast<uint32_t>(under.size()));
-      if (added) under.emplace_back();
-      under[it->second].push_back(d);
-    }
-    std::vector<std::pair<uint32_t, uint32_t>> chosen;
-    std::tuple<size_t, size_t> score{SIZE_MAX, SIZE_MAX};
-    for (const auto& group : under) {
-      size_t total = 0;
-      for (uint32_t d : group) total += doms[d].size();
-      if (total < n) continue;
-      auto picks = Fewest(doms, group, n);
-      std::tuple<size_t, size_t> mine{picks.size(), total};
-      if (!picks.empty() && mine < score) {
-        score = mine;
-        chosen = std::move(picks);
-      }
-    }
-    if (chosen.empty()) continue;
-    Members out;
-    for (auto [d, take] : chosen) out.insert(out.end(), doms[d].begin(), doms[d].begin() + take);
-    return out;
+  std::vector<uint32_t> sizes;
+  for (const Members& m : doms) sizes.push_back(static_cast<uint32_t>(m.size()));
+  auto parent = [&](size_t k, uint32_t d) { return domains[k][doms[d][0]]; };
+  Members out;
+  for (auto [d, take] : SpreadOver(sizes, parent, domains.size(), n)) {
+    out.insert(out.end(), doms[d].begin(), doms[d].begin() + take);
   }
-  return {};
+  return out;
 }
 
 std::vector<uint32_t> ChooseByTopology(const Pass& pass, const Shape& s,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ namespace baton::sched::internal {
 // preferred one. Returns the chosen candidates' indices (n of them), or empty.
 std::vector<uint32_t> PickDomains(const std::vector<std::vector<uint32_t>>& domains, uint32_t n,
                                   bool required);
+
+// The spreading step of PickDomains over domains of `sizes` (in their order): under the
+// lowest common parent that holds n (parent(k, d): domain d's parent k levels up, kNone
+// when unlabelled; `levels` of them, the whole cluster after the last), the fewest
+// domains, largest first and the last the smallest that covers the rest. Pairs of
+// (domain, nodes taken); empty when even the whole cluster does not hold n.
+std::vector<std::pair<uint32_t, uint32_t>> SpreadOver(
+    const std::vector<uint32_t>& sizes, const std::function<uint32_t(size_t, uint32_t)>& parent,
+    size_t levels, uint32_t n);
 
 // The shape's nodes among `nodes` (eligible and fitting, best fit first), or empty.
 std::vector<uint32_t> ChooseByTopology(const Pass& pass, const Shape& s,
