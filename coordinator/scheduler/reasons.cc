@@ -1,6 +1,7 @@
 #include "coordinator/scheduler/reasons.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "common/resources.h"
 #include "coordinator/scheduler/fit.h"
@@ -26,16 +27,19 @@ std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
   return out;
 }
 
-// Where a required gang's level has the most room now: "largest free: 5 node(s) in leaf-3".
+// Where a required gang's level has the most room now, counted as nodes with the gang's
+// GPUs free (as placement ranks domains): "largest free: 5 node(s) in leaf-3".
 std::string LargestFree(Pass& pass, const Shape& s) {
   const TopoLevel& level = pass.topo[s.topo_level];
   std::vector<uint32_t> free(level.names.size(), 0);
   for (uint32_t g : EligibleGroups(pass, s.filter)) {
     uint32_t d = level.group_domain[g];
     if (d == kNone) continue;
-    for (uint32_t node : pass.groups[g].nodes) {
-      NodeFree trial = pass.free[node];
-      if (pass.hw[node].schedulable && FitNode(pass, node, trial, s, nullptr)) ++free[d];
+    for (uint32_t node : pass.groups[g].nodes) {  // free: the gang's GPUs are free there
+      if (!pass.hw[node].schedulable) continue;
+      if (std::popcount(KindMask(pass, node, pass.free[node], s)) >= static_cast<int>(s.gpus)) {
+        ++free[d];
+      }
     }
   }
   auto most = std::max_element(free.begin(), free.end());
