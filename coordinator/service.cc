@@ -128,6 +128,9 @@ grpc::ServerUnaryReactor* CoordinatorService::ListNodes(grpc::CallbackServerCont
                                                         v1::ListNodesResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
     for (auto& node : jobs_->ListNodes()) *resp->add_nodes() = std::move(node);
+    for (const sched::TopologyLevel& l : jobs_->policy()->topology_levels) {
+      resp->add_topology_levels(l.name + "=" + l.label);
+    }
     r->Finish(grpc::Status::OK);
   });
 }

@@ -145,21 +145,28 @@ Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms) {
   return l;
 }
 
-Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms) {
+// A node's place in the switch tree, top level first: "spine-1/leaf-3" ("-" for a level
+// it has no label of); "-" without levels.
+std::string TopologyPath(const v1::Node& n, const std::vector<std::string>& levels) {
+  std::string out;
+  for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
+    std::string label = it->substr(it->find('=') + 1);
+    auto v = n.labels().find(label);
+    out += (out.empty() ? "" : "/") + (v == n.labels().end() ? std::string("-") : v->second);
+  }
+  return out.empty() ? "-" : out;
+}
+
+Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms,
+                     const std::vector<std::string>& topology_levels) {
   Listing l;
-  l.columns = {{"NAME"},
-               {"STATE"},
-               {"CPUS"},
-               {"MEMORY"},
-               {"GPUS"},
-               {"POOL"},
-               {"ISOLATION"},
-               {"ADDRESS"},
-               {"JOBS"},
-               {"GPU MODEL", true},
-               {"LABELS", true},
-               {"TAINTS", true},
-               {"LAST SEEN", true},
+  l.columns = {{"NAME"},           {"STATE"},
+               {"CPUS"},           {"MEMORY"},
+               {"GPUS"},           {"POOL"},
+               {"ISOLATION"},      {"ADDRESS"},
+               {"JOBS"},           {"GPU MODEL", true},
+               {"TOPOLOGY", true}, {"LABELS", true},
+               {"TAINTS", true},   {"LAST SEEN", true},
                {"DRAINED", true}};
   for (const auto& n : nodes) {
     const auto& inv = n.inventory();
@@ -171,8 +178,8 @@ Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms) {
          FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
          std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
          n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()), n.address(),
-         JoinOrDash(jobs), GpuModels(inv), Labels(n.labels()), Taints(n.taints()),
-         Ago(n.last_seen_ms(), now_ms),
+         JoinOrDash(jobs), GpuModels(inv), TopologyPath(n, topology_levels), Labels(n.labels()),
+         Taints(n.taints()), Ago(n.last_seen_ms(), now_ms),
          n.has_drain() ? Ago(n.drain().since_ms(), now_ms) + " by " + n.drain().by() +
                              (n.drain().reason().empty() ? "" : ": " + n.drain().reason())
                        : "-"});

@@ -8,6 +8,7 @@
 #include <google/protobuf/repeated_ptr_field.h>
 
 #include <string>
+#include <vector>
 
 #include "launcher/cli/output.h"
 #include "proto/api.pb.h"
@@ -24,9 +25,11 @@ using Repeated = google::protobuf::RepeatedPtrField<T>;
 Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms);
 
 // Nodes as `baton nodes` lists them, with the limits table of running attempts as the
-// footer; named node/<name>. Wide adds GPU MODEL ("8x NVIDIA H200"), LABELS, TAINTS and
-// LAST SEEN.
-Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms);
+// footer; named node/<name>. Wide adds GPU MODEL ("8x NVIDIA H200"), TOPOLOGY (its path in
+// the switch tree, top level first: "spine-1/leaf-3"), LABELS, TAINTS and LAST SEEN.
+// `topology_levels`: ListNodesResponse.topology_levels ("name=label", lowest first).
+Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms,
+                     const std::vector<std::string>& topology_levels = {});
 
 // Tenants' fair-share standing as `baton share` lists it, with the decay note as the
 // footer; named tenant/<name>. Wide adds GPU-H/WEIGHT (the scheduler's key inside a

@@ -104,7 +104,10 @@ int RunNodes(const Args& args) {
     auto ctx = client.Context();
     grpc::Status s = client.stub()->ListNodes(ctx.get(), v1::ListNodesRequest(), &resp);
     if (!s.ok()) return s;
-    std::cout << Render(NodesListing(resp.nodes(), RealClock::Get()->NowMs()), Output(r));
+    std::cout << Render(
+        NodesListing(resp.nodes(), RealClock::Get()->NowMs(),
+                     {resp.topology_levels().begin(), resp.topology_levels().end()}),
+        Output(r));
     return s;
   });
 }

@@ -100,7 +100,11 @@ TEST_F(TopologyNetns, AGangLandsUnderOneLeafAndARequiredOneRunsSpreadAfterItsWai
   CancelAll(sleepers);
 }
 
+// `baton nodes -o wide` shows each node's path; a level the policy lacks is refused.
 TEST_F(TopologyNetns, ALevelThePolicyDoesNotNameIsRefusedAtSubmit) {
+  CommandResult wide = cluster_->Baton({"nodes", "-o", "wide"});
+  EXPECT_NE(wide.out.find("TOPOLOGY"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find(" leaf-2 "), std::string::npos) << wide.out;
   CommandResult r = cluster_->Baton(
       {"submit", "--nodes", "2", "--topology", "spine:required", "--", "sleep", "1"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -229,7 +229,9 @@ TEST(Golden, Queue) {
 TEST(Golden, Nodes) {
   v1::ListNodesResponse resp = Nodes();
   for (const Case& c : Cases()) {
-    ExpectGolden("nodes." + c.suffix, Render(NodesListing(resp.nodes(), kNow), c.options));
+    // A one-level switch tree read from the rack label: node-a's path is r1, node-b has none.
+    ExpectGolden("nodes." + c.suffix,
+                 Render(NodesListing(resp.nodes(), kNow, {"rack=rack"}), c.options));
   }
 }
 
