@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/scheduler/order.h"
 #include "coordinator/scheduler/pass_state.h"
 #include "coordinator/scheduler/placement.h"
@@ -142,10 +143,8 @@ Verdict Planner::Contend(const Job& job, bool within) {
     std::string why = PreemptingReason(out_.evictions, job.id);
     const Shape& s = pass_.shapes[job.shape];
     if (s.topo_level >= 0) {  // where the victims leave room: "… to free leaf-7"
-      std::vector<std::string> names = DomainNames(pass_, s, out_.reservations.back().nodes);
-      std::string joined;
-      for (const std::string& n : names) joined += (joined.empty() ? "" : ", ") + n;
-      why += "; it frees " + joined;
+      why += "; it frees " +
+             absl::StrJoin(DomainNames(pass_, s, out_.reservations.back().nodes), ", ");
     }
     return {Outcome::kReserved, why};
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/strings/str_join.h"
 #include "common/resources.h"
 #include "coordinator/scheduler/fit.h"
 #include "coordinator/scheduler/placement.h"
@@ -128,10 +129,8 @@ std::string PlacedReason(const Pass& pass, const Job& job, const Placement& plac
   const Shape& s = pass.shapes[job.shape];
   if (s.topo_level < 0) return out;
   const std::string& level = pass.policy.topology_levels[s.topo_level].name;
-  out += " in " + std::to_string(placement.topology_domains.size()) + " " + level + "(s): ";
-  for (size_t i = 0; i < placement.topology_domains.size(); ++i) {
-    out += (i ? ", " : "") + placement.topology_domains[i];
-  }
+  out += " in " + std::to_string(placement.topology_domains.size()) + " " + level +
+         "(s): " + absl::StrJoin(placement.topology_domains, ", ");
   if (placement.topology_domains.size() > placement.topology_min_domains) {
     out += " (" + std::to_string(placement.topology_min_domains) + " at best: the " + level +
            "s that could hold it are busy)";
