@@ -197,10 +197,12 @@ Amount BuildNodes(Pass& pass) {
 void IndexProfilesAndClasses(Pass& pass) {
   size_t hws = pass.hw_rep.size();
   pass.hw_group_count.assign(pass.groups.size() * hws, 0);
+  pass.hw_group_schedulable.assign(pass.groups.size() * hws, 0);
   pass.profile_nodes.assign(pass.profiles.size(), {});
   for (uint32_t i = 0; i < pass.hw.size(); ++i) {
     const NodeHw& hw = pass.hw[i];
     ++pass.hw_group_count[hw.group * hws + hw.hw];
+    if (hw.schedulable) ++pass.hw_group_schedulable[hw.group * hws + hw.hw];
     if (!hw.schedulable || !hw.has_mig) continue;
     std::vector<bool> seen(pass.profiles.size(), false);
     for (uint32_t e = 0; e < hw.gpu_count; ++e) {

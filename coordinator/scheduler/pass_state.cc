@@ -144,6 +144,12 @@ void IndexHolds(Pass& pass) {
   pass.node_holds.resize(pass.holds.size());
   std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
   for (uint32_t h = 0; h < pass.holds.size(); ++h) pass.node_holds[next[pass.holds[h].node]++] = h;
+  pass.hold_brief.resize(pass.holds.size());
+  for (size_t i = 0; i < pass.node_holds.size(); ++i) {
+    const Hold& h = pass.holds[pass.node_holds[i]];
+    pass.hold_brief[i] = {h.gang, static_cast<uint32_t>(std::popcount(h.gpus)), h.millis, h.mem,
+                          pass.gangs[h.gang].age_s};
+  }
 }
 
 void BuildGangs(Pass& pass) {

@@ -175,6 +175,9 @@ struct Pass {
   std::vector<NodeHw> hw;
   std::vector<NodeFree> free;
   std::vector<NodeReservation> reserved;
+  // Every node reserved in this pass, in the order reserved (a node may appear more than
+  // once; `reserved` says whether it still is): placement's counts leave them out.
+  std::vector<uint32_t> reserved_list;
   std::vector<std::vector<uint8_t>> cores_taken;  // per node; empty: none taken
   std::vector<uint16_t> entry_profile;            // 0: whole GPU; else profile id + 1
   std::vector<uint16_t> entry_model;
@@ -182,10 +185,11 @@ struct Pass {
   std::vector<std::string> profiles, models;
   std::vector<std::vector<uint32_t>> profile_nodes;  // schedulable nodes with the profile
   std::vector<Group> groups;
-  std::vector<TopoLevel> topo;           // policy.topology_levels, lowest first
-  std::vector<uint32_t> hw_rep;          // a node of each hardware class
-  std::vector<NodeFree> hw_capacity;     // each hardware class empty
-  std::vector<uint32_t> hw_group_count;  // nodes per (group, hw): index g * hws + h
+  std::vector<TopoLevel> topo;                 // policy.topology_levels, lowest first
+  std::vector<uint32_t> hw_rep;                // a node of each hardware class
+  std::vector<NodeFree> hw_capacity;           // each hardware class empty
+  std::vector<uint32_t> hw_group_count;        // nodes per (group, hw): index g * hws + h
+  std::vector<uint32_t> hw_group_schedulable;  // the schedulable ones among them
   std::vector<std::string> model_filters;
   std::vector<std::vector<bool>> model_match;  // [filter][node model]
   std::vector<Filter> filters;
@@ -196,6 +200,15 @@ struct Pass {
   std::vector<Hold> holds;
   std::vector<uint32_t> node_hold_begin;  // node i's holds: node_holds[begin[i], begin[i+1])
   std::vector<uint32_t> node_holds;       // indices into holds, by node
+  // Beside node_holds, what the victim search's first look reads of each hold, packed:
+  // it visits every node, and a Hold is a hundred bytes of which it needs these.
+  struct HoldBrief {
+    uint32_t gang = 0;
+    uint32_t gpus = 0;  // whole GPUs and slices held
+    uint64_t millis = 0, mem = 0;
+    double age_s = 0;  // the gang's
+  };
+  std::vector<HoldBrief> hold_brief;
   std::vector<Job> jobs;               // view.pending, same order; plan.cc puts them in queue order
   absl::flat_hash_set<JobId> awaited;  // preemptors that leaving gangs make room for
   std::vector<Amount> leaving;         // per tenant: what its evicting gangs still hold

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 
-#include "absl/container/flat_hash_map.h"
 #include "coordinator/scheduler/fit.h"
 #include "coordinator/scheduler/topology.h"
 
@@ -43,7 +42,61 @@ void NodeIndex::Update(const Pass& pass, uint32_t node) {
   if (now == count_[node]) return;
   Take(pass.hw[node].group, count_[node], node);
   Put(pass.hw[node].group, now, node);
+  if (!domain_free_.empty()) MoveDomains(pass, pass.hw[node].group, count_[node], now);
   count_[node] = now;
+}
+
+void NodeIndex::MoveDomains(const Pass& pass, uint32_t group, uint32_t from, uint32_t to) {
+  for (DomainFree& e : domain_free_) {
+    bool was = from >= e.gpus, is = to >= e.gpus;
+    if (was == is || pass.filters[e.filter].eligible[group] != 1) continue;
+    uint32_t d = pass.topo[e.level].group_domain[group];
+    if (d == kNone) {
+      is ? ++e.unlabelled : --e.unlabelled;
+      continue;
+    }
+    e.by_free[e.free[d]].erase(d);
+    is ? ++e.free[d] : --e.free[d];
+    e.by_free[e.free[d]].insert(d);
+  }
+}
+
+const NodeIndex::DomainFree& NodeIndex::FreeByDomain(Pass& pass, const Shape& s) {
+  for (const DomainFree& e : domain_free_) {
+    if (e.filter == s.filter && e.gpus == s.gpus && e.level == s.topo_level) return e;
+  }
+  // Counted from the buckets (no node visited); EligibleGroups also settles every
+  // group's eligibility, which MoveDomains reads.
+  const TopoLevel& level = pass.topo[s.topo_level];
+  const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
+  DomainFree e;
+  e.filter = s.filter;
+  e.gpus = s.gpus;
+  e.level = s.topo_level;
+  e.free.assign(level.names.size(), 0);
+  size_t most = 0;  // nodes of the largest domain: the highest count there can be
+  for (const std::vector<uint32_t>& dom : level.groups) {
+    size_t n = 0;
+    for (uint32_t g : dom) n += pass.groups[g].nodes.size();
+    most = std::max(most, n);
+  }
+  for (uint32_t count = s.gpus; count <= max_gpus_; ++count) {
+    ForEachGroup(pass, s.filter, groups, count, [&](uint32_t g) {
+      uint32_t d = level.group_domain[g];
+      if (d == kNone) {
+        e.unlabelled += buckets_[g][count].size();
+      } else {
+        e.free[d] += static_cast<uint32_t>(buckets_[g][count].size());
+      }
+      return false;
+    });
+  }
+  e.by_free.resize(most + 1);
+  for (uint32_t d = 0; d < e.free.size(); ++d) {
+    e.by_free[e.free[d]].insert(e.by_free[e.free[d]].end(), d);
+  }
+  domain_free_.push_back(std::move(e));
+  return domain_free_.back();
 }
 
 namespace {
@@ -66,29 +119,6 @@ std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_val
     out.push_back(fits[i].second);
   }
   return s.topo_level >= 0 ? ChooseByTopology(pass, s, out) : out;
-}
-
-// Per domain of the shape's level: its eligible nodes with the gang's GPUs free (summed
-// from the index's buckets, no node visited). *unlabelled: some eligible group without
-// the level's label has such nodes.
-std::vector<uint32_t> FreeByDomain(Pass& pass, const NodeIndex& index, const Shape& s,
-                                   bool* unlabelled) {
-  const TopoLevel& level = pass.topo[s.topo_level];
-  const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
-  std::vector<uint32_t> free(level.names.size(), 0);
-  *unlabelled = false;
-  for (uint32_t count = s.gpus; count <= index.max_gpus(); ++count) {
-    index.ForEachGroup(pass, s.filter, groups, count, [&](uint32_t g) {
-      uint32_t d = level.group_domain[g];
-      if (d == kNone) {
-        *unlabelled = true;
-      } else {
-        free[d] += static_cast<uint32_t>(index.Bucket(g, count).size());
-      }
-      return false;
-    });
-  }
-  return free;
 }
 
 // Up to `want` nodes of domain d where a gang member fits now, best fit first.
@@ -116,66 +146,99 @@ std::vector<uint32_t> FitInDomain(Pass& pass, const NodeIndex& index, const Shap
 // Nothing is scanned beyond the domain that takes it.
 std::vector<uint32_t> FindInOneDomain(Pass& pass, const NodeIndex& index, const Shape& s,
                                       int32_t class_value, JobId job,
-                                      const std::vector<uint32_t>& free) {
-  std::vector<std::pair<uint32_t, uint32_t>> order;  // free nodes, domain
-  for (uint32_t d = 0; d < free.size(); ++d) {
-    if (free[d] >= s.nodes) order.emplace_back(free[d], d);
-  }
-  std::sort(order.begin(), order.end());
-  for (auto [unused, d] : order) {
-    std::vector<uint32_t> out = FitInDomain(pass, index, s, d, s.nodes, class_value, job);
-    if (out.size() == s.nodes) return out;
+                                      const NodeIndex::DomainFree& free) {
+  for (size_t count = s.nodes; count < free.by_free.size(); ++count) {
+    for (uint32_t d : free.by_free[count]) {
+      std::vector<uint32_t> out = FitInDomain(pass, index, s, d, s.nodes, class_value, job);
+      if (out.size() == s.nodes) return out;
+    }
   }
   return {};
 }
 
-// A preferred gang no domain holds: the fewest domains (SpreadOver) by the same free
-// counts, then each chosen domain's nodes checked. *fallback: a chosen domain had fewer
-// nodes that fit than its count said (CPU, memory or NUMA), and the caller must look at
-// every node instead.
-std::vector<uint32_t> FindSpread(Pass& pass, const NodeIndex& index, const Shape& s,
-                                 int32_t class_value, JobId job, const std::vector<uint32_t>& free,
-                                 bool* fallback) {
-  *fallback = false;
-  std::vector<uint32_t> ids, sizes;
-  for (uint32_t d = 0; d < free.size(); ++d) {
-    if (free[d] == 0) continue;
-    ids.push_back(d);
-    sizes.push_back(free[d]);
-  }
-  auto parent = [&](size_t k, uint32_t i) {
-    uint32_t d = ids[i];
-    for (size_t up = 0; up < k && d != kNone; ++up) {
-      d = pass.topo[static_cast<size_t>(s.topo_level) + up].parent[d];
+// The free counts less the nodes reserved for others that the job may not use: still
+// upper bounds, but near the truth where big gangs hold room.
+std::vector<uint32_t> WithoutReserved(const Pass& pass, const Shape& s, int32_t class_value,
+                                      JobId job, const NodeIndex::DomainFree& free) {
+  std::vector<uint32_t> out = free.free;
+  std::vector<uint32_t> nodes = pass.reserved_list;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  for (uint32_t node : nodes) {
+    const NodeHw& hw = pass.hw[node];
+    if (!hw.schedulable || Usable(pass, node, class_value, job) ||
+        pass.filters[s.filter].eligible[hw.group] != 1 ||
+        std::popcount(pass.free[node].gpus & hw.whole) < static_cast<int>(s.gpus)) {
+      continue;
     }
-    return d;
-  };
-  size_t levels = pass.topo.size() - static_cast<size_t>(s.topo_level);
-  std::vector<uint32_t> out;
-  for (auto [i, take] : SpreadOver(sizes, parent, levels, s.nodes)) {
-    std::vector<uint32_t> nodes = FitInDomain(pass, index, s, ids[i], take, class_value, job);
-    if (nodes.size() < take) {
-      *fallback = true;
-      return {};
-    }
-    out.insert(out.end(), nodes.begin(), nodes.end());
+    uint32_t d = DomainOf(pass, s.topo_level, node);
+    if (d != kNone && out[d] > 0) --out[d];
   }
   return out;
 }
 
+// A preferred gang no domain holds: the fewest domains (SpreadOver) by the free counts,
+// then each chosen domain's nodes checked. The counts are upper bounds (a node with the
+// GPUs free may lack the CPU, memory or NUMA room, or be reserved): a chosen domain
+// checked is counted exactly from then on and the choice made again, so that the answer
+// is the fewest domains that really hold the gang. *fallback: still no answer after
+// kSpreadRounds choices, and the caller must look at every node instead.
+constexpr int kSpreadRounds = 8;
+
+std::vector<uint32_t> FindSpread(Pass& pass, const NodeIndex& index, const Shape& s,
+                                 int32_t class_value, JobId job, std::vector<uint32_t> free,
+                                 bool* fallback) {
+  *fallback = false;
+  std::vector<bool> exact(free.size(), false);
+  size_t levels = pass.topo.size() - static_cast<size_t>(s.topo_level);
+  for (int round = 0; round < kSpreadRounds; ++round) {
+    std::vector<uint32_t> ids, sizes;
+    for (uint32_t d = 0; d < free.size(); ++d) {
+      if (free[d] == 0) continue;
+      ids.push_back(d);
+      sizes.push_back(free[d]);
+    }
+    auto parent = [&](size_t k, uint32_t i) {
+      uint32_t d = ids[i];
+      for (size_t up = 0; up < k && d != kNone; ++up) {
+        d = pass.topo[static_cast<size_t>(s.topo_level) + up].parent[d];
+      }
+      return d;
+    };
+    std::vector<uint32_t> out;
+    bool held = true;
+    for (auto [i, take] : SpreadOver(sizes, parent, levels, s.nodes)) {
+      uint32_t d = ids[i];
+      std::vector<uint32_t> nodes =
+          FitInDomain(pass, index, s, d, exact[d] ? take : free[d], class_value, job);
+      if (!exact[d]) free[d] = static_cast<uint32_t>(nodes.size());  // all of them, looked at
+      exact[d] = true;
+      if (nodes.size() < take) {
+        held = false;
+        continue;  // the other picks are still checked: each check makes a count exact
+      }
+      out.insert(out.end(), nodes.begin(), nodes.begin() + take);
+    }
+    if (held) return out;  // empty when even the counts do not hold it: nothing does
+  }
+  *fallback = true;
+  return {};
+}
+
 }  // namespace
 
-std::vector<uint32_t> FindNodes(Pass& pass, const NodeIndex& index, const Shape& s,
-                                int32_t class_value, JobId job) {
+std::vector<uint32_t> FindNodes(Pass& pass, NodeIndex& index, const Shape& s, int32_t class_value,
+                                JobId job) {
   if (s.profile >= 0) return FindMigNodes(pass, s, class_value, job);
   if (s.topo_level >= 0) {
-    bool unlabelled = false;
-    std::vector<uint32_t> free = FreeByDomain(pass, index, s, &unlabelled);
+    const NodeIndex::DomainFree& free = index.FreeByDomain(pass, s);
     std::vector<uint32_t> one = FindInOneDomain(pass, index, s, class_value, job, free);
     if (!one.empty() || s.topo_required) return one;
     bool fallback = true;
-    if (!unlabelled) {  // unlabelled nodes are domains of one each: the full look below
-      std::vector<uint32_t> spread = FindSpread(pass, index, s, class_value, job, free, &fallback);
+    if (free.unlabelled == 0) {  // unlabelled nodes are domains of one each: the full look below
+      std::vector<uint32_t> spread =
+          FindSpread(pass, index, s, class_value, job,
+                     WithoutReserved(pass, s, class_value, job, free), &fallback);
       if (!fallback) return spread;
     }
   }
@@ -220,11 +283,57 @@ uint64_t FeasibleNodes(Pass& pass, const Shape& s) {
   return total;
 }
 
-std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const Shape& s,
+namespace {
+
+// A topology-bound gang's reservation: the first s.nodes of one domain's usable nodes
+// (most free GPUs of the gang's kind first, then node order), the domain with the most
+// such GPUs among those with enough nodes (ties: the domain whose first node comes first).
+// Empty when no domain has enough.
+std::vector<uint32_t> ReserveInOneDomain(Pass& pass, const Shape& s,
+                                         const std::vector<std::pair<uint64_t, uint32_t>>& picks) {
+  const size_t domains = pass.topo[s.topo_level].names.size();
+  struct Sum {
+    uint32_t nodes = 0;
+    uint64_t gpus = 0;
+    std::pair<uint64_t, uint32_t> first{UINT64_MAX, UINT32_MAX};  // its first pick
+  };
+  std::vector<Sum> sums(domains);
+  for (const auto& pick : picks) {
+    uint32_t d = DomainOf(pass, s.topo_level, pick.second);
+    if (d == kNone) continue;
+    ++sums[d].nodes;
+    sums[d].gpus += ~pick.first;
+    sums[d].first = std::min(sums[d].first, pick);
+  }
+  uint32_t best = kNone;
+  for (uint32_t d = 0; d < domains; ++d) {
+    if (sums[d].nodes < s.nodes) continue;
+    if (best == kNone || sums[d].gpus > sums[best].gpus ||
+        (sums[d].gpus == sums[best].gpus && sums[d].first < sums[best].first)) {
+      best = d;
+    }
+  }
+  if (best == kNone) return {};
+  std::vector<std::pair<uint64_t, uint32_t>> mine;
+  for (const auto& pick : picks) {
+    if (DomainOf(pass, s.topo_level, pick.second) == best) mine.push_back(pick);
+  }
+  std::partial_sort(mine.begin(), mine.begin() + s.nodes, mine.end());
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < s.nodes; ++i) out.push_back(mine[i].second);
+  return out;
+}
+
+}  // namespace
+
+std::vector<uint32_t> PickReservation(Pass& pass, NodeIndex& index, const Shape& s,
                                       int32_t class_value, JobId job) {
-  std::vector<std::pair<uint64_t, uint32_t>> picks;  // (-free GPUs of its kind, node)
+  std::vector<std::pair<uint64_t, uint32_t>> picks;     // (-free GPUs of its kind, node)
+  std::vector<int8_t> hw_fits(pass.hw_rep.size(), -1);  // per hardware class
   auto consider = [&](uint32_t node) {
-    if (!Usable(pass, node, class_value, job) || !HwFits(pass, node, s)) return;
+    int8_t& fits = hw_fits[pass.hw[node].hw];
+    if (fits < 0) fits = HwFits(pass, node, s) ? 1 : 0;
+    if (!fits || !Usable(pass, node, class_value, job)) return;
     auto avail = static_cast<uint64_t>(std::popcount(KindMask(pass, node, pass.free[node], s)));
     picks.emplace_back(~avail, node);
   };
@@ -232,10 +341,15 @@ std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const 
     for (uint32_t node : pass.profile_nodes[s.profile]) {
       if (Eligible(pass, s.filter, pass.hw[node].group)) consider(node);
     }
+  } else if (s.topo_level >= 0) {  // every usable node counts, in any order: no buckets
+    for (uint32_t g : EligibleGroups(pass, s.filter)) {
+      for (uint32_t node : pass.groups[g].nodes) {
+        if (pass.hw[node].schedulable) consider(node);
+      }
+    }
   } else {
     const std::vector<uint32_t>& groups = EligibleGroups(pass, s.filter);
-    bool all = s.topo_level >= 0;
-    for (uint32_t count = index.max_gpus() + 1; count-- > 0 && (all || picks.size() < s.nodes);) {
+    for (uint32_t count = index.max_gpus() + 1; count-- > 0 && picks.size() < s.nodes;) {
       index.ForEach(pass, s.filter, groups, count, [&](uint32_t node) {
         consider(node);
         return false;
@@ -243,29 +357,13 @@ std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const 
     }
   }
   if (picks.size() < s.nodes) return {};
-  std::sort(picks.begin(), picks.end());
-  std::vector<uint32_t> out;
   if (s.topo_level >= 0) {
-    // One domain's nodes, the domain with the most free GPUs of the gang's kind among
-    // those large enough; a preferred gang no domain holds reserves as any other.
-    std::vector<uint32_t> sorted;
-    absl::flat_hash_map<uint32_t, uint64_t> free_of;
-    for (auto [inv, node] : picks) {
-      sorted.push_back(node);
-      free_of[node] = ~inv;
-    }
-    uint64_t most = 0;
-    for (const std::vector<uint32_t>& dom : SplitByDomain(pass, s, sorted)) {
-      if (dom.size() < s.nodes) continue;
-      uint64_t sum = 0;
-      for (uint32_t node : dom) sum += free_of[node];
-      if (out.empty() || sum > most) {
-        most = sum;
-        out.assign(dom.begin(), dom.begin() + s.nodes);
-      }
-    }
+    // One domain's nodes; a preferred gang no domain holds reserves as any other.
+    std::vector<uint32_t> out = ReserveInOneDomain(pass, s, picks);
     if (!out.empty() || s.topo_required) return out;
   }
+  std::partial_sort(picks.begin(), picks.begin() + s.nodes, picks.end());
+  std::vector<uint32_t> out;
   for (uint32_t i = 0; i < s.nodes; ++i) out.push_back(picks[i].second);
   return out;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <vector>
 
@@ -20,6 +21,19 @@ class NodeIndex {
   explicit NodeIndex(const Pass& pass);
   // Moves the node to the bucket of its current free whole-GPU count.
   void Update(const Pass& pass, uint32_t node);
+
+  // For one (filter, whole GPUs, topology level): per domain of the level, how many of
+  // its eligible schedulable nodes have at least that many whole GPUs free. Counted
+  // once, when first asked for, and kept current by Update, so that a topology-bound
+  // gang ranks the domains without visiting thousands of groups each time.
+  struct DomainFree {
+    uint32_t filter = 0, gpus = 0;
+    int32_t level = 0;
+    std::vector<uint32_t> free;               // per domain
+    std::vector<std::set<uint32_t>> by_free;  // [count]: the domains with that many
+    uint64_t unlabelled = 0;                  // such nodes without the level's label
+  };
+  const DomainFree& FreeByDomain(Pass& pass, const Shape& s);
   const std::set<uint32_t>& Bucket(uint32_t group, uint32_t free_gpus) const {
     return buckets_[group][free_gpus];
   }
@@ -65,12 +79,14 @@ class NodeIndex {
   std::vector<std::set<uint32_t>> filled_;  // [free whole GPUs]: groups with such nodes
   std::vector<uint8_t> count_;              // each node's bucket
   uint32_t max_gpus_ = 0;
+  std::deque<DomainFree> domain_free_;  // a deque: FreeByDomain's references stay valid
+  void MoveDomains(const Pass& pass, uint32_t group, uint32_t from, uint32_t to);
 };
 
 // `s.nodes` distinct nodes the gang fits now, best fit first, or empty: all or nothing.
 // Nodes reserved for others at `class_value` or above are skipped.
-std::vector<uint32_t> FindNodes(Pass& pass, const NodeIndex& index, const Shape& s,
-                                int32_t class_value, JobId job);
+std::vector<uint32_t> FindNodes(Pass& pass, NodeIndex& index, const Shape& s, int32_t class_value,
+                                JobId job);
 // Places the gang on `nodes` (from FindNodes) and keeps the index current.
 std::vector<NodePlacement> CommitGang(Pass& pass, NodeIndex& index, const Shape& s,
                                       const std::vector<uint32_t>& nodes);
@@ -79,7 +95,7 @@ std::vector<NodePlacement> CommitGang(Pass& pass, NodeIndex& index, const Shape&
 uint64_t FeasibleNodes(Pass& pass, const Shape& s);
 // The nodes a blocked job waits on: eligible, usable, able to hold it when empty, most
 // free GPUs first; empty when fewer than `s.nodes` qualify.
-std::vector<uint32_t> PickReservation(Pass& pass, const NodeIndex& index, const Shape& s,
+std::vector<uint32_t> PickReservation(Pass& pass, NodeIndex& index, const Shape& s,
                                       int32_t class_value, JobId job);
 
 }  // namespace baton::sched::internal

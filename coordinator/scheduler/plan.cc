@@ -100,6 +100,7 @@ void Planner::HoldReservations() {
     for (uint32_t node : nodes) {
       if (pass_.reserved[node].job != kNoJob) continue;
       pass_.reserved[node] = NodeReservation{ClassValue(job), job.id};
+      pass_.reserved_list.push_back(node);
       mine.push_back(node);
     }
   }
@@ -231,6 +232,7 @@ bool Planner::TryHeadOfLine(const Job& job) {
 
 void Planner::Reserve(const Job& job, const std::vector<uint32_t>& nodes, Reservation::Kind kind) {
   for (uint32_t node : nodes) pass_.reserved[node] = NodeReservation{ClassValue(job), job.id};
+  pass_.reserved_list.insert(pass_.reserved_list.end(), nodes.begin(), nodes.end());
   out_.reservations.push_back(Reservation{job.id, kind, nodes});
 }
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <span>
 #include <tuple>
 
-#include "absl/container/flat_hash_map.h"
 #include "coordinator/scheduler/fit.h"
 #include "coordinator/scheduler/topology.h"
 
@@ -42,7 +42,7 @@ class Search {
 
  private:
   using Cands = std::vector<std::pair<double, uint32_t>>;  // lower bound, node
-  bool RunOn(const Cands& cands, PreemptionPlan* plan);
+  bool RunOn(std::span<const std::pair<double, uint32_t>> cands, PreemptionPlan* plan);
   bool RunByDomain(const Cands& cands, PreemptionPlan* plan);
   using Local = std::vector<std::pair<uint32_t, Amount>>;  // tenant, reclaimed on a node
 
@@ -116,14 +116,13 @@ std::vector<std::pair<double, uint32_t>> Search::Candidates() {
       auto have = static_cast<uint64_t>(std::popcount(KindMask(pass_, node, f, shape_)));
       uint64_t gpus = have, millis = f.millis, mem = f.mem;
       double youngest = std::numeric_limits<double>::infinity();
-      for (uint32_t hold : HoldsOn(pass_, node)) {
-        const Hold& h = pass_.holds[hold];
-        uint32_t g = h.gang;
-        if (!kind_[g]) continue;
-        gpus += static_cast<uint64_t>(std::popcount(h.gpus));
+      for (uint32_t i = pass_.node_hold_begin[node]; i < pass_.node_hold_begin[node + 1]; ++i) {
+        const Pass::HoldBrief& h = pass_.hold_brief[i];
+        if (!kind_[h.gang]) continue;
+        gpus += h.gpus;
         millis += h.millis;
         mem += h.mem;
-        youngest = std::min(youngest, pass_.gangs[g].age_s);
+        youngest = std::min(youngest, h.age_s);
       }
       if (gpus < shape_.gpus || millis < shape_.cpu || mem < shape_.mem) continue;
       double lb = have >= shape_.gpus ? 0 : static_cast<double>(shape_.gpus - have) * youngest;
@@ -235,20 +234,30 @@ bool Search::Run(PreemptionPlan* plan) {
 // cheapest nodes' bounds: each node's victims hold its missing GPUs, none younger than
 // its youngest candidate) and the search stops when no domain left can beat the best.
 bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
-  std::vector<Cands> doms;  // the candidates of each labelled domain, in bound order
-  absl::flat_hash_map<uint32_t, uint32_t> ids;
+  // The candidates of each labelled domain, in bound order: a counting sort by domain
+  // (stable, so each domain's run keeps the order of `cands`).
+  const size_t domains = pass_.topo[shape_.topo_level].names.size();
+  std::vector<uint32_t> begin(domains + 1, 0);
   for (const auto& c : cands) {
     uint32_t d = DomainOf(pass_, shape_.topo_level, c.second);
-    if (d == kNone) continue;
-    auto [it, added] = ids.try_emplace(d, static_cast<uint32_t>(doms.size()));
-    if (added) doms.emplace_back();
-    doms[it->second].push_back(c);
+    if (d != kNone) ++begin[d + 1];
   }
+  for (size_t d = 0; d < domains; ++d) begin[d + 1] += begin[d];
+  Cands by_domain(begin[domains]);
+  std::vector<uint32_t> at(begin.begin(), begin.end() - 1);
+  for (const auto& c : cands) {
+    uint32_t d = DomainOf(pass_, shape_.topo_level, c.second);
+    if (d != kNone) by_domain[at[d]++] = c;
+  }
+  auto dom = [&](uint32_t d) {
+    return std::span<const std::pair<double, uint32_t>>(by_domain.data() + begin[d],
+                                                        begin[d + 1] - begin[d]);
+  };
   std::vector<std::pair<double, uint32_t>> order;  // lower bound, domain
-  for (uint32_t d = 0; d < doms.size(); ++d) {
-    if (doms[d].size() < shape_.nodes) continue;
+  for (uint32_t d = 0; d < domains; ++d) {
+    if (dom(d).size() < shape_.nodes) continue;
     double lb = 0;
-    for (uint32_t i = 0; i < shape_.nodes; ++i) lb += doms[d][i].first;  // cands are sorted
+    for (uint32_t i = 0; i < shape_.nodes; ++i) lb += dom(d)[i].first;  // cands are sorted
     order.emplace_back(lb, d);
   }
   std::sort(order.begin(), order.end());
@@ -257,7 +266,7 @@ bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
   for (const auto& [lb, d] : order) {
     if (found && lb > best.first) break;
     PreemptionPlan trial;
-    if (!RunOn(doms[d], &trial)) continue;
+    if (!RunOn(dom(d), &trial)) continue;
     double lost = 0;
     for (const Victim& v : trial.victims) lost += pass_.gangs[v.gang].lost;
     std::pair<double, size_t> cost{lost, trial.victims.size()};
@@ -273,7 +282,7 @@ bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
 // Exact costs in lower-bound order until no unevaluated node can beat the n-th best;
 // then the walk. A walk that had to skip a node is redone over every candidate, so the
 // answer is the one a full evaluation gives.
-bool Search::RunOn(const Cands& cands, PreemptionPlan* plan) {
+bool Search::RunOn(std::span<const std::pair<double, uint32_t>> cands, PreemptionPlan* plan) {
   if (cands.size() < shape_.nodes) return false;
   ClearWalk();  // a previous RunOn's walk
   std::vector<NodeCost> exact;

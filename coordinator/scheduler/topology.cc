@@ -52,20 +52,34 @@ std::vector<std::pair<uint32_t, uint32_t>> SpreadOver(
   // fewest domains, then the smallest such parent.
   for (size_t k = 1; k <= levels; ++k) {
     std::vector<std::vector<uint32_t>> under;  // per parent, in order of first appearance
-    absl::flat_hash_map<uint32_t, uint32_t> parents;
+    std::vector<uint32_t> of(sizes.size());    // each domain's parent
+    uint32_t top = 0;
     for (uint32_t d = 0; d < sizes.size(); ++d) {
-      uint32_t p = k < levels ? parent(k, d) : 0;
-      if (p == kNone) continue;
-      auto [it, added] = parents.try_emplace(p, static_cast<uint32_t>(under.size()));
-      if (added) under.emplace_back();
-      under[it->second].push_back(d);
+      of[d] = k < levels ? parent(k, d) : 0;
+      if (of[d] != kNone) top = std::max(top, of[d] + 1);
+    }
+    std::vector<uint32_t> slot(top, kNone);  // parent -> its index in `under`
+    for (uint32_t d = 0; d < sizes.size(); ++d) {
+      if (of[d] == kNone) continue;
+      if (slot[of[d]] == kNone) {
+        slot[of[d]] = static_cast<uint32_t>(under.size());
+        under.emplace_back();
+      }
+      under[slot[of[d]]].push_back(d);
     }
     std::vector<std::pair<uint32_t, uint32_t>> chosen;
     std::tuple<size_t, size_t> score{SIZE_MAX, SIZE_MAX};
     for (const auto& group : under) {
-      size_t total = 0;
-      for (uint32_t d : group) total += sizes[d];
+      size_t total = 0, largest = 0;
+      for (uint32_t d : group) {
+        total += sizes[d];
+        largest = std::max<size_t>(largest, sizes[d]);
+      }
       if (total < n) continue;
+      // It takes at least ceil(n / largest) domains: skip the parent when even that
+      // cannot beat the best so far (Fewest sorts; most parents lose on this bound).
+      std::tuple<size_t, size_t> bound{(n + largest - 1) / largest, total};
+      if (!(bound < score)) continue;
       auto picks = Fewest(sizes, group, n);
       std::tuple<size_t, size_t> mine{picks.size(), total};
       if (!picks.empty() && mine < score) {
@@ -151,36 +165,23 @@ uint32_t LargestDomain(Pass& pass, const Shape& s) {
   if (pass.shape_min_domains.empty()) pass.shape_min_domains.assign(pass.shapes.size(), -1);
   int64_t& known = pass.shape_min_domains[s.id];
   if (known >= 0) return static_cast<uint32_t>(known);
+  // Counted per (group, hardware class), no node visited: a group lies in one domain.
   const TopoLevel& level = pass.topo[s.topo_level];
+  const size_t hws = pass.hw_rep.size();
+  std::vector<bool> hw_fits(hws);
+  for (uint32_t h = 0; h < hws; ++h) hw_fits[h] = HwFits(pass, pass.hw_rep[h], s);
   std::vector<uint32_t> size(level.names.size(), 0);
   uint32_t largest = 0;
-  std::vector<int8_t> hw_fits(pass.hw_rep.size(), -1);
   for (uint32_t g : EligibleGroups(pass, s.filter)) {
-    for (uint32_t node : pass.groups[g].nodes) {
-      if (!pass.hw[node].schedulable) continue;
-      int8_t& fits = hw_fits[pass.hw[node].hw];
-      if (fits < 0) fits = HwFits(pass, node, s) ? 1 : 0;
-      if (!fits) continue;
-      uint32_t d = level.group_domain[g];
-      if (d != kNone) largest = std::max(largest, ++size[d]);
+    uint32_t d = level.group_domain[g];
+    if (d == kNone) continue;
+    for (uint32_t h = 0; h < hws; ++h) {
+      if (hw_fits[h]) size[d] += pass.hw_group_schedulable[g * hws + h];
     }
+    largest = std::max(largest, size[d]);
   }
   known = largest;
   return largest;
-}
-
-std::vector<std::vector<uint32_t>> SplitByDomain(const Pass& pass, const Shape& s,
-                                                 const std::vector<uint32_t>& cands) {
-  std::vector<std::vector<uint32_t>> out;
-  absl::flat_hash_map<uint32_t, uint32_t> ids;
-  for (uint32_t node : cands) {
-    uint32_t d = DomainOf(pass, s.topo_level, node);
-    if (d == kNone) continue;
-    auto [it, added] = ids.try_emplace(d, static_cast<uint32_t>(out.size()));
-    if (added) out.emplace_back();
-    out[it->second].push_back(node);
-  }
-  return out;
 }
 
 }  // namespace baton::sched::internal

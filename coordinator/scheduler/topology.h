@@ -55,9 +55,4 @@ uint32_t LargestDomain(Pass& pass, const Shape& s);
 // of one domain that could hold a member), 1 for a required request.
 uint32_t MinDomains(Pass& pass, const Shape& s);
 
-// Candidates in `cands` grouped by the shape's domain (unlabelled nodes left out), each
-// domain's candidates in their order; domains in order of their first candidate.
-std::vector<std::vector<uint32_t>> SplitByDomain(const Pass& pass, const Shape& s,
-                                                 const std::vector<uint32_t>& cands);
-
 }  // namespace baton::sched::internal

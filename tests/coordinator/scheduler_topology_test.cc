@@ -136,6 +136,45 @@ TEST(SchedulerTopology, BestFitLeavesTheBigLeafForTheBigGang) {
   EXPECT_EQ(LeavesOf(v, *PlacementOf(d, 2)), std::set<std::string>{"big"});
 }
 
+TEST(SchedulerTopology, BestFitCountsWhatEarlierGangsOfThePassTook) {
+  // Leaf x has two free nodes, leaf y five. The 4-node gang can only take y; after it, y
+  // has one free node and is the best fit for the one-node required job behind it. The
+  // per-leaf counts are kept as the pass places gangs: counts from the start of the pass
+  // would still rank y (5) after x (2) and put the job in x.
+  ClusterView v;
+  AddLeaf(v, "s1", "x", 2);
+  AddLeaf(v, "s1", "y", 5);
+  v.pending = {MakeJob(1, "t", "training", {.nodes = 4, .gpus = 8, .topology = Leaf(true)}),
+               MakeJob(2, "t", "training", {.nodes = 1, .gpus = 8, .topology = Leaf(true)})};
+  Decisions d = Plan(v, TreePolicy(), kNow);
+  ASSERT_NE(PlacementOf(d, 1), nullptr) << OutcomeOf(d, 1).reason;
+  ASSERT_NE(PlacementOf(d, 2), nullptr) << OutcomeOf(d, 2).reason;
+  EXPECT_EQ(LeavesOf(v, *PlacementOf(d, 1)), std::set<std::string>{"y"});
+  EXPECT_EQ(LeavesOf(v, *PlacementOf(d, 2)), std::set<std::string>{"y"});
+}
+
+TEST(SchedulerTopology, APreferredSpreadUsesTheLeavesWhereMembersReallyFit) {
+  // Leaf a has four nodes with their GPUs free, but three have too few CPUs for a
+  // member: by free GPUs, a alone holds the 4-node gang; in truth only b and c together
+  // do (two nodes each). The gang goes to b and c, and to no node of a that cannot hold it.
+  ClusterView v;
+  for (int k = 1; k <= 4; ++k) {
+    NodeSpec spec;
+    spec.labels = {{kLeaf, "a"}, {kSpine, "s1"}};
+    if (k > 1) spec.cores = 8;  // a member asks for 32 CPUs
+    v.nodes.push_back(MakeNode("a-n" + std::to_string(k), spec));
+  }
+  AddLeaf(v, "s1", "b", 2);
+  AddLeaf(v, "s1", "c", 2);
+  v.pending = {MakeJob(1, "t", "training", {.nodes = 4, .gpus = 8, .topology = Leaf()})};
+  Decisions d = Plan(v, TreePolicy(), kNow);
+  const Placement* p = PlacementOf(d, 1);
+  ASSERT_NE(p, nullptr) << OutcomeOf(d, 1).reason;
+  EXPECT_EQ(LeavesOf(v, *p), (std::set<std::string>{"b", "c"}));
+  EXPECT_EQ(p->topology_domains.size(), 2u);
+  EXPECT_EQ(p->topology_min_domains, 2u) << "a leaf holds at most two members";
+}
+
 TEST(SchedulerTopology, RequiredWaitsNamingTheLargestFreeLeafUntilItsWaitRunsOut) {
   // Leaves of three nodes, one busy in each: no leaf has three free. The required gang
   // waits and says where the most room is; once it has waited its 5 s it runs spread, as
@@ -265,23 +304,37 @@ TEST(SchedulerTopology, RandomTreesKeepTheRules) {
   int spread_seen = 0, one_leaf_seen = 0, waited_seen = 0;
   for (int world = 0; world < 400; ++world) {
     ClusterView v;
-    std::map<std::string, std::pair<std::string, int>> leaf_free;  // leaf -> spine, free
+    // leaf -> spine, nodes where a member fits, nodes with 8 GPUs free (some of them
+    // without the CPUs a member needs: the leaf's free-GPU count overstates what fits)
+    struct LeafFree {
+      std::string spine;
+      int fit = 0, gpus_free = 0;
+    };
+    std::map<std::string, LeafFree> leaf_free;
     int spines = draw(1, 3), next = 0;
     for (int s = 0; s < spines; ++s) {
       for (int l = 0, leaves = draw(1, 4); l < leaves; ++l) {
         std::string leaf = "s" + std::to_string(s) + "l" + std::to_string(l);
         AddLeaf(v, "s" + std::to_string(s), leaf, draw(1, 4));
-        leaf_free[leaf] = {"s" + std::to_string(s), 0};
+        leaf_free[leaf] = {"s" + std::to_string(s)};
       }
     }
     AddLeaf(v, "", "", draw(0, 2), "bare");
     for (const NodeInfo& n : v.nodes) {
-      if (draw(0, 2) == 0) {
+      auto it = n.labels.find(kLeaf);
+      int roll = draw(0, 5);
+      if (roll < 2) {
         v.running.push_back(MakeGang(1000 + next++, "x", "inference-critical", v, {n.name},
                                      {0, 1, 2, 3, 4, 5, 6, 7}, 0));
-      } else if (auto it = n.labels.find(kLeaf); it != n.labels.end()) {
-        ++leaf_free[it->second].second;
+        continue;
       }
+      if (roll == 2) {  // a CPU-only service holds 60 of the 64 CPUs, no GPU
+        v.running.push_back(MakeGang(1000 + next++, "x", "inference-critical", v, {n.name}, {}, 0));
+        v.running.back().nodes[0].cpu_millis = 60'000;
+      }
+      if (it == n.labels.end()) continue;
+      ++leaf_free[it->second].gpus_free;
+      if (roll != 2) ++leaf_free[it->second].fit;
     }
     bool required = draw(0, 1) == 1;
     auto nodes = static_cast<uint32_t>(draw(2, 8));
@@ -292,10 +345,12 @@ TEST(SchedulerTopology, RandomTreesKeepTheRules) {
     plain_view.pending[0].request.topology = {};
     Decisions plain = Plan(plain_view, TreePolicy(), kNow);
 
-    int best_fit = -1;  // the fewest free nodes of a leaf that holds the gang
+    // Best fit: of the leaves where the gang fits, the one with the fewest nodes whose
+    // GPUs are free (the counts placement ranks leaves by).
+    int best_fit = -1;
     for (const auto& [leaf, sf] : leaf_free) {
-      if (sf.second >= static_cast<int>(nodes) && (best_fit < 0 || sf.second < best_fit)) {
-        best_fit = sf.second;
+      if (sf.fit >= static_cast<int>(nodes) && (best_fit < 0 || sf.gpus_free < best_fit)) {
+        best_fit = sf.gpus_free;
       }
     }
     const Placement* p = PlacementOf(d, 1);
@@ -304,7 +359,7 @@ TEST(SchedulerTopology, RandomTreesKeepTheRules) {
       ASSERT_NE(p, nullptr) << OutcomeOf(d, 1).reason;
       std::set<std::string> leaves = LeavesOf(v, *p);
       ASSERT_EQ(leaves.size(), 1u);
-      EXPECT_EQ(leaf_free[*leaves.begin()].second, best_fit) << "best fit";
+      EXPECT_EQ(leaf_free[*leaves.begin()].gpus_free, best_fit) << "best fit";
       ++one_leaf_seen;
       continue;
     }
@@ -314,13 +369,13 @@ TEST(SchedulerTopology, RandomTreesKeepTheRules) {
       continue;
     }
     // Preferred and no leaf holds it: placed whenever the plain pass places it, under one
-    // spine when some spine holds it, in as few of that spine's leaves as its free counts
-    // allow.
+    // spine when some spine holds it, in as few of that spine's leaves as the nodes where
+    // members fit allow.
     ASSERT_EQ(p != nullptr, PlacementOf(plain, 1) != nullptr);
     if (!p) continue;
     ++spread_seen;
     std::map<std::string, int> spine_free;
-    for (const auto& [leaf, sf] : leaf_free) spine_free[sf.first] += sf.second;
+    for (const auto& [leaf, sf] : leaf_free) spine_free[sf.spine] += sf.fit;
     std::set<std::string> spines_used;
     for (const NodePlacement& np : p->nodes) {
       auto it = v.nodes[np.node].labels.find(kSpine);
@@ -333,7 +388,7 @@ TEST(SchedulerTopology, RandomTreesKeepTheRules) {
     ASSERT_EQ(spines_used.size(), 1u);
     std::vector<int> counts;
     for (const auto& [leaf, sf] : leaf_free) {
-      if (sf.first == *spines_used.begin()) counts.push_back(sf.second);
+      if (sf.spine == *spines_used.begin()) counts.push_back(sf.fit);
     }
     std::sort(counts.rbegin(), counts.rend());
     size_t fewest = 0;
