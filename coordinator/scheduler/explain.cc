@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/str_join.h"
+#include "coordinator/scheduler/pass_state.h"
 #include "coordinator/scheduler/plan.h"
+#include "coordinator/scheduler/preemption.h"
+#include "coordinator/scheduler/topology.h"
 
 namespace baton::sched {
 namespace {
@@ -33,6 +37,31 @@ void FillFromDecisions(const ClusterView& view, const Decisions& d, Explanation&
   }
 }
 
+// A topology-bound job waiting for room: the cheapest domain of its level to free and
+// whom that takes ("evicting 2 job(s) (12, 15) would free leaf-7"), by the victim search
+// run over the view as it is, with every running gang of a preemptible class counted
+// whatever the pass's rules let this job evict (the pass's own search already ran and
+// found nothing it may take). "" when the job asks for no domain or nothing would free one.
+std::string WhatWouldFree(const ClusterView& view, const Policy& policy, Time now, JobId job) {
+  internal::Pass pass(view, policy, now);
+  internal::BuildPass(pass);
+  auto it = std::find_if(pass.jobs.begin(), pass.jobs.end(),
+                         [&](const internal::Job& j) { return j.id == job; });
+  if (it == pass.jobs.end() || it->cls == internal::kNone) return "";
+  internal::Shape& s = pass.shapes[it->shape];
+  if (s.topo_level < 0) return "";
+  s.topo_required = true;  // one domain freed, never victims scattered over several
+  internal::PreemptionPlan plan;
+  if (!internal::FindVictims(pass, {.job = &*it, .hypothetical = true}, &plan) ||
+      plan.victims.empty()) {
+    return "";
+  }
+  std::vector<JobId> ids;
+  for (const internal::Victim& v : plan.victims) ids.push_back(pass.gangs[v.gang].src->id);
+  return "evicting " + std::to_string(ids.size()) + " job(s) (" + absl::StrJoin(ids, ", ") +
+         ") would free " + absl::StrJoin(internal::DomainNames(pass, s, plan.nodes), ", ");
+}
+
 }  // namespace
 
 Explanation Explain(const ClusterView& view, const Policy& policy, Time now, JobId job) {
@@ -44,6 +73,15 @@ Explanation Explain(const ClusterView& view, const Policy& policy, Time now, Job
                           [&](const PendingJob& p) { return p.id == job; });
   if (!e.pending) return e;
   FillFromDecisions(view, Plan(view, policy, now), e);
+  // Waiting for room, or holding room as the head of the line (a planned preemption's
+  // reason already names the domain it frees).
+  bool head = e.outcome == Outcome::kReserved && e.reservation &&
+              e.reservation->kind == Reservation::Kind::kHeadOfLine;
+  if (e.outcome == Outcome::kWaitForCapacity || head) {
+    if (std::string frees = WhatWouldFree(view, policy, now, job); !frees.empty()) {
+      e.reason += "; " + frees;
+    }
+  }
   return e;
 }
 

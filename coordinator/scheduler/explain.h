@@ -1,6 +1,8 @@
 // Explain and Shares: what `baton explain JOB` and `baton share` show. Explain runs the
 // very Plan the scheduler runs and reads this job's part of it, so the victims it names
-// are the victims the next pass with the same view evicts. Called by the coordinator's
+// are the victims the next pass with the same view evicts. For a topology-bound job
+// waiting for room it adds what would free a domain ("evicting 2 job(s) (12, 15) would
+// free leaf-7"), a question the pass does not ask. Called by the coordinator's
 // service on request. Thread-safe: no state.
 #pragma once
 

@@ -73,6 +73,10 @@ class Search {
 };
 
 Kind Search::KindOf(const Gang& g) const {
+  if (who_.hypothetical) {
+    bool may = !g.evicting && g.cls != kNone && pass_.classes[g.cls]->preemptible;
+    return may && g.src->id != job_.src->id ? kByClass : kNot;
+  }
   if (g.evicting || g.cls == kNone) return kNot;
   if (g.protected_ && !cls_.evicts_within_min_runtime) return kNot;
   const PriorityClass& vc = *pass_.classes[g.cls];

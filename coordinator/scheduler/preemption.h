@@ -30,6 +30,9 @@ struct PreemptionPlan {
 struct Preemptor {
   const Job* job = nullptr;
   bool within_nominal = false;  // its tenant stays within nominal quota with it
+  // Explain's question, not the pass's: every gang of a preemptible class that is not
+  // leaving may be a victim, whatever its class, tenant or runtime.
+  bool hypothetical = false;
 };
 
 // True and the plan when some victim set makes room; false when none does.

@@ -133,7 +133,7 @@ std::string PlacedReason(const Pass& pass, const Job& job, const Placement& plac
          "(s): " + absl::StrJoin(placement.topology_domains, ", ");
   if (placement.topology_domains.size() > placement.topology_min_domains) {
     out += " (" + std::to_string(placement.topology_min_domains) + " at best: the " + level +
-           "s that could hold it are busy)";
+           "(s) that could hold it are busy)";
   }
   return out;
 }

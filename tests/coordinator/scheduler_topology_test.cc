@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "coordinator/scheduler/explain.h"
 #include "coordinator/scheduler/plan.h"
 #include "coordinator/scheduler/topology.h"
 #include "gtest/gtest.h"
@@ -298,6 +299,44 @@ TEST(SchedulerTopology, PreemptionFreesOneLeafRatherThanTheCheapestScatteredNode
 
 // Random trees of whole-node jobs: each node is free or busy as a whole, so "fits" is
 // "free". One pending gang a pass; every rule checked against a brute-force count.
+TEST(SchedulerTopology, ExplainSaysWhatWouldFreeALeafForAJobThatMayEvictNobody) {
+  // Every leaf is full. The experiment job may evict none of them (training is above it,
+  // inference never), so the pass plans nothing; explain names the cheapest leaf to free:
+  // a, whose one two-node gang started a minute ago, rather than b (two gangs, hours of
+  // work) or c (inference services: never counted, though losing them costs nothing).
+  ClusterView v;
+  AddLeaf(v, "s1", "a", 2);
+  AddLeaf(v, "s1", "b", 2);
+  AddLeaf(v, "s1", "c", 2);
+  const std::vector<uint32_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  v.running = {MakeGang(10, "x", "training", v, {"a-n1", "a-n2"}, all, kNow - 60'000),
+               MakeGang(11, "x", "training", v, {"b-n1"}, all, kNow - 7'200'000),
+               MakeGang(12, "x", "training", v, {"b-n2"}, all, kNow - 7'200'000),
+               MakeGang(13, "x", "inference-critical", v, {"c-n1"}, all, kNow),
+               MakeGang(14, "x", "inference-critical", v, {"c-n2"}, all, kNow)};
+  v.pending = {MakeJob(1, "t", "experiment", {.nodes = 2, .gpus = 8, .topology = Leaf(true)})};
+  Decisions d = Plan(v, TreePolicy(), kNow);
+  EXPECT_TRUE(d.evictions.empty());
+  EXPECT_EQ(OutcomeOf(d, 1).reason.find("would free"), std::string::npos)
+      << "the pass itself does not ask: " << OutcomeOf(d, 1).reason;
+  Explanation e = Explain(v, TreePolicy(), kNow, 1);
+  ASSERT_TRUE(e.reservation.has_value()) << "first in line, it holds a leaf";
+  EXPECT_EQ(e.reservation->kind, Reservation::Kind::kHeadOfLine);
+  EXPECT_NE(e.reason.find("; evicting 1 job(s) (10) would free a"), std::string::npos) << e.reason;
+  EXPECT_TRUE(e.evictions.empty()) << "a question, not a plan";
+
+  // Second in line, waiting for capacity, it says the same.
+  v.pending[0].submitted = 1'000;
+  v.pending.insert(v.pending.begin(), MakeJob(2, "t", "experiment", {.nodes = 2, .gpus = 8}));
+  e = Explain(v, TreePolicy(), kNow, 1);
+  EXPECT_EQ(e.outcome, Outcome::kWaitForCapacity) << e.reason;
+  EXPECT_NE(e.reason.find("; evicting 1 job(s) (10) would free a"), std::string::npos) << e.reason;
+
+  // Without the topology request there is no domain to name.
+  v.pending[1].request.topology = {};
+  EXPECT_EQ(Explain(v, TreePolicy(), kNow, 1).reason.find("would free"), std::string::npos);
+}
+
 TEST(SchedulerTopology, RandomTreesKeepTheRules) {
   std::mt19937_64 rng(7);
   auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
