@@ -48,7 +48,7 @@ class Search {
 
   Kind KindOf(const Gang& g) const;
   bool ReclaimLeft(uint32_t tenant, const Local& local) const;
-  std::vector<std::pair<double, uint32_t>> Candidates();
+  std::vector<std::pair<double, uint32_t>> Candidates(bool sorted);
   bool SelectOnNode(uint32_t node, std::vector<uint32_t>* victims, double* cost);
   void Reprieve(uint32_t node, NodeFree& f, std::vector<uint32_t>& chosen);
   bool Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool* skipped);
@@ -103,7 +103,7 @@ bool Search::ReclaimLeft(uint32_t tenant, const Local& local) const {
 
 // Nodes where the victims allowed could make room, with a lower bound on the lost work:
 // the missing GPUs times the youngest candidate's age.
-std::vector<std::pair<double, uint32_t>> Search::Candidates() {
+std::vector<std::pair<double, uint32_t>> Search::Candidates(bool sorted) {
   std::vector<std::pair<double, uint32_t>> out;
   std::vector<int8_t> hw_fits(pass_.hw_rep.size(), -1);  // per hardware class
   auto fits = [&](uint32_t node) {
@@ -133,7 +133,7 @@ std::vector<std::pair<double, uint32_t>> Search::Candidates() {
       out.emplace_back(lb, node);
     }
   }
-  std::sort(out.begin(), out.end());
+  if (sorted) std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -225,11 +225,16 @@ bool Search::Walk(const std::vector<NodeCost>& order, PreemptionPlan* plan, bool
 }
 
 bool Search::Run(PreemptionPlan* plan) {
-  Cands cands = Candidates();
+  // A topology-bound search sorts each domain's candidates apart (a few each) and the
+  // whole list only if it falls back to the plain search.
+  bool by_domain = shape_.topo_level >= 0;
+  Cands cands = Candidates(!by_domain);
   if (cands.size() < shape_.nodes) return false;
-  if (shape_.topo_level < 0) return RunOn(cands, plan);
+  if (!by_domain) return RunOn(cands, plan);
   if (RunByDomain(cands, plan)) return true;
-  return !shape_.topo_required && RunOn(cands, plan);
+  if (shape_.topo_required) return false;
+  std::sort(cands.begin(), cands.end());
+  return RunOn(cands, plan);
 }
 
 // A topology-bound preemptor: the victims that free one domain of its level, the domain
@@ -237,9 +242,10 @@ bool Search::Run(PreemptionPlan* plan) {
 // Domains are searched in order of a lower bound on their cost (the sum of their n
 // cheapest nodes' bounds: each node's victims hold its missing GPUs, none younger than
 // its youngest candidate) and the search stops when no domain left can beat the best.
+// `cands` may come in any order.
 bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
-  // The candidates of each labelled domain, in bound order: a counting sort by domain
-  // (stable, so each domain's run keeps the order of `cands`).
+  // The candidates of each labelled domain, in bound order: a counting sort by domain,
+  // then each domain's run sorted.
   const size_t domains = pass_.topo[shape_.topo_level].names.size();
   std::vector<uint32_t> begin(domains + 1, 0);
   for (const auto& c : cands) {
@@ -257,6 +263,9 @@ bool Search::RunByDomain(const Cands& cands, PreemptionPlan* plan) {
     return std::span<const std::pair<double, uint32_t>>(by_domain.data() + begin[d],
                                                         begin[d + 1] - begin[d]);
   };
+  for (size_t d = 0; d < domains; ++d) {
+    std::sort(by_domain.begin() + begin[d], by_domain.begin() + begin[d + 1]);
+  }
   std::vector<std::pair<double, uint32_t>> order;  // lower bound, domain
   for (uint32_t d = 0; d < domains; ++d) {
     if (dom(d).size() < shape_.nodes) continue;
