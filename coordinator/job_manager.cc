@@ -25,16 +25,16 @@ JobObserver* NoObserver() {
   return &none;
 }
 
+}  // namespace
+
 // While the store waits for disk space, changes a caller asks for are refused (what is
 // already pending is written once space returns); reads are served as usual.
-absl::Status StoreFull() {
+absl::Status JobManager::StoreFull() {
   return Throttled(
       "the coordinator's disk is full: no new work or changes until an operator frees space "
       "(what was acknowledged is safe; reads still work)",
       absl::Seconds(30));
 }
-
-}  // namespace
 
 JobManager::JobManager(Store* store, Clock* clock, JobManagerOptions options, JobObserver* observer)
     : store_(store),
@@ -251,7 +251,7 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
 // --- researchers' API -------------------------------------------------------------------
 
 void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key,
-                        std::function<void(absl::StatusOr<uint64_t>)> done) {
+                        bool hold, std::function<void(absl::StatusOr<uint64_t>)> done) {
   if (absl::Status k = SubmitKeys::Check(idempotency_key); !k.ok()) return done(k);
   if (committer_.store_full()) return done(StoreFull());
   std::unique_lock<std::mutex> lock(mu_);
@@ -296,11 +296,19 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   job.set_user(caller.user);
   job.set_submitted_ms(clock_->NowMs());
   job.set_idempotency_key(idempotency_key);
+  if (hold) {  // as a Hold right after the submit would make it
+    v1::JobHold& h = *job.mutable_hold();
+    h.set_by(caller.user);
+    h.set_by_admin(access::IsAdmin(policy_.policy.access, caller));
+    h.set_reason("held at submit");
+    h.set_at_ms(clock_->NowMs());
+  }
   submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
   JobEntry& e = jobs_.Add(std::move(job));
   Txn txn;
   txn.batch.next_job_id = next_job_id_;
-  Transition(e, v1::JOB_STATE_PENDING, "submitted by " + caller.user, caller.user, txn);
+  Transition(e, v1::JOB_STATE_PENDING, "submitted by " + caller.user + (hold ? ", held" : ""),
+             caller.user, txn);
   txn.reply = [done = std::move(done), id] { done(id); };
   CommitLocked(std::move(txn));
   lock.unlock();
@@ -334,6 +342,13 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
   return listing.Page(caller);
 }
 
+absl::StatusOr<v1::Job> JobManager::LookupToActOn(const Caller& caller, uint64_t id,
+                                                  std::string_view what) const {
+  BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(id, /*with_events=*/false));
+  BATON_RETURN_IF_ERROR(access::CheckMayActOn(policy()->access, caller, job, what));
+  return job;
+}
+
 void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reason,
                         std::function<void(absl::StatusOr<v1::JobState>)> done) {
   if (committer_.store_full()) return done(StoreFull());
@@ -349,12 +364,8 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   if (found == nullptr) {
     // Finished (or unknown): nothing to stop.
     lock.unlock();
-    absl::StatusOr<v1::Job> job = Lookup(job_id, /*with_events=*/false);
+    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "cancel");
     if (!job.ok()) return done(job.status());
-    if (absl::Status may = access::CheckMayActOn(policy()->access, caller, *job, "cancel");
-        !may.ok()) {
-      return done(may);
-    }
     return done(nothing_to_do(DecideCancel(*job, /*live=*/false), job->state()));
   }
   JobEntry& e = *found;

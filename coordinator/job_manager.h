@@ -115,6 +115,11 @@ class JobManager {
   // With an idempotency key (SubmitRequest): a retry of a submit that made a job returns
   // that job's id, once the job is durable, and makes none.
   void Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key,
+              std::function<void(absl::StatusOr<uint64_t>)> done) {
+    Submit(caller, std::move(spec), idempotency_key, /*hold=*/false, std::move(done));
+  }
+  // `hold`: the job is made held (sbatch --hold), by the caller.
+  void Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key, bool hold,
               std::function<void(absl::StatusOr<uint64_t>)> done);
   // One job, or every matching one, as `caller` may see them (access::ForViewer).
   absl::StatusOr<v1::Job> Get(const Caller& caller, uint64_t job_id) const;
@@ -122,6 +127,11 @@ class JobManager {
   absl::StatusOr<v1::ListResponse> List(const Caller& caller, const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
               std::function<void(absl::StatusOr<v1::JobState>)> done);
+  // Hold and release (job_manager_holds.cc; job_state.h says what each does): as cancel,
+  // for the owner, members of its tenant and admins. The reply comes once it is stored.
+  void Hold(const Caller& caller, uint64_t job_id, std::string reason,
+            std::function<void(absl::StatusOr<v1::JobHold>)> done);
+  void Release(const Caller& caller, uint64_t job_id, std::function<void(absl::Status)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
   // Every tenant's fair-share standing, the ledger advanced to now.
@@ -193,6 +203,10 @@ class JobManager {
   // The job as it is now, from memory or else its stored record (finished: it no longer
   // changes). Call without mu_ held; NotFound for unknown (or deleted) jobs.
   absl::StatusOr<v1::Job> Lookup(uint64_t id, bool with_events) const;
+  // A job no longer in memory (finished, or unknown: NotFound) that `caller` may `what`
+  // (access::CheckMayActOn). Call without mu_ held.
+  absl::StatusOr<v1::Job> LookupToActOn(const Caller& caller, uint64_t id,
+                                        std::string_view what) const;
   // Retention: the finished jobs to delete now, read from the store (without mu_), at most
   // once a minute unless the last call hit its limit.
   std::vector<uint64_t> ExpiredJobs();
@@ -244,6 +258,8 @@ class JobManager {
   absl::Duration ReplaceAfterLocked(const JobEntry& e) const;
   void ReplaceLostAttemptsLocked(const std::string& node, absl::Duration silent, Txn& txn);
   void Kick() { driver_.Kick(); }
+  // The refusal of a change while the store waits for disk space.
+  static absl::Status StoreFull();
 
   Store* const store_;
   Clock* const clock_;

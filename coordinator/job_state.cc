@@ -46,6 +46,39 @@ CancelAction DecideCancel(const v1::Job& job, bool live) {
   return live ? CancelAction::kStop : CancelAction::kNow;
 }
 
+absl::StatusOr<v1::JobHold> DecideHold(const v1::Job& job, const std::string& user, bool admin,
+                                       const std::string& reason, int64_t now_ms) {
+  if (job.state() != v1::JOB_STATE_PENDING && job.state() != v1::JOB_STATE_COOLDOWN) {
+    return absl::FailedPreconditionError("job " + std::to_string(job.id()) + " is " +
+                                         StateName(job.state()) +
+                                         "; only a waiting job (pending or cooling down) can "
+                                         "be held");
+  }
+  v1::JobHold hold;
+  hold.set_by(user);
+  hold.set_by_admin(admin || (job.has_hold() && job.hold().by_admin()));
+  hold.set_reason(reason);
+  hold.set_at_ms(now_ms);
+  return hold;
+}
+
+absl::Status CheckRelease(const v1::Job& job, bool admin) {
+  if (!job.has_hold()) {
+    return absl::FailedPreconditionError("job " + std::to_string(job.id()) + " is not held");
+  }
+  if (job.hold().by_admin() && !admin) {
+    return absl::PermissionDeniedError("job " + std::to_string(job.id()) +
+                                       " is held by an admin (" + job.hold().by() +
+                                       "); only an admin releases it");
+  }
+  return absl::OkStatus();
+}
+
+std::string HoldText(const v1::JobHold& hold) {
+  return "held by " + std::string(hold.by_admin() ? "admin " : "") + hold.by() +
+         (hold.reason().empty() ? "" : ": " + hold.reason()) + "; baton release to let it start";
+}
+
 absl::StatusOr<LogSource> LogSourceOf(const v1::Job& job, const v1::LogsRequest& req) {
   if (job.attempts_size() == 0) {
     return absl::FailedPreconditionError("job " + std::to_string(job.id()) +

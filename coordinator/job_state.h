@@ -23,6 +23,18 @@ bool CanTransition(v1::JobState from, v1::JobState to);
 enum class CancelAction { kAlready, kRefused, kStop, kNow };
 CancelAction DecideCancel(const v1::Job& job, bool live);
 
+// Hold and release (scontrol hold/release; the caller is already allowed to act on the
+// job). A hold is a flag on a waiting job (PENDING or COOLDOWN), not a state:
+// FailedPrecondition for any other. Holding a held job replaces its reason; an admin's
+// hold stays an admin's. Release: FailedPrecondition when it is not held,
+// PermissionDenied when an admin held it and the caller is not one.
+absl::StatusOr<v1::JobHold> DecideHold(const v1::Job& job, const std::string& user, bool admin,
+                                       const std::string& reason, int64_t now_ms);
+absl::Status CheckRelease(const v1::Job& job, bool admin);
+// What the scheduler and `baton queue` say of a held job: "held by alice: waiting for the
+// dataset" ("held by admin root: …" for an admin's hold).
+std::string HoldText(const v1::JobHold& hold);
+
 // Which attempt of `job` and which node of it hold the output `req` asks for: the attempt
 // asked (0: the last); the node asked, else the rank's (direct mode: each node logs its own
 // ranks; mpi mode: mpirun on node rank 0 collects every rank), else node rank 0. The error

@@ -92,6 +92,7 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
     pj.submitted = e.job.submitted_ms();
     pj.cooldown_until = e.job.cooldown_until_ms();
     pj.evictions = e.job.evictions();
+    if (e.job.has_hold()) pj.held = HoldText(e.job.hold());
     auto r = reserved.find(pj.id);
     if (r != reserved.end()) pj.reserved_nodes = r->second;
     view.pending.push_back(std::move(pj));

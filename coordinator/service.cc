@@ -29,7 +29,13 @@ constexpr char kManageTokens[] = "manage service tokens";
 constexpr char kManageNodes[] = "drain nodes";
 constexpr char kBackup[] = "back up the coordinator's store";
 constexpr char kManageHa[] = "see or hand over the HA leadership";
-constexpr size_t kMaxCancelReasonBytes = 1024;
+constexpr size_t kMaxReasonBytes = 1024;  // a cancel's or a hold's reason
+
+absl::Status CheckReason(const std::string& reason) {
+  if (reason.size() <= kMaxReasonBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError("reason: " + std::to_string(reason.size()) +
+                                    " bytes, above the 1 KiB allowed");
+}
 
 absl::Status NotReplicated() {
   return absl::FailedPreconditionError(
@@ -67,7 +73,7 @@ grpc::ServerUnaryReactor* CoordinatorService::Submit(grpc::CallbackServerContext
                                                      const v1::SubmitRequest* req,
                                                      v1::SubmitResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    jobs_->Submit(caller, req->spec(), req->idempotency_key(),
+    jobs_->Submit(caller, req->spec(), req->idempotency_key(), req->hold(),
                   [ctx, r, resp](absl::StatusOr<uint64_t> id) {
                     if (id.ok()) resp->set_job_id(*id);
                     if (std::optional<absl::Duration> wait = RetryAfter(id.status())) {
@@ -102,16 +108,32 @@ grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext
                                                      const v1::CancelRequest* req,
                                                      v1::CancelResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    if (req->reason().size() > kMaxCancelReasonBytes) {
-      r->Finish(ToGrpc(absl::InvalidArgumentError(
-          "reason: " + std::to_string(req->reason().size()) + " bytes, above the 1 KiB allowed")));
-      return;
-    }
+    if (absl::Status s = CheckReason(req->reason()); !s.ok()) return r->Finish(ToGrpc(s));
     jobs_->Cancel(caller, req->job_id(), req->reason(),
                   [r, resp](absl::StatusOr<v1::JobState> state) {
                     if (state.ok()) resp->set_state(*state);
                     r->Finish(ToGrpc(state.status()));
                   });
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Hold(grpc::CallbackServerContext* ctx,
+                                                   const v1::HoldRequest* req,
+                                                   v1::HoldResponse* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    if (absl::Status s = CheckReason(req->reason()); !s.ok()) return r->Finish(ToGrpc(s));
+    jobs_->Hold(caller, req->job_id(), req->reason(), [r, resp](absl::StatusOr<v1::JobHold> hold) {
+      if (hold.ok()) *resp->mutable_hold() = *hold;
+      r->Finish(ToGrpc(hold.status()));
+    });
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::Release(grpc::CallbackServerContext* ctx,
+                                                      const v1::ReleaseRequest* req,
+                                                      v1::ReleaseResponse*) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    jobs_->Release(caller, req->job_id(), [r](absl::Status s) { r->Finish(ToGrpc(s)); });
   });
 }
 

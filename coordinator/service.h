@@ -56,6 +56,10 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                  v1::ListResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,
                                    v1::CancelResponse* resp) override;
+  grpc::ServerUnaryReactor* Hold(grpc::CallbackServerContext* ctx, const v1::HoldRequest* req,
+                                 v1::HoldResponse* resp) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
+                                    v1::ReleaseResponse* resp) override;
   grpc::ServerUnaryReactor* Signal(grpc::CallbackServerContext* ctx, const v1::SignalRequest* req,
                                    v1::SignalResponse* resp) override;
   grpc::ServerWriteReactor<v1::Job>* Watch(grpc::CallbackServerContext* ctx,

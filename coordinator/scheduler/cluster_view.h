@@ -135,6 +135,9 @@ struct PendingJob {
   // The nodes of this job's preemption reservation in the previous pass's Decisions;
   // passed back until the job starts so that the victims' room stays its own.
   std::vector<std::string> reserved_nodes;
+  // Why it is held ("held by alice: waiting for the dataset"); empty when it is not. A
+  // held job keeps its place in line and is never started (Outcome::kHeld).
+  std::string held;
 };
 
 struct ClusterView {

@@ -16,6 +16,8 @@ std::string_view OutcomeName(Outcome o) {
       return "reserved";
     case Outcome::kInfeasible:
       return "infeasible";
+    case Outcome::kHeld:
+      return "held";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class Outcome {
   kInCooldown,       // evicted or backing off until `cooldown_until`
   kReserved,         // room is held for it: victims are leaving, or it heads the line
   kInfeasible,       // can never run on this cluster under this policy
+  kHeld,             // held (PendingJob::held): never started until released
 };
 std::string_view OutcomeName(Outcome o);
 

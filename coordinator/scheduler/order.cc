@@ -78,7 +78,7 @@ void MarkBorrowers(Pass& pass) {
   std::vector<Amount> ahead(pass.tenant_names.size());
   for (Job& job : pass.jobs) {
     const TenantQuota& q = pass.quota.Quota(job.tenant);
-    if (job.cls == kNone || job.cooldown_until > pass.now || !q.has_quota) continue;
+    if (job.cls == kNone || job.cooldown_until > pass.now || job.held || !q.has_quota) continue;
     Amount after = pass.quota.Use(job.tenant) + ahead[job.tenant] + Ask(pass, job);
     job.borrower = !(after <= q.nominal);
     if (!job.borrower) ahead[job.tenant] += Ask(pass, job);

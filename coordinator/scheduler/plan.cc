@@ -84,7 +84,7 @@ void Planner::HoldReservations() {
   absl::flat_hash_map<std::string, uint32_t> node_ids;
   for (Job& job : pass_.jobs) {
     if (!job.has_reserved_nodes && !job.awaits_victims) continue;
-    if (job.cls == kNone || job.cooldown_until > pass_.now) continue;
+    if (job.cls == kNone || job.cooldown_until > pass_.now || job.held) continue;
     job.holds = true;
     if (node_ids.empty()) {
       for (uint32_t i = 0; i < pass_.view.nodes.size(); ++i) node_ids[pass_.view.nodes[i].name] = i;
@@ -114,6 +114,7 @@ Verdict Planner::Decide(const Job& job) {
   if (const std::string& why = InfeasibleReason(pass_, job); !why.empty()) {
     return {Outcome::kInfeasible, why};
   }
+  if (job.held) return {Outcome::kHeld, p.held};
   if (job.cooldown_until > pass_.now) return {Outcome::kInCooldown, CooldownReason(pass_, job)};
   const PriorityClass& cls = *pass_.classes[job.cls];
   QuotaBook::Verdict q = pass_.quota.Check(job.tenant, Ask(pass_, job), cls.preemptible);

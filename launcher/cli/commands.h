@@ -17,6 +17,8 @@ int RunExplain(const Args& args);
 int RunNodes(const Args& args);
 int RunLogs(const Args& args);
 int RunCancel(const Args& args);
+int RunHold(const Args& args);
+int RunRelease(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
 int RunShare(const Args& args);

@@ -1,4 +1,5 @@
-// baton logs JOB [-f] | cancel JOB...: a job's output, and stopping jobs.
+// baton logs JOB [-f] | cancel JOB... | hold JOB... | release JOB...: a job's output,
+// stopping jobs, and holding waiting ones back.
 #include <csignal>
 #include <iostream>
 
@@ -75,6 +76,51 @@ int RunCancel(const Args& args) {
         }
         return s;
       });
+}
+
+int RunHold(const Args& args) {
+  cxxopts::Options opts("baton hold",
+                        "Hold waiting jobs: they keep their place in line but never start until "
+                        "released (a flag, not a state). Owners, members of the job's tenant and "
+                        "admins; only an admin releases an admin's hold.");
+  opts.add_options()("reason", "why (shown by queue and explain, recorded in the job's events)",
+                     cxxopts::value<std::string>()->default_value(""));
+  return ForEachJob(
+      opts, args, "hold", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+        v1::HoldRequest req;
+        req.set_job_id(id);
+        req.set_reason(r["reason"].as<std::string>());
+        v1::HoldResponse resp;
+        auto ctx = client.Context();
+        grpc::Status s = client.stub()->Hold(ctx.get(), req, &resp);
+        if (!s.ok()) return s;
+        if (r.count("json")) {
+          std::cout << "{\"jobId\":\"" << id << "\",\"hold\":" << ToJson(resp.hold()) << "}\n";
+        } else {
+          std::cout << "Job " << id << " held"
+                    << (resp.hold().by_admin() ? " (an admin's hold)" : "") << "\n";
+        }
+        return s;
+      });
+}
+
+int RunRelease(const Args& args) {
+  cxxopts::Options opts("baton release", "Release held jobs: they may start again.");
+  return ForEachJob(opts, args, "release",
+                    [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+                      v1::ReleaseRequest req;
+                      req.set_job_id(id);
+                      v1::ReleaseResponse resp;
+                      auto ctx = client.Context();
+                      grpc::Status s = client.stub()->Release(ctx.get(), req, &resp);
+                      if (!s.ok()) return s;
+                      if (r.count("json")) {
+                        std::cout << "{\"jobId\":\"" << id << "\",\"released\":true}\n";
+                      } else {
+                        std::cout << "Job " << id << " released\n";
+                      }
+                      return s;
+                    });
 }
 
 int RunSignal(const Args& args) {

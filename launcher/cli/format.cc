@@ -98,6 +98,12 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
   if (!job.cancel_requested_by().empty() && !IsTerminal(job.state())) {
     o << "  Stopping:   " << job.cancel_reason() << "\n";
   }
+  if (job.has_hold()) {
+    const v1::JobHold& h = job.hold();
+    o << "  Held:       by " << h.by() << (h.by_admin() ? " (an admin's hold)" : "") << " "
+      << Ago(h.at_ms(), now_ms) << (h.reason().empty() ? "" : ": " + h.reason())
+      << "; baton release " << job.id() << " lets it start\n";
+  }
   if (job.cooldown_until_ms() > now_ms) {
     o << "  Waits:      " << FormatDurationMs(job.cooldown_until_ms() - now_ms)
       << " more before it may start again\n";

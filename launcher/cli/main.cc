@@ -18,6 +18,7 @@ constexpr char kUsageText[] =
     "  explain JOB                why a job waits, whom it would evict\n"
     "  logs JOB [-f]              a job's output\n"
     "  cancel JOB...              cancel jobs\n"
+    "  hold JOB... | release JOB...   keep waiting jobs from starting, and let them\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
     "  nodes drain NODE [--evict] | undrain NODE   no new work on a node; --evict moves\n"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
       {"policy", baton::cli::RunPolicy}, {"share", baton::cli::RunShare},
       {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
       {"whoami", baton::cli::RunWhoAmI}, {"capacity", baton::cli::RunCapacity},
+      {"hold", baton::cli::RunHold},     {"release", baton::cli::RunRelease},
   };
   if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
     std::cout << "baton " << baton::Version() << "\n";

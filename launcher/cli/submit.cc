@@ -73,8 +73,9 @@ cxxopts::Options SubmitOptions() {
       "grace", "time to checkpoint and exit when stopped (30s)", cxxopts::value<std::string>())(
       "max-runtime", "kill after this long (2h)", cxxopts::value<std::string>())(
       "topology", "keep the gang in one switch domain: LEVEL[:required][@WAIT] (leaf:required@10m)",
-      cxxopts::value<std::string>())("w,wait",
-                                     "follow the job to its end and exit with its exit code")(
+      cxxopts::value<std::string>())("hold",
+                                     "submit it held: it waits in line until baton release")(
+      "w,wait", "follow the job to its end and exit with its exit code")(
       "q,quiet", "print only the job id")("parsable", "print only the job id (as sbatch does)");
   AddCommonFlags(opts);
   return opts;
@@ -202,6 +203,7 @@ int RunSubmit(const Args& args) {
   v1::SubmitRequest req;
   *req.mutable_spec() = std::move(*spec);
   req.set_idempotency_key(RandomHex128());
+  req.set_hold(r->count("hold") > 0);
   v1::SubmitResponse resp;
   grpc::Status s;
   const auto give_up = std::chrono::steady_clock::now() + conn->timeout;
@@ -224,7 +226,7 @@ int RunSubmit(const Args& args) {
   } else if (r->count("quiet") || r->count("parsable")) {
     std::cout << resp.job_id() << "\n";
   } else {
-    std::cout << "Submitted job " << resp.job_id() << "\n";
+    std::cout << "Submitted job " << resp.job_id() << (req.hold() ? " (held)" : "") << "\n";
   }
   std::cout.flush();
   if (!r->count("wait")) return kOk;

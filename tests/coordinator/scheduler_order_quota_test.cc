@@ -269,6 +269,30 @@ TEST(SchedulerCooldown, JobInCooldownIsNotStartedEvenWithRoom) {
   EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kPlaced);
 }
 
+TEST(SchedulerHold, AHeldJobIsNeverStartedAndTakesNoQuotaFromTheJobsBehindIt) {
+  // a's nominal is 4 GPUs. Job 1 (held, first in line) would take them all; counted, it
+  // would make job 2 a borrower and put it behind b's job 3.
+  ClusterView v = OneNode(8);
+  v.pending = {MakeJob(1, "a", "training", {.gpus = 4, .submitted = 0}),
+               MakeJob(2, "a", "training", {.gpus = 4, .submitted = 1}),
+               MakeJob(3, "b", "training", {.gpus = 4, .submitted = 2})};
+  v.pending[0].held = "held by alice: waiting for the dataset";
+  Decisions d = Plan(v, TwoTenants(4, 4, 4), kNow);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kHeld);
+  EXPECT_EQ(OutcomeOf(d, 1).reason, "held by alice: waiting for the dataset");
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  ASSERT_EQ(d.outcomes.size(), 3u);
+  EXPECT_EQ(d.outcomes[0].job, 1u) << "it keeps its place in line";
+  EXPECT_EQ(d.outcomes[1].job, 2u) << "job 2 stays within a's nominal";
+  EXPECT_EQ(OutcomeOf(d, 2).outcome, Outcome::kPlaced);
+  EXPECT_EQ(OutcomeOf(d, 3).outcome, Outcome::kPlaced);
+
+  v.pending[0].held.clear();  // released: it starts first, and job 2 borrows
+  d = Plan(v, TwoTenants(4, 4, 4), kNow);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kPlaced);
+  EXPECT_EQ(d.outcomes[1].job, 3u);
+}
+
 TEST(UsageLedger, HalvesEveryHalfLifeAndAccruesExactly) {
   UsageLedger ledger(/*half_life_ms=*/3'600'000, /*start=*/0);
   ledger.Advance(3'600'000, {{"a", 2}});

@@ -88,6 +88,34 @@ TEST_F(EndToEnd, CancelStopsTheRunningProcess) {
   EXPECT_NE(status.out.find("cancelled by baton-alice"), std::string::npos) << status.out;
 }
 
+TEST_F(EndToEnd, AHeldJobWaitsSayingWhoHoldsItUntilReleased) {
+  CommandResult sub = cluster().Baton({"submit", "-q", "--hold", "--", "true"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  uint64_t id = SubmittedId(sub);
+  const std::string job = std::to_string(id);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster().Baton({"queue"}).out.find("held by baton-alice: held at submit") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << cluster().Baton({"queue"}).out;
+  EXPECT_EQ(cluster().StateOf(id), "JOB_STATE_PENDING");
+  EXPECT_EQ(cluster().Baton({"release", job}, kBob).exit_code, 4) << "another tenant's job";
+  CommandResult hold = cluster().Baton({"hold", job, "--reason", "dataset", "--json"});
+  EXPECT_EQ(hold.exit_code, 0) << hold.err;
+  EXPECT_NE(hold.out.find("\"reason\":\"dataset\""), std::string::npos) << hold.out;
+  CommandResult status = cluster().Baton({"status", job});
+  EXPECT_NE(status.out.find("Held:       by baton-alice"), std::string::npos) << status.out;
+  CommandResult release = cluster().Baton({"release", job});
+  EXPECT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_EQ(release.out, "Job " + job + " released\n");
+  ASSERT_TRUE(cluster().WaitForState(id, "JOB_STATE_SUCCEEDED"));
+  CommandResult late = cluster().Baton({"hold", job});
+  EXPECT_EQ(late.exit_code, 6) << "a finished job: " << late.err;
+  EXPECT_EQ(cluster().Baton({"release", job}).exit_code, 6) << "not held";
+}
+
 TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
   std::string yaml = cluster().dir() + "/bad.yaml";
   std::ofstream(yaml) << "name: x\ngpus: [1, 2\n";

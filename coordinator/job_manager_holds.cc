@@ -1,0 +1,74 @@
+// JobManager: hold and release (issue 49) — a flag on a waiting job that keeps it in
+// line but never started (pass_view.cc hands it to the scheduler as PendingJob::held).
+// What each call does is decided in job_state.cc; here the access check, the event and
+// the commit, under the lock as every change.
+
+#include "coordinator/access.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/job_state.h"
+#include "coordinator/scheduler/decisions.h"
+
+namespace baton {
+
+void JobManager::Hold(const Caller& caller, uint64_t job_id, std::string reason,
+                      std::function<void(absl::StatusOr<v1::JobHold>)> done) {
+  if (committer_.store_full()) return done(StoreFull());
+  std::unique_lock<std::mutex> lock(mu_);
+  JobEntry* found = jobs_.Find(job_id);
+  if (found == nullptr) {  // finished (or unknown): no hold can apply
+    lock.unlock();
+    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "hold");
+    if (!job.ok()) return done(job.status());
+    return done(DecideHold(*job, caller.user, false, reason, 0).status());
+  }
+  JobEntry& e = *found;
+  const AccessPolicy& access = policy_.policy.access;
+  if (absl::Status may = access::CheckMayActOn(access, caller, e.job, "hold"); !may.ok()) {
+    lock.unlock();
+    return done(may);
+  }
+  absl::StatusOr<v1::JobHold> hold =
+      DecideHold(e.job, caller.user, access::IsAdmin(access, caller), reason, clock_->NowMs());
+  if (!hold.ok()) {
+    lock.unlock();
+    return done(hold.status());
+  }
+  *e.job.mutable_hold() = *hold;
+  Txn txn;
+  NoteEvent(e, e.job.state(), HoldText(*hold), caller.user, txn, "held");
+  e.said_wait = static_cast<int>(sched::Outcome::kHeld);  // this event says it already
+  txn.reply = [done = std::move(done), hold = *hold] { done(hold); };
+  CommitLocked(std::move(txn));
+}
+
+void JobManager::Release(const Caller& caller, uint64_t job_id,
+                         std::function<void(absl::Status)> done) {
+  if (committer_.store_full()) return done(StoreFull());
+  std::unique_lock<std::mutex> lock(mu_);
+  JobEntry* found = jobs_.Find(job_id);
+  if (found == nullptr) {
+    lock.unlock();
+    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "release");
+    if (!job.ok()) return done(job.status());
+    return done(CheckRelease(*job, access::IsAdmin(policy()->access, caller)));
+  }
+  JobEntry& e = *found;
+  const AccessPolicy& access = policy_.policy.access;
+  absl::Status may = access::CheckMayActOn(access, caller, e.job, "release");
+  if (may.ok()) may = CheckRelease(e.job, access::IsAdmin(access, caller));
+  if (!may.ok()) {
+    lock.unlock();
+    return done(may);
+  }
+  const std::string was = e.job.hold().by();
+  e.job.clear_hold();
+  Txn txn;
+  NoteEvent(e, e.job.state(), "released by " + caller.user + " (held by " + was + ")", caller.user,
+            txn, "released");
+  txn.reply = [done = std::move(done)] { done(absl::OkStatus()); };
+  CommitLocked(std::move(txn));
+  lock.unlock();
+  Kick();  // it may start now
+}
+
+}  // namespace baton
