@@ -36,9 +36,11 @@ AttemptEnd DecideAttemptEnd(const AttemptEndInput& in) {
   switch (in.outcome) {
     case AttemptOutcome::kEvicted: {
       // Evictions are counted apart from failures; the cooldown doubles with each one. A
-      // drain is the operator's doing, not the job's: no count, no cooldown.
-      if (!in.drained) ++out.evictions;
-      const absl::Duration wait = in.eviction_cooldown && !in.drained
+      // drain is the operator's doing, and a requeue its owner's, not a higher class's: no
+      // count, no cooldown (and a requeue is no eviction at all).
+      const bool asked = in.drained || in.requeued;
+      if (!asked) ++out.evictions;
+      const absl::Duration wait = in.eviction_cooldown && !asked
                                       ? in.eviction_cooldown(out.evictions)
                                       : absl::ZeroDuration();
       out.cooldown = wait;
@@ -50,8 +52,8 @@ AttemptEnd DecideAttemptEnd(const AttemptEndInput& in) {
           in.checkpoint_step >= 0 ? "resumes from step " + std::to_string(in.checkpoint_step)
           : in.reports_progress   ? "no checkpoint: restarts from the beginning"
                                   : "checkpoint unknown: the job does not report progress";
-      out.end_reason = "evicted: " + how + "; " + resume;
-      out.eviction = in.drained ? "drained" : "preempted";
+      out.end_reason = (in.requeued ? "requeued: " : "evicted: ") + how + "; " + resume;
+      out.eviction = in.requeued ? "" : in.drained ? "drained" : "preempted";
       out.steps.push_back({v1::JOB_STATE_COOLDOWN,
                            out.end_reason + "; cooldown " +
                                std::to_string(absl::ToInt64Milliseconds(wait) / 1000) + " s",

@@ -31,7 +31,8 @@ struct AttemptEndInput {
   uint32_t failures = 0;
   uint32_t evictions = 0;
   uint32_t restarts_in_a_row = 0;
-  bool drained = false;  // an eviction for a drain of one of its nodes: the operator's doing
+  bool drained = false;   // an eviction for a drain of one of its nodes: the operator's doing
+  bool requeued = false;  // stopped by a requeue: its owner's (or an admin's) doing
   int64_t checkpoint_step = -1;
   bool reports_progress = false;
   absl::Duration ran;  // since the attempt started (or was scheduled)

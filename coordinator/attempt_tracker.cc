@@ -34,7 +34,8 @@ std::optional<LiveAttempt> RecoverAttempt(const v1::Job& job, absl::Time now) {
     a.kill_grace = job.spec().grace_seconds();
   } else if (s == v1::JOB_STATE_PREEMPTING) {
     a.outcome = AttemptOutcome::kEvicted;
-    a.outcome_reason = !last.drained_node().empty()
+    a.outcome_reason = !last.requeued_by().empty() ? "requeued by " + last.requeued_by()
+                       : !last.drained_node().empty()
                            ? "node " + last.drained_node() + " drained"
                            : "evicted for job " + std::to_string(last.evicted_for());
     a.evicting_for = last.evicted_for();

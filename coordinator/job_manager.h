@@ -132,6 +132,10 @@ class JobManager {
   void Hold(const Caller& caller, uint64_t job_id, std::string reason,
             std::function<void(absl::StatusOr<v1::JobHold>)> done);
   void Release(const Caller& caller, uint64_t job_id, std::function<void(absl::Status)> done);
+  // Requeue: a started job stopped as a drain stops it and put back in line; replies with
+  // its state (PREEMPTING while it stops).
+  void Requeue(const Caller& caller, uint64_t job_id, std::string reason,
+               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
   // Every tenant's fair-share standing, the ledger advanced to now.

@@ -1,9 +1,11 @@
-// JobManager: hold and release (issue 49) — a flag on a waiting job that keeps it in
-// line but never started (pass_view.cc hands it to the scheduler as PendingJob::held).
-// What each call does is decided in job_state.cc; here the access check, the event and
-// the commit, under the lock as every change.
+// JobManager: hold, release and requeue (issue 49). A hold is a flag on a waiting job
+// that keeps it in line but never started (pass_view.cc hands it to the scheduler as
+// PendingJob::held); a requeue stops a started job as a drain does and puts it back in
+// line. What each call does is decided in job_state.cc; here the access check, the event
+// and the commit, under the lock as every change.
 
 #include "coordinator/access.h"
+#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
 #include "coordinator/scheduler/decisions.h"
@@ -69,6 +71,43 @@ void JobManager::Release(const Caller& caller, uint64_t job_id,
   CommitLocked(std::move(txn));
   lock.unlock();
   Kick();  // it may start now
+}
+
+void JobManager::Requeue(const Caller& caller, uint64_t job_id, std::string reason,
+                         std::function<void(absl::StatusOr<v1::JobState>)> done) {
+  if (committer_.store_full()) return done(StoreFull());
+  std::unique_lock<std::mutex> lock(mu_);
+  JobEntry* found = jobs_.Find(job_id);
+  if (found == nullptr) {
+    lock.unlock();
+    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "requeue");
+    if (!job.ok()) return done(job.status());
+    return done(CheckRequeue(*job, /*leaving=*/false, false, true));
+  }
+  JobEntry& e = *found;
+  const AccessPolicy& access = policy_.policy.access;
+  const PriorityClass* cls = policy_.policy.Find(e.job.spec().priority_class());
+  absl::Status may = access::CheckMayActOn(access, caller, e.job, "requeue");
+  if (may.ok()) {
+    const bool leaving = !e.live || e.live->outcome != Outcome::kNone;
+    may = CheckRequeue(e.job, leaving, cls != nullptr && cls->service,
+                       access::IsAdmin(access, caller));
+  }
+  if (!may.ok()) {
+    lock.unlock();
+    return done(may);
+  }
+  sched::Eviction ev;
+  ev.victim = job_id;
+  ev.lost_gpu_seconds = events::LostGpuSeconds(e.job, clock_->NowMs());
+  ev.message = "requeued by " + caller.user + (reason.empty() ? "" : ": " + reason);
+  Txn txn;
+  EvictLocked(e, ev, txn, caller.user);
+  e.job.mutable_attempts(e.job.attempts_size() - 1)->set_requeued_by(caller.user);
+  txn.touched.insert(job_id);
+  const v1::JobState now_state = e.job.state();
+  txn.reply = [done = std::move(done), now_state] { done(now_state); };
+  CommitLocked(std::move(txn));
 }
 
 }  // namespace baton

@@ -226,6 +226,7 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   in.evictions = e.job.evictions();
   in.restarts_in_a_row = e.job.restarts_in_a_row();
   in.drained = !a->drained_node().empty();
+  in.requeued = !a->requeued_by().empty();
   in.checkpoint_step = a->checkpoint_step();
   in.reports_progress = a->reports_progress();
   in.ran = now - absl::FromUnixMillis(a->started_ms() ? a->started_ms() : a->scheduled_ms());

@@ -74,6 +74,22 @@ absl::Status CheckRelease(const v1::Job& job, bool admin) {
   return absl::OkStatus();
 }
 
+absl::Status CheckRequeue(const v1::Job& job, bool leaving, bool service, bool admin) {
+  const std::string id = "job " + std::to_string(job.id());
+  if (job.state() != v1::JOB_STATE_SCHEDULED && job.state() != v1::JOB_STATE_RUNNING) {
+    return absl::FailedPreconditionError(id + " is " + StateName(job.state()) +
+                                         "; only a started job (scheduled or running) is "
+                                         "requeued");
+  }
+  if (leaving) {
+    return absl::FailedPreconditionError(id + " is already stopping");
+  }
+  if (service && !admin) {
+    return absl::PermissionDeniedError(id + " is a service: only an admin requeues it");
+  }
+  return absl::OkStatus();
+}
+
 std::string HoldText(const v1::JobHold& hold) {
   return "held by " + std::string(hold.by_admin() ? "admin " : "") + hold.by() +
          (hold.reason().empty() ? "" : ": " + hold.reason()) + "; baton release to let it start";

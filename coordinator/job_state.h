@@ -31,6 +31,11 @@ CancelAction DecideCancel(const v1::Job& job, bool live);
 absl::StatusOr<v1::JobHold> DecideHold(const v1::Job& job, const std::string& user, bool admin,
                                        const std::string& reason, int64_t now_ms);
 absl::Status CheckRelease(const v1::Job& job, bool admin);
+// Requeue (scontrol requeue; the caller may act on the job): only a started job
+// (SCHEDULED or RUNNING) that is not already leaving (`leaving`: evicted, cancelled or
+// stopping), else FailedPrecondition; a service's (`service`) only by an admin, else
+// PermissionDenied.
+absl::Status CheckRequeue(const v1::Job& job, bool leaving, bool service, bool admin);
 // What the scheduler and `baton queue` say of a held job: "held by alice: waiting for the
 // dataset" ("held by admin root: …" for an admin's hold).
 std::string HoldText(const v1::JobHold& hold);

@@ -137,6 +137,19 @@ grpc::ServerUnaryReactor* CoordinatorService::Release(grpc::CallbackServerContex
   });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::Requeue(grpc::CallbackServerContext* ctx,
+                                                      const v1::RequeueRequest* req,
+                                                      v1::RequeueResponse* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    if (absl::Status s = CheckReason(req->reason()); !s.ok()) return r->Finish(ToGrpc(s));
+    jobs_->Requeue(caller, req->job_id(), req->reason(),
+                   [r, resp](absl::StatusOr<v1::JobState> state) {
+                     if (state.ok()) resp->set_state(*state);
+                     r->Finish(ToGrpc(state.status()));
+                   });
+  });
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::Signal(grpc::CallbackServerContext* ctx,
                                                      const v1::SignalRequest* req,
                                                      v1::SignalResponse*) {

@@ -60,6 +60,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                  v1::HoldResponse* resp) override;
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
                                     v1::ReleaseResponse* resp) override;
+  grpc::ServerUnaryReactor* Requeue(grpc::CallbackServerContext* ctx, const v1::RequeueRequest* req,
+                                    v1::RequeueResponse* resp) override;
   grpc::ServerUnaryReactor* Signal(grpc::CallbackServerContext* ctx, const v1::SignalRequest* req,
                                    v1::SignalResponse* resp) override;
   grpc::ServerWriteReactor<v1::Job>* Watch(grpc::CallbackServerContext* ctx,

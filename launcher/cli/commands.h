@@ -19,6 +19,7 @@ int RunLogs(const Args& args);
 int RunCancel(const Args& args);
 int RunHold(const Args& args);
 int RunRelease(const Args& args);
+int RunRequeue(const Args& args);
 int RunSignal(const Args& args);
 int RunPolicy(const Args& args);
 int RunShare(const Args& args);

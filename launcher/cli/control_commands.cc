@@ -1,5 +1,6 @@
-// baton logs JOB [-f] | cancel JOB... | hold JOB... | release JOB...: a job's output,
-// stopping jobs, and holding waiting ones back.
+// baton logs JOB [-f] | cancel JOB... | hold JOB... | release JOB... | requeue JOB...: a
+// job's output, stopping jobs, holding waiting ones back, and putting started ones back
+// in line.
 #include <csignal>
 #include <iostream>
 
@@ -118,6 +119,33 @@ int RunRelease(const Args& args) {
                         std::cout << "{\"jobId\":\"" << id << "\",\"released\":true}\n";
                       } else {
                         std::cout << "Job " << id << " released\n";
+                      }
+                      return s;
+                    });
+}
+
+int RunRequeue(const Args& args) {
+  cxxopts::Options opts("baton requeue",
+                        "Stop started jobs as a drain does (SIGUSR1: checkpoint within the grace "
+                        "period, then exit) and put them back in line at once: no failure, no "
+                        "eviction counted, no cooldown. A service only by admins.");
+  opts.add_options()("reason", "why (recorded in the job's events)",
+                     cxxopts::value<std::string>()->default_value(""));
+  return ForEachJob(opts, args, "requeue",
+                    [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+                      v1::RequeueRequest req;
+                      req.set_job_id(id);
+                      req.set_reason(r["reason"].as<std::string>());
+                      v1::RequeueResponse resp;
+                      auto ctx = client.Context();
+                      grpc::Status s = client.stub()->Requeue(ctx.get(), req, &resp);
+                      if (!s.ok()) return s;
+                      if (r.count("json")) {
+                        std::cout << "{\"jobId\":\"" << id << "\",\"state\":\""
+                                  << v1::JobState_Name(resp.state()) << "\"}\n";
+                      } else {
+                        std::cout << "Job " << id << " is stopping to be requeued ("
+                                  << StateName(resp.state()) << ")\n";
                       }
                       return s;
                     });

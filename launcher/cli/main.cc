@@ -19,6 +19,7 @@ constexpr char kUsageText[] =
     "  logs JOB [-f]              a job's output\n"
     "  cancel JOB...              cancel jobs\n"
     "  hold JOB... | release JOB...   keep waiting jobs from starting, and let them\n"
+    "  requeue JOB...             stop started jobs (checkpoint) and put them back in line\n"
     "  signal JOB... [-s USR1]    ask running jobs to checkpoint (USR1) or USR2 their ranks\n"
     "  nodes                      nodes and what they hold\n"
     "  nodes drain NODE [--evict] | undrain NODE   no new work on a node; --evict moves\n"
@@ -50,14 +51,15 @@ constexpr char kUsageText[] =
 int main(int argc, char** argv) {
   using baton::cli::Args;
   static const std::map<std::string, int (*)(const Args&)> kCommands = {
-      {"submit", baton::cli::RunSubmit}, {"queue", baton::cli::RunQueue},
-      {"status", baton::cli::RunStatus}, {"logs", baton::cli::RunLogs},
-      {"cancel", baton::cli::RunCancel}, {"nodes", baton::cli::RunNodes},
-      {"signal", baton::cli::RunSignal}, {"explain", baton::cli::RunExplain},
-      {"policy", baton::cli::RunPolicy}, {"share", baton::cli::RunShare},
-      {"admin", baton::cli::RunAdmin},   {"events", baton::cli::RunEvents},
-      {"whoami", baton::cli::RunWhoAmI}, {"capacity", baton::cli::RunCapacity},
-      {"hold", baton::cli::RunHold},     {"release", baton::cli::RunRelease},
+      {"submit", baton::cli::RunSubmit},   {"queue", baton::cli::RunQueue},
+      {"status", baton::cli::RunStatus},   {"logs", baton::cli::RunLogs},
+      {"cancel", baton::cli::RunCancel},   {"nodes", baton::cli::RunNodes},
+      {"signal", baton::cli::RunSignal},   {"explain", baton::cli::RunExplain},
+      {"policy", baton::cli::RunPolicy},   {"share", baton::cli::RunShare},
+      {"admin", baton::cli::RunAdmin},     {"events", baton::cli::RunEvents},
+      {"whoami", baton::cli::RunWhoAmI},   {"capacity", baton::cli::RunCapacity},
+      {"hold", baton::cli::RunHold},       {"release", baton::cli::RunRelease},
+      {"requeue", baton::cli::RunRequeue},
   };
   if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
     std::cout << "baton " << baton::Version() << "\n";

@@ -207,6 +207,22 @@ TEST(AttemptEnd, Table) {
        absl::ZeroDuration(),
        std::nullopt,
        "drained"},
+      {"a requeue is no eviction: not counted, no cooldown, no eviction event",
+       With(In(O::kEvicted, "requeued by alice"),
+            [](auto& i) {
+              i.requeued = true;
+              i.evictions = 2;
+              i.checkpoint_step = 9;
+            }),
+       {C, P},
+       "requeued: checkpointed and exited; resumes from step 9",
+       "",
+       0,
+       2,
+       0,
+       absl::ZeroDuration(),
+       std::nullopt,
+       ""},
       {"a class without an eviction cooldown goes back to pending at once",
        With(In(O::kEvicted), [](auto& i) { i.eviction_cooldown = nullptr; }),
        {C, P},

@@ -1,6 +1,8 @@
-// Hold and release (issue 49): the pure decisions from a table, then the JobManager — a
-// held job keeps its place in line but never starts, who may hold and release (an
-// admin's hold only by an admin), submit --hold, the hold across a restart.
+// Hold, release and requeue (issue 49): the pure decisions from tables, then the
+// JobManager — a held job keeps its place in line but never starts, who may hold and
+// release (an admin's hold only by an admin), submit --hold, the hold across a restart; a
+// requeued job stops as a drain stops it and is back in line with nothing counted, across
+// a restart too.
 #include "coordinator/job_state.h"
 #include "tests/coordinator/harness.h"
 
@@ -53,6 +55,32 @@ TEST(Holds, DecideHoldAndReleaseTable) {
   h.set_reason("dataset not there yet");
   EXPECT_EQ(HoldText(h),
             "held by admin root: dataset not there yet; baton release to let it start");
+}
+
+TEST(Holds, CheckRequeueTable) {
+  using C = absl::StatusCode;
+  struct Row {
+    v1::JobState state;
+    bool leaving, service, admin;
+    C want;
+  } rows[] = {
+      {v1::JOB_STATE_RUNNING, false, false, false, C::kOk},
+      {v1::JOB_STATE_SCHEDULED, false, false, false, C::kOk},
+      {v1::JOB_STATE_RUNNING, true, false, true, C::kFailedPrecondition},
+      {v1::JOB_STATE_PREEMPTING, true, false, true, C::kFailedPrecondition},
+      {v1::JOB_STATE_PENDING, false, false, true, C::kFailedPrecondition},
+      {v1::JOB_STATE_COOLDOWN, false, false, true, C::kFailedPrecondition},
+      {v1::JOB_STATE_SUCCEEDED, false, false, true, C::kFailedPrecondition},
+      {v1::JOB_STATE_RUNNING, false, true, false, C::kPermissionDenied},
+      {v1::JOB_STATE_RUNNING, false, true, true, C::kOk},
+  };
+  for (const Row& row : rows) {
+    v1::Job job;
+    job.set_state(row.state);
+    EXPECT_EQ(CheckRequeue(job, row.leaving, row.service, row.admin).code(), row.want)
+        << v1::JobState_Name(row.state) << (row.leaving ? ", leaving" : "")
+        << (row.service ? ", a service" : "") << (row.admin ? ", by an admin" : "");
+  }
 }
 
 absl::StatusOr<v1::JobHold> Hold(Harness& h, uint64_t id, const Caller& who,
@@ -153,6 +181,73 @@ TEST(Holds, SubmitHeldWaitsAcrossARestartUntilReleased) {
   ASSERT_TRUE(Release(h, *id, Alice()).ok());
   h.Schedule();
   ASSERT_EQ(Launches(h.Commands("n1")).size(), 1u);
+}
+
+absl::StatusOr<v1::JobState> Requeue(Harness& h, uint64_t id, const Caller& who) {
+  std::promise<absl::StatusOr<v1::JobState>> p;
+  h.jm().Requeue(who, id, "new data", [&](absl::StatusOr<v1::JobState> s) { p.set_value(s); });
+  return p.get_future().get();
+}
+
+bool SentPreempt(const std::vector<v1::CoordinatorCommand>& cmds) {
+  return std::any_of(cmds.begin(), cmds.end(),
+                     [](const v1::CoordinatorCommand& c) { return c.has_preempt(); });
+}
+
+TEST(Holds, ARequeuedJobCheckpointsAndIsBackInLineWithNothingCounted) {
+  for (bool restart : {false, true}) {
+    SCOPED_TRACE(restart ? "the coordinator restarts while it stops" : "no restart");
+    Harness h;
+    h.Connect("n1", 1);
+    auto id = h.Submit(Spec(1, 1, {"sleep", "100"}));
+    ASSERT_TRUE(id.ok());
+    EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition)
+        << "not started yet";
+    h.Schedule();
+    h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+    h.Commands("n1");
+    EXPECT_EQ(Requeue(h, *id, Bob()).status().code(), absl::StatusCode::kPermissionDenied);
+
+    auto state = Requeue(h, *id, Alice());
+    ASSERT_TRUE(state.ok()) << state.status();
+    EXPECT_EQ(*state, v1::JOB_STATE_PREEMPTING);
+    EXPECT_TRUE(SentPreempt(h.Commands("n1"))) << "stopped as a drain stops it: SIGUSR1, grace";
+    EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition)
+        << "already stopping";
+    if (restart) {
+      h.Restart();
+      h.Connect("n1", 1);
+    }
+    v1::AttemptReport done = Report(*id, 1, Phase::PHASE_EXITED);
+    done.set_checkpoint_step(12);
+    h.Report("n1", done);
+    v1::Job job = h.Get(*id);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING) << "back in line at once";
+    EXPECT_EQ(job.evictions(), 0u);
+    EXPECT_EQ(job.failures(), 0u);
+    EXPECT_LE(job.cooldown_until_ms(), h.clock().NowMs()) << "no cooldown";
+    EXPECT_EQ(job.attempts(0).requeued_by(), "alice");
+    for (const v1::Event& ev : job.events()) {
+      EXPECT_NE(ev.kind(), v1::EVENT_KIND_EVICTION) << "no eviction: " << ev.reason();
+    }
+    h.Schedule();
+    auto launches = Launches(h.Commands("n1"));
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ(launches[0].attempt(), 2u);
+  }
+}
+
+TEST(Holds, OnlyAnAdminRequeuesAService) {
+  Harness h;
+  h.Connect("n1", 1);
+  v1::JobSpec serve = Spec(1, 1, {"serve"});
+  serve.set_priority_class("inference");
+  auto id = h.Submit(serve);
+  ASSERT_TRUE(id.ok()) << id.status();
+  h.Schedule();
+  h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
+  EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Requeue(h, *id, Admin()).ok());
 }
 
 }  // namespace

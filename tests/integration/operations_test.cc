@@ -116,6 +116,19 @@ class DrainOnNamespaces : public ::testing::Test {
   void SetUp() override {
     if (!cluster_->ok()) GTEST_SKIP() << "no namespace cluster here: " << cluster_->why();
   }
+  // train_mlp as a 1-node, 4-rank MPI gang on 2 GPUs, 120 steps saved every 25, as
+  // alice; its id.
+  static std::vector<std::string> TrainFlags() { return {"--steps", "120", "--save-every", "25"}; }
+  static uint64_t SubmitTraining(const std::string& ckpt) {
+    std::vector<std::string> args = {"submit",           "-q",  "--class", "training",
+                                     "--mode",           "mpi", "--nodes", "1",
+                                     "--ranks-per-node", "4",   "--gpus",  "2",
+                                     "--cpus",           "1",   "--grace", "20s",
+                                     "--checkpoint-dir", ckpt,  "--",      StagedBin("train_mlp")};
+    for (const std::string& f : TrainFlags()) args.push_back(f);
+    args.insert(args.end(), {"--step-ms", "50"});
+    return ClusterClient::SubmittedId(cluster_->Baton(args).out);
+  }
   static TempDir* dir_;
   static NetnsCluster* cluster_;
 };
@@ -124,15 +137,8 @@ NetnsCluster* DrainOnNamespaces::cluster_ = nullptr;
 
 TEST_F(DrainOnNamespaces, EvictMovesATrainingGangWhichResumesWithNothingLost) {
   const std::string ckpt = dir_->Sub("ckpt");
-  std::vector<std::string> flags = {"--steps", "120", "--save-every", "25"};
-  std::vector<std::string> args = {"submit",           "-q",  "--class", "training",
-                                   "--mode",           "mpi", "--nodes", "1",
-                                   "--ranks-per-node", "4",   "--gpus",  "2",
-                                   "--cpus",           "1",   "--grace", "20s",
-                                   "--checkpoint-dir", ckpt,  "--",      StagedBin("train_mlp")};
-  args.insert(args.end(), flags.begin(), flags.end());
-  args.insert(args.end(), {"--step-ms", "50"});
-  uint64_t train = ClusterClient::SubmittedId(cluster_->Baton(args).out);
+  const std::vector<std::string> flags = TrainFlags();
+  uint64_t train = SubmitTraining(ckpt);
   ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << cluster_->Describe(train);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -183,6 +189,37 @@ TEST_F(DrainOnNamespaces, EvictMovesATrainingGangWhichResumesWithNothingLost) {
   ASSERT_TRUE(job);
   EXPECT_EQ(job->attempts(0).placement(0).node(), first);
   cluster_->Baton({"cancel", std::to_string(a), std::to_string(b)});
+}
+
+// `baton requeue` (issue 49): the owner stops a training gang as a drain would and it is
+// back in line at once; it resumes from its checkpoint with no step lost, and nothing is
+// counted against it.
+TEST_F(DrainOnNamespaces, ARequeuedGangResumesWithNothingLostOrCounted) {
+  const std::string ckpt = dir_->Sub("ckpt-requeue");
+  const std::vector<std::string> flags = TrainFlags();
+  uint64_t train = SubmitTraining(ckpt);
+  const std::string id = std::to_string(train);
+  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_RUNNING")) << cluster_->Describe(train);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster_->Baton({"logs", id}).out.find("step 12 ") != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(cluster_->Baton({"requeue", id}, kBob).exit_code, 4) << "another tenant's job";
+  CommandResult requeued = cluster_->Baton({"requeue", id, "--reason", "new data"});
+  ASSERT_EQ(requeued.exit_code, 0) << requeued.err;
+  ASSERT_TRUE(cluster_->WaitForState(train, "JOB_STATE_SUCCEEDED", std::chrono::seconds(120)))
+      << cluster_->Describe(train);
+  std::optional<v1::Job> job = cluster_->GetJob(train);
+  ASSERT_TRUE(job);
+  ASSERT_EQ(job->attempts_size(), 2) << cluster_->Describe(train);
+  EXPECT_EQ(job->attempts(0).requeued_by(), kAlice);
+  EXPECT_EQ(job->evictions(), 0u);
+  EXPECT_EQ(job->failures(), 0u);
+  std::string log2 = cluster_->Baton({"logs", id}).out;
+  EXPECT_NE(log2.find("restored step"), std::string::npos) << log2;
+  EXPECT_EQ(TrainMlpFinalHash(log2), UninterruptedTrainMlpHash(flags)) << "no step lost";
+  EXPECT_EQ(cluster_->Baton({"requeue", id}).exit_code, 6) << "a finished job";
 }
 
 // A test process killed outright (a ctest timeout's SIGKILL, a Ctrl-C) leaves no namespace
