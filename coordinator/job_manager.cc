@@ -297,11 +297,8 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   job.set_submitted_ms(clock_->NowMs());
   job.set_idempotency_key(idempotency_key);
   if (hold) {  // as a Hold right after the submit would make it
-    v1::JobHold& h = *job.mutable_hold();
-    h.set_by(caller.user);
-    h.set_by_admin(access::IsAdmin(policy_.policy.access, caller));
-    h.set_reason("held at submit");
-    h.set_at_ms(clock_->NowMs());
+    *job.mutable_hold() = NewHold(caller.user, access::IsAdmin(policy_.policy.access, caller),
+                                  "held at submit", clock_->NowMs());
   }
   submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
   JobEntry& e = jobs_.Add(std::move(job));

@@ -239,6 +239,9 @@ class JobManager {
                    Txn& txn);
   void EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
                    const std::string& actor = "scheduler");
+  // An eviction someone asked for (a drain with --evict, a requeue), not a higher class:
+  // the eviction handshake with `why`, by `actor`; the caller marks the attempt.
+  void StopAsAskedLocked(JobEntry& e, const std::string& why, const std::string& actor, Txn& txn);
   v1::CoordinatorCommand PreemptCommandLocked(const JobEntry& e) const;
   // Evictions: pushes the kill deadline out while a checkpoint is being written, up to
   // the cap, and tells the gang's agents (job_manager_schedule.cc).

@@ -128,13 +128,8 @@ void JobManager::DrainNode(const Caller& caller, const v1::DrainNodeRequest& req
     for (uint64_t id : jobs_.LiveOn(node.name())) {
       JobEntry& e = jobs_.at(id);
       if (e.live->outcome != Outcome::kNone) continue;  // already leaving
-      sched::Eviction ev;
-      ev.victim = id;
-      ev.lost_gpu_seconds = events::LostGpuSeconds(e.job, now);
-      ev.message = why;
-      EvictLocked(e, ev, txn, caller.user);
+      StopAsAskedLocked(e, why, caller.user, txn);
       e.job.mutable_attempts(e.job.attempts_size() - 1)->set_drained_node(node.name());
-      txn.touched.insert(id);
     }
   }
   spdlog::info("{}{}", why, req.evict() ? ", its jobs evicted" : "");

@@ -5,7 +5,6 @@
 // and the commit, under the lock as every change.
 
 #include "coordinator/access.h"
-#include "coordinator/events.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
 #include "coordinator/scheduler/decisions.h"
@@ -97,14 +96,10 @@ void JobManager::Requeue(const Caller& caller, uint64_t job_id, std::string reas
     lock.unlock();
     return done(may);
   }
-  sched::Eviction ev;
-  ev.victim = job_id;
-  ev.lost_gpu_seconds = events::LostGpuSeconds(e.job, clock_->NowMs());
-  ev.message = "requeued by " + caller.user + (reason.empty() ? "" : ": " + reason);
   Txn txn;
-  EvictLocked(e, ev, txn, caller.user);
+  StopAsAskedLocked(e, "requeued by " + caller.user + (reason.empty() ? "" : ": " + reason),
+                    caller.user, txn);
   e.job.mutable_attempts(e.job.attempts_size() - 1)->set_requeued_by(caller.user);
-  txn.touched.insert(job_id);
   const v1::JobState now_state = e.job.state();
   txn.reply = [done = std::move(done), now_state] { done(now_state); };
   CommitLocked(std::move(txn));

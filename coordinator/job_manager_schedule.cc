@@ -106,6 +106,16 @@ void JobManager::EvictLocked(JobEntry& e, const sched::Eviction& ev, Txn& txn,
   for (const std::string& node : *to) txn.commands.emplace_back(node, PreemptCommandLocked(e));
 }
 
+void JobManager::StopAsAskedLocked(JobEntry& e, const std::string& why, const std::string& actor,
+                                   Txn& txn) {
+  sched::Eviction ev;
+  ev.victim = e.job.id();
+  ev.lost_gpu_seconds = events::LostGpuSeconds(e.job, clock_->NowMs());
+  ev.message = why;
+  EvictLocked(e, ev, txn, actor);
+  txn.touched.insert(e.job.id());
+}
+
 v1::CoordinatorCommand JobManager::PreemptCommandLocked(const JobEntry& e) const {
   return PreemptCommand(e.job.id(), e.job.attempts_size(), e.live->preempt_deadline,
                         e.live->outcome_reason);

@@ -54,9 +54,14 @@ absl::StatusOr<v1::JobHold> DecideHold(const v1::Job& job, const std::string& us
                                          "; only a waiting job (pending or cooling down) can "
                                          "be held");
   }
+  return NewHold(user, admin || (job.has_hold() && job.hold().by_admin()), reason, now_ms);
+}
+
+v1::JobHold NewHold(const std::string& user, bool admin, const std::string& reason,
+                    int64_t now_ms) {
   v1::JobHold hold;
   hold.set_by(user);
-  hold.set_by_admin(admin || (job.has_hold() && job.hold().by_admin()));
+  hold.set_by_admin(admin);
   hold.set_reason(reason);
   hold.set_at_ms(now_ms);
   return hold;

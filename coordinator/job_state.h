@@ -31,6 +31,8 @@ CancelAction DecideCancel(const v1::Job& job, bool live);
 absl::StatusOr<v1::JobHold> DecideHold(const v1::Job& job, const std::string& user, bool admin,
                                        const std::string& reason, int64_t now_ms);
 absl::Status CheckRelease(const v1::Job& job, bool admin);
+// A hold by `user` (submit --hold makes one with the job).
+v1::JobHold NewHold(const std::string& user, bool admin, const std::string& reason, int64_t now_ms);
 // Requeue (scontrol requeue; the caller may act on the job): only a started job
 // (SCHEDULED or RUNNING) that is not already leaving (`leaving`: evicted, cancelled or
 // stopping), else FailedPrecondition; a service's (`service`) only by an admin, else
