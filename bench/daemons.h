@@ -69,6 +69,7 @@ class Daemons {
     argv.insert(argv.end(), extra.begin(), extra.end());
     procs_.push_back(std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{},
                                                   dir_ + "/" + name));
+    coordinator_pid_ = procs_.back()->pid();
     Guard();
     baton::testing::WaitFor([&] { return !baton::testing::ReadFile(ready).empty(); },
                             std::chrono::seconds(20));
@@ -87,6 +88,8 @@ class Daemons {
                                                   dir_ + "/" + name));
     Guard();
   }
+  // The last coordinator started (its resident memory, for one).
+  pid_t coordinator_pid() const { return coordinator_pid_; }
   // Where clients go: one address, or HA replicas' "ip:port,ip:port,…".
   void SetTarget(const std::string& target) { target_ = target; }
   // What the CLI and the floor need: the coordinator, the CA, munged's socket.
@@ -136,6 +139,7 @@ class Daemons {
   baton::testing::TestSecurity security_;
   std::string target_;
   std::vector<std::unique_ptr<Subprocess>> procs_;
+  pid_t coordinator_pid_ = -1;
   std::unique_ptr<baton::testing::TeardownGuard> guard_;  // last: gone before the daemons
 };
 

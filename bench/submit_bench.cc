@@ -12,7 +12,12 @@
 //   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s, against its floor:
 //      the same number of jobs' own processes (baton-keeper and `true`, started as the agent
 //      starts them, Spawn in process.h) from 16 threads with no daemon at all, before and
-//      after the end-to-end run; the better of the two is the floor.
+//      after the end-to-end run; the better of the two is the floor;
+//   4. arrays, on a coordinator with no agents (the tasks wait, as on a full cluster):
+//      one Submit of a 10,000-task array against one Submit of a single job, interleaved
+//      (--array-reps pairs): p50 of each and their ratio; then the coordinator's resident
+//      memory (VmRSS, settled) per pending array task, with the arrays submitted
+//      (--array-reps x 10,000 tasks of a typical spec: ten env vars, a five-word command).
 // Ends with one JSON line (keys in docs/benchmarks.md).
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -137,6 +142,81 @@ double FsyncP50Ms(const std::string& dir) {
 
 }  // namespace
 
+// The resident memory of process `pid` (VmRSS), in bytes; 0 when unreadable.
+uint64_t RssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+  }
+  return 0;
+}
+
+// A typical spec (as rss_bytes_per_pending_job's): ten env vars, a five-word command.
+v1::JobSpec TypicalSpec() {
+  v1::JobSpec spec = TrivialSpec();
+  spec.clear_command();
+  for (const char* word : {"python", "train.py", "--config", "configs/sweep.yaml", "--resume"}) {
+    spec.add_command(word);
+  }
+  for (int i = 0; i < 10; ++i) {
+    (*spec.mutable_env())["SWEEP_VARIABLE_" + std::to_string(i)] =
+        "value-of-variable-" + std::to_string(i);
+  }
+  spec.set_name("sweep-%a");
+  spec.set_checkpoint_dir("/shared/ckpt/%A/%a");
+  return spec;
+}
+
+struct ArrayFigures {
+  double array_ms = -1, single_ms = -1;  // p50 of each Submit
+  double rss_per_task = -1;              // bytes per pending array task
+};
+
+ArrayFigures ArraySubmits(const std::string& dir, int reps) {
+  ArrayFigures out;
+  Daemons d(dir);
+  std::string target = d.StartCoordinator();
+  Api stub = Stub(d, target, d.Token());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a few ticks: a settled heap
+  const uint64_t rss_empty = RssBytes(d.coordinator_pid());
+  std::vector<double> array_ms, single_ms;
+  for (int i = 0; i < reps; ++i) {
+    v1::JobSpec array = TypicalSpec();
+    array.mutable_array()->set_first(0);
+    array.mutable_array()->set_last(9'999);
+    uint64_t id = 0;
+    auto began = Clock::now();
+    grpc::Status s = Call(stub, array, &id);
+    array_ms.push_back(Ms(Clock::now() - began));
+    if (!s.ok()) {
+      std::fprintf(stderr, "array submit: %s\n", s.error_message().c_str());
+      return out;
+    }
+    v1::JobSpec single = TypicalSpec();
+    single.set_name("single");
+    single.set_checkpoint_dir("/shared/ckpt/single");
+    began = Clock::now();
+    s = Call(stub, single, &id);
+    single_ms.push_back(Ms(Clock::now() - began));
+    if (!s.ok()) {
+      std::fprintf(stderr, "single submit: %s\n", s.error_message().c_str());
+      return out;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // passes make each array's window
+  const uint64_t rss = RssBytes(d.coordinator_pid());
+  const double tasks = reps * 10'000.0;
+  out.array_ms = Percentile(array_ms, 0.5);
+  out.single_ms = Percentile(single_ms, 0.5);
+  out.rss_per_task = (static_cast<double>(rss) - static_cast<double>(rss_empty)) / tasks;
+  std::printf(
+      "array of 10,000 tasks: one Submit p50 %.2f ms (one job's: %.2f ms; %.2f x); coordinator "
+      "RSS %.1f MiB empty, %.1f MiB with %.0f pending array tasks: %.1f bytes per task\n",
+      out.array_ms, out.single_ms, out.array_ms / out.single_ms, rss_empty / 1048576.0,
+      rss / 1048576.0, tasks, out.rss_per_task);
+  return out;
+}
+
 int main(int argc, char** argv) {
   cxxopts::Options opts("baton-bench-submit", "submit cost and throughput");
   opts.add_options()("dir", "data dir (on the disk under test)",
@@ -147,9 +227,11 @@ int main(int argc, char** argv) {
       "api-seconds", "duration of the API phase", cxxopts::value<double>()->default_value("5"))(
       "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
       "e2e-jobs", "trivial jobs for the end-to-end phase",
-      cxxopts::value<int>()->default_value("1000"));
+      cxxopts::value<int>()->default_value("1000"))(
+      "array-reps", "10,000-task arrays submitted (each beside a single job)",
+      cxxopts::value<int>()->default_value("10"));
   const cxxopts::ParseResult r = baton::bench::ParseFlags(opts, argc, argv);
-  for (const char* name : {"cli-submits", "api-threads", "agents", "e2e-jobs"}) {
+  for (const char* name : {"cli-submits", "api-threads", "agents", "e2e-jobs", "array-reps"}) {
     baton::bench::FlagAtLeast(opts, r, name, 1);
   }
   if (!(r["api-seconds"].as<double>() > 0)) {
@@ -278,6 +360,8 @@ int main(int argc, char** argv) {
       spawn_floor, SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads));
   std::printf("floor: the jobs' own processes alone (keeper + true, %d threads): %.0f jobs/s\n",
               floor_threads, spawn_floor);
+  // 4. Arrays.
+  const ArrayFigures arrays = ArraySubmits(dir + "/arrays", r["array-reps"].as<int>());
   std::filesystem::remove_all(dir);
   std::printf(
       "{\"auth\":\"munge+tls\",\"api_auth\":\"token+tls\",\"cli_submit_p50_vs_empty_rpc\":%.3f,"
@@ -287,10 +371,14 @@ int main(int argc, char** argv) {
       "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f,"
       "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f,"
       "\"e2e_spawn_floor_jobs_per_s\":%.1f,\"e2e_vs_spawn_floor\":%.3f,"
-      "\"memcgs_at_e2e_start\":%d,\"memcgs_at_e2e_end\":%d}\n",
+      "\"memcgs_at_e2e_start\":%d,\"memcgs_at_e2e_end\":%d,\"array_submit_ms_10k_tasks\":%.3f,"
+      "\"single_submit_ms\":%.3f,\"array_submit_vs_single\":%.3f,"
+      "\"rss_bytes_per_pending_array_task\":%.1f}\n",
       cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
       floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit,
       throttle_overhead, Percentile(api_off, 0.5), spawn_floor,
-      spawn_floor > 0 ? e2e_rate / spawn_floor : 0, memcgs_start, memcgs_end);
+      spawn_floor > 0 ? e2e_rate / spawn_floor : 0, memcgs_start, memcgs_end, arrays.array_ms,
+      arrays.single_ms, arrays.single_ms > 0 ? arrays.array_ms / arrays.single_ms : 0,
+      arrays.rss_per_task);
   return 0;
 }

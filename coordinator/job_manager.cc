@@ -114,6 +114,10 @@ absl::Status JobManager::Recover() {
     observer_->OnNodeLoaded(nodes_.Load(std::move(node), mono).node);
   }
   for (const auto& [id, e] : jobs_.all()) observer_->OnJobLoaded(e.job);
+  RecoverArraysLocked(std::move(snap->arrays));
+  Txn txn;
+  RecoverDependenciesLocked(txn);
+  if (!txn.touched.empty()) CommitLocked(std::move(txn));
   spdlog::info(
       "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
       "(finished jobs are read from the store when asked)",
@@ -137,6 +141,8 @@ int32_t JobManager::ClassValueLocked(const std::string& priority_class) const {
 // --- commit pipeline --------------------------------------------------------------------
 
 void JobManager::CommitLocked(Txn txn) {
+  if (dependents_.size() > 0) SettleDependentsLocked(txn);
+  if (!arrays_.empty()) CountTaskEndsLocked(txn);
   std::vector<v1::Job> changed;
   for (uint64_t id : txn.touched) {
     JobEntry* e = jobs_.Find(id);
@@ -178,6 +184,7 @@ absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const 
     };
     if (const JobEntry* e = jobs_.Find(id)) return copy(e->job, e->events);
     if (const FinishedJobs::Entry* e = finished_.Find(id)) return copy(e->job, e->events);
+    if (std::optional<v1::Job> task = UnmadeTaskLocked(id)) return *task;
   }
   // Not in memory: finished, and its final record durable (finished_ keeps it until then),
   // or unknown. Read outside the lock; a finished record no longer changes.
@@ -254,6 +261,10 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
                         bool hold, std::function<void(absl::StatusOr<uint64_t>)> done) {
   if (absl::Status k = SubmitKeys::Check(idempotency_key); !k.ok()) return done(k);
   if (committer_.store_full()) return done(StoreFull());
+  // The jobs it waits for, those no longer in memory read before the lock.
+  const FarJobs far = spec.after_size() > 0 && spec.after_size() <= deps::kMaxDependencies
+                          ? FetchDependencies(spec)
+                          : FarJobs{};
   std::unique_lock<std::mutex> lock(mu_);
   if (std::optional<uint64_t> made = submit_keys_.Find(caller.user, idempotency_key)) {
     // A retry: the first submit's job, answered once it is durable (the empty Txn's reply
@@ -263,19 +274,37 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
     CommitLocked(std::move(txn));
     return;
   }
-  absl::Status valid = ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &spec);
+  const bool array = spec.has_array();
+  absl::Status valid =
+      array ? ValidateArraySpecLocked(caller, &spec)
+            : ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &spec);
+  const bool has_tenant = valid.ok();
+  std::vector<v1::JobState> dep_states;
+  if (valid.ok() && spec.after_size() > 0) {
+    absl::StatusOr<std::vector<v1::JobState>> states = DependencyStatesLocked(spec, far);
+    if (states.ok()) {
+      dep_states = std::move(*states);
+    } else {
+      valid = states.status();
+    }
+  }
   // Fair use first: a throttled submit is counted, never stored (a flood costs no writes).
   // Every submit takes a token, a refused one too, so bad specs cannot flood the log.
   const Policy::Admission& limits = policy_.policy.admission;
   // The bucket is the tenant the spec was admitted into; a refused spec's tenant is only
   // what the caller said, so refusals spend the caller's own bucket.
-  const bool has_tenant = valid.ok();
   const char* limit = "rate";
   absl::Status fair =
       limiter_.TakeToken(has_tenant ? spec.tenant() : "user:" + caller.user, limits, clock_->Now());
   if (fair.ok() && valid.ok()) {
+    // An array waits as one record: it counts once, however many tasks it has.
     limit = "waiting";
-    fair = SubmitLimiter::CheckWaiting(spec.tenant(), jobs_.Waiting(spec.tenant()), limits);
+    fair = SubmitLimiter::CheckWaiting(
+        spec.tenant(), jobs_.Waiting(spec.tenant()) + ArraysWaitingLocked(spec.tenant()), limits);
+  }
+  if (fair.ok() && valid.ok() && array) {
+    limit = "array_tasks";
+    fair = CheckArrayLocked(spec);
   }
   if (!fair.ok()) {
     observer_->OnSubmitThrottled(has_tenant ? spec.tenant() : "", limit);
@@ -289,6 +318,21 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
     CommitLocked(std::move(txn));
     return;
   }
+  if (array && hold) {
+    lock.unlock();
+    return done(absl::InvalidArgumentError(
+        "array: --hold is not supported for arrays yet; hold its tasks once they are listed"));
+  }
+  if (array) {
+    Txn txn;
+    const uint64_t id = AddArrayLocked(caller, std::move(spec), txn);
+    submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
+    txn.reply = [done = std::move(done), id] { done(id); };
+    CommitLocked(std::move(txn));
+    lock.unlock();
+    Kick();
+    return;
+  }
   uint64_t id = next_job_id_++;
   v1::Job job;
   job.set_id(id);
@@ -296,7 +340,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   job.set_user(caller.user);
   job.set_submitted_ms(clock_->NowMs());
   job.set_idempotency_key(idempotency_key);
-  if (hold) {  // as a Hold right after the submit would make it
+  if (hold) {  // as a Hold right after the submit would make it (arrays: refused above)
     *job.mutable_hold() = NewHold(caller.user, access::IsAdmin(policy_.policy.access, caller),
                                   "held at submit", clock_->NowMs());
   }
@@ -306,6 +350,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   txn.batch.next_job_id = next_job_id_;
   Transition(e, v1::JOB_STATE_PENDING, "submitted by " + caller.user + (hold ? ", held" : ""),
              caller.user, txn);
+  StartDependenciesLocked(e, dep_states, txn);
   txn.reply = [done = std::move(done), id] { done(id); };
   CommitLocked(std::move(txn));
   lock.unlock();
@@ -324,6 +369,7 @@ absl::StatusOr<v1::Job> JobManager::Get(const Caller& caller, uint64_t job_id) c
 absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
                                                   const v1::ListRequest& req) const {
   BATON_ASSIGN_OR_RETURN(JobListing listing, JobListing::Start(req, policy()));
+  std::vector<v1::JobArray> arrays;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, e] : jobs_.all()) listing.Consider(e.job);
@@ -331,12 +377,21 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
       finished_.ForEach([&](const FinishedJobs::Entry& e) { listing.Consider(e.job); });
     }
     listing.Take();
+    if (req.page_token().empty()) {
+      for (v1::JobArray& a : UnfinishedArraysLocked(caller)) {
+        if (req.tenant().empty() || a.spec().tenant() == req.tenant()) {
+          arrays.push_back(std::move(a));
+        }
+      }
+    }
   }
   BATON_RETURN_IF_ERROR(
       listing.ReadStore([this](uint64_t after_id, const std::function<bool(v1::Job)>& fn) {
         return store_->ScanFinished(after_id, fn);
       }));
-  return listing.Page(caller);
+  v1::ListResponse page = listing.Page(caller);
+  for (auto& a : arrays) *page.add_arrays() = std::move(a);
+  return page;
 }
 
 absl::StatusOr<v1::Job> JobManager::LookupToActOn(const Caller& caller, uint64_t id,
@@ -358,6 +413,42 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   };
   std::unique_lock<std::mutex> lock(mu_);
   JobEntry* found = jobs_.Find(job_id);
+  if (ArrayState* a = found == nullptr ? ArrayOfLocked(job_id) : nullptr) {
+    // An array (all of its tasks), or one of its tasks that is not a job (yet).
+    v1::Job as_job;
+    *as_job.mutable_spec() = a->rec.spec();
+    as_job.set_user(a->rec.user());
+    if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, as_job, "cancel");
+        !may.ok()) {
+      lock.unlock();
+      return done(may);
+    }
+    std::string why = "cancelled by " + caller.user + (reason.empty() ? "" : ": " + reason);
+    Txn txn;
+    if (job_id == a->rec.id()) {
+      if (a->rec.finished_ms() != 0 && a->rec.cancelled_by().empty()) {
+        lock.unlock();
+        return done(absl::FailedPreconditionError("array " + std::to_string(job_id) +
+                                                  " already ended: every task has"));
+      }
+      CancelArrayLocked(*a, caller, why, txn);
+    } else if (std::optional<v1::Job> task = UnmadeTaskLocked(job_id)) {
+      if (task->state() == v1::JOB_STATE_PENDING) {
+        SkipTaskLocked(*a, static_cast<uint32_t>(job_id - a->rec.id() - 1), txn);
+      }
+    } else {
+      found = nullptr;  // a task that was a job and has ended: as any finished job
+    }
+    if (!txn.batch.empty() || !txn.touched.empty()) {
+      txn.reply = [done] { done(v1::JOB_STATE_CANCELLED); };
+      CommitLocked(std::move(txn));
+      return;
+    }
+    if (job_id == a->rec.id() || UnmadeTaskLocked(job_id)) {
+      lock.unlock();
+      return done(v1::JOB_STATE_CANCELLED);  // already cancelled
+    }
+  }
   if (found == nullptr) {
     // Finished (or unknown): nothing to stop.
     lock.unlock();
@@ -379,21 +470,27 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   }
   std::string why = "cancelled by " + caller.user + (reason.empty() ? "" : ": " + reason);
   Txn txn;
+  CancelLocked(e, caller.user, why, txn);
+  v1::JobState now_state = e.job.state();
+  txn.reply = [done = std::move(done), now_state] { done(now_state); };
+  CommitLocked(std::move(txn));
+}
+
+void JobManager::CancelLocked(JobEntry& e, const std::string& user, const std::string& why,
+                              Txn& txn) {
+  const CancelAction action = DecideCancel(e.job, e.live.has_value());
+  if (action == CancelAction::kAlready || action == CancelAction::kRefused) return;
   if (action == CancelAction::kStop) {
-    e.job.set_cancel_requested_by(caller.user);
+    e.job.set_cancel_requested_by(user);
     e.job.set_cancel_reason(why);
-    NoteEvent(e, e.job.state(), "cancel requested by " + caller.user + "; stopping processes",
-              caller.user, txn);
+    NoteEvent(e, e.job.state(), "cancel requested by " + user + "; stopping processes", user, txn);
     e.live->outcome = Outcome::kCancelled;
     e.live->outcome_reason = why;
     OrderStopLocked(e, SIGTERM, e.job.spec().grace_seconds(), why, txn);
   } else {
-    Transition(e, v1::JOB_STATE_CANCELLED, why, caller.user, txn);
+    Transition(e, v1::JOB_STATE_CANCELLED, why, user, txn);
     e.job.set_exit_code(0);
   }
-  v1::JobState now_state = e.job.state();
-  txn.reply = [done = std::move(done), now_state] { done(now_state); };
-  CommitLocked(std::move(txn));
 }
 
 absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signal) {

@@ -25,6 +25,7 @@
 #include "coordinator/agent_link.h"
 #include "coordinator/attempt_end.h"
 #include "coordinator/committer.h"
+#include "coordinator/dependencies.h"
 #include "coordinator/event_log.h"
 #include "coordinator/finished_jobs.h"
 #include "coordinator/job_table.h"
@@ -121,8 +122,12 @@ class JobManager {
   // `hold`: the job is made held (sbatch --hold), by the caller.
   void Submit(const Caller& caller, v1::JobSpec spec, const std::string& idempotency_key, bool hold,
               std::function<void(absl::StatusOr<uint64_t>)> done);
-  // One job, or every matching one, as `caller` may see them (access::ForViewer).
+  // One job, or every matching one, as `caller` may see them (access::ForViewer). A task
+  // of an array not yet a job is shown as one (PENDING, or CANCELLED before it started).
   absl::StatusOr<v1::Job> Get(const Caller& caller, uint64_t job_id) const;
+  // An array's record with its tasks' counts by state; NotFound for no such array. Cancel
+  // of an array's id cancels every task.
+  absl::StatusOr<v1::JobArray> GetArray(const Caller& caller, uint64_t array_id) const;
   // One page of the listing (ListRequest's paging); InvalidArgument for a bad token.
   absl::StatusOr<v1::ListResponse> List(const Caller& caller, const v1::ListRequest& req) const;
   void Cancel(const Caller& caller, uint64_t job_id, std::string reason,
@@ -268,6 +273,66 @@ class JobManager {
   // The refusal of a change while the store waits for disk space.
   static absl::Status StoreFull();
 
+  // Dependencies (job_manager_dependencies.cc). The records of the jobs a spec's `after`
+  // names, read without mu_ (only those no longer in memory are used).
+  using FarJobs = std::map<uint64_t, absl::StatusOr<v1::Job>>;
+  FarJobs FetchDependencies(const v1::JobSpec& spec) const;
+  // The state of each job `spec.after` names (in memory, else from `far`): NotFound for
+  // one that does not exist, InvalidArgument for a service (deps::CheckTarget).
+  absl::StatusOr<std::vector<v1::JobState>> DependencyStatesLocked(const v1::JobSpec& spec,
+                                                                   const FarJobs& far) const;
+  // A new job `e` (PENDING) with its dependencies' `states`: those met are recorded, those
+  // waiting indexed; one never to be met cancels it.
+  void StartDependenciesLocked(JobEntry& e, const std::vector<v1::JobState>& states, Txn& txn);
+  // The job `e.job.spec().after(index)` names is in `state` (UNSPECIFIED: not on record):
+  // met (recorded, with an event), or never (`e` CANCELLED: true), or still waiting.
+  bool SettleLocked(JobEntry& e, int index, v1::JobState state, Txn& txn);
+  // The jobs `txn` ended settle their dependents, and theirs in turn (CommitLocked).
+  void SettleDependentsLocked(Txn& txn);
+  // Recover: the dependents index rebuilt; any dependency whose job ended unrecorded is
+  // settled.
+  void RecoverDependenciesLocked(Txn& txn);
+
+  // Arrays (job_manager_arrays.cc). An array's record and its tasks that are jobs and
+  // have not ended.
+  struct ArrayState {
+    v1::JobArray rec;
+    std::set<uint64_t> unfinished;
+    uint32_t batch = 0;  // the last batch of tasks made (arrays::ToMake)
+  };
+  // The array whose id or task ids include `job_id`; nullptr for none.
+  ArrayState* ArrayOfLocked(uint64_t job_id);
+  const ArrayState* ArrayOfLocked(uint64_t job_id) const;
+  // Tasks of the tenant's arrays not yet ended; arrays with tasks still to be made.
+  uint32_t ArrayTasksLeftLocked(const std::string& tenant) const;
+  uint32_t ArraysWaitingLocked(const std::string& tenant) const;
+  // An array's spec checked (shape, and as its task with the longest %A/%a substitution)
+  // and defaulted; then what admission allows for it.
+  absl::Status ValidateArraySpecLocked(const Caller& caller, v1::JobSpec* spec) const;
+  absl::Status CheckArrayLocked(const v1::JobSpec& spec) const;
+  // A new array: its record, and ids for it and every task. Returns its id.
+  uint64_t AddArrayLocked(const Caller& caller, v1::JobSpec spec, Txn& txn);
+  // The next tasks of each array that may start become jobs (a pass's first step).
+  void MakeTasksLocked(Txn& txn);
+  void MakeTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
+  // Tasks `txn` ended are counted in their arrays' records (CommitLocked).
+  void CountTaskEndsLocked(Txn& txn);
+  void RecoverArraysLocked(std::vector<v1::JobArray> arrays);
+  // A task that is not a job (yet, or ever: cancelled first), as a job for status.
+  std::optional<v1::Job> UnmadeTaskLocked(uint64_t job_id) const;
+  // The record with its tasks' counts, as `caller` may see it (env redacted).
+  v1::JobArray WithCountsLocked(const Caller& caller, const ArrayState& a) const;
+  std::vector<v1::JobArray> UnfinishedArraysLocked(const Caller& caller) const;
+  // Cancel of a whole array: no more tasks made, those that are jobs cancelled as cancel
+  // does; of one task not yet a job: it never will be.
+  void CancelArrayLocked(ArrayState& a, const Caller& caller, const std::string& why, Txn& txn);
+  void SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
+  // What a task's launch tells its ranks of its array (BATON_ARRAY_*).
+  void ArrayOfTaskLocked(const v1::Job& job, v1::ArrayTask* out) const;
+  // A cancel by `user` that the caller may make: stops a live attempt (SIGTERM, grace),
+  // else CANCELLED at once.
+  void CancelLocked(JobEntry& e, const std::string& user, const std::string& why, Txn& txn);
+
   Store* const store_;
   Clock* const clock_;
   const JobManagerOptions options_;
@@ -300,6 +365,9 @@ class JobManager {
   absl::Time retention_checked_ = absl::InfinitePast();  // when Tick last deleted expired jobs
   NodeRegistry nodes_;  // its table under mu_; its links also read by effects after commit
   uint64_t next_job_id_ = 1;
+  deps::DependentsIndex dependents_;       // who waits for which job (unsettled dependencies)
+  std::map<uint64_t, ArrayState> arrays_;  // every array, by id
+  std::set<uint64_t> making_;              // arrays with tasks still to be made
 
   WatchHub watch_;
 

@@ -20,6 +20,12 @@ void JobManager::Hold(const Caller& caller, uint64_t job_id, std::string reason,
     lock.unlock();
     absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "hold");
     if (!job.ok()) return done(job.status());
+    if (job->array_id() != 0 && job->state() == v1::JOB_STATE_PENDING) {
+      return done(absl::FailedPreconditionError(
+          "task " + std::to_string(job->array_id()) + "_" + std::to_string(job->array_index()) +
+          " is not a job yet (it waits in its array): hold it once baton queue --array lists "
+          "it, or cancel it"));
+    }
     return done(DecideHold(*job, caller.user, false, reason, 0).status());
   }
   JobEntry& e = *found;

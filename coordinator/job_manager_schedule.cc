@@ -31,15 +31,18 @@ sched::ClusterView JobManager::ViewWithUsageLocked(absl::Time now,
 
 void JobManager::SchedulePass() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (jobs_.queue().empty()) return;
+  Txn txn;
+  if (!making_.empty()) MakeTasksLocked(txn);  // arrays' next tasks join the queue
   bool any_ready = false;
   for (const auto& [name, n] : nodes_.all()) any_ready |= n.node.state() == v1::NODE_STATE_READY;
-  if (!any_ready) return;  // nothing can be placed or evicted
+  if (jobs_.queue().empty() || !any_ready) {  // nothing can be placed or evicted
+    if (!txn.touched.empty()) CommitLocked(std::move(txn));
+    return;
+  }
   PassTimer timer(observer_);
   absl::Time now = clock_->Now();
   sched::ClusterView view = ViewWithUsageLocked(now, ledger_);
   sched::Decisions d = sched::Plan(view, policy_.policy, absl::ToUnixMillis(now));
-  Txn txn;
   for (const auto& p : d.placements) PlaceLocked(jobs_.at(p.job), p, view, txn);
   for (const auto& ev : d.evictions) EvictLocked(jobs_.at(ev.victim), ev, txn);
   reserved_nodes_ = ReservationsOf(d, view);
@@ -213,8 +216,10 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
     const NodeRegistry::Entry* n = nodes_.Find(p.node());
     addresses.push_back(n == nullptr ? "" : n->node.address());
   }
-  return LaunchCommand(e.job, node_rank, e.exec_secret, LaunchTermsOf(policy_.policy, e.job.spec()),
-                       addresses);
+  v1::CoordinatorCommand cmd = LaunchCommand(
+      e.job, node_rank, e.exec_secret, LaunchTermsOf(policy_.policy, e.job.spec()), addresses);
+  ArrayOfTaskLocked(e.job, cmd.mutable_launch()->mutable_array());
+  return cmd;
 }
 
 void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {

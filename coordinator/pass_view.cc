@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "coordinator/dependencies.h"
 #include "coordinator/events.h"
 #include "coordinator/job_state.h"
 #include "coordinator/sched_adapter.h"
@@ -93,6 +94,12 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
     pj.cooldown_until = e.job.cooldown_until_ms();
     pj.evictions = e.job.evictions();
     if (e.job.has_hold()) pj.held = HoldText(e.job.hold());
+    if (e.job.after_met_size() < e.job.spec().after_size()) {
+      pj.waits_for = deps::WaitText(e.job, deps::Unmet(e.job), [&jobs](uint64_t id) {
+        const JobEntry* on = jobs.Find(id);
+        return on == nullptr ? v1::JOB_STATE_UNSPECIFIED : on->job.state();
+      });
+    }
     auto r = reserved.find(pj.id);
     if (r != reserved.end()) pj.reserved_nodes = r->second;
     view.pending.push_back(std::move(pj));

@@ -123,6 +123,10 @@ struct Policy : sched::Policy {
     uint32_t max_pending_per_tenant = 10'000;  // jobs waiting in the queue
     double submit_rate = 200;                  // submits per second per tenant (0: no limit)
     uint32_t submit_burst = 1000;              // the token bucket's depth
+    // Arrays: tasks in one array; tasks not yet ended across a tenant's arrays. An array
+    // counts once towards max_pending_per_tenant and the submit rate.
+    uint32_t max_array_tasks = 10'000;
+    uint32_t max_array_tasks_per_tenant = 100'000;
   };
   Admission admission;
 

@@ -370,10 +370,10 @@ void ParseAccess(Reader& r, const YAML::Node& root, Policy& p) {
 
 void ParseAdmission(Reader& r, const YAML::Node& n, Policy::Admission& a) {
   const std::string w = "admission";
-  if (!n ||
-      !r.Map(n, w,
-             {"max_env_entries", "max_env_bytes", "max_selectors", "max_tolerations",
-              "max_command_bytes", "max_pending_per_tenant", "submit_rate", "submit_burst"})) {
+  if (!n || !r.Map(n, w,
+                   {"max_env_entries", "max_env_bytes", "max_selectors", "max_tolerations",
+                    "max_command_bytes", "max_pending_per_tenant", "submit_rate", "submit_burst",
+                    "max_array_tasks", "max_array_tasks_per_tenant"})) {
     return;
   }
   r.Scalar(n["max_env_entries"], w + ".max_env_entries", &a.max_env_entries);
@@ -384,6 +384,9 @@ void ParseAdmission(Reader& r, const YAML::Node& n, Policy::Admission& a) {
   r.Scalar(n["max_pending_per_tenant"], w + ".max_pending_per_tenant", &a.max_pending_per_tenant);
   r.Scalar(n["submit_rate"], w + ".submit_rate", &a.submit_rate);
   r.Scalar(n["submit_burst"], w + ".submit_burst", &a.submit_burst);
+  r.Scalar(n["max_array_tasks"], w + ".max_array_tasks", &a.max_array_tasks);
+  r.Scalar(n["max_array_tasks_per_tenant"], w + ".max_array_tasks_per_tenant",
+           &a.max_array_tasks_per_tenant);
 }
 
 // topology.levels, lowest first: "leaf" is the label topology.baton.io/leaf; a label key
@@ -648,6 +651,10 @@ void CheckAdmission(const Policy& p, Problems& out) {
     out.Add(w + ".submit_burst", "must be at least 1 when submit_rate is set");
   }
   if (a.max_pending_per_tenant == 0) out.Add(w + ".max_pending_per_tenant", "must be at least 1");
+  if (a.max_array_tasks == 0) out.Add(w + ".max_array_tasks", "must be at least 1");
+  if (a.max_array_tasks_per_tenant < a.max_array_tasks) {
+    out.Add(w + ".max_array_tasks_per_tenant", "must be at least max_array_tasks");
+  }
 }
 
 void CheckTopology(const Policy& p, Problems& out) {

@@ -94,6 +94,16 @@ grpc::ServerUnaryReactor* CoordinatorService::Get(grpc::CallbackServerContext* c
   });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::GetArray(grpc::CallbackServerContext* ctx,
+                                                       const v1::GetRequest* req,
+                                                       v1::JobArray* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    auto array = jobs_->GetArray(caller, req->job_id());
+    if (array.ok()) *resp = std::move(*array);
+    r->Finish(ToGrpc(array.status()));
+  });
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::List(grpc::CallbackServerContext* ctx,
                                                    const v1::ListRequest* req,
                                                    v1::ListResponse* resp) {

@@ -52,6 +52,8 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                    v1::SubmitResponse* resp) override;
   grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetRequest* req,
                                 v1::Job* resp) override;
+  grpc::ServerUnaryReactor* GetArray(grpc::CallbackServerContext* ctx, const v1::GetRequest* req,
+                                     v1::JobArray* resp) override;
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* ctx, const v1::ListRequest* req,
                                  v1::ListResponse* resp) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx, const v1::CancelRequest* req,

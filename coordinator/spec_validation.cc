@@ -6,6 +6,7 @@
 #include "common/ids.h"
 #include "common/resources.h"
 #include "common/status.h"
+#include "coordinator/dependencies.h"
 #include "coordinator/sched_adapter.h"
 
 namespace baton {
@@ -266,6 +267,7 @@ absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
   if (absl::Status s = CheckCommand(policy.admission, spec); !s.ok()) return s;
   if (absl::Status s = CheckPlacementTerms(policy.admission, *spec); !s.ok()) return s;
   if (absl::Status s = CheckShape(policy, spec); !s.ok()) return s;
+  if (absl::Status s = deps::CheckSpec(*spec); !s.ok()) return s;
   if (absl::Status s = CheckPolicy(caller, policy, spec); !s.ok()) return s;
   // The scheduler's own rules (per-job limits, pools, MIG, quotas it could never reach).
   absl::Status rules =

@@ -37,6 +37,7 @@ constexpr char kPolicyPrefix[] = "policy/";
 constexpr char kUsageKey[] = "fair_share_usage";  // + zero-padded version: every version kept
 constexpr char kTokenPrefix[] = "token/";         // + token id
 constexpr char kSecretPrefix[] = "secret/";       // + zero-padded job id
+constexpr char kArrayPrefix[] = "array/";         // + zero-padded array id
 // Present once `live` and `ended` index every job (stores older than the indexes get them
 // built at their first open).
 constexpr char kIndexedKey[] = "indexed/live_ended";
@@ -109,6 +110,7 @@ void StoreBatch::Append(StoreBatch&& other) {
   for (auto& t : other.tokens) tokens.push_back(std::move(t));
   for (auto& s : other.secrets) secrets.push_back(std::move(s));
   for (uint64_t id : other.deleted_jobs) deleted_jobs.push_back(id);
+  for (auto& a : other.arrays) arrays.push_back(std::move(a));
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -229,6 +231,9 @@ absl::Status Store::Commit(const StoreBatch& batch, uint64_t ha_index) {
   }
   for (const auto& s : batch.secrets) {
     wb.Put(handles_[kMeta], kSecretPrefix + PaddedKey(s.job_id()), s.SerializeAsString());
+  }
+  for (const auto& a : batch.arrays) {
+    wb.Put(handles_[kMeta], kArrayPrefix + PaddedKey(a.id()), a.SerializeAsString());
   }
   for (uint64_t id : batch.deleted_jobs) {
     // "<job>/" .. "<job>0" spans every "<job>/<seq>" key ('0' follows '/').
@@ -377,6 +382,10 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
   if (!s.ok()) return s;
   s = LoadFamily(handles_[kNodes], [&](std::string_view k, std::string_view v) {
     return ParseInto(v, "node", k, &snap.nodes);
+  });
+  if (!s.ok()) return s;
+  s = ScanMeta(kArrayPrefix, [&](std::string_view k, std::string_view v) {
+    return ParseInto(v, "array", k, &snap.arrays);
   });
   if (!s.ok()) return s;
   std::string value;

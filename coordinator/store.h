@@ -48,10 +48,12 @@ struct StoreBatch {
   std::vector<v1::StoredExecSecret> secrets;  // a job's current attempt's exec secret
   // Jobs past their retention: the record, its events (both logs) and its secret go.
   std::vector<uint64_t> deleted_jobs;
+  std::vector<v1::JobArray> arrays;  // array records (by id), each replacing the stored one
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
-           !policy && !usage && tokens.empty() && secrets.empty() && deleted_jobs.empty();
+           !policy && !usage && tokens.empty() && secrets.empty() && deleted_jobs.empty() &&
+           arrays.empty();
   }
   void Append(StoreBatch&& other);
 };
@@ -68,6 +70,7 @@ struct StoreSnapshot {
   std::optional<v1::FairShareUsage> usage;    // the last saved fair-share ledger
   uint64_t last_log_seq = 0;                  // the global log is not loaded: read it with ReadLog
   std::vector<v1::StoredExecSecret> secrets;  // an unfinished job's, once it has been launched
+  std::vector<v1::JobArray> arrays;           // every array record, in id order
 };
 
 // Which global log records ReadLog returns.

@@ -131,6 +131,11 @@ bool IsTerminal(v1::JobState state) {
          state == v1::JOB_STATE_CANCELLED;
 }
 
+std::string DependencyName(const v1::JobDependency& d) {
+  return EnumSuffix(v1::DependencyKind_Name(d.kind()), "DEPENDENCY_KIND_") + ":" +
+         std::to_string(d.job());
+}
+
 std::string LaunchModeName(v1::LaunchMode mode) {
   if (mode == v1::LAUNCH_MODE_UNSPECIFIED) return "direct";
   return EnumSuffix(v1::LaunchMode_Name(mode), "LAUNCH_MODE_");

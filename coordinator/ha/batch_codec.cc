@@ -30,6 +30,7 @@ std::string EncodeBatch(const StoreBatch& batch) {
   if (batch.usage) *b.mutable_usage() = *batch.usage;
   CopyAll(batch.tokens, b.mutable_tokens());
   CopyAll(batch.secrets, b.mutable_secrets());
+  CopyAll(batch.arrays, b.mutable_arrays());
   for (uint64_t id : batch.deleted_jobs) b.add_deleted_jobs(id);
   return b.SerializeAsString();
 }
@@ -50,6 +51,7 @@ absl::StatusOr<StoreBatch> DecodeBatch(std::string_view bytes) {
   if (b.has_usage()) out.usage = std::move(*b.mutable_usage());
   MoveAll(b.mutable_tokens(), &out.tokens);
   MoveAll(b.mutable_secrets(), &out.secrets);
+  MoveAll(b.mutable_arrays(), &out.arrays);
   out.deleted_jobs.assign(b.deleted_jobs().begin(), b.deleted_jobs().end());
   return out;
 }

@@ -138,6 +138,10 @@ struct PendingJob {
   // Why it is held ("held by alice: waiting for the dataset"); empty when it is not. A
   // held job keeps its place in line and is never started (Outcome::kHeld).
   std::string held;
+  // What it waits for ("waiting for job 17 to succeed (it is RUNNING)"); empty when every
+  // job it depends on has ended as it asks. Like a hold: in line, never started
+  // (Outcome::kDependency; a hold's reason wins).
+  std::string waits_for;
 };
 
 struct ClusterView {

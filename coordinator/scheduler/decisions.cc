@@ -18,6 +18,8 @@ std::string_view OutcomeName(Outcome o) {
       return "infeasible";
     case Outcome::kHeld:
       return "held";
+    case Outcome::kDependency:
+      return "waiting for dependency";
   }
   return "unknown";
 }

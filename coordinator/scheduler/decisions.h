@@ -21,6 +21,7 @@ enum class Outcome {
   kReserved,         // room is held for it: victims are leaving, or it heads the line
   kInfeasible,       // can never run on this cluster under this policy
   kHeld,             // held (PendingJob::held): never started until released
+  kDependency,       // waits for other jobs to end (PendingJob::waits_for)
 };
 std::string_view OutcomeName(Outcome o);
 

@@ -319,7 +319,7 @@ void BuildJobs(Pass& pass) {
     j.submitted = p.submitted;
     j.cooldown_until = p.cooldown_until;
     j.has_reserved_nodes = !p.reserved_nodes.empty();
-    j.held = !p.held.empty();
+    j.held = !p.held.empty() || !p.waits_for.empty();
     j.awaits_victims = !pass.awaited.empty() && pass.awaited.contains(p.id);
     j.cls = ClassId(pass, p.priority_class);
     j.tenant = TenantId(pass, p.tenant);

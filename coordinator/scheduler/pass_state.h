@@ -147,7 +147,7 @@ struct Job {
   bool awaits_victims = false;      // some leaving gang makes room for it
   bool holds = false;               // room is held for it from before this pass (plan.cc)
   bool borrower = false;            // its tenant would go over nominal (order.cc)
-  bool held = false;                // src->held is not empty: never started
+  bool held = false;                // src->held or src->waits_for is not empty: never started
   uint32_t cls = kNone;
   uint32_t tenant = 0;
   uint32_t shape = 0;

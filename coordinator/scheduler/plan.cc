@@ -114,7 +114,10 @@ Verdict Planner::Decide(const Job& job) {
   if (const std::string& why = InfeasibleReason(pass_, job); !why.empty()) {
     return {Outcome::kInfeasible, why};
   }
-  if (job.held) return {Outcome::kHeld, p.held};
+  if (job.held) {
+    return p.held.empty() ? Verdict{Outcome::kDependency, p.waits_for}
+                          : Verdict{Outcome::kHeld, p.held};
+  }
   if (job.cooldown_until > pass_.now) return {Outcome::kInCooldown, CooldownReason(pass_, job)};
   const PriorityClass& cls = *pass_.classes[job.cls];
   QuotaBook::Verdict q = pass_.quota.Check(job.tenant, Ask(pass_, job), cls.preemptible);

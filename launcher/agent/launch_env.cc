@@ -59,6 +59,14 @@ absl::StatusOr<std::vector<std::string>> BuildRankEnv(const RankEnvInput& in) {
   env["BATON_GRACE_SECONDS"] = std::to_string(spec.grace_seconds());
   env["BATON_PROGRESS_FILE"] = in.progress_file;
   if (!spec.checkpoint_dir().empty()) env["BATON_CHECKPOINT_DIR"] = spec.checkpoint_dir();
+  if (const v1::ArrayTask& a = l.array(); a.array_id() != 0) {  // Slurm's SLURM_ARRAY_*
+    env["BATON_ARRAY_JOB_ID"] = std::to_string(a.array_id());
+    env["BATON_ARRAY_TASK_ID"] = std::to_string(a.index());
+    env["BATON_ARRAY_TASK_COUNT"] = std::to_string(a.count());
+    env["BATON_ARRAY_TASK_MIN"] = std::to_string(a.min());
+    env["BATON_ARRAY_TASK_MAX"] = std::to_string(a.max());
+    env["BATON_ARRAY_TASK_STEP"] = std::to_string(a.step());
+  }
   // Collectives bind to the cluster interface (else gloo takes the address the hostname
   // resolves to, often loopback), unless the job chose one itself.
   for (const char* var : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}) {

@@ -34,8 +34,11 @@ int RunLogs(const Args& args) {
   auto conn = Connection(*r, &code);
   if (!conn) return code;
   Client client(*conn);
+  absl::StatusOr<uint64_t> id = ResolveJobRef(client, ids->front());
+  if (!id.ok())
+    return ReportError("logs " + ids->front().text, ToGrpc(id.status()), conn->coordinator);
   v1::LogsRequest req;
-  req.set_job_id(ids->front());
+  req.set_job_id(*id);
   req.set_follow(r->count("follow"));
   req.set_attempt((*r)["attempt"].as<uint32_t>());
   req.set_node((*r)["node"].as<std::string>());

@@ -104,6 +104,16 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       << Ago(h.at_ms(), now_ms) << (h.reason().empty() ? "" : ": " + h.reason())
       << "; baton release " << job.id() << " lets it start\n";
   }
+  if (job.spec().after_size() > 0) {
+    o << "  After:      ";
+    for (int i = 0; i < job.spec().after_size(); ++i) {
+      const v1::JobDependency& d = job.spec().after(i);
+      const auto& met = job.after_met();
+      const bool done = std::find(met.begin(), met.end(), static_cast<uint32_t>(i)) != met.end();
+      o << (i ? ", " : "") << DependencyName(d) << (done ? " (met)" : "");
+    }
+    o << "\n";
+  }
   if (job.cooldown_until_ms() > now_ms) {
     o << "  Waits:      " << FormatDurationMs(job.cooldown_until_ms() - now_ms)
       << " more before it may start again\n";

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "common/resources.h"
+#include "coordinator/arrays.h"
 #include "launcher/cli/format.h"
 #include "proto/rpc_util.h"
 
@@ -112,7 +114,47 @@ std::string Date(int64_t unix_ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
-Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms) {
+std::string ArrayCounts(const v1::JobArray& a) {
+  std::vector<std::pair<std::string, uint32_t>> counts;
+  for (const char* state : {"running", "scheduled", "preempting", "cooldown", "pending"}) {
+    auto it = a.unfinished().find(state);
+    if (it != a.unfinished().end() && it->second > 0) counts.emplace_back(state, it->second);
+  }
+  counts.emplace_back("succeeded", a.succeeded());
+  counts.emplace_back("failed", a.failed());
+  counts.emplace_back("cancelled", a.cancelled());
+  std::string out;
+  for (const auto& [state, n] : counts) {
+    if (n == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  }
+  return out.empty() ? "no tasks" : out;
+}
+
+std::string RenderArray(const v1::JobArray& a, int64_t now_ms, const OutputOptions& options) {
+  const bool human =
+      options.format == OutputFormat::kTable || options.format == OutputFormat::kWide;
+  std::string text;
+  if (human) {
+    const v1::JobSpec& s = a.spec();
+    std::ostringstream o;
+    o << "Array " << arrays::Label(a) << "  " << s.name() << "  (" << a.tasks() << " task"
+      << (a.tasks() == 1 ? "" : "s") << ")\n"
+      << "  Tasks:      " << ArrayCounts(a) << "\n"
+      << "  Tenant:     " << s.tenant() << "   user " << a.user() << "   class "
+      << s.priority_class() << "\n"
+      << "  Submitted:  " << Ago(a.submitted_ms(), now_ms) << "\n";
+    if (!a.cancelled_by().empty()) o << "  Cancelled:  by " << a.cancelled_by() << "\n";
+    if (a.finished_ms() != 0) o << "  Ended:      " << Ago(a.finished_ms(), now_ms) << "\n";
+    o << "  Each task:  " << s.nodes() << " node(s) x " << s.gpus_per_node()
+      << " GPU(s); baton status " << a.id() << "_INDEX for one\n";
+    text = o.str();
+  }
+  return RenderOne(a, "array/" + std::to_string(a.id()), text, options);
+}
+
+Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms,
+                     const Repeated<v1::JobArray>& arrays, bool expand_arrays) {
   Listing l;
   l.columns = {{"ID"},
                {"NAME", false, 20},
@@ -130,17 +172,44 @@ Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms) {
                {"RUNTIME", true},
                {"PLACEMENT", true},
                {"REASON", false, 60}};
-  for (const auto& job : jobs) {
-    const auto& sp = job.spec();
-    l.rows.push_back({std::to_string(job.id()), sp.name(), sp.tenant(), job.user(),
-                      sp.priority_class(), StateName(job.state()), std::to_string(sp.nodes()),
+  std::map<uint64_t, const v1::JobArray*> by_id;
+  for (const auto& a : arrays) by_id[a.id()] = &a;
+  std::set<uint64_t> shown;
+  auto array_row = [&](const v1::JobArray& a, const std::string& reason) {
+    const auto& sp = a.spec();
+    l.rows.push_back({arrays::Label(a), sp.name(), sp.tenant(), a.user(), sp.priority_class(),
+                      ArrayCounts(a), std::to_string(sp.nodes()),
                       std::to_string(sp.nodes() * sp.gpus_per_node()),
-                      std::to_string(sp.gpus_per_node()), std::to_string(job.attempts_size()),
-                      Failures(job), std::to_string(job.evictions()),
-                      Ago(job.submitted_ms(), now_ms), Runtime(job, now_ms), PlacementNodes(job),
-                      job.message()});
+                      std::to_string(sp.gpus_per_node()), "-", "-", "-",
+                      Ago(a.submitted_ms(), now_ms), "-", "-", reason});
+    l.objects.push_back(&a);
+    l.names.push_back("array/" + std::to_string(a.id()));
+  };
+  for (const auto& job : jobs) {
+    if (job.array_id() != 0 && !expand_arrays) {
+      auto it = by_id.find(job.array_id());
+      if (it != by_id.end()) {  // folded: the array's row where its first task is
+        if (shown.insert(job.array_id()).second) array_row(*it->second, job.message());
+        continue;
+      }
+    }
+    const auto& sp = job.spec();
+    const std::string id = job.array_id() != 0
+                               ? arrays::TaskLabel(job.array_id(), job.array_index())
+                               : std::to_string(job.id());
+    l.rows.push_back(
+        {id, sp.name(), sp.tenant(), job.user(), sp.priority_class(), StateName(job.state()),
+         std::to_string(sp.nodes()), std::to_string(sp.nodes() * sp.gpus_per_node()),
+         std::to_string(sp.gpus_per_node()), std::to_string(job.attempts_size()), Failures(job),
+         std::to_string(job.evictions()), Ago(job.submitted_ms(), now_ms), Runtime(job, now_ms),
+         PlacementNodes(job), job.message()});
     l.objects.push_back(&job);
     l.names.push_back("job/" + std::to_string(job.id()));
+  }
+  for (const auto& a : arrays) {  // none of its tasks is a job yet (or listed)
+    if (!expand_arrays && !shown.contains(a.id())) {
+      array_row(a, "its tasks wait to be made jobs as they may start");
+    }
   }
   return l;
 }

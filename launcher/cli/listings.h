@@ -22,7 +22,15 @@ using Repeated = google::protobuf::RepeatedPtrField<T>;
 // FAILURES (of max_restarts when set), EVICTIONS, RUNTIME (of the last attempt) and
 // PLACEMENT (its nodes, while it runs or after the job ended), and shows NAME and REASON
 // whole.
-Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms);
+// Tasks of arrays in `arrays` fold into one row per array, named array/<id>, with its
+// tasks' counts by state (where its first listed task was, else after the jobs), unless
+// `expand_arrays`: then each task has its own row, ID 17_5.
+Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms,
+                     const Repeated<v1::JobArray>& arrays = {}, bool expand_arrays = false);
+// "2 running, 6 pending, 8 succeeded": an array's tasks by state, running work first.
+std::string ArrayCounts(const v1::JobArray& array);
+// `baton status ARRAY`.
+std::string RenderArray(const v1::JobArray& array, int64_t now_ms, const OutputOptions& options);
 
 // Nodes as `baton nodes` lists them, with the limits table of running attempts as the
 // footer; named node/<name>. Wide adds GPU MODEL ("8x NVIDIA H200"), TOPOLOGY (its path in

@@ -1,9 +1,11 @@
 #include "launcher/cli/options.h"
 
+#include <charconv>
 #include <iostream>
 
 #include "common/ids.h"
 #include "common/resources.h"
+#include "coordinator/arrays.h"
 
 namespace baton::cli {
 
@@ -76,12 +78,49 @@ std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* cod
   return o;
 }
 
-std::optional<std::vector<uint64_t>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
-                                            int* code) {
-  std::vector<uint64_t> ids;
+absl::StatusOr<JobRef> ParseJobRef(const std::string& text) {
+  JobRef ref;
+  ref.text = text;
+  const size_t us = text.find('_');
+  absl::StatusOr<uint64_t> id = ParseJobId(text.substr(0, us));
+  if (!id.ok()) return id.status();
+  ref.id = *id;
+  if (us != std::string::npos) {
+    const std::string index = text.substr(us + 1);
+    uint32_t n = 0;
+    auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), n);
+    if (index.empty() || ec != std::errc() || end != index.data() + index.size()) {
+      return absl::InvalidArgumentError("invalid job id '" + text +
+                                        "': a task of an array is ARRAY_INDEX (17_5)");
+    }
+    ref.task = n;
+  }
+  return ref;
+}
+
+absl::StatusOr<uint64_t> ResolveJobRef(Client& client, const JobRef& ref) {
+  if (!ref.task) return ref.id;
+  v1::GetRequest req;
+  req.set_job_id(ref.id);
+  v1::JobArray array;
+  auto ctx = client.Context();
+  grpc::Status s = client.stub()->GetArray(ctx.get(), req, &array);
+  if (!s.ok()) return FromGrpc(s);
+  std::optional<uint32_t> position = arrays::PositionOf(array.spec().array(), *ref.task);
+  if (!position) {
+    return absl::NotFoundError("array " + std::to_string(ref.id) + " has no task " +
+                               std::to_string(*ref.task) + " (its tasks: " + arrays::Label(array) +
+                               ")");
+  }
+  return arrays::TaskJobId(ref.id, *position);
+}
+
+std::optional<std::vector<JobRef>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
+                                          int* code) {
+  std::vector<JobRef> ids;
   if (r.count("job")) {
     for (const auto& text : r["job"].as<std::vector<std::string>>()) {
-      auto id = ParseJobId(text);
+      auto id = ParseJobRef(text);
       if (!id.ok()) {
         std::cerr << "baton " << cmd << ": " << id.status().message() << "\n";
         *code = kUsage;
@@ -113,10 +152,10 @@ int ForEachJob(cxxopts::Options& opts, const std::vector<std::string>& args, con
   if (!conn) return code;
   Client client(*conn);
   int worst = kOk;
-  for (uint64_t id : *ids) {
-    grpc::Status s = each(client, *r, id);
-    if (!s.ok())
-      worst = ReportError(std::string(cmd) + " " + std::to_string(id), s, conn->coordinator);
+  for (const JobRef& ref : *ids) {
+    absl::StatusOr<uint64_t> id = ResolveJobRef(client, ref);
+    grpc::Status s = id.ok() ? each(client, *r, *id) : ToGrpc(id.status());
+    if (!s.ok()) worst = ReportError(std::string(cmd) + " " + ref.text, s, conn->coordinator);
   }
   return worst;
 }

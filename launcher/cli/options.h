@@ -34,9 +34,21 @@ OutputOptions Output(const cxxopts::ParseResult& r);
 // Environment defaults overridden by --coordinator and --timeout.
 std::optional<ConnectOptions> Connection(const cxxopts::ParseResult& r, int* code);
 
+// A job named on the command line: "17" (a job, or an array: all of its tasks) or "17_5"
+// (task 5 of array 17).
+struct JobRef {
+  uint64_t id = 0;
+  std::optional<uint32_t> task;
+  std::string text;  // as given
+};
+absl::StatusOr<JobRef> ParseJobRef(const std::string& text);
+// The job `ref` names: a task's id from its array's record (GetArray); NotFound when the
+// array has no such index.
+absl::StatusOr<uint64_t> ResolveJobRef(Client& client, const JobRef& ref);
+
 // The positional job ids, parsed; prints the error and sets *code on a bad one.
-std::optional<std::vector<uint64_t>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
-                                            int* code);
+std::optional<std::vector<JobRef>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
+                                          int* code);
 
 // The shape of every per-job command: adds the positional JOB... argument, parses, checks
 // the ids, connects, and calls `each` for every id. A failed call is reported as

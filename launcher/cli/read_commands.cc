@@ -16,7 +16,8 @@ int RunQueue(const Args& args) {
                                                        cxxopts::value<std::string>())(
       "state", "only jobs in this state (repeatable): pending, running, …",
       cxxopts::value<std::vector<std::string>>())("limit", "at most this many",
-                                                  cxxopts::value<uint32_t>()->default_value("0"));
+                                                  cxxopts::value<uint32_t>()->default_value("0"))(
+      "array", "a row per task of each array (17_5) instead of one per array");
   AddCommonFlags(opts);
   AddOutputFlags(opts);
   int code = kOk;
@@ -49,10 +50,13 @@ int RunQueue(const Args& args) {
     grpc::Status s = client.stub()->List(ctx.get(), req, &page);
     if (!s.ok()) return ReportError("queue", s, conn->coordinator);
     for (auto& job : *page.mutable_jobs()) *resp.add_jobs() = std::move(job);
+    for (auto& a : *page.mutable_arrays()) *resp.add_arrays() = std::move(a);
     req.set_page_token(page.next_page_token());
   } while (!req.page_token().empty() &&
            (limit == 0 || static_cast<uint32_t>(resp.jobs_size()) < limit));
-  std::cout << Render(QueueListing(resp.jobs(), RealClock::Get()->NowMs()), Output(*r));
+  std::cout << Render(
+      QueueListing(resp.jobs(), RealClock::Get()->NowMs(), resp.arrays(), r->count("array") > 0),
+      Output(*r));
   return kOk;
 }
 
@@ -84,7 +88,20 @@ std::string RenderStatus(uint64_t /*id*/, const v1::Job& job, const OutputOption
 int RunStatus(const Args& args) {
   cxxopts::Options opts("baton status", "Jobs: state, placement, attempts, events.");
   AddOutputFlags(opts);
-  return ForEachJob(opts, args, "status", PrintEach(&v1::Coordinator::Stub::Get, RenderStatus));
+  PerJob job = PrintEach(&v1::Coordinator::Stub::Get, RenderStatus);
+  return ForEachJob(opts, args, "status",
+                    [job](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+                      grpc::Status s = job(client, r, id);
+                      if (s.error_code() != grpc::StatusCode::NOT_FOUND) return s;
+                      // Not a job: perhaps an array (all of its tasks).
+                      v1::GetRequest req;
+                      req.set_job_id(id);
+                      v1::JobArray array;
+                      auto ctx = client.Context();
+                      if (!client.stub()->GetArray(ctx.get(), req, &array).ok()) return s;
+                      std::cout << RenderArray(array, RealClock::Get()->NowMs(), Output(r));
+                      return grpc::Status::OK;
+                    });
 }
 
 int RunExplain(const Args& args) {

@@ -5,8 +5,11 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "common/ids.h"
 #include "common/resources.h"
 #include "common/status.h"
 
@@ -80,6 +83,72 @@ absl::Status SetTopology(const std::string& v, v1::JobSpec* s) {
   return absl::OkStatus();
 }
 
+// "ok:17,any:18:19,notok:20" (Slurm's afterok:17 spellings too): appended to spec.after.
+absl::Status AddDependencies(const std::string& v, v1::JobSpec* s) {
+  static const std::map<std::string, v1::DependencyKind> kKinds = {
+      {"ok", v1::DEPENDENCY_KIND_OK},       {"afterok", v1::DEPENDENCY_KIND_OK},
+      {"any", v1::DEPENDENCY_KIND_ANY},     {"afterany", v1::DEPENDENCY_KIND_ANY},
+      {"notok", v1::DEPENDENCY_KIND_NOTOK}, {"afternotok", v1::DEPENDENCY_KIND_NOTOK}};
+  for (const std::string& item : std::vector<std::string>(absl::StrSplit(v, ','))) {
+    std::vector<std::string> parts = absl::StrSplit(item, ':');
+    auto kind = kKinds.find(parts[0]);
+    if (parts.size() < 2 || kind == kKinds.end()) {
+      return absl::InvalidArgumentError("'" + item +
+                                        "' is not a dependency: KIND:JOB[:JOB...] with KIND ok, "
+                                        "any or notok (ok:17,any:18)");
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      absl::StatusOr<uint64_t> id = ParseJobId(parts[i]);
+      if (!id.ok())
+        return absl::InvalidArgumentError("'" + item + "': " + std::string(id.status().message()));
+      v1::JobDependency* d = s->add_after();
+      d->set_kind(kind->second);
+      d->set_job(*id);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "0-63", "0-63:2", "0-63%8", "5": first[-last][:step][%max_running] (Slurm's --array,
+// without its lists of indexes).
+absl::Status SetArray(const std::string& v, v1::JobSpec* s) {
+  auto bad = [&v](const std::string& why) {
+    return absl::InvalidArgumentError("'" + v + "' is not an array: " + why +
+                                      " (FIRST[-LAST][:STEP][%MAX_RUNNING], e.g. 0-63%8)");
+  };
+  auto number = [](const std::string& t) -> std::optional<uint32_t> {
+    uint32_t n = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+    return n;
+  };
+  std::string text = v;
+  v1::ArraySpec a;
+  if (size_t pct = text.find('%'); pct != std::string::npos) {
+    std::optional<uint32_t> m = number(text.substr(pct + 1));
+    if (!m) return bad("'%" + text.substr(pct + 1) + "' is not a count");
+    if (*m == 0) return bad("%0 would never run a task");
+    a.set_max_running(*m);
+    text.resize(pct);
+  }
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    std::optional<uint32_t> step = number(text.substr(colon + 1));
+    if (!step) return bad("':" + text.substr(colon + 1) + "' is not a step");
+    if (*step == 0) return bad("step 0");
+    a.set_step(*step);
+    text.resize(colon);
+  }
+  const size_t dash = text.find('-');
+  std::optional<uint32_t> first = number(text.substr(0, dash));
+  std::optional<uint32_t> last = dash == std::string::npos ? first : number(text.substr(dash + 1));
+  if (!first || !last) return bad("no range of indexes");
+  if (*last < *first) return bad("the range is reversed");
+  a.set_first(*first);
+  a.set_last(*last);
+  *s->mutable_array() = std::move(a);
+  return absl::OkStatus();
+}
+
 const std::map<std::string, Setter>& Fields() {
   static const auto* fields = new std::map<std::string, Setter>{
       {"name", Text(&v1::JobSpec::set_name)},
@@ -129,6 +198,8 @@ const std::map<std::string, Setter>& Fields() {
                          })},
       {"max_runtime", Seconds(&v1::JobSpec::set_max_runtime_seconds)},
       {"topology", SetTopology},
+      {"after", AddDependencies},
+      {"array", SetArray},
   };
   return *fields;
 }
@@ -183,6 +254,14 @@ absl::Status ApplyYamlNode(const std::string& key, const YAML::Node& value,
       if (t["effect"]) tol->set_effect(t["effect"].as<std::string>());
       tol->set_exists(!t["value"] ||
                       (t["operator"] && t["operator"].as<std::string>() == "Exists"));
+    }
+    return absl::OkStatus();
+  }
+  if (k == "after" && value.IsSequence()) {  // [ok:17, any:18]
+    for (const auto& item : value) {
+      if (!item.IsScalar())
+        return absl::InvalidArgumentError(shown + ": expected KIND:JOB entries");
+      BATON_RETURN_IF_ERROR(Named(shown, AddDependencies(item.as<std::string>(), spec)));
     }
     return absl::OkStatus();
   }

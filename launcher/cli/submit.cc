@@ -41,6 +41,8 @@ constexpr std::pair<const char*, const char*> kScalarFlags[] = {
     {"grace", "grace"},
     {"max-runtime", "max_runtime"},
     {"topology", "topology"},
+    {"after", "after"},
+    {"array", "array"},
 };
 
 cxxopts::Options SubmitOptions() {
@@ -73,6 +75,10 @@ cxxopts::Options SubmitOptions() {
       "grace", "time to checkpoint and exit when stopped (30s)", cxxopts::value<std::string>())(
       "max-runtime", "kill after this long (2h)", cxxopts::value<std::string>())(
       "topology", "keep the gang in one switch domain: LEVEL[:required][@WAIT] (leaf:required@10m)",
+      cxxopts::value<std::string>())(
+      "after", "start only after other jobs end: ok:17 (succeeded), any:18, notok:19 (failed)",
+      cxxopts::value<std::string>())(
+      "array", "an array of tasks FIRST-LAST[:STEP][%MAX_RUNNING] (0-63%8); %A, %a in names",
       cxxopts::value<std::string>())("hold",
                                      "submit it held: it waits in line until baton release")(
       "w,wait", "follow the job to its end and exit with its exit code")(
@@ -197,6 +203,11 @@ int RunSubmit(const Args& args) {
     std::cerr << "baton submit: " << spec.status().message() << "\n";
     return ExitCodeFor(spec.status().code());
   }
+  if (spec->has_array() && r->count("wait")) {
+    std::cerr << "baton submit: --wait follows one job, not an array (baton queue shows its "
+                 "tasks)\n";
+    return kUsage;
+  }
   auto conn = Connection(*r, &code);
   if (!conn) return code;
   Client client(*conn);
@@ -226,7 +237,19 @@ int RunSubmit(const Args& args) {
   } else if (r->count("quiet") || r->count("parsable")) {
     std::cout << resp.job_id() << "\n";
   } else {
-    std::cout << "Submitted job " << resp.job_id() << (req.hold() ? " (held)" : "") << "\n";
+    if (req.spec().has_array()) {
+      const v1::ArraySpec& a = req.spec().array();
+      const uint32_t step = a.has_step() ? a.step() : 1;
+      const uint32_t n = (a.last() - a.first()) / step + 1;
+      std::cout << "Submitted array " << resp.job_id() << " (" << n << " task"
+                << (n == 1 ? "" : "s") << ": " << resp.job_id() << "_" << a.first()
+                << (n > 1 ? " ... " + std::to_string(resp.job_id()) + "_" +
+                                std::to_string(a.first() + (n - 1) * step)
+                          : "")
+                << ")\n";
+    } else {
+      std::cout << "Submitted job " << resp.job_id() << (req.hold() ? " (held)" : "") << "\n";
+    }
   }
   std::cout.flush();
   if (!r->count("wait")) return kOk;

@@ -116,6 +116,119 @@ TEST_F(EndToEnd, AHeldJobWaitsSayingWhoHoldsItUntilReleased) {
   EXPECT_EQ(cluster().Baton({"release", job}).exit_code, 6) << "not held";
 }
 
+TEST_F(EndToEnd, APipelineRunsInOrderAndAFailedStepCancelsTheStepsAfterIt) {
+  auto submit = [&](std::vector<std::string> args, const std::string& user = kAlice) {
+    args.insert(args.begin(), {"submit", "-q", "--restart", "never"});
+    CommandResult r = cluster().Baton(args, user);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return SubmittedId(r);
+  };
+  const uint64_t prep = submit({"--", "sleep", "1"});
+  const uint64_t train = submit({"--after", "ok:" + std::to_string(prep), "--", "true"});
+  const uint64_t eval = submit({"--after", "ok:" + std::to_string(train), "--", "true"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster().Baton({"queue"}).out.find("waiting for job " + std::to_string(prep) +
+                                                   " to succeed") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << cluster().Baton({"queue"}).out;
+  CommandResult status = cluster().Baton({"status", std::to_string(eval)});
+  EXPECT_NE(status.out.find("After:      ok:" + std::to_string(train) + "\n"), std::string::npos)
+      << status.out;
+  ASSERT_TRUE(cluster().WaitForState(eval, "JOB_STATE_SUCCEEDED")) << cluster().Describe(eval);
+  std::optional<v1::Job> p = cluster().GetJob(prep), t = cluster().GetJob(train),
+                         e = cluster().GetJob(eval);
+  ASSERT_TRUE(p && t && e);
+  ASSERT_EQ(t->attempts_size(), 1);
+  ASSERT_EQ(e->attempts_size(), 1);
+  EXPECT_GE(t->attempts(0).scheduled_ms(), p->finished_ms()) << "train after prep succeeded";
+  EXPECT_GE(e->attempts(0).scheduled_ms(), t->finished_ms()) << "eval after train succeeded";
+  EXPECT_NE(cluster().Baton({"status", std::to_string(eval)}).out.find("(met)"), std::string::npos);
+
+  // prep fails: train and eval can never start, and say so; afterany runs anyway.
+  const uint64_t bad = submit({"--", "sh", "-c", "sleep 1; exit 3"});
+  const uint64_t t2 = submit({"--after", "ok:" + std::to_string(bad), "--", "true"});
+  const uint64_t e2 = submit({"--after", "afterok:" + std::to_string(t2), "--", "true"});
+  const uint64_t any = submit({"--after", "any:" + std::to_string(bad), "--", "true"});
+  ASSERT_TRUE(cluster().WaitForState(e2, "JOB_STATE_CANCELLED")) << cluster().Describe(e2);
+  EXPECT_EQ(cluster().StateOf(t2), "JOB_STATE_CANCELLED");
+  for (uint64_t id : {t2, e2}) {
+    CommandResult st = cluster().Baton({"status", std::to_string(id)});
+    EXPECT_NE(st.out.find("dependency never satisfied"), std::string::npos) << st.out;
+    CommandResult ev = cluster().Baton({"events", "--job", std::to_string(id)});
+    EXPECT_NE(ev.out.find("dependency never satisfied"), std::string::npos) << ev.out;
+  }
+  ASSERT_TRUE(cluster().WaitForState(any, "JOB_STATE_SUCCEEDED")) << cluster().Describe(any);
+
+  // Refused at submit: a job that does not exist (3), a service (2: it never ends), a typo.
+  CommandResult missing = cluster().Baton({"submit", "--after", "ok:424242", "--", "true"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("after ok:424242: job 424242 not found"), std::string::npos)
+      << missing.err;
+  const uint64_t service =
+      submit({"--class", "inference", "--gpus", "1", "--cpus", "1", "--", "sleep", "60"}, kBob);
+  CommandResult on_service =
+      cluster().Baton({"submit", "--after", "any:" + std::to_string(service), "--", "true"});
+  EXPECT_EQ(on_service.exit_code, 2) << on_service.err;
+  EXPECT_NE(on_service.err.find("is a service"), std::string::npos) << on_service.err;
+  CommandResult typo = cluster().Baton({"submit", "--after", "okay:3", "--", "true"});
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("--after: 'okay:3' is not a dependency"), std::string::npos) << typo.err;
+}
+
+TEST_F(EndToEnd, AnArrayRunsEachTaskOnceWithItsIndexAndFoldsInTheQueue) {
+  CommandResult sub = cluster().Baton({"submit", "--array", "0-5%2", "--name", "sweep-%a",
+                                       "--restart", "never", "--", "sh", "-c",
+                                       "sleep 1; echo task $BATON_ARRAY_TASK_ID of "
+                                       "$BATON_ARRAY_TASK_COUNT in $BATON_ARRAY_JOB_ID"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = std::to_string(SubmittedId(sub));
+  EXPECT_EQ(sub.out, "Submitted array " + id + " (6 tasks: " + id + "_0 ... " + id + "_5)\n");
+  ASSERT_TRUE(WaitFor(
+      [&] { return cluster().Baton({"queue"}).out.find(id + "_[0-5%2]") != std::string::npos; },
+      std::chrono::seconds(10)))
+      << cluster().Baton({"queue"}).out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster().Baton({"status", id}).out.find("Tasks:      6 succeeded") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << cluster().Baton({"status", id}).out;
+  for (int index : {0, 3, 5}) {
+    const std::string task = id + "_" + std::to_string(index);
+    CommandResult logs = cluster().Baton({"logs", task});
+    EXPECT_EQ(logs.exit_code, 0) << logs.err;
+    EXPECT_EQ(logs.out, "[rank 0] task " + std::to_string(index) + " of 6 in " + id + "\n");
+    CommandResult status = cluster().Baton({"status", task});
+    EXPECT_NE(status.out.find("sweep-" + std::to_string(index)), std::string::npos) << status.out;
+  }
+  CommandResult missing = cluster().Baton({"status", id + "_99"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("array " + id + " has no task 99"), std::string::npos) << missing.err;
+  for (const char* bad : {"5-1", "0-9:0", "0-9%0", "0-10000", "x"}) {
+    CommandResult r = cluster().Baton({"submit", "--array", bad, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("array"), std::string::npos) << r.err;
+  }
+  // Cancel of one task leaves the others; of the array, ends them all.
+  CommandResult big = cluster().Baton({"submit", "-q", "--array", "0-99%1", "--", "sleep", "30"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  const std::string b = std::to_string(SubmittedId(big));
+  EXPECT_EQ(cluster().Baton({"cancel", b + "_50"}).exit_code, 0);
+  EXPECT_NE(cluster().Baton({"status", b + "_50"}).out.find("cancelled"), std::string::npos);
+  EXPECT_NE(cluster().Baton({"status", b + "_51"}).out.find("pending"), std::string::npos);
+  EXPECT_EQ(cluster().Baton({"cancel", b}).exit_code, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster().Baton({"status", b}).out.find("Tasks:      100 cancelled") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << cluster().Baton({"status", b}).out;
+}
+
 TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
   std::string yaml = cluster().dir() + "/bad.yaml";
   std::ofstream(yaml) << "name: x\ngpus: [1, 2\n";

@@ -179,6 +179,9 @@ std::string UninterruptedTrainMlpHash(const std::vector<std::string>& flags, int
 
 uint64_t ClusterClient::SubmittedId(const std::string& out) {
   std::string line = out.substr(0, out.find('\n'));
+  if (line.rfind("Submitted array ", 0) == 0) {  // "Submitted array 17 (64 tasks: …)"
+    line = line.substr(0, line.find(" ("));
+  }
   size_t pos = line.find_last_of(' ');
   std::string num = pos == std::string::npos ? line : line.substr(pos + 1);
   return num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? 0

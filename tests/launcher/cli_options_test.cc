@@ -117,16 +117,29 @@ TEST(ConnectOptionsFromEnv, DefaultsToTheSystemPathsAndNeverToAClaimedIdentity) 
 TEST(JobIds, ParsesEveryPositionalId) {
   cxxopts::Options opts = JobCommand();
   int code = kOk;
-  auto r = Parse(opts, {"17", "4"}, &code);
+  auto r = Parse(opts, {"17", "4", "23_5"}, &code);
   ASSERT_TRUE(r);
   auto ids = JobIds(*r, "cancel", &code);
   ASSERT_TRUE(ids);
-  EXPECT_EQ(*ids, (std::vector<uint64_t>{17, 4}));
+  ASSERT_EQ(ids->size(), 3u);
+  EXPECT_EQ((*ids)[0].id, 17u);
+  EXPECT_FALSE((*ids)[0].task);
+  EXPECT_EQ((*ids)[1].id, 4u);
+  EXPECT_EQ((*ids)[2].id, 23u) << "task 5 of array 23";
+  EXPECT_EQ((*ids)[2].task, 5u);
+  EXPECT_EQ((*ids)[2].text, "23_5");
 }
 
 TEST(JobIds, MissingOrBadIdIsAUsageError) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{}, {"0"}, {"12x"}, {"5", "x"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{},
+                                               {"0"},
+                                               {"12x"},
+                                               {"5", "x"},
+                                               {"17_"},
+                                               {"17_x"},
+                                               {"_5"},
+                                               {"17_5_1"},
+                                               {"17_-1"}}) {
     cxxopts::Options opts = JobCommand();
     int code = kOk;
     auto r = Parse(opts, args, &code);

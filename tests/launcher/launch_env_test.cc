@@ -200,6 +200,25 @@ TEST(BuildRankEnv, CheckpointDirOnlyWhenTheSpecHasOne) {
   EXPECT_EQ(EnvFor(l, 0)["BATON_CHECKPOINT_DIR"], "/shared/ckpt/llama");
 }
 
+TEST(BuildRankEnv, ArrayVariablesOnlyForATaskOfAnArray) {
+  v1::Launch l = TwoByTwoLaunch();
+  EXPECT_THAT(EnvFor(l, 0), Not(Contains(Key("BATON_ARRAY_TASK_ID"))));
+  v1::ArrayTask* a = l.mutable_array();
+  a->set_array_id(17);
+  a->set_index(6);
+  a->set_count(32);
+  a->set_min(0);
+  a->set_max(62);
+  a->set_step(2);
+  auto env = EnvFor(l, 1);
+  EXPECT_EQ(env["BATON_ARRAY_JOB_ID"], "17");
+  EXPECT_EQ(env["BATON_ARRAY_TASK_ID"], "6");
+  EXPECT_EQ(env["BATON_ARRAY_TASK_COUNT"], "32");
+  EXPECT_EQ(env["BATON_ARRAY_TASK_MIN"], "0");
+  EXPECT_EQ(env["BATON_ARRAY_TASK_MAX"], "62");
+  EXPECT_EQ(env["BATON_ARRAY_TASK_STEP"], "2");
+}
+
 TEST(BuildRankEnv, EntriesAreSortedByName) {
   auto env = BuildRankEnv(InputFor(TwoByTwoLaunch(), 0));
   ASSERT_TRUE(env.ok());

@@ -348,6 +348,17 @@ TEST(AddKeyValue, TextWithoutKeyOrEqualsIsAnErrorNamingIt) {
   EXPECT_TRUE(map.empty());
 }
 
+// Each text, given to --FIELD, is refused naming the flag and saying `says`.
+void ExpectRefused(const std::string& field, std::vector<std::pair<std::string, std::string>> bad) {
+  for (const auto& [text, says] : bad) {
+    v1::JobSpec spec;
+    absl::Status s = SetSpecField(field, text, "--" + field, &spec);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(Message(s), HasSubstr("--" + field + ": ")) << text;
+    EXPECT_THAT(Message(s), HasSubstr(says)) << text;
+  }
+}
+
 TEST(SpecFromYaml, TopologyAsAMapOrAsTheFlagsText) {
   auto map = SpecFromYaml("topology: {level: leaf, mode: required, wait: 10m}\n", "job.yaml");
   ASSERT_TRUE(map.ok()) << map.status();
@@ -363,22 +374,41 @@ TEST(SpecFromYaml, TopologyAsAMapOrAsTheFlagsText) {
   EXPECT_FALSE(flag.topology().required());
   EXPECT_EQ(flag.topology().wait_seconds(), 0u);
 
-  struct Bad {
-    const char* text;
-    const char* says;
-  };
-  for (const Bad& b :
-       {Bad{"leaf:strict", "'strict' is not a topology mode"}, Bad{":required", "names no level"},
-        Bad{"leaf@soon", "'soon' is not a wait"}}) {
-    v1::JobSpec spec;
-    absl::Status s = SetSpecField("topology", b.text, "--topology", &spec);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << b.text;
-    EXPECT_THAT(Message(s), HasSubstr("--topology: ")) << b.text;
-    EXPECT_THAT(Message(s), HasSubstr(b.says)) << b.text;
-  }
+  ExpectRefused("topology", {{"leaf:strict", "'strict' is not a topology mode"},
+                             {":required", "names no level"},
+                             {"leaf@soon", "'soon' is not a wait"}});
   auto unknown = SpecFromYaml("topology: {level: leaf, switches: 1}\n", "job.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(Message(unknown.status()), HasSubstr("topology.switches: unknown key"));
+}
+
+TEST(SpecFromYaml, DependenciesAsTheFlagsTextOrAList) {
+  v1::JobSpec flag;
+  ASSERT_TRUE(SetSpecField("after", "ok:17,any:18:19,afternotok:20", "--after", &flag).ok());
+  ASSERT_EQ(flag.after_size(), 4);
+  EXPECT_EQ(flag.after(0).kind(), v1::DEPENDENCY_KIND_OK);
+  EXPECT_EQ(flag.after(0).job(), 17u);
+  EXPECT_EQ(flag.after(1).kind(), v1::DEPENDENCY_KIND_ANY);
+  EXPECT_EQ(flag.after(2).kind(), v1::DEPENDENCY_KIND_ANY);
+  EXPECT_EQ(flag.after(2).job(), 19u);
+  EXPECT_EQ(flag.after(3).kind(), v1::DEPENDENCY_KIND_NOTOK);
+  EXPECT_EQ(flag.after(3).job(), 20u);
+  auto list = SpecFromYaml("after: [ok:17, 'any:18:19', afternotok:20]\n", "job.yaml");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->after_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(MessageDifferencer::Equals(list->after(i), flag.after(i)));
+  }
+
+  ExpectRefused("after", {{"17", "'17' is not a dependency: KIND:JOB"},
+                          {"after:17", "'after:17' is not a dependency"},
+                          {"ok:", "'ok:': "},
+                          {"ok:0", "'ok:0': "},
+                          {"ok:17,,any:3", "'' is not a dependency"},
+                          {"ok:-4", "'ok:-4': "}});
+  auto nested = SpecFromYaml("after: [{ok: 17}]\n", "job.yaml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_THAT(Message(nested.status()), HasSubstr("job.yaml: after: expected KIND:JOB entries"));
 }
 
 }  // namespace

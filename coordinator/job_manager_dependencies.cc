@@ -1,0 +1,143 @@
+// JobManager: dependencies between jobs (issue 49; dependencies.h says what each end
+// means). A dependent is checked at submit against the jobs it names; from then on it is
+// settled in the commit that ends a job it waits for (CommitLocked calls
+// SettleDependentsLocked), so that the end and what it means for those waiting are one
+// atomic write: a dependency once met stays met across restarts (Job.after_met), and one
+// that can never be met ends its dependent at once, never leaving it waiting.
+
+#include "common/status.h"
+#include "coordinator/job_manager.h"
+#include "coordinator/job_state.h"
+
+namespace baton {
+
+JobManager::FarJobs JobManager::FetchDependencies(const v1::JobSpec& spec) const {
+  FarJobs far;
+  for (const v1::JobDependency& d : spec.after()) {
+    if (!far.contains(d.job())) far.emplace(d.job(), Lookup(d.job(), /*with_events=*/false));
+  }
+  return far;
+}
+
+absl::StatusOr<std::vector<v1::JobState>> JobManager::DependencyStatesLocked(
+    const v1::JobSpec& spec, const FarJobs& far) const {
+  std::vector<v1::JobState> states;
+  for (const v1::JobDependency& d : spec.after()) {
+    const v1::Job* target = nullptr;
+    if (arrays_.contains(d.job())) {
+      return absl::InvalidArgumentError(
+          "after " + DependencyName(d) + ": " + std::to_string(d.job()) +
+          " is an array; waiting for a whole array is not supported yet: name its tasks' job "
+          "ids (baton status " +
+          std::to_string(d.job()) + "_INDEX shows them)");
+    }
+    if (const JobEntry* e = jobs_.Find(d.job())) {
+      target = &e->job;
+    } else if (const FinishedJobs::Entry* f = finished_.Find(d.job())) {
+      target = &f->job;
+    } else {
+      auto it = far.find(d.job());
+      if (it == far.end() || !it->second.ok()) {
+        const absl::Status s =
+            it == far.end() ? absl::NotFoundError("not looked up") : it->second.status();
+        return absl::Status(s.code(),
+                            "after " + DependencyName(d) + ": " + std::string(s.message()));
+      }
+      // Read before the lock while in memory, gone since: it ended in the meantime and
+      // newer ends pushed it out of finished_. Its record is what it was then.
+      if (!IsTerminal(it->second->state())) {
+        return absl::UnavailableError("after " + DependencyName(d) + ": job " +
+                                      std::to_string(d.job()) + " ended just now; submit again");
+      }
+      target = &*it->second;
+    }
+    const PriorityClass* cls = policy_.policy.Find(target->spec().priority_class());
+    BATON_RETURN_IF_ERROR(deps::CheckTarget(d, *target, cls != nullptr && cls->service));
+    states.push_back(target->state());
+  }
+  return states;
+}
+
+void JobManager::StartDependenciesLocked(JobEntry& e, const std::vector<v1::JobState>& states,
+                                         Txn& txn) {
+  const v1::JobSpec& spec = e.job.spec();
+  for (int i = 0; i < spec.after_size(); ++i) {
+    if (IsTerminal(e.job.state())) return;
+    if (deps::Judge(spec.after(i).kind(), states[i]) == deps::Verdict::kWaiting) {
+      dependents_.Add(spec.after(i).job(), e.job.id());
+    } else {
+      SettleLocked(e, i, states[i], txn);
+    }
+  }
+}
+
+bool JobManager::SettleLocked(JobEntry& e, int index, v1::JobState state, Txn& txn) {
+  const v1::JobDependency& d = e.job.spec().after(index);
+  const deps::Verdict v =
+      state == v1::JOB_STATE_UNSPECIFIED ? deps::Verdict::kNever : deps::Judge(d.kind(), state);
+  if (v == deps::Verdict::kWaiting) return false;
+  if (v == deps::Verdict::kMet) {
+    e.job.add_after_met(static_cast<uint32_t>(index));
+    NoteEvent(e, e.job.state(), deps::MetText(d, state), "scheduler", txn, "dependency_met");
+    if (deps::Unmet(e.job).empty()) Kick();
+    return false;
+  }
+  Transition(e, v1::JOB_STATE_CANCELLED, deps::NeverText(d, state), "scheduler", txn,
+             "dependency_never_satisfied");
+  e.job.set_exit_code(0);
+  return true;
+}
+
+void JobManager::SettleDependentsLocked(Txn& txn) {
+  // Ends cascade: a dependent cancelled here may be waited for in turn.
+  std::vector<uint64_t> work(txn.touched.begin(), txn.touched.end());
+  while (!work.empty()) {
+    const uint64_t id = work.back();
+    work.pop_back();
+    const JobEntry* ended = jobs_.Find(id);
+    if (ended == nullptr || !IsTerminal(ended->job.state()) || !dependents_.Waited(id)) continue;
+    const v1::JobState state = ended->job.state();
+    for (uint64_t dependent : dependents_.Take(id)) {
+      JobEntry* e = jobs_.Find(dependent);
+      if (e == nullptr || IsTerminal(e->job.state())) continue;  // cancelled meanwhile
+      for (int i : deps::Unmet(e->job)) {
+        if (e->job.spec().after(i).job() != id) continue;
+        if (SettleLocked(*e, i, state, txn)) {
+          work.push_back(dependent);
+          break;
+        }
+      }
+    }
+  }
+}
+
+void JobManager::RecoverDependenciesLocked(Txn& txn) {
+  std::vector<uint64_t> waiting;
+  for (const auto& [id, e] : jobs_.all()) {
+    if (!IsTerminal(e.job.state()) && e.job.spec().after_size() > 0) waiting.push_back(id);
+  }
+  for (uint64_t id : waiting) {
+    JobEntry& e = jobs_.at(id);
+    for (int i : deps::Unmet(e.job)) {
+      if (IsTerminal(e.job.state())) break;
+      const uint64_t on = e.job.spec().after(i).job();
+      if (const JobEntry* target = jobs_.Find(on)) {
+        if (!IsTerminal(target->job.state())) {
+          dependents_.Add(on, id);
+          continue;
+        }
+        SettleLocked(e, i, target->job.state(), txn);
+        continue;
+      }
+      // Not in memory: it ended, and the commit that stored its end settled this job too —
+      // unless the record predates that. Read it (startup: nothing else runs yet).
+      absl::StatusOr<v1::Job> target = store_->ReadJob(on, /*with_events=*/false);
+      SettleLocked(
+          e, i,
+          target.ok() && IsTerminal(target->state()) ? target->state() : v1::JOB_STATE_UNSPECIFIED,
+          txn);
+    }
+  }
+}
+
+}  // namespace baton
