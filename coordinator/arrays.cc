@@ -100,6 +100,12 @@ uint32_t TasksLeft(const v1::JobArray& array) {
   return array.tasks() > ended ? array.tasks() - ended : 0;
 }
 
+v1::JobState EndState(const v1::JobArray& array) {
+  if (array.finished_ms() == 0) return v1::JOB_STATE_PENDING;
+  if (array.succeeded() == array.tasks()) return v1::JOB_STATE_SUCCEEDED;
+  return array.failed() > 0 ? v1::JOB_STATE_FAILED : v1::JOB_STATE_CANCELLED;
+}
+
 std::string Label(const v1::JobArray& array) {
   const v1::ArraySpec& a = array.spec().array();
   std::string out = std::to_string(array.id()) + "_[" + std::to_string(a.first());

@@ -60,6 +60,9 @@ std::optional<uint32_t> NextPosition(const v1::JobArray& array);
 
 // Unfinished tasks of `array`: not yet ended, whether jobs or not.
 uint32_t TasksLeft(const v1::JobArray& array);
+// How an array ended, for the jobs that depend on it: SUCCEEDED when every task did,
+// FAILED when any failed, else CANCELLED; PENDING while it has not ended.
+v1::JobState EndState(const v1::JobArray& array);
 
 // "17_[0-63:2%8]" as `baton queue` shows it; "17_5" for a task.
 std::string Label(const v1::JobArray& array);

@@ -261,10 +261,13 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
                         bool hold, std::function<void(absl::StatusOr<uint64_t>)> done) {
   if (absl::Status k = SubmitKeys::Check(idempotency_key); !k.ok()) return done(k);
   if (committer_.store_full()) return done(StoreFull());
-  // The jobs it waits for, those no longer in memory read before the lock.
-  const FarJobs far = spec.after_size() > 0 && spec.after_size() <= deps::kMaxDependencies
-                          ? FetchDependencies(spec)
-                          : FarJobs{};
+  // The jobs it waits for (array tasks by their job ids), those no longer in memory read
+  // before the lock.
+  FarJobs far;
+  if (spec.after_size() > 0 && spec.after_size() <= deps::kMaxDependencies) {
+    if (absl::Status s = ResolveArrayDependencies(&spec); !s.ok()) return done(s);
+    far = FetchDependencies(spec);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (std::optional<uint64_t> made = submit_keys_.Find(caller.user, idempotency_key)) {
     // A retry: the first submit's job, answered once it is durable (the empty Txn's reply

@@ -289,6 +289,13 @@ class JobManager {
   bool SettleLocked(JobEntry& e, int index, v1::JobState state, Txn& txn);
   // The jobs `txn` ended settle their dependents, and theirs in turn (CommitLocked).
   void SettleDependentsLocked(Txn& txn);
+  // The dependents of `id` (a job or an array) that ended in `state`; those it cancels are
+  // added to `ended`, whose dependents SettleEndedLocked settles in turn.
+  void SettleOnLocked(uint64_t id, v1::JobState state, Txn& txn, std::vector<uint64_t>& ended);
+  void SettleEndedLocked(std::vector<uint64_t> ended, Txn& txn);
+  // A spec's dependencies on array tasks (ok:17_3) become dependencies on the tasks' job
+  // ids; NotFound for an array or index that does not exist. Takes mu_.
+  absl::Status ResolveArrayDependencies(v1::JobSpec* spec) const;
   // Recover: the dependents index rebuilt; any dependency whose job ended unrecorded is
   // settled.
   void RecoverDependenciesLocked(Txn& txn);
@@ -327,6 +334,9 @@ class JobManager {
   // does; of one task not yet a job: it never will be.
   void CancelArrayLocked(ArrayState& a, const Caller& caller, const std::string& why, Txn& txn);
   void SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
+  // Every task of `a` has ended: the record says when, and the jobs that wait for the whole
+  // array are settled.
+  void ArrayEndedLocked(ArrayState& a, Txn& txn);
   // What a task's launch tells its ranks of its array (BATON_ARRAY_*).
   void ArrayOfTaskLocked(const v1::Job& job, v1::ArrayTask* out) const;
   // A cancel by `user` that the caller may make: stops a live attempt (SIGTERM, grace),

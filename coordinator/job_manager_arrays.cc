@@ -163,9 +163,7 @@ void JobManager::CountTaskEndsLocked(Txn& txn) {
   }
   for (uint64_t id : changed) {
     ArrayState& a = arrays_.at(id);
-    if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) {
-      a.rec.set_finished_ms(clock_->NowMs());
-    }
+    if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) ArrayEndedLocked(a, txn);
     a.rec.set_version(a.rec.version() + 1);
     txn.batch.arrays.push_back(a.rec);
     if (making_.contains(id)) Kick();  // room for the next tasks
@@ -272,11 +270,17 @@ void JobManager::CancelArrayLocked(ArrayState& a, const Caller& caller, const st
   for (uint64_t t : std::vector<uint64_t>(a.unfinished.begin(), a.unfinished.end())) {
     if (JobEntry* e = jobs_.Find(t)) CancelLocked(*e, caller.user, why, txn);
   }
-  if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) {
-    a.rec.set_finished_ms(clock_->NowMs());
-  }
+  if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) ArrayEndedLocked(a, txn);
   a.rec.set_version(a.rec.version() + 1);
   txn.batch.arrays.push_back(a.rec);
+}
+
+void JobManager::ArrayEndedLocked(ArrayState& a, Txn& txn) {
+  a.rec.set_finished_ms(clock_->NowMs());
+  if (!dependents_.Waited(a.rec.id())) return;
+  std::vector<uint64_t> ended;
+  SettleOnLocked(a.rec.id(), arrays::EndState(a.rec), txn, ended);
+  SettleEndedLocked(std::move(ended), txn);
 }
 
 void JobManager::SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn) {
@@ -286,9 +290,7 @@ void JobManager::SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn) {
     a.rec.set_made(a.rec.tasks());
     making_.erase(a.rec.id());
   }
-  if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) {
-    a.rec.set_finished_ms(clock_->NowMs());
-  }
+  if (arrays::TasksLeft(a.rec) == 0 && a.rec.finished_ms() == 0) ArrayEndedLocked(a, txn);
   a.rec.set_version(a.rec.version() + 1);
   txn.batch.arrays.push_back(a.rec);
 }

@@ -6,6 +6,7 @@
 // that can never be met ends its dependent at once, never leaving it waiting.
 
 #include "common/status.h"
+#include "coordinator/arrays.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/job_state.h"
 
@@ -24,15 +25,21 @@ absl::StatusOr<std::vector<v1::JobState>> JobManager::DependencyStatesLocked(
   std::vector<v1::JobState> states;
   for (const v1::JobDependency& d : spec.after()) {
     const v1::Job* target = nullptr;
-    if (arrays_.contains(d.job())) {
-      return absl::InvalidArgumentError(
-          "after " + DependencyName(d) + ": " + std::to_string(d.job()) +
-          " is an array; waiting for a whole array is not supported yet: name its tasks' job "
-          "ids (baton status " +
-          std::to_string(d.job()) + "_INDEX shows them)");
+    if (auto a = arrays_.find(d.job()); a != arrays_.end()) {  // every task of it
+      const PriorityClass* cls = policy_.policy.Find(a->second.rec.spec().priority_class());
+      if (cls != nullptr && cls->service) {
+        return absl::InvalidArgumentError("after " + DependencyName(d) + ": array " +
+                                          std::to_string(d.job()) +
+                                          " is of a service class: services do not end");
+      }
+      states.push_back(arrays::EndState(a->second.rec));
+      continue;
     }
+    std::optional<v1::Job> unmade;  // a task of an array that is not a job yet
     if (const JobEntry* e = jobs_.Find(d.job())) {
       target = &e->job;
+    } else if ((unmade = UnmadeTaskLocked(d.job()))) {
+      target = &*unmade;
     } else if (const FinishedJobs::Entry* f = finished_.Find(d.job())) {
       target = &f->job;
     } else {
@@ -89,26 +96,55 @@ bool JobManager::SettleLocked(JobEntry& e, int index, v1::JobState state, Txn& t
 }
 
 void JobManager::SettleDependentsLocked(Txn& txn) {
+  SettleEndedLocked(std::vector<uint64_t>(txn.touched.begin(), txn.touched.end()), txn);
+}
+
+void JobManager::SettleEndedLocked(std::vector<uint64_t> ended, Txn& txn) {
   // Ends cascade: a dependent cancelled here may be waited for in turn.
-  std::vector<uint64_t> work(txn.touched.begin(), txn.touched.end());
-  while (!work.empty()) {
-    const uint64_t id = work.back();
-    work.pop_back();
-    const JobEntry* ended = jobs_.Find(id);
-    if (ended == nullptr || !IsTerminal(ended->job.state()) || !dependents_.Waited(id)) continue;
-    const v1::JobState state = ended->job.state();
-    for (uint64_t dependent : dependents_.Take(id)) {
-      JobEntry* e = jobs_.Find(dependent);
-      if (e == nullptr || IsTerminal(e->job.state())) continue;  // cancelled meanwhile
-      for (int i : deps::Unmet(e->job)) {
-        if (e->job.spec().after(i).job() != id) continue;
-        if (SettleLocked(*e, i, state, txn)) {
-          work.push_back(dependent);
-          break;
-        }
+  while (!ended.empty()) {
+    const uint64_t id = ended.back();
+    ended.pop_back();
+    if (!dependents_.Waited(id)) continue;
+    const JobEntry* e = jobs_.Find(id);
+    if (e == nullptr || !IsTerminal(e->job.state())) continue;
+    SettleOnLocked(id, e->job.state(), txn, ended);
+  }
+}
+
+void JobManager::SettleOnLocked(uint64_t id, v1::JobState state, Txn& txn,
+                                std::vector<uint64_t>& ended) {
+  for (uint64_t dependent : dependents_.Take(id)) {
+    JobEntry* e = jobs_.Find(dependent);
+    if (e == nullptr || IsTerminal(e->job.state())) continue;  // cancelled meanwhile
+    for (int i : deps::Unmet(e->job)) {
+      if (e->job.spec().after(i).job() != id) continue;
+      if (SettleLocked(*e, i, state, txn)) {
+        ended.push_back(dependent);
+        break;
       }
     }
   }
+}
+
+absl::Status JobManager::ResolveArrayDependencies(v1::JobSpec* spec) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (v1::JobDependency& d : *spec->mutable_after()) {
+    if (!d.has_task()) continue;
+    auto a = arrays_.find(d.job());
+    if (a == arrays_.end()) {
+      return absl::NotFoundError("after " + DependencyName(d) + ": array " +
+                                 std::to_string(d.job()) + " not found");
+    }
+    std::optional<uint32_t> position = arrays::PositionOf(a->second.rec.spec().array(), d.task());
+    if (!position) {
+      return absl::NotFoundError(
+          "after " + DependencyName(d) + ": array " + std::to_string(d.job()) + " has no task " +
+          std::to_string(d.task()) + " (its tasks: " + arrays::Label(a->second.rec) + ")");
+    }
+    d.set_job(arrays::TaskJobId(d.job(), *position));
+    d.clear_task();
+  }
+  return absl::OkStatus();
 }
 
 void JobManager::RecoverDependenciesLocked(Txn& txn) {
@@ -121,6 +157,14 @@ void JobManager::RecoverDependenciesLocked(Txn& txn) {
     for (int i : deps::Unmet(e.job)) {
       if (IsTerminal(e.job.state())) break;
       const uint64_t on = e.job.spec().after(i).job();
+      if (auto a = arrays_.find(on); a != arrays_.end()) {  // a whole array
+        if (a->second.rec.finished_ms() == 0) {
+          dependents_.Add(on, id);
+        } else {
+          SettleLocked(e, i, arrays::EndState(a->second.rec), txn);
+        }
+        continue;
+      }
       if (const JobEntry* target = jobs_.Find(on)) {
         if (!IsTerminal(target->job.state())) {
           dependents_.Add(on, id);

@@ -133,7 +133,7 @@ bool IsTerminal(v1::JobState state) {
 
 std::string DependencyName(const v1::JobDependency& d) {
   return EnumSuffix(v1::DependencyKind_Name(d.kind()), "DEPENDENCY_KIND_") + ":" +
-         std::to_string(d.job());
+         std::to_string(d.job()) + (d.has_task() ? "_" + std::to_string(d.task()) : "");
 }
 
 std::string LaunchModeName(v1::LaunchMode mode) {

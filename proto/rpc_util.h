@@ -68,7 +68,7 @@ absl::Status FromGrpc(const grpc::Status& status);
 std::string StateName(v1::JobState state);
 absl::StatusOr<v1::JobState> ParseStateName(std::string_view name);
 bool IsTerminal(v1::JobState state);
-// "ok:17", "any:18", "notok:19": a dependency as `baton submit --after` takes it.
+// "ok:17", "any:18", "notok:19", "ok:17_3": a dependency as `baton submit --after` takes it.
 std::string DependencyName(const v1::JobDependency& d);
 std::string LaunchModeName(v1::LaunchMode mode);
 std::string RestartPolicyName(v1::RestartPolicy policy);

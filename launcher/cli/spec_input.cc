@@ -98,12 +98,28 @@ absl::Status AddDependencies(const std::string& v, v1::JobSpec* s) {
                                         "any or notok (ok:17,any:18)");
     }
     for (size_t i = 1; i < parts.size(); ++i) {
+      // 17, 17_3 (task 3 of array 17) or 17_* (every task of it, as 17 says too).
+      std::optional<uint32_t> task;
+      if (size_t us = parts[i].find('_'); us != std::string::npos) {
+        const std::string index = parts[i].substr(us + 1);
+        parts[i].resize(us);
+        if (index != "*") {
+          uint32_t n = 0;
+          auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), n);
+          if (index.empty() || ec != std::errc() || end != index.data() + index.size()) {
+            return absl::InvalidArgumentError("'" + item + "': '" + index +
+                                              "' is not a task index (ARRAY_INDEX or ARRAY_*)");
+          }
+          task = n;
+        }
+      }
       absl::StatusOr<uint64_t> id = ParseJobId(parts[i]);
       if (!id.ok())
         return absl::InvalidArgumentError("'" + item + "': " + std::string(id.status().message()));
       v1::JobDependency* d = s->add_after();
       d->set_kind(kind->second);
       d->set_job(*id);
+      if (task) d->set_task(*task);
     }
   }
   return absl::OkStatus();

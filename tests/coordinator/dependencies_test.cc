@@ -5,6 +5,7 @@
 // dependency met or broken before the submit; waiting across a restart.
 #include "coordinator/dependencies.h"
 
+#include "coordinator/arrays.h"
 #include "tests/coordinator/harness.h"
 
 namespace baton::testing {
@@ -232,6 +233,45 @@ TEST(Dependencies, ADependentWaitsAcrossRestartsAndIsSettledAfter) {
   h.Connect("n1", 1);
   RunAndEnd(h, *both, 0);
   EXPECT_EQ(h.State(*both), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST(Dependencies, OnATaskOfAnArrayOrOnTheWholeArray) {
+  Harness h;
+  h.Connect("n1", 1);
+  v1::JobSpec array = Spec(1, 1);
+  array.mutable_array()->set_first(0);
+  array.mutable_array()->set_last(2);
+  auto a = h.Submit(array);
+  ASSERT_TRUE(a.ok()) << a.status();
+  v1::JobDependency on_task = Dep(v1::DEPENDENCY_KIND_OK, *a);
+  on_task.set_task(1);
+  auto after_task = h.Submit(After({on_task}));
+  ASSERT_TRUE(after_task.ok()) << after_task.status();
+  EXPECT_EQ(h.Get(*after_task).spec().after(0).job(), arrays::TaskJobId(*a, 1))
+      << "stored as the task's job id";
+  auto after_all = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *a)}));
+  auto after_any = h.Submit(After({Dep(v1::DEPENDENCY_KIND_ANY, *a)}));
+  ASSERT_TRUE(after_all.ok() && after_any.ok());
+  on_task.set_task(99);
+  auto missing = h.Submit(After({on_task}));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("has no task 99"), std::string::npos)
+      << missing.status();
+
+  RunAndEnd(h, arrays::TaskJobId(*a, 0), 0);
+  RunAndEnd(h, arrays::TaskJobId(*a, 1), 0);
+  EXPECT_EQ(h.Get(*after_task).after_met_size(), 1) << "task 1 succeeded";
+  RunAndEnd(h, arrays::TaskJobId(*a, 2), 5);
+  // The array has ended, one task failed: ok on it can never be met; any can.
+  const v1::Job all = h.Get(*after_all);
+  EXPECT_EQ(all.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(all.message(), "dependency never satisfied: job " + std::to_string(*a) +
+                               " failed (ok:" + std::to_string(*a) + ")");
+  EXPECT_EQ(h.Get(*after_any).after_met_size(), 1);
+  RunAndEnd(h, *after_task, 0);
+  h.Restart();  // settled dependencies stay settled
+  h.Connect("n1", 1);
+  RunAndEnd(h, *after_any, 0);
 }
 
 }  // namespace

@@ -406,6 +406,14 @@ TEST(SpecFromYaml, DependenciesAsTheFlagsTextOrAList) {
                           {"ok:0", "'ok:0': "},
                           {"ok:17,,any:3", "'' is not a dependency"},
                           {"ok:-4", "'ok:-4': "}});
+  v1::JobSpec tasks;
+  ASSERT_TRUE(SetSpecField("after", "ok:17_3,any:18_*", "--after", &tasks).ok());
+  ASSERT_EQ(tasks.after_size(), 2);
+  EXPECT_EQ(tasks.after(0).job(), 17u);
+  EXPECT_EQ(tasks.after(0).task(), 3u) << "task 3 of array 17";
+  EXPECT_EQ(tasks.after(1).job(), 18u);
+  EXPECT_FALSE(tasks.after(1).has_task()) << "18_* is the whole array, as 18";
+  ExpectRefused("after", {{"ok:17_x", "'x' is not a task index"}, {"ok:17_", "'' is not a task"}});
   auto nested = SpecFromYaml("after: [{ok: 17}]\n", "job.yaml");
   ASSERT_FALSE(nested.ok());
   EXPECT_THAT(Message(nested.status()), HasSubstr("job.yaml: after: expected KIND:JOB entries"));
