@@ -1,6 +1,6 @@
 // JobManager: job arrays (issue 49; arrays.h says what an array is). An array is one
 // stored record (v1::JobArray) until its tasks may start; each pass makes the next tasks
-// jobs (MakeTasksLocked: up to %max_running unfinished, else a window of waiting ones),
+// jobs (MakeTasksLocked: up to %max_running unfinished, else in slow-start batches),
 // which from then on are jobs like any other. The record counts its tasks' ends, written
 // in the commit that ends each task (CountTaskEndsLocked, from CommitLocked).
 
@@ -25,10 +25,11 @@ const JobManager::ArrayState* JobManager::ArrayOfLocked(uint64_t job_id) const {
 }
 
 uint32_t JobManager::ArrayTasksLeftLocked(const std::string& tenant) const {
-  uint32_t n = 0;
-  for (uint64_t id : making_) {
-    const v1::JobArray& rec = arrays_.at(id).rec;
-    if (rec.spec().tenant() == tenant) n += arrays::TasksLeft(rec);
+  uint32_t n = 0;  // every array not ended: its tasks still to be made and those running
+  for (const auto& [id, a] : arrays_) {
+    if (a.rec.finished_ms() == 0 && a.rec.spec().tenant() == tenant) {
+      n += arrays::TasksLeft(a.rec);
+    }
   }
   return n;
 }

@@ -305,8 +305,14 @@ TEST(Arrays, RefusedWithTheFieldNamed) {
     EXPECT_EQ(id.status().code(), c.code) << c.says << ": " << id.status();
     EXPECT_NE(id.status().message().find(c.says), std::string::npos) << id.status();
   }
-  // A tenant's arrays together: at most max_array_tasks_per_tenant tasks not yet ended.
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.Submit(ArraySpec(Range(0, 9'999))).ok()) << i;
+  // A tenant's arrays together: at most max_array_tasks_per_tenant tasks not yet ended,
+  // whether still to be made or jobs already (all of the first array's are).
+  auto made = h.Submit(ArraySpec(Range(0, 9)));
+  ASSERT_TRUE(made.ok());
+  h.Schedule();
+  ASSERT_EQ(GetArray(h, *made)->made(), 10u);
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(h.Submit(ArraySpec(Range(0, 9'999))).ok()) << i;
+  ASSERT_TRUE(h.Submit(ArraySpec(Range(0, 9'989))).ok()) << "exactly at the bound";
   auto over = h.Submit(ArraySpec(Range(0, 0)));
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
   EXPECT_NE(over.status().message().find("max_array_tasks_per_tenant"), std::string::npos);
