@@ -337,6 +337,9 @@ class JobManager {
   // Every task of `a` has ended: the record says when, and the jobs that wait for the whole
   // array are settled.
   void ArrayEndedLocked(ArrayState& a, Txn& txn);
+  // Arrays that ended longer than the retention ago lose their record (their tasks go as
+  // jobs do); at most once a minute.
+  void ExpireArraysLocked(absl::Time now, Txn& txn);
   // What a task's launch tells its ranks of its array (BATON_ARRAY_*).
   void ArrayOfTaskLocked(const v1::Job& job, v1::ArrayTask* out) const;
   // A cancel by `user` that the caller may make: stops a live attempt (SIGTERM, grace),
@@ -378,6 +381,7 @@ class JobManager {
   deps::DependentsIndex dependents_;       // who waits for which job (unsettled dependencies)
   std::map<uint64_t, ArrayState> arrays_;  // every array, by id
   std::set<uint64_t> making_;              // arrays with tasks still to be made
+  absl::Time arrays_checked_ = absl::InfinitePast();  // when ExpireArraysLocked last looked
 
   WatchHub watch_;
 

@@ -341,6 +341,7 @@ void JobManager::Tick() {
     usage_saved_ = clock_->Now();
   }
   if (!expired.empty()) DeleteExpiredLocked(expired, txn);
+  if (!arrays_.empty()) ExpireArraysLocked(now, txn);
   finished_.Trim(durable_txns_.load());
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));

@@ -296,6 +296,23 @@ void JobManager::SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn) {
   txn.batch.arrays.push_back(a.rec);
 }
 
+void JobManager::ExpireArraysLocked(absl::Time now, Txn& txn) {
+  if (options_.retention <= absl::ZeroDuration() || now - arrays_checked_ < absl::Minutes(1)) {
+    return;
+  }
+  arrays_checked_ = now;
+  const int64_t before = absl::ToUnixMillis(now - options_.retention);
+  for (auto it = arrays_.begin(); it != arrays_.end();) {
+    const v1::JobArray& rec = it->second.rec;
+    if (rec.finished_ms() == 0 || rec.finished_ms() >= before) {
+      ++it;
+      continue;
+    }
+    txn.batch.deleted_arrays.push_back(rec.id());
+    it = arrays_.erase(it);
+  }
+}
+
 void JobManager::ArrayOfTaskLocked(const v1::Job& job, v1::ArrayTask* out) const {
   auto it = arrays_.find(job.array_id());
   if (job.array_id() == 0 || it == arrays_.end()) return;

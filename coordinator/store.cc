@@ -111,6 +111,7 @@ void StoreBatch::Append(StoreBatch&& other) {
   for (auto& s : other.secrets) secrets.push_back(std::move(s));
   for (uint64_t id : other.deleted_jobs) deleted_jobs.push_back(id);
   for (auto& a : other.arrays) arrays.push_back(std::move(a));
+  for (uint64_t id : other.deleted_arrays) deleted_arrays.push_back(id);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -235,6 +236,7 @@ absl::Status Store::Commit(const StoreBatch& batch, uint64_t ha_index) {
   for (const auto& a : batch.arrays) {
     wb.Put(handles_[kMeta], kArrayPrefix + PaddedKey(a.id()), a.SerializeAsString());
   }
+  for (uint64_t id : batch.deleted_arrays) wb.Delete(handles_[kMeta], kArrayPrefix + PaddedKey(id));
   for (uint64_t id : batch.deleted_jobs) {
     // "<job>/" .. "<job>0" spans every "<job>/<seq>" key ('0' follows '/').
     std::string from = PaddedKey(id) + "/", to = PaddedKey(id) + "0";

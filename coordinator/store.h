@@ -48,12 +48,13 @@ struct StoreBatch {
   std::vector<v1::StoredExecSecret> secrets;  // a job's current attempt's exec secret
   // Jobs past their retention: the record, its events (both logs) and its secret go.
   std::vector<uint64_t> deleted_jobs;
-  std::vector<v1::JobArray> arrays;  // array records (by id), each replacing the stored one
+  std::vector<v1::JobArray> arrays;      // array records (by id), each replacing the stored one
+  std::vector<uint64_t> deleted_arrays;  // array records past their retention
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
            !policy && !usage && tokens.empty() && secrets.empty() && deleted_jobs.empty() &&
-           arrays.empty();
+           arrays.empty() && deleted_arrays.empty();
   }
   void Append(StoreBatch&& other);
 };

@@ -31,6 +31,7 @@ std::string EncodeBatch(const StoreBatch& batch) {
   CopyAll(batch.tokens, b.mutable_tokens());
   CopyAll(batch.secrets, b.mutable_secrets());
   CopyAll(batch.arrays, b.mutable_arrays());
+  for (uint64_t id : batch.deleted_arrays) b.add_deleted_arrays(id);
   for (uint64_t id : batch.deleted_jobs) b.add_deleted_jobs(id);
   return b.SerializeAsString();
 }
@@ -52,6 +53,7 @@ absl::StatusOr<StoreBatch> DecodeBatch(std::string_view bytes) {
   MoveAll(b.mutable_tokens(), &out.tokens);
   MoveAll(b.mutable_secrets(), &out.secrets);
   MoveAll(b.mutable_arrays(), &out.arrays);
+  out.deleted_arrays.assign(b.deleted_arrays().begin(), b.deleted_arrays().end());
   out.deleted_jobs.assign(b.deleted_jobs().begin(), b.deleted_jobs().end());
   return out;
 }

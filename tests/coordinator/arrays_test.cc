@@ -279,6 +279,28 @@ TEST(Arrays, AnArrayCarriesOnAcrossRestarts) {
   EXPECT_NE(arr->finished_ms(), 0);
 }
 
+TEST(Arrays, AnEndedArraysRecordGoesAfterTheRetentionAndStaysGoneAfterARestart) {
+  JobManagerOptions options = TestOptions();
+  options.retention = absl::Hours(1);
+  Harness h(options);
+  h.Connect("n1", 1);
+  auto id = h.Submit(ArraySpec(Range(0, 1)));
+  auto open = h.Submit(ArraySpec(Range(0, 1)));
+  ASSERT_TRUE(id.ok() && open.ok());
+  ASSERT_TRUE(h.Cancel(*id).ok());
+  ASSERT_NE(GetArray(h, *id)->finished_ms(), 0);
+  h.clock().Advance(absl::Minutes(59));
+  h.Tick();
+  EXPECT_TRUE(GetArray(h, *id).ok()) << "within the retention";
+  h.clock().Advance(absl::Minutes(2));
+  h.Tick();
+  EXPECT_EQ(GetArray(h, *id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(GetArray(h, *open).ok()) << "an array that has not ended stays";
+  h.Restart();
+  EXPECT_EQ(GetArray(h, *id).status().code(), absl::StatusCode::kNotFound) << "deleted in store";
+  EXPECT_TRUE(GetArray(h, *open).ok());
+}
+
 TEST(Arrays, RefusedWithTheFieldNamed) {
   Harness h;
   h.Connect("n1", 1);
