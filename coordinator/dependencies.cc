@@ -76,8 +76,10 @@ std::vector<int> Unmet(const v1::Job& job) {
   return out;
 }
 
-std::string WaitText(const v1::JobDependency& d, v1::JobState state, size_t more) {
-  std::string out = "waiting for job " + std::to_string(d.job()) + " to " + Wanted(d.kind());
+std::string WaitText(const v1::JobDependency& d, v1::JobState state, size_t more, bool array) {
+  std::string out = std::string("waiting for ") + (array ? "array " : "job ") +
+                    std::to_string(d.job()) + " to " + Wanted(d.kind()) +
+                    (array ? " (as a whole, once every task has ended)" : "");
   if (state != v1::JOB_STATE_UNSPECIFIED) out += " (it is " + StateName(state) + ")";
   if (more > 0) out += "; and " + std::to_string(more) + " more";
   return out;

@@ -41,11 +41,14 @@ absl::Status CheckTarget(const v1::JobDependency& d, const v1::Job& target, bool
 std::vector<int> Unmet(const v1::Job& job);
 
 // Why the job waits, for the queue and explain: "waiting for job 17 to succeed (it is
-// RUNNING)", with "; and 2 more" when more than one is unmet. `state_of` gives the state
-// of a job that has not ended (JOB_STATE_UNSPECIFIED when unknown).
-template <typename StateOf>
-std::string WaitText(const v1::Job& job, const std::vector<int>& unmet, StateOf state_of);
-std::string WaitText(const v1::JobDependency& d, v1::JobState state, size_t more);
+// RUNNING)", "waiting for every task of array 21 to succeed", with "; and 2 more" when
+// more than one is unmet. `state_of` gives the state of a job that has not ended
+// (JOB_STATE_UNSPECIFIED when unknown), `is_array` whether an id is an array's.
+template <typename StateOf, typename IsArray>
+std::string WaitText(const v1::Job& job, const std::vector<int>& unmet, StateOf state_of,
+                     IsArray is_array);
+std::string WaitText(const v1::JobDependency& d, v1::JobState state, size_t more,
+                     bool array = false);
 
 // The event and final message of a dependent that can never start:
 // "dependency never satisfied: job 17 FAILED (ok:17)"; `state` UNSPECIFIED: the job is no
@@ -68,11 +71,14 @@ class DependentsIndex {
   std::unordered_map<uint64_t, std::vector<uint64_t>> index_;
 };
 
-template <typename StateOf>
-std::string WaitText(const v1::Job& job, const std::vector<int>& unmet, StateOf state_of) {
+template <typename StateOf, typename IsArray>
+std::string WaitText(const v1::Job& job, const std::vector<int>& unmet, StateOf state_of,
+                     IsArray is_array) {
   if (unmet.empty()) return "";
   const v1::JobDependency& first = job.spec().after(unmet.front());
-  return WaitText(first, state_of(first.job()), unmet.size() - 1);
+  const bool array = is_array(first.job());
+  return WaitText(first, array ? v1::JOB_STATE_UNSPECIFIED : state_of(first.job()),
+                  unmet.size() - 1, array);
 }
 
 }  // namespace baton::deps

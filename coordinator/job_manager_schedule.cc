@@ -23,7 +23,8 @@ namespace baton {
 
 sched::ClusterView JobManager::ViewWithUsageLocked(absl::Time now,
                                                    sched::UsageLedger& ledger) const {
-  sched::ClusterView view = ViewOf(jobs_, nodes_.all(), reserved_nodes_, now);
+  sched::ClusterView view = ViewOf(jobs_, nodes_.all(), reserved_nodes_, now,
+                                   [this](uint64_t id) { return arrays_.contains(id); });
   ledger.Advance(absl::ToUnixMillis(now), sched::RunningGpusByTenant(view));
   view.usage = ledger.Snapshot();
   return view;

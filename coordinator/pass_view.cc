@@ -65,7 +65,8 @@ bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::
 }
 
 sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
-                          const ReservedNodes& reserved, absl::Time now) {
+                          const ReservedNodes& reserved, absl::Time now,
+                          const std::function<bool(uint64_t)>& is_array) {
   sched::ClusterView view;
   for (const auto& [name, n] : nodes) {
     if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
@@ -95,10 +96,13 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
     pj.evictions = e.job.evictions();
     if (e.job.has_hold()) pj.held = HoldText(e.job.hold());
     if (e.job.after_met_size() < e.job.spec().after_size()) {
-      pj.waits_for = deps::WaitText(e.job, deps::Unmet(e.job), [&jobs](uint64_t id) {
-        const JobEntry* on = jobs.Find(id);
-        return on == nullptr ? v1::JOB_STATE_UNSPECIFIED : on->job.state();
-      });
+      pj.waits_for = deps::WaitText(
+          e.job, deps::Unmet(e.job),
+          [&jobs](uint64_t id) {
+            const JobEntry* on = jobs.Find(id);
+            return on == nullptr ? v1::JOB_STATE_UNSPECIFIED : on->job.state();
+          },
+          [&is_array](uint64_t id) { return is_array && is_array(id); });
     }
     auto r = reserved.find(pj.id);
     if (r != reserved.end()) pj.reserved_nodes = r->second;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,8 +34,10 @@ bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::
 // The scheduler's input at `now`: the nodes not lost, every gang holding resources (live
 // attempts by the nodes where they still run, services held for their restart), and the
 // queue in its order with each job's reservation. Tenants' usage is not filled in.
+// `is_array` says which ids are arrays (a dependency's wait text names them so).
 sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
-                          const ReservedNodes& reserved, absl::Time now);
+                          const ReservedNodes& reserved, absl::Time now,
+                          const std::function<bool(uint64_t)>& is_array = {});
 
 // Every known node as `baton nodes` shows it: its record, with what the live attempts'
 // parts that still run there take of it (CPU, memory, GPUs), their jobs, and their

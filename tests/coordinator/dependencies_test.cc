@@ -51,6 +51,9 @@ TEST(Dependencies, TextsNameTheJobAndWhatIsAwaited) {
             "dependency never satisfied: job 17 failed (ok:17)");
   EXPECT_EQ(deps::NeverText(Dep(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_UNSPECIFIED),
             "dependency never satisfied: job 17 is no longer on record (ok:17)");
+  EXPECT_EQ(deps::WaitText(Dep(v1::DEPENDENCY_KIND_OK, 21), v1::JOB_STATE_UNSPECIFIED, 0,
+                           /*array=*/true),
+            "waiting for array 21 to succeed (as a whole, once every task has ended)");
   EXPECT_EQ(deps::MetText(Dep(v1::DEPENDENCY_KIND_ANY, 18), v1::JOB_STATE_CANCELLED),
             "dependency any:18 met: job 18 cancelled");
 }
@@ -258,7 +261,13 @@ TEST(Dependencies, OnATaskOfAnArrayOrOnTheWholeArray) {
   EXPECT_NE(missing.status().message().find("has no task 99"), std::string::npos)
       << missing.status();
 
-  RunAndEnd(h, arrays::TaskJobId(*a, 0), 0);
+  h.Schedule();  // task 0 starts; the queue says what the others wait for
+  EXPECT_EQ(h.Get(*after_all).message(), "waiting for array " + std::to_string(*a) +
+                                             " to succeed (as a whole, once every task has "
+                                             "ended)");
+  h.Report("n1", Report(arrays::TaskJobId(*a, 0), 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(arrays::TaskJobId(*a, 0), 1, Phase::PHASE_EXITED));
+  h.Commands("n1");
   RunAndEnd(h, arrays::TaskJobId(*a, 1), 0);
   EXPECT_EQ(h.Get(*after_task).after_met_size(), 1) << "task 1 succeeded";
   RunAndEnd(h, arrays::TaskJobId(*a, 2), 5);

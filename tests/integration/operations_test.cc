@@ -262,8 +262,13 @@ TEST(Operations, AKilledTestProcessLeavesNoClusterBehind) {
       if (e.path().filename().string().rfind(name + "-", 0) == 0) found.push_back(e.path());
     }
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      std::ifstream cmd(e.path() / "cmdline");
-      std::string line((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      std::string line;
+      try {  // a process that exits between the open and the read fails it with ESRCH
+        std::ifstream cmd(e.path() / "cmdline");
+        line.assign(std::istreambuf_iterator<char>(cmd), std::istreambuf_iterator<char>());
+      } catch (const std::exception&) {
+        continue;
+      }
       if (line.find("/tmp/" + name + "-netns") != std::string::npos) found.push_back(line);
     }
     return found;
