@@ -95,6 +95,13 @@ std::optional<uint32_t> NextPosition(const v1::JobArray& array) {
   return std::nullopt;
 }
 
+uint32_t Unmade(const v1::JobArray& array) {
+  if (!array.cancelled_by().empty() || array.made() >= array.tasks()) return 0;
+  const auto skipped = std::count_if(array.skipped().begin(), array.skipped().end(),
+                                     [&array](uint32_t p) { return p >= array.made(); });
+  return array.tasks() - array.made() - static_cast<uint32_t>(skipped);
+}
+
 uint32_t TasksLeft(const v1::JobArray& array) {
   const uint32_t ended = array.succeeded() + array.failed() + array.cancelled();
   return array.tasks() > ended ? array.tasks() - ended : 0;

@@ -58,6 +58,9 @@ MakePlan ToMake(const v1::JobArray& array, uint32_t unfinished, uint32_t waiting
 // The position made next (skipping cancelled ones), nullopt when none is left.
 std::optional<uint32_t> NextPosition(const v1::JobArray& array);
 
+// Tasks not yet made jobs and not cancelled before: positions from `made` on, less the
+// skipped ones among them (0 once the array is cancelled).
+uint32_t Unmade(const v1::JobArray& array);
 // Unfinished tasks of `array`: not yet ended, whether jobs or not.
 uint32_t TasksLeft(const v1::JobArray& array);
 // How an array ended, for the jobs that depend on it: SUCCEEDED when every task did,

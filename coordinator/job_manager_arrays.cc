@@ -237,14 +237,7 @@ v1::JobArray JobManager::WithCountsLocked(const Caller& caller, const ArrayState
   for (uint64_t t : a.unfinished) {
     if (const JobEntry* e = jobs_.Find(t)) ++counts[StateName(e->job.state())];
   }
-  uint32_t unmade = 0;
-  if (a.rec.cancelled_by().empty()) {
-    for (uint32_t p = a.rec.made(); p < a.rec.tasks(); ++p) {
-      unmade +=
-          std::find(a.rec.skipped().begin(), a.rec.skipped().end(), p) == a.rec.skipped().end();
-    }
-  }
-  if (unmade > 0) counts["pending"] += unmade;
+  if (const uint32_t unmade = arrays::Unmade(a.rec); unmade > 0) counts["pending"] += unmade;
   return out;
 }
 
@@ -259,11 +252,7 @@ std::vector<v1::JobArray> JobManager::UnfinishedArraysLocked(const Caller& calle
 void JobManager::CancelArrayLocked(ArrayState& a, const Caller& caller, const std::string& why,
                                    Txn& txn) {
   if (a.rec.cancelled_by().empty()) {
-    uint32_t never_made = 0;
-    for (uint32_t p = a.rec.made(); p < a.rec.tasks(); ++p) {
-      never_made +=
-          std::find(a.rec.skipped().begin(), a.rec.skipped().end(), p) == a.rec.skipped().end();
-    }
+    const uint32_t never_made = arrays::Unmade(a.rec);
     a.rec.set_cancelled_by(caller.user);
     a.rec.set_cancelled(a.rec.cancelled() + never_made);
     making_.erase(a.rec.id());  // `made` stays: the tasks above it were never jobs

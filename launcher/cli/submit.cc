@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/resources.h"
+#include "coordinator/arrays.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
 #include "launcher/cli/options.h"
@@ -239,12 +240,10 @@ int RunSubmit(const Args& args) {
   } else {
     if (req.spec().has_array()) {
       const v1::ArraySpec& a = req.spec().array();
-      const uint32_t step = a.has_step() ? a.step() : 1;
-      const uint32_t n = (a.last() - a.first()) / step + 1;
+      const uint32_t n = arrays::TaskCount(a);
       std::cout << "Submitted array " << resp.job_id() << " (" << n << " task"
-                << (n == 1 ? "" : "s") << ": " << resp.job_id() << "_" << a.first()
-                << (n > 1 ? " ... " + std::to_string(resp.job_id()) + "_" +
-                                std::to_string(a.first() + (n - 1) * step)
+                << (n == 1 ? "" : "s") << ": " << arrays::TaskLabel(resp.job_id(), a.first())
+                << (n > 1 ? " ... " + arrays::TaskLabel(resp.job_id(), arrays::IndexAt(a, n - 1))
                           : "")
                 << ")\n";
     } else {

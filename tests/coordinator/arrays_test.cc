@@ -119,6 +119,8 @@ TEST(Arrays, HowManyTasksBecomeJobs) {
   open.add_skipped(0);
   open.add_skipped(1);
   EXPECT_EQ(arrays::NextPosition(open), 2u);
+  open.set_made(1);
+  EXPECT_EQ(arrays::Unmade(open), 9'998u) << "positions 1.. less the skipped 1";
 }
 
 v1::JobSpec ArraySpec(v1::ArraySpec a, uint32_t gpus = 1) {
