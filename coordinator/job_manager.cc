@@ -11,6 +11,7 @@
 #include "coordinator/job_listing.h"
 #include "coordinator/job_state.h"
 #include "coordinator/policy_config.h"
+#include "coordinator/usage/rollup.h"
 #include "spdlog/spdlog.h"
 
 namespace baton {
@@ -95,6 +96,7 @@ absl::Status JobManager::Recover() {
     submit_keys_.Add(job.user(), job.idempotency_key(), id,
                      absl::FromUnixMillis(job.submitted_ms()));
     JobEntry& e = jobs_.Add(std::move(job));
+    e.charged = usage::MarkOf(e.job);  // charged in the writes that stored it
     if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
       jobs_.StartAttempt(e, std::move(*a));
     }
@@ -143,6 +145,7 @@ int32_t JobManager::ClassValueLocked(const std::string& priority_class) const {
 void JobManager::CommitLocked(Txn txn) {
   if (dependents_.size() > 0) SettleDependentsLocked(txn);
   if (!arrays_.empty()) CountTaskEndsLocked(txn);
+  ChargeUsageLocked(txn);
   std::vector<v1::Job> changed;
   for (uint64_t id : txn.touched) {
     JobEntry* e = jobs_.Find(id);
@@ -216,6 +219,7 @@ void JobManager::EvictedLocked(JobEntry& e, const std::string& reason, const std
   // scheduler's estimate at the decision is replaced).
   v1::Attempt* a = e.job.mutable_attempts(e.job.attempts_size() - 1);
   a->set_lost_gpu_seconds(events::LostGpuSeconds(e.job, clock_->NowMs()));
+  a->set_eviction(reason);
   LogLocked(events::Eviction(e.job, reason, why, clock_->NowMs()), &e.job, txn);
 }
 

@@ -67,6 +67,8 @@ struct JobManagerOptions {
   uint64_t min_free_disk_bytes = 256ull << 20;
   // Finished jobs (and their events) are deleted this long after their end; 0: kept.
   absl::Duration retention = absl::Hours(30 * 24);
+  // Usage rollup days are deleted this long after they end; 0: kept (--usage-retention).
+  absl::Duration usage_retention = absl::Hours(400 * 24);
   // Finished jobs stay in memory (for status, logs and watchers right after the end) until
   // this many newer ones have finished; older ones are read from the store when asked.
   size_t finished_in_memory = 4096;
@@ -166,6 +168,13 @@ class JobManager {
   void UndrainNode(const Caller& caller, const std::string& node,
                    std::function<void(absl::StatusOr<v1::Node>)> done);
   absl::StatusOr<LogTarget> FindLogs(const Caller& caller, const v1::LogsRequest& req) const;
+
+  // Accounting (job_manager_usage.cc): the usage rollup over whole UTC days (members: their
+  // own tenants', PermissionDenied for another's; admins: all), and the finished jobs still
+  // retained, newest end first, as List shows them.
+  absl::StatusOr<v1::UsageResponse> Usage(const Caller& caller, const v1::UsageRequest& req) const;
+  absl::StatusOr<v1::HistoryResponse> History(const Caller& caller,
+                                              const v1::HistoryRequest& req) const;
 
   // Stores `batch` (an admin's change outside jobs: a service token) with an audit event
   // in the global log (events::AccessChange); `done` runs once it is durable.
@@ -342,6 +351,12 @@ class JobManager {
   void ExpireArraysLocked(absl::Time now, Txn& txn);
   // What a task's launch tells its ranks of its array (BATON_ARRAY_*).
   void ArrayOfTaskLocked(const v1::Job& job, v1::ArrayTask* out) const;
+  // Accounting (job_manager_usage.cc). The jobs `txn` touched charge the usage rollup with
+  // what their records add beyond their marks (CommitLocked); rollup days past the usage
+  // retention are deleted (Tick).
+  void ChargeUsageLocked(Txn& txn);
+  void ExpireUsageLocked(absl::Time now, Txn& txn);
+
   // A cancel by `user` that the caller may make: stops a live attempt (SIGTERM, grace),
   // else CANCELLED at once.
   void CancelLocked(JobEntry& e, const std::string& user, const std::string& why, Txn& txn);
@@ -382,6 +397,7 @@ class JobManager {
   std::map<uint64_t, ArrayState> arrays_;  // every array, by id
   std::set<uint64_t> making_;              // arrays with tasks still to be made
   absl::Time arrays_checked_ = absl::InfinitePast();  // when ExpireArraysLocked last looked
+  int64_t usage_expired_before_ = 0;  // the rollup's days before this one are deleted
 
   WatchHub watch_;
 

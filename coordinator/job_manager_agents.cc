@@ -342,6 +342,7 @@ void JobManager::Tick() {
   }
   if (!expired.empty()) DeleteExpiredLocked(expired, txn);
   if (!arrays_.empty()) ExpireArraysLocked(now, txn);
+  ExpireUsageLocked(now, txn);
   finished_.Trim(durable_txns_.load());
   if (!txn.batch.empty() || !txn.commands.empty() || !txn.touched.empty()) {
     CommitLocked(std::move(txn));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coordinator/attempt_tracker.h"
+#include "coordinator/usage/rollup.h"
 #include "proto/api.pb.h"
 
 namespace baton {
@@ -27,6 +28,7 @@ struct JobEntry {
   std::optional<LiveAttempt> live;  // set between StartAttempt and EndAttempt
   std::string exec_secret;          // the current attempt's (store.proto; never in the public Job)
   int said_wait = -1;  // the sched::Outcome of the last wait logged; -1 after any event
+  usage::Mark charged;  // what of the record the usage rollup has been charged with
 };
 
 // PENDING and COOLDOWN jobs wait in the queue (admission counts them).

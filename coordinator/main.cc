@@ -106,6 +106,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       "finished jobs, their events and (on the agents) their logs are deleted this long after "
       "they end; 0: kept forever",
       cxxopts::value<std::string>()->default_value("30d"))(
+      "usage-retention",
+      "days of the usage rollup (baton usage) are deleted this long after they end, "
+      "independently of --retention; 0: kept forever",
+      cxxopts::value<std::string>()->default_value("400d"))(
       "min-free-disk",
       "below this much free space on --data-dir's disk new work is refused (reads are served); "
       "below a quarter of it writes wait for space",
@@ -195,6 +199,12 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
                                            std::string(retention.status().message()));
     }
     f.jm.retention = absl::Seconds(*retention);
+    auto usage_retention = baton::ParseDurationSeconds(r["usage-retention"].as<std::string>());
+    if (!usage_retention.ok()) {
+      throw cxxopts::exceptions::exception("--usage-retention: " +
+                                           std::string(usage_retention.status().message()));
+    }
+    f.jm.usage_retention = absl::Seconds(*usage_retention);
     f.max_follows_per_user = r["max-follows-per-user"].as<size_t>();
     f.max_follows = r["max-follows"].as<size_t>();
     if (f.max_follows_per_user == 0 || f.max_follows < f.max_follows_per_user) {

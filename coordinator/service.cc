@@ -114,6 +114,26 @@ grpc::ServerUnaryReactor* CoordinatorService::List(grpc::CallbackServerContext* 
   });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::Usage(grpc::CallbackServerContext* ctx,
+                                                    const v1::UsageRequest* req,
+                                                    v1::UsageResponse* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    absl::StatusOr<v1::UsageResponse> usage = jobs_->Usage(caller, *req);
+    if (usage.ok()) *resp = std::move(*usage);
+    r->Finish(ToGrpc(usage.status()));
+  });
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::History(grpc::CallbackServerContext* ctx,
+                                                      const v1::HistoryRequest* req,
+                                                      v1::HistoryResponse* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    absl::StatusOr<v1::HistoryResponse> page = jobs_->History(caller, *req);
+    if (page.ok()) *resp = std::move(*page);
+    r->Finish(ToGrpc(page.status()));
+  });
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext* ctx,
                                                      const v1::CancelRequest* req,
                                                      v1::CancelResponse* resp) {

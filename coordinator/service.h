@@ -87,6 +87,11 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                       v1::PolicyVersion* resp) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                  v1::PingResponse* resp) override;
+  grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
+                                  v1::UsageResponse* resp) override;
+  grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* ctx,
+                                    const v1::HistoryRequest* req,
+                                    v1::HistoryResponse* resp) override;
   grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* ctx, const v1::WhoAmIRequest* req,
                                    v1::WhoAmIResponse* resp) override;
   grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx,

@@ -3,10 +3,12 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 
 #include "common/ids.h"
 #include "common/status.h"
+#include "coordinator/usage/merge_operator.h"
 #include "proto/rpc_util.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -17,7 +19,8 @@ namespace baton {
 namespace {
 
 // `live` indexes the unfinished jobs (id -> ""), the only ones loaded at start-up;
-// `ended` the finished ones by end time ("<finished_ms>/<id>" -> ""), for retention.
+// `ended` the finished ones by end time ("<finished_ms>/<id>" -> v1::EndedEntry, or "" in
+// stores written before it), for retention and history.
 enum Family {
   kDefault = 0,
   kJobs,
@@ -28,10 +31,11 @@ enum Family {
   kLogJob,
   kLive,
   kEnded,
+  kUsage,  // the usage rollup: "<day>/<tenant>" -> v1::UsageRecord, added by merges
   kFamilies
 };
 constexpr const char* kFamilyNames[kFamilies] = {"default", "jobs",    "events", "nodes", "meta",
-                                                 "log",     "log_job", "live",   "ended"};
+                                                 "log",     "log_job", "live",   "ended", "usage"};
 constexpr char kNextJobIdKey[] = "next_job_id";
 constexpr char kPolicyPrefix[] = "policy/";
 constexpr char kUsageKey[] = "fair_share_usage";  // + zero-padded version: every version kept
@@ -44,6 +48,10 @@ constexpr char kIndexedKey[] = "indexed/live_ended";
 constexpr char kHaClusterKey[] = "ha/cluster_id";
 constexpr char kHaAppliedKey[] = "ha/applied";  // zero-padded log index
 
+std::string UsageKey(int64_t day, const std::string& tenant) {
+  return PaddedKey(static_cast<uint64_t>(std::max<int64_t>(day, 0))) + "/" + tenant;
+}
+
 std::string EndedKey(int64_t finished_ms, uint64_t id) {
   return PaddedKey(static_cast<uint64_t>(std::max<int64_t>(finished_ms, 0))) + "/" + PaddedKey(id);
 }
@@ -53,7 +61,11 @@ void IndexJob(const v1::Job& job, rocksdb::WriteBatch& wb,
               const std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
   if (IsTerminal(job.state())) {
     wb.Delete(handles[kLive], PaddedKey(job.id()));
-    wb.Put(handles[kEnded], EndedKey(job.finished_ms(), job.id()), "");
+    v1::EndedEntry entry;
+    entry.set_user(job.user());
+    entry.set_tenant(job.spec().tenant());
+    entry.set_state(job.state());
+    wb.Put(handles[kEnded], EndedKey(job.finished_ms(), job.id()), entry.SerializeAsString());
   } else {
     wb.Put(handles[kLive], PaddedKey(job.id()), "");
   }
@@ -112,6 +124,8 @@ void StoreBatch::Append(StoreBatch&& other) {
   for (uint64_t id : other.deleted_jobs) deleted_jobs.push_back(id);
   for (auto& a : other.arrays) arrays.push_back(std::move(a));
   for (uint64_t id : other.deleted_arrays) deleted_arrays.push_back(id);
+  for (auto& d : other.usage_deltas) usage_deltas.push_back(std::move(d));
+  usage_before_day = std::max(usage_before_day, other.usage_before_day);
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, StoreOptions options) {
@@ -130,6 +144,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : kFamilyNames) families.emplace_back(name, cf_opts);
+  families[kUsage].options.merge_operator = usage::NewMergeOperator();
 
   std::unique_ptr<Store> store(new Store());
   store->options_ = options;
@@ -237,6 +252,12 @@ absl::Status Store::Commit(const StoreBatch& batch, uint64_t ha_index) {
     wb.Put(handles_[kMeta], kArrayPrefix + PaddedKey(a.id()), a.SerializeAsString());
   }
   for (uint64_t id : batch.deleted_arrays) wb.Delete(handles_[kMeta], kArrayPrefix + PaddedKey(id));
+  for (const auto& d : batch.usage_deltas) {
+    wb.Merge(handles_[kUsage], UsageKey(d.day(), d.tenant()), d.record().SerializeAsString());
+  }
+  if (batch.usage_before_day > 0) {
+    wb.DeleteRange(handles_[kUsage], "", PaddedKey(static_cast<uint64_t>(batch.usage_before_day)));
+  }
   for (uint64_t id : batch.deleted_jobs) {
     // "<job>/" .. "<job>0" spans every "<job>/<seq>" key ('0' follows '/').
     std::string from = PaddedKey(id) + "/", to = PaddedKey(id) + "0";
@@ -544,6 +565,76 @@ absl::StatusOr<uint64_t> Store::CountFinished() const {
     return absl::OkStatus();
   }));
   return n;
+}
+
+absl::Status Store::ScanUsage(int64_t first_day, int64_t last_day,
+                              const std::function<void(int64_t day, const std::string& tenant,
+                                                       const v1::UsageRecord& rec)>& fn) const {
+  if (last_day < first_day || last_day < 0) return absl::OkStatus();
+  rocksdb::ReadOptions ro;
+  const std::string end = PaddedKey(static_cast<uint64_t>(last_day) + 1);
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kUsage]));
+  v1::UsageRecord rec;
+  for (it->Seek(PaddedKey(static_cast<uint64_t>(std::max<int64_t>(first_day, 0)))); it->Valid();
+       it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    const size_t slash = key.find('/');
+    int64_t day = 0;
+    if (slash == std::string_view::npos ||
+        std::from_chars(key.data(), key.data() + slash, day).ptr != key.data() + slash ||
+        !rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return absl::DataLossError("store: usage record '" + std::string(key) + "' is corrupt");
+    }
+    fn(day, std::string(key.substr(slash + 1)), rec);
+  }
+  return FromRocks(it->status(), "store scan of the usage rollup");
+}
+
+absl::Status Store::ScanEnded(
+    const EndedQuery& q, const std::function<bool(const std::string& key, v1::Job job)>& fn) const {
+  rocksdb::ReadOptions ro;
+  const std::string lower = PaddedKey(static_cast<uint64_t>(std::max<int64_t>(q.since_ms, 0)));
+  rocksdb::Slice lower_slice(lower);
+  ro.iterate_lower_bound = &lower_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kEnded]));
+  // Newest first: from just below `before_key` (a page's last key), else from until_ms.
+  if (!q.before_key.empty()) {
+    it->SeekForPrev(q.before_key);
+    if (it->Valid() && it->key() == rocksdb::Slice(q.before_key)) it->Prev();
+  } else {
+    it->SeekForPrev(PaddedKey(static_cast<uint64_t>(std::max<int64_t>(q.until_ms, 0))));
+  }
+  v1::EndedEntry entry;
+  for (; it->Valid(); it->Prev()) {
+    std::string_view key(it->key().data(), it->key().size());
+    const size_t slash = key.find('/');
+    if (slash == std::string_view::npos) {
+      return absl::DataLossError("store: index key '" + std::string(key) + "' is corrupt");
+    }
+    // The filter from the index entry, when it has one; the record decides either way.
+    if (it->value().size() > 0 &&
+        entry.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) &&
+        ((!q.user.empty() && entry.user() != q.user) ||
+         (!q.tenant.empty() && entry.tenant() != q.tenant) ||
+         (q.states != 0 && (q.states & (1u << entry.state())) == 0))) {
+      continue;
+    }
+    auto id = ParseJobId(key.substr(slash + 1));
+    if (!id.ok())
+      return absl::DataLossError("store: index key '" + std::string(key) + "' is corrupt");
+    auto job = ReadJob(*id, /*with_events=*/false);
+    if (job.status().code() == absl::StatusCode::kNotFound) continue;  // deleted meanwhile
+    if (!job.ok()) return job.status();
+    if ((!q.user.empty() && job->user() != q.user) ||
+        (!q.tenant.empty() && job->spec().tenant() != q.tenant) ||
+        (q.states != 0 && (q.states & (1u << job->state())) == 0)) {
+      continue;
+    }
+    if (!fn(std::string(key), std::move(*job))) break;
+  }
+  return FromRocks(it->status(), "store scan of ended jobs");
 }
 
 }  // namespace baton

@@ -50,11 +50,16 @@ struct StoreBatch {
   std::vector<uint64_t> deleted_jobs;
   std::vector<v1::JobArray> arrays;      // array records (by id), each replacing the stored one
   std::vector<uint64_t> deleted_arrays;  // array records past their retention
+  // The usage rollup: what this change charged, added to its (day, tenant) records, and
+  // the day before which records are deleted (0: none; --usage-retention).
+  std::vector<v1::UsageDelta> usage_deltas;
+  int64_t usage_before_day = 0;
 
   bool empty() const {
     return jobs.empty() && events.empty() && log.empty() && nodes.empty() && !next_job_id &&
            !policy && !usage && tokens.empty() && secrets.empty() && deleted_jobs.empty() &&
-           arrays.empty() && deleted_arrays.empty();
+           arrays.empty() && deleted_arrays.empty() && usage_deltas.empty() &&
+           usage_before_day == 0;
   }
   void Append(StoreBatch&& other);
 };
@@ -72,6 +77,16 @@ struct StoreSnapshot {
   uint64_t last_log_seq = 0;                  // the global log is not loaded: read it with ReadLog
   std::vector<v1::StoredExecSecret> secrets;  // an unfinished job's, once it has been launched
   std::vector<v1::JobArray> arrays;           // every array record, in id order
+};
+
+// Which finished jobs ScanEnded returns (history).
+struct EndedQuery {
+  int64_t since_ms = 0;    // ended at or after
+  int64_t until_ms = 0;    // ended before
+  std::string user;        // "": any
+  std::string tenant;      // "": any
+  uint32_t states = 0;     // bit (1 << JobState) per state wanted; 0: any
+  std::string before_key;  // a page's last key: only entries before it
 };
 
 // Which global log records ReadLog returns.
@@ -120,6 +135,14 @@ class Store {
   // Ids of finished jobs that ended at or before `cutoff_ms`, oldest end first, at most
   // `limit` (retention).
   absl::StatusOr<std::vector<uint64_t>> EndedBefore(int64_t cutoff_ms, size_t limit) const;
+  // Finished jobs matching `q`, newest end first, without events, until `fn` returns false;
+  // `key` is the index entry's, for the next page's before_key. Safe while commits run.
+  absl::Status ScanEnded(const EndedQuery& q,
+                         const std::function<bool(const std::string& key, v1::Job job)>& fn) const;
+  // The usage rollup's (day, tenant) records for days first_day..last_day, in day order.
+  absl::Status ScanUsage(int64_t first_day, int64_t last_day,
+                         const std::function<void(int64_t day, const std::string& tenant,
+                                                  const v1::UsageRecord& rec)>& fn) const;
   // How many finished jobs are stored.
   absl::StatusOr<uint64_t> CountFinished() const;
   // Every service token record (revoked and expired ones too).
@@ -149,7 +172,7 @@ class Store {
   StoreOptions options_;
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
-  // default, jobs, events, nodes, meta, log, log_job, live, ended
+  // default, jobs, events, nodes, meta, log, log_job, live, ended, usage
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 };
 

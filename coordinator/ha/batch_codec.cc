@@ -32,6 +32,8 @@ std::string EncodeBatch(const StoreBatch& batch) {
   CopyAll(batch.secrets, b.mutable_secrets());
   CopyAll(batch.arrays, b.mutable_arrays());
   for (uint64_t id : batch.deleted_arrays) b.add_deleted_arrays(id);
+  CopyAll(batch.usage_deltas, b.mutable_usage_deltas());
+  b.set_usage_before_day(batch.usage_before_day);
   for (uint64_t id : batch.deleted_jobs) b.add_deleted_jobs(id);
   return b.SerializeAsString();
 }
@@ -54,6 +56,8 @@ absl::StatusOr<StoreBatch> DecodeBatch(std::string_view bytes) {
   MoveAll(b.mutable_secrets(), &out.secrets);
   MoveAll(b.mutable_arrays(), &out.arrays);
   out.deleted_arrays.assign(b.deleted_arrays().begin(), b.deleted_arrays().end());
+  MoveAll(b.mutable_usage_deltas(), &out.usage_deltas);
+  out.usage_before_day = b.usage_before_day();
   out.deleted_jobs.assign(b.deleted_jobs().begin(), b.deleted_jobs().end());
   return out;
 }

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "common/resources.h"
 #include "coordinator/arrays.h"
+#include "coordinator/usage/rollup.h"
 #include "launcher/cli/format.h"
 #include "proto/rpc_util.h"
 
@@ -109,6 +110,83 @@ std::string TokenState(const v1::TokenInfo& t, int64_t now_ms) {
 
 }  // namespace
 
+Listing UsageListing(const v1::UsageResponse& usage, v1::UsageGroup by) {
+  const char* kind = by == v1::USAGE_GROUP_USER    ? "user"
+                     : by == v1::USAGE_GROUP_CLASS ? "class"
+                                                   : "tenant";
+  Listing l;
+  std::string header = kind;
+  for (char& c : header) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  l.columns = {{header},      {"GPU-H"},     {"LOST GPU-H"}, {"SUCCEEDED"}, {"FAILED"},
+               {"CANCELLED"}, {"EVICTIONS"}, {"STARTED"},    {"WAIT P50"},  {"WAIT P95"}};
+  auto wait = [](const v1::UsageLine& u, double s) {
+    if (u.waits() == 0) return std::string("-");
+    return s < 1 ? std::string("<1s") : FormatDurationMs(static_cast<int64_t>(s * 1000 + 0.5));
+  };
+  for (const v1::UsageLine& u : usage.lines()) {
+    l.rows.push_back({u.key(), Fixed(u.gpu_hours(), 2), Fixed(u.lost_gpu_hours(), 2),
+                      std::to_string(u.succeeded()), std::to_string(u.failed()),
+                      std::to_string(u.cancelled()), std::to_string(u.evictions()),
+                      std::to_string(u.waits()), wait(u, u.wait_p50_seconds()),
+                      wait(u, u.wait_p95_seconds())});
+    l.objects.push_back(&u);
+    l.names.push_back(std::string(kind) + "/" + u.key());
+  }
+  std::string tenants;
+  for (const auto& t : usage.tenants()) tenants += (tenants.empty() ? "" : ", ") + t;
+  l.footer = "UTC days " + Date(usage.since_ms()).substr(0, 10) + " to " +
+             Date(usage.until_ms() - 1).substr(0, 10) + " (whole days), " +
+             (tenants.empty() ? "every tenant" : "tenants " + tenants) +
+             "; waits are queue time to first placement, within 6%\n";
+  return l;
+}
+
+Listing HistoryListing(const Repeated<v1::Job>& jobs) {
+  Listing l;
+  l.columns = {{"ID"},
+               {"NAME", false, 20},
+               {"USER"},
+               {"TENANT"},
+               {"CLASS", true},
+               {"STATE"},
+               {"START"},
+               {"END"},
+               {"EXIT"},
+               {"NODES", false, 30},
+               {"GPU-H"},
+               {"ATTEMPTS", true},
+               {"EVICTIONS", true},
+               {"MESSAGE", true}};
+  for (const v1::Job& job : jobs) {
+    int64_t start = 0;
+    for (const auto& a : job.attempts()) {
+      if (a.started_ms() != 0) {
+        start = a.started_ms();
+        break;
+      }
+    }
+    const std::string id = job.array_id() != 0
+                               ? arrays::TaskLabel(job.array_id(), job.array_index())
+                               : std::to_string(job.id());
+    std::string nodes = "-";
+    if (job.attempts_size() > 0) {
+      std::vector<std::string> names;
+      for (const auto& p : job.attempts(job.attempts_size() - 1).placement()) {
+        names.push_back(p.node());
+      }
+      nodes = JoinOrDash(names);
+    }
+    l.rows.push_back(
+        {id, job.spec().name(), job.user(), job.spec().tenant(), job.spec().priority_class(),
+         StateName(job.state()), Date(start), Date(job.finished_ms()),
+         std::to_string(job.exit_code()), nodes, Fixed(usage::AllocatedGpuSeconds(job) / 3600, 2),
+         std::to_string(job.attempts_size()), std::to_string(job.evictions()), job.message()});
+    l.objects.push_back(&job);
+    l.names.push_back("job/" + std::to_string(job.id()));
+  }
+  return l;
+}
+
 std::string Date(int64_t unix_ms) {
   if (unix_ms == 0) return "-";
   return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
@@ -132,8 +210,7 @@ std::string ArrayCounts(const v1::JobArray& a) {
 }
 
 std::string RenderArray(const v1::JobArray& a, int64_t now_ms, const OutputOptions& options) {
-  const bool human =
-      options.format == OutputFormat::kTable || options.format == OutputFormat::kWide;
+  const bool human = HumanFormat(options.format);
   std::string text;
   if (human) {
     const v1::JobSpec& s = a.spec();
@@ -313,7 +390,7 @@ Listing TokensListing(const Repeated<v1::TokenInfo>& tokens, int64_t now_ms) {
 }
 
 std::string RenderJob(const v1::Job& job, int64_t now_ms, const OutputOptions& options) {
-  bool human = options.format == OutputFormat::kTable || options.format == OutputFormat::kWide;
+  bool human = HumanFormat(options.format);
   return RenderOne(job, "job/" + std::to_string(job.id()), human ? DescribeJob(job, now_ms) : "",
                    options);
 }
@@ -325,7 +402,7 @@ std::string RenderExplanation(uint64_t id, const v1::ExplainResponse& explanatio
 
 std::string RenderEvent(const v1::Event& e, const OutputOptions& options) {
   if (options.format != OutputFormat::kWide) {
-    bool human = options.format == OutputFormat::kTable;
+    bool human = HumanFormat(options.format);
     return RenderOne(e, "event/" + std::to_string(e.log_seq()), human ? EventLine(e) + "\n" : "",
                      options);
   }

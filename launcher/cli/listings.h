@@ -48,6 +48,18 @@ Listing SharesListing(const v1::SharesResponse& shares);
 // STATE (active, expired, revoked).
 Listing TokensListing(const Repeated<v1::TokenInfo>& tokens, int64_t now_ms);
 
+// `baton usage`: one row per tenant, user or class (as `by`), with the days covered and the
+// tenants read as the footer; named tenant/<t>, user/<u> or class/<c>. GPU-hours as
+// allocated and lost to evictions, jobs ended by how, evictions, jobs first placed and
+// their queue wait p50/p95.
+Listing UsageListing(const v1::UsageResponse& usage, v1::UsageGroup by);
+
+// `baton history`: finished jobs, newest end first; named job/<id>. START is the first
+// attempt's start, END the job's end, NODES its last attempt's, GPU-H every attempt's
+// allocation (usage::AllocatedGpuSeconds). Wide adds CLASS, ATTEMPTS, EVICTIONS and the
+// final MESSAGE whole.
+Listing HistoryListing(const Repeated<v1::Job>& jobs);
+
 // "2024-05-03 10:22" (UTC), "-" for 0.
 std::string Date(int64_t unix_ms);
 

@@ -25,6 +25,8 @@ constexpr char kUsageText[] =
     "  nodes drain NODE [--evict] | undrain NODE   no new work on a node; --evict moves\n"
     "                             its jobs (admins)\n"
     "  share                      tenants' fair-share standing (usage vs weight, quota)\n"
+    "  usage [--since 30d] [--by tenant|user|class]   GPU-hours, outcomes and queue waits\n"
+    "  history [--user U] [--since 7d] [--state S]    finished jobs: start, end, exit, GPU-h\n"
     "  policy get | set FILE      the scheduling policy; admins replace it (versioned;\n"
     "                             also `baton admin policy ...`)\n"
     "  events [--job J] [-f]      the event log: transitions, scheduling, evictions, refused\n"
@@ -38,7 +40,8 @@ constexpr char kUsageText[] =
     "  version                    this client's version (also --version)\n"
     "\n"
     "output: every read command takes --json; the listings (queue, status, explain,\n"
-    "  nodes, share, events, admin token list) take -o wide|json|yaml|name and --no-headers too\n"
+    "  nodes, share, events, usage, history, admin token list) take\n"
+    "  -o wide|json|yaml|name|csv and --no-headers too\n"
     "environment: BATON_COORDINATOR (host:port), BATON_CA (cluster CA bundle, default\n"
     "  /etc/baton/tls/ca.crt), BATON_MUNGE_SOCKET (default /run/munge/munge.socket.2),\n"
     "  BATON_TOKEN (a service token instead of MUNGE), BATON_TENANT (submit's --tenant)\n"
@@ -59,7 +62,8 @@ int main(int argc, char** argv) {
       {"admin", baton::cli::RunAdmin},     {"events", baton::cli::RunEvents},
       {"whoami", baton::cli::RunWhoAmI},   {"capacity", baton::cli::RunCapacity},
       {"hold", baton::cli::RunHold},       {"release", baton::cli::RunRelease},
-      {"requeue", baton::cli::RunRequeue},
+      {"requeue", baton::cli::RunRequeue}, {"usage", baton::cli::RunUsage},
+      {"history", baton::cli::RunHistory},
   };
   if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
     std::cout << "baton " << baton::Version() << "\n";

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <iostream>
 
+#include "absl/time/time.h"
 #include "common/ids.h"
 #include "common/resources.h"
 #include "coordinator/arrays.h"
@@ -171,6 +172,21 @@ int RunOneCall(cxxopts::Options& opts, const std::vector<std::string>& args, con
   Client client(*conn);
   grpc::Status s = call(client, *r);
   return s.ok() ? kOk : ReportError(cmd, s, conn->coordinator);
+}
+
+absl::StatusOr<int64_t> ParseWhen(const std::string& text, int64_t now_ms) {
+  if (auto ago = ParseDuration(text); ago.ok() && *ago >= absl::ZeroDuration()) {
+    return now_ms - absl::ToInt64Milliseconds(*ago);
+  }
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &err) ||
+      absl::ParseTime(absl::RFC3339_full, text, absl::UTCTimeZone(), &t, &err)) {
+    return absl::ToUnixMillis(t);
+  }
+  return absl::InvalidArgumentError("'" + text +
+                                    "': expected a duration before now (30d, 12h), a UTC date "
+                                    "(2026-11-01) or an RFC 3339 time (2026-11-01T08:00:00Z)");
 }
 
 }  // namespace baton::cli

@@ -46,6 +46,11 @@ absl::StatusOr<JobRef> ParseJobRef(const std::string& text);
 // array has no such index.
 absl::StatusOr<uint64_t> ResolveJobRef(Client& client, const JobRef& ref);
 
+// A point in time on the command line (usage, history): a duration before `now_ms` ("30d",
+// "12h"), a UTC date ("2026-11-01", its midnight) or an RFC 3339 time. InvalidArgument
+// naming the accepted forms.
+absl::StatusOr<int64_t> ParseWhen(const std::string& text, int64_t now_ms);
+
 // The positional job ids, parsed; prints the error and sets *code on a bad one.
 std::optional<std::vector<JobRef>> JobIds(const cxxopts::ParseResult& r, const char* cmd,
                                           int* code);

@@ -25,6 +25,8 @@ absl::StatusOr<OutputOptions> ParseOutputOptions(const std::string* output, bool
       o.format = OutputFormat::kYaml;
     } else if (v == "name") {
       o.format = OutputFormat::kName;
+    } else if (v == "csv") {
+      o.format = OutputFormat::kCsv;
     } else {
       return absl::InvalidArgumentError("-o '" + v + "': unknown output format; use one of " +
                                         kOutputValues);
@@ -35,10 +37,11 @@ absl::StatusOr<OutputOptions> ParseOutputOptions(const std::string* output, bool
   } else if (json) {
     o.format = OutputFormat::kJson;
   }
-  if (no_headers && o.format != OutputFormat::kTable && o.format != OutputFormat::kWide) {
+  if (no_headers && o.format != OutputFormat::kTable && o.format != OutputFormat::kWide &&
+      o.format != OutputFormat::kCsv) {
     std::string value = output != nullptr ? *output : "json";
     return absl::InvalidArgumentError(
-        "--no-headers applies to tables (the default and -o wide); -o " + value +
+        "--no-headers applies to tables (the default, -o wide and -o csv); -o " + value +
         " has no header row");
   }
   o.no_headers = no_headers;
@@ -130,6 +133,35 @@ std::string RenderTable(const Listing& l, bool wide, bool no_headers) {
   return Table(rows) + (no_headers ? "" : l.footer);
 }
 
+// RFC 4180: a cell with a comma, quote or line break is quoted, its quotes doubled.
+std::string CsvCell(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string RenderCsv(const Listing& l, bool no_headers) {
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < l.columns.size(); ++i) {
+      if (i > 0) out += ',';
+      out += CsvCell(i < cells.size() ? cells[i] : "");
+    }
+    out += "\r\n";
+  };
+  if (!no_headers) {
+    std::vector<std::string> header;
+    for (const auto& c : l.columns) header.push_back(c.header);
+    line(header);
+  }
+  for (const auto& cells : l.rows) line(cells);
+  return out;
+}
+
 }  // namespace
 
 std::string ToYaml(const google::protobuf::Message& msg) {
@@ -150,6 +182,7 @@ std::string RenderOne(const google::protobuf::Message& msg, const std::string& n
       return name + "\n";
     case OutputFormat::kTable:
     case OutputFormat::kWide:
+    case OutputFormat::kCsv:  // one object has no rows: its description
       break;
   }
   return human;
@@ -170,6 +203,8 @@ std::string Render(const Listing& l, const OutputOptions& options) {
     case OutputFormat::kName:
       for (const auto& n : l.names) out += n + "\n";
       break;
+    case OutputFormat::kCsv:
+      return RenderCsv(l, options.no_headers);
   }
   return out;
 }

@@ -19,15 +19,22 @@ enum class OutputFormat {
   kJson,   // proto3 JSON, one object per line (= --json)
   kYaml,   // the same objects as YAML, each its own document opened by "---"
   kName,   // one "<kind>/<name>" per line: job/17, node/n1, tenant/vision, token/t-1
+  kCsv,    // RFC 4180: a header row (unless --no-headers), then every column of each row
 };
+
+// Whether a command's own text is printed: the table formats (csv included: one object has
+// no rows, so its description is printed as the table would be).
+inline bool HumanFormat(OutputFormat f) {
+  return f == OutputFormat::kTable || f == OutputFormat::kWide || f == OutputFormat::kCsv;
+}
 
 struct OutputOptions {
   OutputFormat format = OutputFormat::kTable;  // -o / --output, or --json
   bool no_headers = false;                     // --no-headers: the table rows only
 };
 
-// The accepted -o values, for help texts and errors: "wide, json, yaml, name".
-inline constexpr char kOutputValues[] = "wide, json, yaml, name";
+// The accepted -o values, for help texts and errors.
+inline constexpr char kOutputValues[] = "wide, json, yaml, name, csv";
 
 // Checks the flags together. `output` is -o's value (nullptr when not given). Errors
 // (InvalidArgument, a usage error): an unknown value, named with the accepted ones;

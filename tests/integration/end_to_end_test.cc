@@ -177,6 +177,45 @@ TEST_F(EndToEnd, APipelineRunsInOrderAndAFailedStepCancelsTheStepsAfterIt) {
   EXPECT_NE(typo.err.find("--after: 'okay:3' is not a dependency"), std::string::npos) << typo.err;
 }
 
+// The bill and the sacct: what ran shows in `baton usage` (the rollup, charged in the
+// commits that ended the jobs) and `baton history`; another tenant's usage is refused.
+TEST_F(EndToEnd, UsageAndHistoryShowWhatRan) {
+  CommandResult ok = cluster().Baton({"submit", "--wait", "--gpus", "1", "--", "sleep", "1"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const uint64_t good = SubmittedId(CommandResult{0, ok.out.substr(0, ok.out.find('\n')), ""});
+  CommandResult bad =
+      cluster().Baton({"submit", "--wait", "--restart", "never", "--", "sh", "-c", "exit 3"});
+  ASSERT_EQ(bad.exit_code, 3) << bad.err;
+  const uint64_t failed = SubmittedId(CommandResult{0, bad.out.substr(0, bad.out.find('\n')), ""});
+
+  CommandResult usage = cluster().Baton({"usage", "--by", "user", "--since", "1d", "-o", "json"});
+  ASSERT_EQ(usage.exit_code, 0) << usage.err;
+  EXPECT_NE(usage.out.find(std::string("\"key\":\"") + kAlice + "\""), std::string::npos)
+      << usage.out;
+  EXPECT_NE(usage.out.find("\"succeeded\":\"1\""), std::string::npos) << usage.out;
+  EXPECT_NE(usage.out.find("\"failed\":\"1\""), std::string::npos) << usage.out;
+  EXPECT_NE(usage.out.find("\"waits\":\"2\""), std::string::npos) << usage.out;
+  CommandResult table = cluster().Baton({"usage"});
+  EXPECT_NE(table.out.find("GPU-H"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("vision"), std::string::npos) << table.out;
+  CommandResult other = cluster().Baton({"usage", "--tenant", "serving"});
+  EXPECT_EQ(other.exit_code, 4) << other.err;
+  EXPECT_NE(other.err.find("readable by its members and admins only"), std::string::npos)
+      << other.err;
+
+  CommandResult history = cluster().Baton({"history", "--user", kAlice, "-o", "csv"});
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_EQ(history.out.rfind("ID,NAME,USER,TENANT,CLASS,STATE,START,END,EXIT", 0), 0u)
+      << history.out;
+  EXPECT_LT(history.out.find("\r\n" + std::to_string(failed) + ","),
+            history.out.find("\r\n" + std::to_string(good) + ","))
+      << "newest end first: " << history.out;
+  CommandResult only_failed = cluster().Baton({"history", "--state", "failed", "-o", "name"});
+  EXPECT_EQ(only_failed.out, "job/" + std::to_string(failed) + "\n") << only_failed.err;
+  EXPECT_EQ(cluster().Baton({"history", "--state", "running"}).exit_code, 2);
+  EXPECT_EQ(cluster().Baton({"usage", "--since", "yesterday"}).exit_code, 2);
+}
+
 TEST_F(EndToEnd, AnArrayRunsEachTaskOnceWithItsIndexAndFoldsInTheQueue) {
   CommandResult sub = cluster().Baton({"submit", "--array", "0-5%2", "--name", "sweep-%a",
                                        "--restart", "never", "--", "sh", "-c",

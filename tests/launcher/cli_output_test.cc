@@ -479,7 +479,7 @@ TEST(ParseOutputOptions, UnknownValueNamesItAndTheAcceptedOnes) {
     ASSERT_FALSE(o.ok()) << bad;
     EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(o.status().message()), HasSubstr("'" + bad + "'"));
-    EXPECT_THAT(std::string(o.status().message()), HasSubstr("wide, json, yaml, name"));
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr("wide, json, yaml, name, csv"));
   }
 }
 
@@ -504,12 +504,14 @@ TEST(ParseOutputOptions, NoHeadersOnlyWithTables) {
   EXPECT_TRUE(table->no_headers);
   std::string wide = "wide";
   EXPECT_TRUE(ParseOutputOptions(&wide, /*json=*/false, /*no_headers=*/true).ok());
+  std::string csv = "csv";
+  EXPECT_TRUE(ParseOutputOptions(&csv, /*json=*/false, /*no_headers=*/true).ok());
   for (std::string other : {"json", "yaml", "name"}) {
     auto o = ParseOutputOptions(&other, /*json=*/false, /*no_headers=*/true);
     ASSERT_FALSE(o.ok()) << other;
     EXPECT_THAT(std::string(o.status().message()),
-                HasSubstr("--no-headers applies to tables (the default and -o wide); -o " + other +
-                          " has no header row"));
+                HasSubstr("--no-headers applies to tables (the default, -o wide and -o csv); -o " +
+                          other + " has no header row"));
   }
   EXPECT_FALSE(ParseOutputOptions(nullptr, /*json=*/true, /*no_headers=*/true).ok());
 }
@@ -542,7 +544,7 @@ TEST(OutputFlags, ParseReadsEverySpelling) {
 
 TEST(OutputFlags, BadCombinationsAreUsageErrorsThatSayWhy) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"-o", "xml"}, "-o 'xml': unknown output format; use one of wide, json, yaml, name"},
+      {{"-o", "xml"}, "-o 'xml': unknown output format; use one of wide, json, yaml, name, csv"},
       {{"-o", "yaml", "--json"}, "--json and -o yaml conflict"},
       {{"--no-headers", "-o", "name"}, "--no-headers applies to tables"},
       {{"-o"}, "is missing an argument"},
@@ -570,6 +572,99 @@ TEST(OutputFlags, CommandsWithoutThemStillTakeJson) {
   AddCommonFlags(no_o);
   EXPECT_FALSE(Parse(no_o, {"-o", "json"}, &code)) << "-o only where a command lists";
   EXPECT_EQ(code, kUsage);
+}
+
+}  // namespace
+}  // namespace baton::cli
+
+namespace baton::cli {
+namespace {
+
+// -o csv: RFC 4180, every column (wide ones too), cells with commas, quotes or line
+// breaks quoted with their quotes doubled; --no-headers drops the header row.
+TEST(Csv, QuotesWhatNeedsItAndKeepsEveryColumn) {
+  Listing l;
+  l.columns = {{"ID"}, {"NAME"}, {"WIDE", true}};
+  l.rows = {{"1", "plain", "w"}, {"2", "a,b \"q\"\nline", ""}};
+  l.footer = "not in csv\n";
+  OutputOptions o;
+  o.format = OutputFormat::kCsv;
+  EXPECT_EQ(Render(l, o), "ID,NAME,WIDE\r\n1,plain,w\r\n2,\"a,b \"\"q\"\"\nline\",\r\n");
+  o.no_headers = true;
+  EXPECT_EQ(Render(l, o), "1,plain,w\r\n2,\"a,b \"\"q\"\"\nline\",\r\n");
+}
+
+TEST(UsageListing, RowsPerKeyWithWaitsAndTheDaysCovered) {
+  v1::UsageResponse u;
+  u.set_since_ms(1'764'547'200'000);  // 2025-12-01
+  u.set_until_ms(1'764'547'200'000 + 2 * 86'400'000LL);
+  u.add_tenants("vision");
+  v1::UsageLine* a = u.add_lines();
+  a->set_key("alice");
+  a->set_gpu_hours(12.345);
+  a->set_lost_gpu_hours(0.5);
+  a->set_succeeded(3);
+  a->set_failed(1);
+  a->set_evictions(2);
+  a->set_waits(4);
+  a->set_wait_p50_seconds(90);
+  a->set_wait_p95_seconds(3600);
+  v1::UsageLine* b = u.add_lines();
+  b->set_key("carol");
+  OutputOptions o;
+  Listing l = UsageListing(u, v1::USAGE_GROUP_USER);
+  const std::string text = Render(l, o);
+  EXPECT_THAT(text, HasSubstr("USER"));
+  EXPECT_THAT(text, HasSubstr("12.35"));
+  EXPECT_THAT(text, HasSubstr("1m30s"));
+  EXPECT_THAT(text, HasSubstr("1h"));
+  EXPECT_THAT(text, HasSubstr("UTC days 2025-12-01 to 2025-12-02 (whole days), tenants vision"));
+  EXPECT_EQ(l.names, (std::vector<std::string>{"user/alice", "user/carol"}));
+  EXPECT_EQ(l.rows[1][8], "-") << "no waits: no percentile";
+  o.format = OutputFormat::kJson;
+  EXPECT_THAT(Render(l, o), HasSubstr("\"waitP95Seconds\":3600"));
+}
+
+TEST(HistoryListing, StartEndNodesAndGpuHours) {
+  v1::Job j;
+  j.set_id(17);
+  j.set_user("alice");
+  j.mutable_spec()->set_tenant("vision");
+  j.set_state(v1::JOB_STATE_SUCCEEDED);
+  j.set_finished_ms(1'764'547'200'000 + 3'600'000);
+  for (int i = 0; i < 2; ++i) {
+    v1::Attempt* a = j.add_attempts();
+    a->set_scheduled_ms(1'764'547'200'000 + i * 1'800'000);
+    a->set_started_ms(a->scheduled_ms() + 60'000);
+    a->set_ended_ms(a->scheduled_ms() + 1'800'000);
+    v1::NodeAssignment* p = a->add_placement();
+    p->set_node(i == 0 ? "n1" : "n2");
+    p->add_gpu_ids("GPU-0");
+    p->add_gpu_ids("GPU-1");
+  }
+  google::protobuf::RepeatedPtrField<v1::Job> jobs;
+  *jobs.Add() = j;
+  Listing l = HistoryListing(jobs);
+  ASSERT_EQ(l.rows.size(), 1u);
+  const auto& row = l.rows[0];
+  EXPECT_EQ(row[0], "17");
+  EXPECT_EQ(row[6], "2025-12-01 00:01") << "the first attempt's start";
+  EXPECT_EQ(row[7], "2025-12-01 01:00");
+  EXPECT_EQ(row[9], "n2") << "the last attempt's nodes";
+  EXPECT_EQ(row[10], "2.00") << "2 GPUs for 30 min, twice";
+}
+
+TEST(ParseWhen, DurationsDatesAndTimes) {
+  const int64_t now = 1'764'547'200'000;  // 2025-12-01T00:00:00Z
+  EXPECT_EQ(ParseWhen("30d", now).value(), now - 30 * 86'400'000LL);
+  EXPECT_EQ(ParseWhen("12h", now).value(), now - 12 * 3'600'000LL);
+  EXPECT_EQ(ParseWhen("2025-11-01", now).value(), 1'761'955'200'000);
+  EXPECT_EQ(ParseWhen("2025-11-01T08:00:00Z", now).value(), 1'761'955'200'000 + 8 * 3'600'000LL);
+  for (const char* bad : {"yesterday", "-3d", "2025-13-01", ""}) {
+    auto w = ParseWhen(bad, now);
+    ASSERT_FALSE(w.ok()) << bad;
+    EXPECT_THAT(std::string(w.status().message()), HasSubstr("expected a duration before now"));
+  }
 }
 
 }  // namespace
