@@ -98,11 +98,13 @@ class Daemons {
     env["BATON_COORDINATOR"] = target_;
     return env;
   }
-  // A service token for root in tenant bench, made with the CLI (root is the admin).
-  std::string Token() const {
-    auto r = baton::testing::RunProcess({BinDir() + "/baton", "admin", "token", "create", "--user",
-                                         "root", "--tenant", "bench", "--ttl", "1d"},
-                                        ClientEnv());
+  // A service token for root in `tenant`, made with the CLI (root is the admin; a token
+  // bound to a tenant is not an admin's, "" makes an unbound one that is).
+  std::string Token(const std::string& tenant = "bench") const {
+    std::vector<std::string> argv = {
+        BinDir() + "/baton", "admin", "token", "create", "--user", "root", "--ttl", "1d"};
+    if (!tenant.empty()) argv.insert(argv.end(), {"--tenant", tenant});
+    auto r = baton::testing::RunProcess(argv, ClientEnv());
     if (r.exit_code != 0) std::fprintf(stderr, "token create: %s\n", r.err.c_str());
     return r.out.substr(0, r.out.find('\n'));
   }

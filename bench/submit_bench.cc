@@ -17,8 +17,16 @@
 //      one Submit of a 10,000-task array against one Submit of a single job, interleaved
 //      (--array-reps pairs): p50 of each and their ratio; then the coordinator's resident
 //      memory (VmRSS, settled) per pending array task, with the arrays submitted
-//      (--array-reps x 10,000 tasks of a typical spec: ten env vars, a five-word command).
-// Ends with one JSON line (keys in docs/benchmarks.md).
+//      (--array-reps x 10,000 tasks of a typical spec: ten env vars, a five-word command);
+//   5. accounting, on a coordinator whose store was filled directly (tests/util/history.h):
+//      a year of usage rollups (100 tenants, 1,000 users in two classes each) and 1,000,000
+//      finished jobs over the last 30 days (1,000 users). `baton usage --since 365d --by
+//      user` and one user's `baton history --since 7d` as Usage and History RPCs,
+//      interleaved with the API's empty RPC (Ping) as the floor, --accounting-reps times:
+//      p50 of each and its ratio to the floor; and, once, the same history answer the way
+//      it would come without the ended index (List of every job, filtered by the client).
+// --phases picks the phases (default all). Ends with one JSON line of the phases run (keys
+// in docs/benchmarks.md).
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/wait.h>
@@ -30,15 +38,18 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "bench/bench_flags.h"
 #include "bench/daemons.h"
+#include "coordinator/usage/rollup.h"
 #include "launcher/agent/process.h"
 #include "proto/api.grpc.pb.h"
 #include "proto/rpc_util.h"
 #include "proto/tls.h"
+#include "tests/util/history.h"
 #include "tests/util/security.h"
 #include "tests/util/subprocess.h"
 
@@ -217,6 +228,131 @@ ArrayFigures ArraySubmits(const std::string& dir, int reps) {
   return out;
 }
 
+struct AccountingFigures {
+  double usage_ms = -1, history_ms = -1, ping_ms = -1;  // p50 of each RPC
+  double list_scan_ms = -1;                             // the history without its index
+  int usage_lines = 0, history_jobs = 0, list_scan_jobs = 0;
+};
+
+AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t classes) {
+  AccountingFigures out;
+  Daemons d(dir);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  {
+    auto began = Clock::now();
+    auto store = baton::Store::Open(dir + "/coordinator", {.sync = false, .bulk = true});
+    if (!store.ok()) {
+      std::fprintf(stderr, "accounting: %s\n", store.status().ToString().c_str());
+      return out;
+    }
+    baton::testing::UsageOptions u;
+    u.last_day = baton::usage::DayOf(now_ms);
+    u.classes_per_user = classes;
+    absl::Status s = baton::testing::WriteUsageRollup(**store, u);
+    baton::testing::HistoryOptions h;
+    h.jobs = 1'000'000;
+    h.events_per_job = 2;
+    h.users = 1000;
+    h.tenants = 100;
+    h.span_ms = 30LL * 86'400'000 - 3'600'000;  // ending an hour ago
+    h.start_ms = now_ms - 30LL * 86'400'000;
+    if (s.ok()) s = baton::testing::WriteFinishedHistory(**store, h);
+    if (!s.ok()) {
+      std::fprintf(stderr, "accounting: %s\n", s.ToString().c_str());
+      return out;
+    }
+    std::printf("accounting: a year of rollups and 1,000,000 finished jobs written in %.1f s\n",
+                Ms(Clock::now() - began) / 1000);
+  }
+  // Retention longer than the history, so that no deletion runs beside the queries.
+  std::string target = d.StartCoordinator({"--retention", "40d"});
+  Api stub = Stub(d, target, d.Token(/*tenant=*/""));  // an admin's: every tenant's usage
+  v1::UsageRequest usage;
+  usage.set_since_ms(now_ms - 364LL * 86'400'000);
+  usage.set_by(v1::USAGE_GROUP_USER);
+  v1::HistoryRequest history;
+  history.set_user("user-17");
+  history.set_since_ms(now_ms - 7LL * 86'400'000);
+  std::vector<double> usage_ms, history_ms, ping_ms;
+  for (int i = 0; i < reps; ++i) {
+    {
+      grpc::ClientContext ctx;
+      stub.Prepare(&ctx);
+      v1::PingResponse resp;
+      auto began = Clock::now();
+      grpc::Status s = stub.stub->Ping(&ctx, v1::PingRequest(), &resp);
+      ping_ms.push_back(Ms(Clock::now() - began));
+      if (!s.ok()) std::fprintf(stderr, "ping: %s\n", s.error_message().c_str());
+    }
+    {
+      grpc::ClientContext ctx;
+      stub.Prepare(&ctx);
+      v1::UsageResponse resp;
+      auto began = Clock::now();
+      grpc::Status s = stub.stub->Usage(&ctx, usage, &resp);
+      usage_ms.push_back(Ms(Clock::now() - began));
+      if (!s.ok()) {
+        std::fprintf(stderr, "usage: %s\n", s.error_message().c_str());
+        return out;
+      }
+      out.usage_lines = resp.lines_size();
+    }
+    {
+      grpc::ClientContext ctx;
+      stub.Prepare(&ctx);
+      v1::HistoryResponse resp;
+      auto began = Clock::now();
+      grpc::Status s = stub.stub->History(&ctx, history, &resp);
+      history_ms.push_back(Ms(Clock::now() - began));
+      if (!s.ok()) {
+        std::fprintf(stderr, "history: %s\n", s.error_message().c_str());
+        return out;
+      }
+      out.history_jobs = resp.jobs_size();
+    }
+  }
+  // The same answer without the ended index: every finished job listed, filtered here.
+  {
+    v1::ListRequest req;
+    req.set_all(true);
+    auto began = Clock::now();
+    for (;;) {
+      grpc::ClientContext ctx;
+      stub.Prepare(&ctx);
+      v1::ListResponse page;
+      grpc::Status s = stub.stub->List(&ctx, req, &page);
+      if (!s.ok()) {
+        std::fprintf(stderr, "list: %s\n", s.error_message().c_str());
+        break;
+      }
+      for (const auto& j : page.jobs()) {
+        if (j.user() == history.user() && j.finished_ms() >= history.since_ms())
+          ++out.list_scan_jobs;
+      }
+      if (page.next_page_token().empty()) break;
+      req.set_page_token(page.next_page_token());
+    }
+    out.list_scan_ms = Ms(Clock::now() - began);
+  }
+  out.usage_ms = Percentile(usage_ms, 0.5);
+  out.history_ms = Percentile(history_ms, 0.5);
+  out.ping_ms = Percentile(ping_ms, 0.5);
+  std::printf(
+      "usage of a year by user (%d lines): p50 %.2f ms; history of one user's last 7 days among "
+      "1,000,000 finished jobs (%d jobs): p50 %.2f ms; empty RPC p50 %.2f ms; the same history "
+      "by listing every job: %.0f ms (%d jobs)\n",
+      out.usage_lines, out.usage_ms, out.history_jobs, out.history_ms, out.ping_ms,
+      out.list_scan_ms, out.list_scan_jobs);
+  if (out.list_scan_jobs != out.history_jobs) {
+    std::fprintf(stderr, "history found %d jobs, the full listing %d\n", out.history_jobs,
+                 out.list_scan_jobs);
+    out.history_ms = -1;
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   cxxopts::Options opts("baton-bench-submit", "submit cost and throughput");
   opts.add_options()("dir", "data dir (on the disk under test)",
@@ -229,11 +365,37 @@ int main(int argc, char** argv) {
       "e2e-jobs", "trivial jobs for the end-to-end phase",
       cxxopts::value<int>()->default_value("1000"))(
       "array-reps", "10,000-task arrays submitted (each beside a single job)",
-      cxxopts::value<int>()->default_value("10"));
+      cxxopts::value<int>()->default_value("10"))(
+      "accounting-reps", "usage and history queries (each beside an empty RPC)",
+      cxxopts::value<int>()->default_value("10"))(
+      "usage-classes", "classes each user's rollup rows are in (rows = days x users x this)",
+      cxxopts::value<uint32_t>()->default_value("2"))(
+      "phases", "which phases to run: cli, api, e2e, arrays, accounting (comma-separated)",
+      cxxopts::value<std::string>()->default_value("cli,api,e2e,arrays,accounting"));
   const cxxopts::ParseResult r = baton::bench::ParseFlags(opts, argc, argv);
-  for (const char* name : {"cli-submits", "api-threads", "agents", "e2e-jobs", "array-reps"}) {
+  for (const char* name :
+       {"cli-submits", "api-threads", "agents", "e2e-jobs", "array-reps", "accounting-reps"}) {
     baton::bench::FlagAtLeast(opts, r, name, 1);
   }
+  std::set<std::string> phases;
+  {
+    std::stringstream list(r["phases"].as<std::string>());
+    for (std::string p; std::getline(list, p, ',');) {
+      if (p != "cli" && p != "api" && p != "e2e" && p != "arrays" && p != "accounting") {
+        baton::bench::BadFlags(
+            opts, "--phases: unknown phase '" + p + "' (cli, api, e2e, arrays, accounting)");
+      }
+      phases.insert(p);
+    }
+  }
+  auto want = [&](const char* phase) { return phases.count(phase) > 0; };
+  // The JSON line: "key":value for each figure of the phases run.
+  std::string json = "{\"auth\":\"munge+tls\",\"api_auth\":\"token+tls\"";
+  auto figure = [&json](const char* key, double v, int precision = 3) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ",\"%s\":%.*f", key, precision, v);
+    json += buf;
+  };
   if (!(r["api-seconds"].as<double>() > 0)) {
     baton::bench::BadFlags(opts, "--api-seconds must be above 0");
   }
@@ -246,9 +408,9 @@ int main(int argc, char** argv) {
   std::printf("fdatasync of 4 KiB on %s: p50 %.2f ms\n", dir.c_str(), fsync_ms);
 
   // 1. CLI vs floor, interleaved so that noise hits both alike.
-  std::vector<double> floor_ms, cli_ms;
-  double cli_total_s = 0;
-  {
+  if (want("cli")) {
+    std::vector<double> floor_ms, cli_ms;
+    double cli_total_s = 0;
     Daemons d(dir + "/cli");
     std::string target = d.StartCoordinator();
     std::map<std::string, std::string> env = d.ClientEnv();
@@ -265,16 +427,23 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "some CLI or floor processes failed\n");
       return 1;
     }
+    double floor_p50 = Percentile(floor_ms, 0.5), cli_p50 = Percentile(cli_ms, 0.5);
+    double cli_p99 = Percentile(cli_ms, 0.99);
+    std::printf("floor (one empty RPC per process): p50 %.2f ms  p99 %.2f ms\n", floor_p50,
+                Percentile(floor_ms, 0.99));
+    std::printf(
+        "baton submit:                      p50 %.2f ms  p99 %.2f ms  (%.2f x floor, %.2f x "
+        "floor + fsync)  %.0f submits/s\n",
+        cli_p50, cli_p99, cli_p50 / floor_p50, cli_p50 / (floor_p50 + fsync_ms),
+        cli_ms.size() / cli_total_s);
+    figure("cli_submit_p50_vs_empty_rpc", cli_p50 / floor_p50);
+    figure("cli_submits_per_s", cli_ms.size() / cli_total_s, 1);
+    figure("cli_submit_p50_ms", cli_p50);
+    figure("cli_submit_p99_ms", cli_p99);
+    figure("empty_rpc_p50_ms", floor_p50);
+    figure("cli_submit_p50_vs_empty_rpc_plus_fsync", cli_p50 / (floor_p50 + fsync_ms));
   }
-  double floor_p50 = Percentile(floor_ms, 0.5), cli_p50 = Percentile(cli_ms, 0.5);
-  double cli_p99 = Percentile(cli_ms, 0.99);
-  std::printf("floor (one empty RPC per process): p50 %.2f ms  p99 %.2f ms\n", floor_p50,
-              Percentile(floor_ms, 0.99));
-  std::printf(
-      "baton submit:                      p50 %.2f ms  p99 %.2f ms  (%.2f x floor, %.2f x "
-      "floor + fsync)  %.0f submits/s\n",
-      cli_p50, cli_p99, cli_p50 / floor_p50, cli_p50 / (floor_p50 + fsync_ms),
-      cli_ms.size() / cli_total_s);
+  figure("fsync_p50_ms", fsync_ms);
 
   // 2. Durable submits through the API, fair-use limits on (BenchPolicy: far above the
   // load) and off (no rate; the waiting-job cap cannot be off, it stays far above), each
@@ -287,7 +456,7 @@ int main(int argc, char** argv) {
   }
   limits_off.replace(rate_at, std::string("submit_rate: 1000000").size(), "submit_rate: 0");
   std::vector<double> api_on, api_off, throttle_ratios;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < (want("api") ? 3 : 0); ++rep) {
     double rate[2] = {0, 0};
     for (int off = 0; off < 2; ++off) {
       Daemons d(dir + "/api" + std::to_string(rep) + (off ? "-off" : "-on"),
@@ -306,15 +475,23 @@ int main(int argc, char** argv) {
   // With every client waiting on the same group commit, 16 threads can at best complete
   // 16 submits per fdatasync.
   double group_limit = r["api-threads"].as<int>() * 1000.0 / fsync_ms;
-  std::printf("API submits (%d threads, each durable): %.0f /s (group-commit limit %.0f /s)\n",
-              r["api-threads"].as<int>(), api_rate, group_limit);
+  if (want("api")) {
+    std::printf("API submits (%d threads, each durable): %.0f /s (group-commit limit %.0f /s)\n",
+                r["api-threads"].as<int>(), api_rate, group_limit);
+    figure("api_submits_per_s", api_rate, 1);
+    figure("api_vs_group_commit_limit", api_rate / group_limit);
+    figure("throttle_overhead_ratio", throttle_overhead);
+    figure("api_submits_per_s_limits_off", Percentile(api_off, 0.5), 1);
+  }
 
   // 3. End to end on many agents, between two runs of its floor.
   double e2e_rate = 0;
   int memcgs_start = -1, memcgs_end = -1;
   const int floor_threads = r["agents"].as<int>();
-  double spawn_floor = SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads);
-  {
+  double spawn_floor =
+      want("e2e") ? SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads)
+                  : 0;
+  if (want("e2e")) {
     Daemons d(dir + "/e2e");
     std::string target = d.StartCoordinator();
     int agents = r["agents"].as<int>(), jobs = r["e2e-jobs"].as<int>();
@@ -356,29 +533,37 @@ int main(int argc, char** argv) {
         "the end\n",
         memcgs_start, memcgs_end);
   }
-  spawn_floor = std::max(
-      spawn_floor, SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads));
-  std::printf("floor: the jobs' own processes alone (keeper + true, %d threads): %.0f jobs/s\n",
-              floor_threads, spawn_floor);
+  if (want("e2e")) {
+    spawn_floor = std::max(
+        spawn_floor, SpawnFloorJobsPerSec(dir + "/floor", r["e2e-jobs"].as<int>(), floor_threads));
+    std::printf("floor: the jobs' own processes alone (keeper + true, %d threads): %.0f jobs/s\n",
+                floor_threads, spawn_floor);
+    figure("e2e_jobs_per_s", e2e_rate, 1);
+    figure("e2e_spawn_floor_jobs_per_s", spawn_floor, 1);
+    figure("e2e_vs_spawn_floor", spawn_floor > 0 ? e2e_rate / spawn_floor : 0);
+    figure("memcgs_at_e2e_start", memcgs_start, 0);
+    figure("memcgs_at_e2e_end", memcgs_end, 0);
+  }
   // 4. Arrays.
-  const ArrayFigures arrays = ArraySubmits(dir + "/arrays", r["array-reps"].as<int>());
+  if (want("arrays")) {
+    const ArrayFigures arrays = ArraySubmits(dir + "/arrays", r["array-reps"].as<int>());
+    figure("array_submit_ms_10k_tasks", arrays.array_ms);
+    figure("single_submit_ms", arrays.single_ms);
+    figure("array_submit_vs_single", arrays.single_ms > 0 ? arrays.array_ms / arrays.single_ms : 0);
+    figure("rss_bytes_per_pending_array_task", arrays.rss_per_task, 1);
+  }
+  // 5. Accounting.
+  if (want("accounting")) {
+    const AccountingFigures a = AccountingQueries(
+        dir + "/accounting", r["accounting-reps"].as<int>(), r["usage-classes"].as<uint32_t>());
+    figure("usage_query_ms_year", a.usage_ms);
+    figure("usage_query_vs_empty_rpc", a.ping_ms > 0 ? a.usage_ms / a.ping_ms : 0);
+    figure("history_query_ms_1m_jobs", a.history_ms);
+    figure("history_query_vs_empty_rpc", a.ping_ms > 0 ? a.history_ms / a.ping_ms : 0);
+    figure("history_vs_full_listing", a.list_scan_ms > 0 ? a.history_ms / a.list_scan_ms : 0, 5);
+    figure("usage_query_empty_rpc_ms", a.ping_ms);
+  }
   std::filesystem::remove_all(dir);
-  std::printf(
-      "{\"auth\":\"munge+tls\",\"api_auth\":\"token+tls\",\"cli_submit_p50_vs_empty_rpc\":%.3f,"
-      "\"cli_submits_per_s\":%.1f,\"api_submits_per_s\":%.1f,"
-      "\"e2e_jobs_per_s\":%.1f,\"cli_submit_p50_ms\":%.3f,\"cli_submit_p99_ms\":%.3f,"
-      "\"empty_rpc_p50_ms\":%.3f,\"fsync_p50_ms\":%.3f,"
-      "\"cli_submit_p50_vs_empty_rpc_plus_fsync\":%.3f,\"api_vs_group_commit_limit\":%.3f,"
-      "\"throttle_overhead_ratio\":%.3f,\"api_submits_per_s_limits_off\":%.1f,"
-      "\"e2e_spawn_floor_jobs_per_s\":%.1f,\"e2e_vs_spawn_floor\":%.3f,"
-      "\"memcgs_at_e2e_start\":%d,\"memcgs_at_e2e_end\":%d,\"array_submit_ms_10k_tasks\":%.3f,"
-      "\"single_submit_ms\":%.3f,\"array_submit_vs_single\":%.3f,"
-      "\"rss_bytes_per_pending_array_task\":%.1f}\n",
-      cli_p50 / floor_p50, cli_ms.size() / cli_total_s, api_rate, e2e_rate, cli_p50, cli_p99,
-      floor_p50, fsync_ms, cli_p50 / (floor_p50 + fsync_ms), api_rate / group_limit,
-      throttle_overhead, Percentile(api_off, 0.5), spawn_floor,
-      spawn_floor > 0 ? e2e_rate / spawn_floor : 0, memcgs_start, memcgs_end, arrays.array_ms,
-      arrays.single_ms, arrays.single_ms > 0 ? arrays.array_ms / arrays.single_ms : 0,
-      arrays.rss_per_task);
+  std::printf("%s}\n", json.c_str());
   return 0;
 }

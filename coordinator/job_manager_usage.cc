@@ -69,9 +69,11 @@ absl::StatusOr<v1::UsageResponse> JobManager::Usage(const Caller& caller,
   const int64_t last = usage::DayOf(until - 1);
   usage::Report report(req.by(), tenants);
   BATON_RETURN_IF_ERROR(store_->ScanUsage(
-      first, last, [&](int64_t, const std::string& tenant, const v1::UsageRecord& rec) {
+      first, last,
+      [&](int64_t, const std::string& tenant, const v1::UsageRecord& rec) {
         report.Add(tenant, rec);
-      }));
+      },
+      [&](std::string_view tenant) { return report.Wants(std::string(tenant)); }));
   v1::UsageResponse out = report.Finish();
   out.set_since_ms(first * usage::kDayMs);
   out.set_until_ms((last + 1) * usage::kDayMs);

@@ -139,10 +139,12 @@ class Store {
   // `key` is the index entry's, for the next page's before_key. Safe while commits run.
   absl::Status ScanEnded(const EndedQuery& q,
                          const std::function<bool(const std::string& key, v1::Job job)>& fn) const;
-  // The usage rollup's (day, tenant) records for days first_day..last_day, in day order.
+  // The usage rollup's (day, tenant) records for days first_day..last_day, in day order;
+  // `wants` (may be null: every tenant) picks the tenants read, before a record is parsed.
   absl::Status ScanUsage(int64_t first_day, int64_t last_day,
                          const std::function<void(int64_t day, const std::string& tenant,
-                                                  const v1::UsageRecord& rec)>& fn) const;
+                                                  const v1::UsageRecord& rec)>& fn,
+                         const std::function<bool(std::string_view tenant)>& wants = nullptr) const;
   // How many finished jobs are stored.
   absl::StatusOr<uint64_t> CountFinished() const;
   // Every service token record (revoked and expired ones too).

@@ -11,9 +11,13 @@ class UsageMerge : public rocksdb::AssociativeMergeOperator {
   bool Merge(const rocksdb::Slice& /*key*/, const rocksdb::Slice* existing,
              const rocksdb::Slice& value, std::string* new_value,
              rocksdb::Logger* /*logger*/) const override {
+    // The first operand on no base (what every read of a fresh key sees): itself.
+    if (existing == nullptr) {
+      new_value->assign(value.data(), value.size());
+      return true;
+    }
     v1::UsageRecord a, b;
-    if (existing != nullptr &&
-        !a.ParseFromArray(existing->data(), static_cast<int>(existing->size()))) {
+    if (!a.ParseFromArray(existing->data(), static_cast<int>(existing->size()))) {
       return false;  // corruption: RocksDB reports it to the reader
     }
     if (!b.ParseFromArray(value.data(), static_cast<int>(value.size()))) return false;

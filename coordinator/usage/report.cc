@@ -6,33 +6,38 @@
 namespace baton::usage {
 
 void Report::Add(const std::string& tenant, const v1::UsageRecord& rec) {
-  if (!Wants(tenant)) return;
+  if (!Wants(tenant) || !WellFormed(rec)) return;  // damaged: adds nothing (rollup.h)
   const auto names = static_cast<uint32_t>(rec.names_size());
-  // One lookup per distinct key of the record, not per row.
-  std::vector<Line*> by_name(names, nullptr);
   Line* tenant_line =
       by_ == v1::USAGE_GROUP_USER || by_ == v1::USAGE_GROUP_CLASS ? nullptr : &lines_[tenant];
-  for (const v1::UsageRow& row : rec.rows()) {
-    const uint32_t key = by_ == v1::USAGE_GROUP_USER    ? row.user()
-                         : by_ == v1::USAGE_GROUP_CLASS ? row.priority_class()
-                                                        : 0;
-    if (row.user() >= names || row.priority_class() >= names ||
-        row.wait_buckets_size() != row.wait_counts_size()) {
-      continue;  // damaged: adds nothing (rollup.h)
-    }
+  // The line of each name (user or class), looked up once per tenant while its records name
+  // the same ones.
+  Names& known = names_[tenant];
+  bool same = known.names.size() == names;
+  for (uint32_t i = 0; same && i < names; ++i) {
+    same = known.names[i] == rec.names(static_cast<int>(i));
+  }
+  if (!same) {
+    known.names.assign(rec.names().begin(), rec.names().end());
+    known.lines.assign(names, nullptr);
+  }
+  uint32_t w = 0;
+  for (int i = 0; i < rec.user_size(); ++i) {
     Line* l = tenant_line;
     if (l == nullptr) {
-      if (by_name[key] == nullptr) by_name[key] = &lines_[rec.names(static_cast<int>(key))];
-      l = by_name[key];
+      const uint32_t key = by_ == v1::USAGE_GROUP_USER ? rec.user(i) : rec.priority_class(i);
+      if (known.lines[key] == nullptr) known.lines[key] = &lines_[known.names[key]];
+      l = known.lines[key];
     }
-    l->gpu_seconds += row.gpu_seconds();
-    l->lost_gpu_seconds += row.lost_gpu_seconds();
-    l->succeeded += row.succeeded();
-    l->failed += row.failed();
-    l->cancelled += row.cancelled();
-    l->evictions += row.evictions();
-    for (int i = 0; i < row.wait_buckets_size(); ++i) {
-      l->waits[std::min(row.wait_buckets(i), kBuckets - 1)] += row.wait_counts(i);
+    l->gpu_seconds += rec.gpu_seconds(i);
+    l->lost_gpu_seconds += rec.lost_gpu_seconds(i);
+    l->succeeded += rec.succeeded(i);
+    l->failed += rec.failed(i);
+    l->cancelled += rec.cancelled(i);
+    l->evictions += rec.evictions(i);
+    for (; w < rec.wait_end(i); ++w) {
+      l->waits[std::min(rec.wait_buckets(static_cast<int>(w)), kBuckets - 1)] +=
+          rec.wait_counts(static_cast<int>(w));
     }
   }
 }

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "coordinator/usage/rollup.h"
 #include "proto/api.pb.h"
 
@@ -33,9 +35,16 @@ class Report {
     uint64_t succeeded = 0, failed = 0, cancelled = 0, evictions = 0;
     std::array<uint64_t, kBuckets> waits{};
   };
+  // A tenant's records mostly name the same users and classes day after day: the lines
+  // its last record's names mapped to, reused while the names are the same.
+  struct Names {
+    std::vector<std::string> names;
+    std::vector<Line*> lines;  // by name index; nullptr until a row uses it
+  };
   v1::UsageGroup by_;
   std::set<std::string> tenants_;
-  absl::flat_hash_map<std::string, Line> lines_;
+  absl::node_hash_map<std::string, Line> lines_;   // node-stable: Names point into it
+  absl::flat_hash_map<std::string, Names> names_;  // by tenant
 };
 
 }  // namespace baton::usage

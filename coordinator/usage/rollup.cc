@@ -88,45 +88,60 @@ v1::UsageRecord ToRecord(const Cells& cells) {
     return it->second;
   };
   for (const auto& [key, c] : cells) {
-    v1::UsageRow* row = rec.add_rows();
-    row->set_user(name(key.first));
-    row->set_priority_class(name(key.second));
-    row->set_gpu_seconds(c.gpu_seconds);
-    row->set_lost_gpu_seconds(c.lost_gpu_seconds);
-    row->set_succeeded(c.succeeded);
-    row->set_failed(c.failed);
-    row->set_cancelled(c.cancelled);
-    row->set_evictions(c.evictions);
+    rec.add_user(name(key.first));
+    rec.add_priority_class(name(key.second));
+    rec.add_gpu_seconds(c.gpu_seconds);
+    rec.add_lost_gpu_seconds(c.lost_gpu_seconds);
+    rec.add_succeeded(c.succeeded);
+    rec.add_failed(c.failed);
+    rec.add_cancelled(c.cancelled);
+    rec.add_evictions(c.evictions);
     for (const auto& [b, n] : c.waits) {
-      row->add_wait_buckets(b);
-      row->add_wait_counts(n);
+      rec.add_wait_buckets(b);
+      rec.add_wait_counts(n);
     }
+    rec.add_wait_end(static_cast<uint32_t>(rec.wait_buckets_size()));
   }
   return rec;
 }
 
-bool AddRecord(const v1::UsageRecord& rec, Cells& into) {
-  bool whole = true;
+bool WellFormed(const v1::UsageRecord& rec) {
+  const int rows = rec.user_size();
+  if (rec.priority_class_size() != rows || rec.gpu_seconds_size() != rows ||
+      rec.lost_gpu_seconds_size() != rows || rec.succeeded_size() != rows ||
+      rec.failed_size() != rows || rec.cancelled_size() != rows || rec.evictions_size() != rows ||
+      rec.wait_end_size() != rows || rec.wait_buckets_size() != rec.wait_counts_size()) {
+    return false;
+  }
   const auto names = static_cast<uint32_t>(rec.names_size());
-  for (const v1::UsageRow& row : rec.rows()) {
-    if (row.user() >= names || row.priority_class() >= names ||
-        row.wait_buckets_size() != row.wait_counts_size()) {
-      whole = false;
-      continue;
+  uint32_t last_end = 0;
+  for (int i = 0; i < rows; ++i) {
+    if (rec.user(i) >= names || rec.priority_class(i) >= names || rec.wait_end(i) < last_end) {
+      return false;
     }
-    Cell& c = into[{rec.names(static_cast<int>(row.user())),
-                    rec.names(static_cast<int>(row.priority_class()))}];
-    c.gpu_seconds += row.gpu_seconds();
-    c.lost_gpu_seconds += row.lost_gpu_seconds();
-    c.succeeded += row.succeeded();
-    c.failed += row.failed();
-    c.cancelled += row.cancelled();
-    c.evictions += row.evictions();
-    for (int i = 0; i < row.wait_buckets_size(); ++i) {
-      c.waits[std::min(row.wait_buckets(i), kBuckets - 1)] += row.wait_counts(i);
+    last_end = rec.wait_end(i);
+  }
+  return last_end == static_cast<uint32_t>(rec.wait_buckets_size());
+}
+
+bool AddRecord(const v1::UsageRecord& rec, Cells& into) {
+  if (!WellFormed(rec)) return false;
+  uint32_t w = 0;
+  for (int i = 0; i < rec.user_size(); ++i) {
+    Cell& c = into[{rec.names(static_cast<int>(rec.user(i))),
+                    rec.names(static_cast<int>(rec.priority_class(i)))}];
+    c.gpu_seconds += rec.gpu_seconds(i);
+    c.lost_gpu_seconds += rec.lost_gpu_seconds(i);
+    c.succeeded += rec.succeeded(i);
+    c.failed += rec.failed(i);
+    c.cancelled += rec.cancelled(i);
+    c.evictions += rec.evictions(i);
+    for (; w < rec.wait_end(i); ++w) {
+      c.waits[std::min(rec.wait_buckets(static_cast<int>(w)), kBuckets - 1)] +=
+          rec.wait_counts(static_cast<int>(w));
     }
   }
-  return whole;
+  return true;
 }
 
 v1::UsageRecord Merge(const v1::UsageRecord& a, const v1::UsageRecord& b) {

@@ -61,8 +61,10 @@ struct Cell {
 };
 using Cells = std::map<std::pair<std::string, std::string>, Cell>;  // (user, class) -> cell
 v1::UsageRecord ToRecord(const Cells& cells);
-// InvalidArgument-free: a row naming an index out of range is dropped (a damaged record
-// adds nothing rather than failing every query); false when that happened.
+// Whether the record's row arrays agree (lengths, name indexes, wait ranges).
+bool WellFormed(const v1::UsageRecord& rec);
+// Adds a well-formed record; a damaged one adds nothing (rather than failing every query
+// over its day): false.
 bool AddRecord(const v1::UsageRecord& rec, Cells& into);
 // a + b, as the store's merge operator adds records.
 v1::UsageRecord Merge(const v1::UsageRecord& a, const v1::UsageRecord& b);

@@ -151,11 +151,20 @@ TEST(UsageRollup, RecordsMergeAndDamagedRowsAddNothing) {
   EXPECT_EQ((sum[{"alice", "training"}].waits), (std::map<uint32_t, uint32_t>{{3, 3}, {9, 4}}));
   EXPECT_EQ((sum[{"bob", "batch"}].failed), 2u);
 
-  v1::UsageRecord bad = usage::ToRecord(a);
-  bad.mutable_rows(0)->set_user(99);
-  usage::Cells out;
-  EXPECT_FALSE(usage::AddRecord(bad, out));
-  EXPECT_TRUE(out.empty());
+  // Damaged records add nothing: a name out of range, rows of unequal length, waits that
+  // run past their arrays.
+  std::vector<v1::UsageRecord> damaged(3, usage::ToRecord(a));
+  damaged[0].set_user(0, 99);
+  damaged[1].add_failed(1);
+  damaged[2].set_wait_end(0, 5);
+  for (const auto& bad : damaged) {
+    usage::Cells out;
+    EXPECT_FALSE(usage::AddRecord(bad, out)) << bad.ShortDebugString();
+    EXPECT_TRUE(out.empty());
+    usage::Report report(v1::USAGE_GROUP_USER, {});
+    report.Add("t", bad);
+    EXPECT_EQ(report.Finish().lines_size(), 0);
+  }
 }
 
 // The store's `usage` family adds what each commit writes (RocksDB merges), across a

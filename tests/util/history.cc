@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include "coordinator/usage/rollup.h"
+
 namespace baton::testing {
 
 namespace {
@@ -46,18 +48,25 @@ absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
   uint64_t log_seq = 0;
   return WriteInBatches(
       store, options.jobs, options.batch_jobs, [&](uint64_t id, StoreBatch& batch) {
-        const int64_t t = options.start_ms + static_cast<int64_t>(id);
+        const int64_t t =
+            options.start_ms + (options.span_ms > 0
+                                    ? static_cast<int64_t>(static_cast<double>(id) *
+                                                           static_cast<double>(options.span_ms) /
+                                                           static_cast<double>(options.jobs))
+                                    : static_cast<int64_t>(id));
+        const std::string user = "user-" + std::to_string(id % options.users);
+        const std::string tenant = "team-" + std::to_string(id % options.tenants);
         v1::Job job;
         job.set_id(id);
         job.set_state(v1::JOB_STATE_SUCCEEDED);
-        job.set_user("user-" + std::to_string(id % 13));
+        job.set_user(user);
         job.set_submitted_ms(t);
         job.set_finished_ms(t + 60'000);
         job.set_version(transitions);
         job.set_message("exited 0");
         v1::JobSpec* spec = job.mutable_spec();
         spec->set_name("history-" + std::to_string(id));
-        spec->set_tenant("team-" + std::to_string(id % 7));
+        spec->set_tenant(tenant);
         spec->set_priority_class("batch");
         spec->add_command("python3");
         spec->add_command("train.py");
@@ -65,6 +74,7 @@ absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
         spec->set_ranks_per_node(1);
         spec->set_gpus_per_node(1);
         v1::Attempt* a = job.add_attempts();
+        a->set_scheduled_ms(t + 500);
         a->set_started_ms(t + 1000);
         a->set_ended_ms(t + 60'000);
         v1::NodeAssignment* p = a->add_placement();
@@ -78,11 +88,10 @@ absl::Status WriteFinishedHistory(Store& store, const HistoryOptions& options) {
           ev.set_time_ms(t + (seq == transitions ? 60'000 : seq * 100));
           ev.set_from(seq == 1 ? v1::JOB_STATE_UNSPECIFIED : state_at(seq - 1));
           ev.set_to(state_at(seq));
-          ev.set_reason(seq == 1 ? "submitted by user-" + std::to_string(id % 13)
-                                 : "step " + std::to_string(seq));
+          ev.set_reason(seq == 1 ? "submitted by " + user : "step " + std::to_string(seq));
           ev.set_attempt(seq == 1 ? 0 : 1);
-          ev.set_actor(seq == 1 ? "user-" + std::to_string(id % 13) : "scheduler");
-          AddTransition(batch, std::move(ev), "team-" + std::to_string(id % 7), "batch", &log_seq);
+          ev.set_actor(seq == 1 ? user : "scheduler");
+          AddTransition(batch, std::move(ev), tenant, "batch", &log_seq);
         }
       });
 }
@@ -127,6 +136,38 @@ absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
         ev.set_actor(user);
         AddTransition(batch, std::move(ev), options.tenant, options.priority_class, &log_seq);
       });
+}
+
+absl::Status WriteUsageRollup(Store& store, const UsageOptions& options) {
+  const int64_t first_day = options.last_day - options.days + 1;
+  for (int64_t day = first_day; day <= options.last_day; ++day) {
+    StoreBatch batch;
+    for (uint32_t t = 0; t < options.tenants; ++t) {
+      usage::Cells cells;
+      for (uint32_t u = 0; u < options.users_per_tenant; ++u) {
+        const std::string user = "user-" + std::to_string(t * options.users_per_tenant + u);
+        for (uint32_t c = 0; c < options.classes_per_user; ++c) {
+          usage::Cell& cell = cells[{user, "class-" + std::to_string(c)}];
+          cell.gpu_seconds = 3600.0 * (1 + (day + u + c) % 8);
+          cell.lost_gpu_seconds = 60.0 * ((day + u) % 3);
+          cell.succeeded = 1 + (day + u) % 5;
+          cell.failed = (day + c) % 2;
+          cell.cancelled = (day + u + c) % 3 == 0 ? 1 : 0;
+          cell.evictions = (day + u) % 4 == 0 ? 1 : 0;
+          cell.waits[usage::WaitBucket(5 + (day + u) % 30)] = 2;
+          cell.waits[usage::WaitBucket(300 + 20 * (u + c))] = 1;
+          cell.waits[usage::WaitBucket(7200)] = (day % 7 == 0) ? 1 : 0;
+        }
+      }
+      v1::UsageDelta d;
+      d.set_day(day);
+      d.set_tenant("team-" + std::to_string(t));
+      *d.mutable_record() = usage::ToRecord(cells);
+      batch.usage_deltas.push_back(std::move(d));
+    }
+    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace baton::testing
