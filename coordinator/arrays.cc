@@ -66,6 +66,7 @@ std::string Substitute(const std::string& text, uint64_t array_id, uint32_t inde
 v1::JobSpec TaskSpec(const v1::JobSpec& array_spec, uint64_t array_id, uint32_t index) {
   v1::JobSpec s = array_spec;
   s.clear_array();
+  s.clear_after();  // the array waited for them as a whole
   s.set_name(Substitute(s.name(), array_id, index));
   s.set_working_dir(Substitute(s.working_dir(), array_id, index));
   s.set_checkpoint_dir(Substitute(s.checkpoint_dir(), array_id, index));
@@ -75,6 +76,7 @@ v1::JobSpec TaskSpec(const v1::JobSpec& array_spec, uint64_t array_id, uint32_t 
 MakePlan ToMake(const v1::JobArray& array, uint32_t unfinished, uint32_t waiting,
                 uint32_t last_batch) {
   if (!array.cancelled_by().empty() || array.made() >= array.tasks()) return {0, last_batch};
+  if (array.after_met_size() < array.spec().after_size()) return {0, 0};  // it waits whole
   const uint32_t left = array.tasks() - array.made();
   const v1::ArraySpec& a = array.spec().array();
   if (a.has_max_running()) {

@@ -333,6 +333,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   if (array) {
     Txn txn;
     const uint64_t id = AddArrayLocked(caller, std::move(spec), txn);
+    StartArrayDependenciesLocked(arrays_.at(id), dep_states, txn);
     submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
     txn.reply = [done = std::move(done), id] { done(id); };
     CommitLocked(std::move(txn));

@@ -308,6 +308,10 @@ class JobManager {
   // Recover: the dependents index rebuilt; any dependency whose job ended unrecorded is
   // settled.
   void RecoverDependenciesLocked(Txn& txn);
+  // The state of job or array `on` that a dependency waits for, if it has ended
+  // (UNSPECIFIED: no longer on record; reads the store for a job not in memory, so only
+  // at recovery); nullopt while it has not.
+  std::optional<v1::JobState> EndedStateLocked(uint64_t on) const;
 
   // Arrays (job_manager_arrays.cc). An array's record and its tasks that are jobs and
   // have not ended.
@@ -343,6 +347,13 @@ class JobManager {
   // does; of one task not yet a job: it never will be.
   void CancelArrayLocked(ArrayState& a, const Caller& caller, const std::string& why, Txn& txn);
   void SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
+  // An array with dependencies waits as a whole (no task is made) until every one is met;
+  // one never met cancels it (job_manager_dependencies.cc), as for a job.
+  void StartArrayDependenciesLocked(ArrayState& a, const std::vector<v1::JobState>& states,
+                                    Txn& txn);
+  bool SettleArrayLocked(ArrayState& a, int index, v1::JobState state, Txn& txn);
+  // "waiting for job 17 to succeed (it is running)" while its dependencies are unmet.
+  std::string ArrayWaitTextLocked(const ArrayState& a) const;
   // Every task of `a` has ended: the record says when, and the jobs that wait for the whole
   // array are settled.
   void ArrayEndedLocked(ArrayState& a, Txn& txn);

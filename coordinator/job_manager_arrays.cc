@@ -57,11 +57,6 @@ absl::Status JobManager::CheckArrayLocked(const v1::JobSpec& spec) const {
 absl::Status JobManager::ValidateArraySpecLocked(const Caller& caller, v1::JobSpec* spec) const {
   const v1::ArraySpec a = spec->array();
   BATON_RETURN_IF_ERROR(arrays::CheckSpec(a, policy_.policy.admission.max_array_tasks));
-  if (spec->after_size() > 0) {
-    return absl::InvalidArgumentError(
-        "array: an array with dependencies (after) is not supported yet; submit the array "
-        "once the jobs it waits for have ended, or make later jobs depend on its tasks");
-  }
   // Checked as its task with the longest substitution (the largest id and index): every
   // other task's name and paths are no longer, with the same characters.
   v1::JobSpec probe = arrays::TaskSpec(*spec, next_job_id_, a.last());
@@ -73,6 +68,7 @@ absl::Status JobManager::ValidateArraySpecLocked(const Caller& caller, v1::JobSp
   if (templated(spec->working_dir())) probe.set_working_dir(spec->working_dir());
   if (templated(spec->checkpoint_dir())) probe.set_checkpoint_dir(spec->checkpoint_dir());
   *probe.mutable_array() = a;
+  *probe.mutable_after() = spec->after();  // the array's own (its tasks carry none)
   *spec = std::move(probe);
   return absl::OkStatus();
 }
@@ -207,6 +203,9 @@ std::optional<v1::Job> JobManager::UnmadeTaskLocked(uint64_t job_id) const {
                     (a->rec.cancelled_by().empty()
                          ? std::string()
                          : " (the array, by " + a->rec.cancelled_by() + ")"));
+  } else if (std::string deps = ArrayWaitTextLocked(*a); !deps.empty()) {
+    job.set_state(v1::JOB_STATE_PENDING);
+    job.set_message("task " + label + " waits in its array: the array is " + deps);
   } else {
     job.set_state(v1::JOB_STATE_PENDING);
     const v1::ArraySpec& spec = a->rec.spec().array();
@@ -238,6 +237,7 @@ v1::JobArray JobManager::WithCountsLocked(const Caller& caller, const ArrayState
     if (const JobEntry* e = jobs_.Find(t)) ++counts[StateName(e->job.state())];
   }
   if (const uint32_t unmade = arrays::Unmade(a.rec); unmade > 0) counts["pending"] += unmade;
+  if (std::string deps = ArrayWaitTextLocked(a); !deps.empty()) out.set_message(deps);
   return out;
 }
 

@@ -11,6 +11,18 @@
 #include "coordinator/job_state.h"
 
 namespace baton {
+namespace {
+
+// An array's dependencies as a job's, for the deps:: functions (which read a Job).
+v1::Job DependencyView(const v1::JobArray& rec) {
+  v1::Job j;
+  j.set_id(rec.id());
+  *j.mutable_spec()->mutable_after() = rec.spec().after();
+  *j.mutable_after_met() = rec.after_met();
+  return j;
+}
+
+}  // namespace
 
 JobManager::FarJobs JobManager::FetchDependencies(const v1::JobSpec& spec) const {
   FarJobs far;
@@ -114,6 +126,16 @@ void JobManager::SettleEndedLocked(std::vector<uint64_t> ended, Txn& txn) {
 void JobManager::SettleOnLocked(uint64_t id, v1::JobState state, Txn& txn,
                                 std::vector<uint64_t>& ended) {
   for (uint64_t dependent : dependents_.Take(id)) {
+    if (auto a = arrays_.find(dependent); a != arrays_.end()) {  // an array waiting whole
+      if (!a->second.rec.cancelled_by().empty()) continue;       // cancelled meanwhile
+      for (int i : deps::Unmet(DependencyView(a->second.rec))) {
+        if (a->second.rec.spec().after(i).job() == id &&
+            SettleArrayLocked(a->second, i, state, txn)) {
+          break;  // cancelled: its own dependents were settled as it ended
+        }
+      }
+      continue;
+    }
     JobEntry* e = jobs_.Find(dependent);
     if (e == nullptr || IsTerminal(e->job.state())) continue;  // cancelled meanwhile
     for (int i : deps::Unmet(e->job)) {
@@ -147,6 +169,21 @@ absl::Status JobManager::ResolveArrayDependencies(v1::JobSpec* spec) const {
   return absl::OkStatus();
 }
 
+std::optional<v1::JobState> JobManager::EndedStateLocked(uint64_t on) const {
+  if (auto a = arrays_.find(on); a != arrays_.end()) {  // a whole array
+    if (a->second.rec.finished_ms() == 0) return std::nullopt;
+    return arrays::EndState(a->second.rec);
+  }
+  if (const JobEntry* target = jobs_.Find(on)) {
+    if (!IsTerminal(target->job.state())) return std::nullopt;
+    return target->job.state();
+  }
+  // Not in memory: it ended, and the commit that stored its end settled its dependents
+  // too — unless the record predates that. Read it (startup: nothing else runs yet).
+  absl::StatusOr<v1::Job> target = store_->ReadJob(on, /*with_events=*/false);
+  return target.ok() && IsTerminal(target->state()) ? target->state() : v1::JOB_STATE_UNSPECIFIED;
+}
+
 void JobManager::RecoverDependenciesLocked(Txn& txn) {
   std::vector<uint64_t> waiting;
   for (const auto& [id, e] : jobs_.all()) {
@@ -157,31 +194,79 @@ void JobManager::RecoverDependenciesLocked(Txn& txn) {
     for (int i : deps::Unmet(e.job)) {
       if (IsTerminal(e.job.state())) break;
       const uint64_t on = e.job.spec().after(i).job();
-      if (auto a = arrays_.find(on); a != arrays_.end()) {  // a whole array
-        if (a->second.rec.finished_ms() == 0) {
-          dependents_.Add(on, id);
-        } else {
-          SettleLocked(e, i, arrays::EndState(a->second.rec), txn);
-        }
-        continue;
+      if (std::optional<v1::JobState> state = EndedStateLocked(on)) {
+        SettleLocked(e, i, *state, txn);
+      } else {
+        dependents_.Add(on, id);
       }
-      if (const JobEntry* target = jobs_.Find(on)) {
-        if (!IsTerminal(target->job.state())) {
-          dependents_.Add(on, id);
-          continue;
-        }
-        SettleLocked(e, i, target->job.state(), txn);
-        continue;
-      }
-      // Not in memory: it ended, and the commit that stored its end settled this job too —
-      // unless the record predates that. Read it (startup: nothing else runs yet).
-      absl::StatusOr<v1::Job> target = store_->ReadJob(on, /*with_events=*/false);
-      SettleLocked(
-          e, i,
-          target.ok() && IsTerminal(target->state()) ? target->state() : v1::JOB_STATE_UNSPECIFIED,
-          txn);
     }
   }
+  std::vector<uint64_t> arrays_waiting;
+  for (const auto& [id, a] : arrays_) {
+    if (a.rec.finished_ms() == 0 && a.rec.cancelled_by().empty() &&
+        a.rec.after_met_size() < a.rec.spec().after_size()) {
+      arrays_waiting.push_back(id);
+    }
+  }
+  for (uint64_t id : arrays_waiting) {
+    ArrayState& a = arrays_.at(id);
+    for (int i : deps::Unmet(DependencyView(a.rec))) {
+      if (!a.rec.cancelled_by().empty()) break;
+      const uint64_t on = a.rec.spec().after(i).job();
+      if (std::optional<v1::JobState> state = EndedStateLocked(on)) {
+        SettleArrayLocked(a, i, *state, txn);
+      } else {
+        dependents_.Add(on, id);
+      }
+    }
+  }
+}
+
+void JobManager::StartArrayDependenciesLocked(ArrayState& a,
+                                              const std::vector<v1::JobState>& states, Txn& txn) {
+  const v1::JobSpec& spec = a.rec.spec();
+  for (int i = 0; i < spec.after_size(); ++i) {
+    if (!a.rec.cancelled_by().empty()) return;
+    if (deps::Judge(spec.after(i).kind(), states[i]) == deps::Verdict::kWaiting) {
+      dependents_.Add(spec.after(i).job(), a.rec.id());
+    } else {
+      SettleArrayLocked(a, i, states[i], txn);
+    }
+  }
+}
+
+bool JobManager::SettleArrayLocked(ArrayState& a, int index, v1::JobState state, Txn& txn) {
+  const v1::JobDependency& d = a.rec.spec().after(index);
+  const deps::Verdict v =
+      state == v1::JOB_STATE_UNSPECIFIED ? deps::Verdict::kNever : deps::Judge(d.kind(), state);
+  if (v == deps::Verdict::kWaiting) return false;
+  if (v == deps::Verdict::kMet) {
+    a.rec.add_after_met(static_cast<uint32_t>(index));
+    a.rec.set_version(a.rec.version() + 1);
+    txn.batch.arrays.push_back(a.rec);
+    if (deps::Unmet(DependencyView(a.rec)).empty()) Kick();  // its tasks may be made
+    return false;
+  }
+  // Never met: the array ends CANCELLED with every task, none of which ever became a job.
+  a.rec.set_message(deps::NeverText(d, state));
+  Caller scheduler;
+  scheduler.user = "scheduler";
+  CancelArrayLocked(a, scheduler, a.rec.message(), txn);
+  return true;
+}
+
+std::string JobManager::ArrayWaitTextLocked(const ArrayState& a) const {
+  if (a.rec.after_met_size() >= a.rec.spec().after_size() || !a.rec.cancelled_by().empty()) {
+    return "";
+  }
+  const v1::Job view = DependencyView(a.rec);
+  return deps::WaitText(
+      view, deps::Unmet(view),
+      [this](uint64_t on) {
+        const JobEntry* e = jobs_.Find(on);
+        return e != nullptr ? e->job.state() : v1::JOB_STATE_UNSPECIFIED;
+      },
+      [this](uint64_t on) { return arrays_.contains(on); });
 }
 
 }  // namespace baton

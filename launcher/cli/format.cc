@@ -87,6 +87,16 @@ std::string DescribeRankBindings(const v1::Attempt& a) {
   return out;
 }
 
+std::string AfterText(const v1::JobSpec& spec,
+                      const google::protobuf::RepeatedField<uint32_t>& met) {
+  std::string out;
+  for (int i = 0; i < spec.after_size(); ++i) {
+    const bool done = std::find(met.begin(), met.end(), static_cast<uint32_t>(i)) != met.end();
+    out += (i ? ", " : "") + DependencyName(spec.after(i)) + (done ? " (met)" : "");
+  }
+  return out;
+}
+
 std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
   const v1::JobSpec& s = job.spec();
   std::ostringstream o;
@@ -104,16 +114,8 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       << Ago(h.at_ms(), now_ms) << (h.reason().empty() ? "" : ": " + h.reason())
       << "; baton release " << job.id() << " lets it start\n";
   }
-  if (job.spec().after_size() > 0) {
-    o << "  After:      ";
-    for (int i = 0; i < job.spec().after_size(); ++i) {
-      const v1::JobDependency& d = job.spec().after(i);
-      const auto& met = job.after_met();
-      const bool done = std::find(met.begin(), met.end(), static_cast<uint32_t>(i)) != met.end();
-      o << (i ? ", " : "") << DependencyName(d) << (done ? " (met)" : "");
-    }
-    o << "\n";
-  }
+  if (job.spec().after_size() > 0)
+    o << "  After:      " << AfterText(job.spec(), job.after_met()) << "\n";
   if (job.cooldown_until_ms() > now_ms) {
     o << "  Waits:      " << FormatDurationMs(job.cooldown_until_ms() - now_ms)
       << " more before it may start again\n";

@@ -18,6 +18,9 @@ std::string ToJson(const google::protobuf::Message& msg);
 // "12s ago", "3m ago", "-" for 0.
 std::string Ago(int64_t unix_ms, int64_t now_ms);
 // Human text of one job for `baton status`.
+// A spec's dependencies as `status` shows them: "ok:17 (met), any:18".
+std::string AfterText(const v1::JobSpec& spec,
+                      const google::protobuf::RepeatedField<uint32_t>& met);
 std::string DescribeJob(const v1::Job& job, int64_t now_ms);
 // Each node's ranks and where they run, one line per node: the agent's applied binding
 // (NUMA node, CPUs, memory nodes) when it reported one, else the scheduler's choice.

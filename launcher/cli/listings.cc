@@ -221,6 +221,8 @@ std::string RenderArray(const v1::JobArray& a, int64_t now_ms, const OutputOptio
       << "  Tenant:     " << s.tenant() << "   user " << a.user() << "   class "
       << s.priority_class() << "\n"
       << "  Submitted:  " << Ago(a.submitted_ms(), now_ms) << "\n";
+    if (s.after_size() > 0) o << "  After:      " << AfterText(s, a.after_met()) << "\n";
+    if (!a.message().empty()) o << "  Reason:     " << a.message() << "\n";
     if (!a.cancelled_by().empty()) o << "  Cancelled:  by " << a.cancelled_by() << "\n";
     if (a.finished_ms() != 0) o << "  Ended:      " << Ago(a.finished_ms(), now_ms) << "\n";
     o << "  Each task:  " << s.nodes() << " node(s) x " << s.gpus_per_node()
@@ -285,7 +287,8 @@ Listing QueueListing(const Repeated<v1::Job>& jobs, int64_t now_ms,
   }
   for (const auto& a : arrays) {  // none of its tasks is a job yet (or listed)
     if (!expand_arrays && !shown.contains(a.id())) {
-      array_row(a, "its tasks wait to be made jobs as they may start");
+      array_row(a, !a.message().empty() ? a.message()
+                                        : "its tasks wait to be made jobs as they may start");
     }
   }
   return l;

@@ -5,6 +5,8 @@
 // array survives a restart; a 10,000-task array fits the default policy.
 #include "coordinator/arrays.h"
 
+#include <set>
+
 #include "tests/coordinator/harness.h"
 
 namespace baton::testing {
@@ -95,6 +97,10 @@ TEST(Arrays, HowManyTasksBecomeJobs) {
   rec.set_made(62);
   EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 2u) << "only what is left";
   rec.set_made(0);
+  rec.mutable_spec()->add_after()->set_job(3);
+  EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 0u) << "its dependency is not met";
+  rec.add_after_met(0);
+  EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 8u) << "met";
   rec.set_cancelled_by("alice");
   EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 0u) << "a cancelled array makes no more";
   v1::JobArray open;
@@ -232,6 +238,74 @@ TEST(Arrays, ItWaitsAsOneRecordAndCancelEndsOneTaskOrAll) {
   EXPECT_TRUE(Launches(h.Commands("n1")).empty());
 }
 
+// An array with dependencies (sbatch --array --dependency) waits as a whole: no task is
+// made until every dependency is met, its line says what it waits for, and the wait
+// survives a restart; one never met cancels the array and every task, and whatever waits
+// for the whole array in turn.
+TEST(Arrays, AnArrayWithDependenciesWaitsWholeThenRunsOrEndsCancelled) {
+  Harness h;  // no node yet: everything waits
+  auto prep = h.Submit(Spec(1, 1));
+  auto bad = h.Submit(Spec(1, 1));
+  ASSERT_TRUE(prep.ok() && bad.ok());
+  v1::JobSpec sweep = ArraySpec(Range(0, 3));
+  *sweep.add_after() = Dependency(v1::DEPENDENCY_KIND_OK, *prep);
+  auto id = h.Submit(sweep);
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::JobSpec doomed = ArraySpec(Range(0, 3));
+  *doomed.add_after() = Dependency(v1::DEPENDENCY_KIND_OK, *bad);
+  auto doomed_id = h.Submit(doomed);
+  ASSERT_TRUE(doomed_id.ok()) << doomed_id.status();
+  v1::JobSpec after_doomed = Spec(1, 1);
+  *after_doomed.add_after() = Dependency(v1::DEPENDENCY_KIND_OK, *doomed_id);  // the whole array
+  auto tail = h.Submit(after_doomed);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  for (int pass = 0; pass < 3; ++pass) h.Schedule();
+  auto arr = GetArray(h, *id);
+  ASSERT_TRUE(arr.ok());
+  EXPECT_EQ(arr->made(), 0u) << "no task before its dependency is met";
+  EXPECT_EQ(arr->unfinished().at("pending"), 4u);
+  EXPECT_NE(arr->message().find("waiting for job " + std::to_string(*prep) + " to succeed"),
+            std::string::npos)
+      << arr->message();
+  EXPECT_NE(h.Get(arrays::TaskJobId(*id, 2)).message().find("the array is waiting for job"),
+            std::string::npos);
+
+  h.Restart();  // still waiting, from the store
+  h.Connect("n1", 4);
+  h.Schedule();
+  std::set<uint64_t> launched;
+  for (const v1::Launch& l : Launches(h.Commands("n1"))) launched.insert(l.job_id());
+  EXPECT_EQ(launched, (std::set<uint64_t>{*prep, *bad})) << "the arrays still wait";
+  EXPECT_EQ(GetArray(h, *id)->made(), 0u);
+  for (uint64_t job : {*prep, *bad}) h.Report("n1", Report(job, 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(*prep, 1, Phase::PHASE_EXITED, 0));
+  h.Report("n1", Report(*bad, 1, Phase::PHASE_EXITED, 3));
+  arr = GetArray(h, *id);
+  EXPECT_EQ(arr->after_met_size(), 1);
+  EXPECT_EQ(arr->message(), "");
+  h.Schedule();
+  std::set<uint32_t> indexes;
+  for (const v1::Launch& l : Launches(h.Commands("n1"))) {
+    indexes.insert(l.array().index());
+    EXPECT_EQ(l.spec().after_size(), 0) << "the tasks do not wait again";
+  }
+  EXPECT_EQ(indexes, (std::set<uint32_t>{0, 1, 2, 3})) << "every task once its prep succeeded";
+
+  auto gone = GetArray(h, *doomed_id);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->cancelled_by(), "scheduler");
+  EXPECT_EQ(gone->cancelled(), 4u);
+  EXPECT_NE(gone->finished_ms(), 0);
+  EXPECT_NE(gone->message().find("dependency never satisfied"), std::string::npos)
+      << gone->message();
+  EXPECT_EQ(h.State(arrays::TaskJobId(*doomed_id, 1)), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(h.State(*tail), v1::JOB_STATE_CANCELLED) << "the cascade reaches what waits for it";
+  EXPECT_NE(h.Get(*tail).message().find("dependency never satisfied"), std::string::npos);
+  h.Restart();
+  EXPECT_EQ(GetArray(h, *doomed_id)->cancelled_by(), "scheduler") << "stored";
+  EXPECT_EQ(GetArray(h, *id)->after_met_size(), 1);
+}
+
 TEST(Arrays, AnEmptyClusterFillsInAFewPassesAndAFullOneHoldsFewJobs) {
   Harness h;
   for (int i = 0; i < 4; ++i) {  // 256 GPUs, 512 cores
@@ -322,7 +396,7 @@ TEST(Arrays, RefusedWithTheFieldNamed) {
       {ArraySpec(Range(0, 9, std::nullopt, 0)), absl::StatusCode::kInvalidArgument, "%0"},
       {ArraySpec(Range(0, 10'000)), absl::StatusCode::kInvalidArgument, "max_array_tasks"},
       {long_name, absl::StatusCode::kInvalidArgument, "name"},
-      {with_after, absl::StatusCode::kInvalidArgument, "dependencies"},
+      {with_after, absl::StatusCode::kNotFound, "after ok:1"},
   };
   for (const Case& c : cases) {
     auto id = h.Submit(c.spec);

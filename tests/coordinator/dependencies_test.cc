@@ -14,13 +14,6 @@ namespace {
 using Phase = v1::AttemptReport;
 using deps::Verdict;
 
-v1::JobDependency Dep(v1::DependencyKind kind, uint64_t job) {
-  v1::JobDependency d;
-  d.set_kind(kind);
-  d.set_job(job);
-  return d;
-}
-
 TEST(Dependencies, WhatEachEndMeansForEachKind) {
   struct Row {
     v1::JobState state;
@@ -43,18 +36,18 @@ TEST(Dependencies, WhatEachEndMeansForEachKind) {
 }
 
 TEST(Dependencies, TextsNameTheJobAndWhatIsAwaited) {
-  EXPECT_EQ(deps::WaitText(Dep(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_RUNNING, 0),
+  EXPECT_EQ(deps::WaitText(Dependency(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_RUNNING, 0),
             "waiting for job 17 to succeed (it is running)");
-  EXPECT_EQ(deps::WaitText(Dep(v1::DEPENDENCY_KIND_NOTOK, 19), v1::JOB_STATE_PENDING, 2),
+  EXPECT_EQ(deps::WaitText(Dependency(v1::DEPENDENCY_KIND_NOTOK, 19), v1::JOB_STATE_PENDING, 2),
             "waiting for job 19 to fail or be cancelled (it is pending); and 2 more");
-  EXPECT_EQ(deps::NeverText(Dep(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_FAILED),
+  EXPECT_EQ(deps::NeverText(Dependency(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_FAILED),
             "dependency never satisfied: job 17 failed (ok:17)");
-  EXPECT_EQ(deps::NeverText(Dep(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_UNSPECIFIED),
+  EXPECT_EQ(deps::NeverText(Dependency(v1::DEPENDENCY_KIND_OK, 17), v1::JOB_STATE_UNSPECIFIED),
             "dependency never satisfied: job 17 is no longer on record (ok:17)");
-  EXPECT_EQ(deps::WaitText(Dep(v1::DEPENDENCY_KIND_OK, 21), v1::JOB_STATE_UNSPECIFIED, 0,
+  EXPECT_EQ(deps::WaitText(Dependency(v1::DEPENDENCY_KIND_OK, 21), v1::JOB_STATE_UNSPECIFIED, 0,
                            /*array=*/true),
             "waiting for array 21 to succeed (as a whole, once every task has ended)");
-  EXPECT_EQ(deps::MetText(Dep(v1::DEPENDENCY_KIND_ANY, 18), v1::JOB_STATE_CANCELLED),
+  EXPECT_EQ(deps::MetText(Dependency(v1::DEPENDENCY_KIND_ANY, 18), v1::JOB_STATE_CANCELLED),
             "dependency any:18 met: job 18 cancelled");
 }
 
@@ -63,12 +56,13 @@ TEST(Dependencies, BadEntriesAreRefusedNamingThem) {
     std::vector<v1::JobDependency> after;
     const char* says;  // "" : valid
   } rows[] = {
-      {{Dep(v1::DEPENDENCY_KIND_OK, 1), Dep(v1::DEPENDENCY_KIND_NOTOK, 2)}, ""},
-      {{Dep(v1::DEPENDENCY_KIND_OK, 1), Dep(v1::DEPENDENCY_KIND_UNSPECIFIED, 2)},
+      {{Dependency(v1::DEPENDENCY_KIND_OK, 1), Dependency(v1::DEPENDENCY_KIND_NOTOK, 2)}, ""},
+      {{Dependency(v1::DEPENDENCY_KIND_OK, 1), Dependency(v1::DEPENDENCY_KIND_UNSPECIFIED, 2)},
        "after[1]: no kind (ok, any or notok)"},
-      {{Dep(static_cast<v1::DependencyKind>(9), 2)}, "after[0]: no kind"},
-      {{Dep(v1::DEPENDENCY_KIND_ANY, 0)}, "after[0]: no job id"},
-      {std::vector<v1::JobDependency>(deps::kMaxDependencies + 1, Dep(v1::DEPENDENCY_KIND_OK, 1)),
+      {{Dependency(static_cast<v1::DependencyKind>(9), 2)}, "after[0]: no kind"},
+      {{Dependency(v1::DEPENDENCY_KIND_ANY, 0)}, "after[0]: no job id"},
+      {std::vector<v1::JobDependency>(deps::kMaxDependencies + 1,
+                                      Dependency(v1::DEPENDENCY_KIND_OK, 1)),
        "65 dependencies; at most 64"},
   };
   for (const Row& row : rows) {
@@ -124,9 +118,9 @@ TEST(Dependencies, AChainRunsInOrderEachAfterTheLastSucceeded) {
   h.Connect("n1", 1);
   auto prep = h.Submit(Spec(1, 1));
   ASSERT_TRUE(prep.ok());
-  auto train = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *prep)}));
+  auto train = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *prep)}));
   ASSERT_TRUE(train.ok()) << train.status();
-  auto eval = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *train)}));
+  auto eval = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *train)}));
   ASSERT_TRUE(eval.ok()) << eval.status();
 
   RunAndEnd(h, *prep, 0);  // the pass may start only prep: the others wait
@@ -152,10 +146,10 @@ TEST(Dependencies, AFailureCancelsTheChainBelowItButNotWhatRunsAnyway) {
   h.Connect("n1", 1);
   auto prep = h.Submit(Spec(1, 1));
   ASSERT_TRUE(prep.ok());
-  auto train = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *prep)}));
-  auto eval = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *train)}));
-  auto cleanup = h.Submit(After({Dep(v1::DEPENDENCY_KIND_ANY, *prep)}));
-  auto alert = h.Submit(After({Dep(v1::DEPENDENCY_KIND_NOTOK, *train)}));
+  auto train = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *prep)}));
+  auto eval = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *train)}));
+  auto cleanup = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_ANY, *prep)}));
+  auto alert = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_NOTOK, *train)}));
   ASSERT_TRUE(train.ok() && eval.ok() && cleanup.ok() && alert.ok());
 
   RunAndEnd(h, *prep, 3);
@@ -178,7 +172,7 @@ TEST(Dependencies, AFailureCancelsTheChainBelowItButNotWhatRunsAnyway) {
 TEST(Dependencies, RefusedAtSubmitMissingJobsServicesAndBadEntries) {
   Harness h;
   h.Connect("n1", 1);
-  auto missing = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, 999)}));
+  auto missing = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, 999)}));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), "after ok:999: job 999 not found");
   v1::JobSpec svc = Spec(1, 1, {"serve"});
@@ -186,10 +180,10 @@ TEST(Dependencies, RefusedAtSubmitMissingJobsServicesAndBadEntries) {
   svc.set_restart_policy(v1::RESTART_POLICY_ALWAYS);
   auto service = h.Submit(svc);
   ASSERT_TRUE(service.ok()) << service.status();
-  auto on_service = h.Submit(After({Dep(v1::DEPENDENCY_KIND_ANY, *service)}));
+  auto on_service = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_ANY, *service)}));
   EXPECT_EQ(on_service.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(on_service.status().message().find("is a service"), std::string::npos);
-  auto no_kind = h.Submit(After({Dep(v1::DEPENDENCY_KIND_UNSPECIFIED, *service)}));
+  auto no_kind = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_UNSPECIFIED, *service)}));
   EXPECT_EQ(no_kind.status().code(), absl::StatusCode::kInvalidArgument);
   // Nothing was made: the next id follows the service's.
   auto next = h.Submit(Spec(1, 1));
@@ -206,12 +200,12 @@ TEST(Dependencies, EndedBeforeTheSubmitMetAtOnceOrCancelledAtOnce) {
   auto bad = h.Submit(Spec(1, 1));
   ASSERT_TRUE(bad.ok());
   RunAndEnd(h, *bad, 1);
-  auto runs =
-      h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *good), Dep(v1::DEPENDENCY_KIND_NOTOK, *bad)}));
+  auto runs = h.Submit(After(
+      {Dependency(v1::DEPENDENCY_KIND_OK, *good), Dependency(v1::DEPENDENCY_KIND_NOTOK, *bad)}));
   ASSERT_TRUE(runs.ok()) << runs.status();
   EXPECT_EQ(h.Get(*runs).after_met_size(), 2);
   RunAndEnd(h, *runs, 0);
-  auto never = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *bad)}));
+  auto never = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *bad)}));
   ASSERT_TRUE(never.ok()) << "accepted, as with a dependency that fails later";
   const v1::Job cancelled = h.Get(*never);
   EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
@@ -224,8 +218,8 @@ TEST(Dependencies, ADependentWaitsAcrossRestartsAndIsSettledAfter) {
   auto first = h.Submit(Spec(1, 1));
   auto second = h.Submit(Spec(1, 1));
   ASSERT_TRUE(first.ok() && second.ok());
-  auto both =
-      h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *first), Dep(v1::DEPENDENCY_KIND_OK, *second)}));
+  auto both = h.Submit(After(
+      {Dependency(v1::DEPENDENCY_KIND_OK, *first), Dependency(v1::DEPENDENCY_KIND_OK, *second)}));
   ASSERT_TRUE(both.ok());
   RunAndEnd(h, *first, 0);
   h.Restart();
@@ -246,14 +240,14 @@ TEST(Dependencies, OnATaskOfAnArrayOrOnTheWholeArray) {
   array.mutable_array()->set_last(2);
   auto a = h.Submit(array);
   ASSERT_TRUE(a.ok()) << a.status();
-  v1::JobDependency on_task = Dep(v1::DEPENDENCY_KIND_OK, *a);
+  v1::JobDependency on_task = Dependency(v1::DEPENDENCY_KIND_OK, *a);
   on_task.set_task(1);
   auto after_task = h.Submit(After({on_task}));
   ASSERT_TRUE(after_task.ok()) << after_task.status();
   EXPECT_EQ(h.Get(*after_task).spec().after(0).job(), arrays::TaskJobId(*a, 1))
       << "stored as the task's job id";
-  auto after_all = h.Submit(After({Dep(v1::DEPENDENCY_KIND_OK, *a)}));
-  auto after_any = h.Submit(After({Dep(v1::DEPENDENCY_KIND_ANY, *a)}));
+  auto after_all = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_OK, *a)}));
+  auto after_any = h.Submit(After({Dependency(v1::DEPENDENCY_KIND_ANY, *a)}));
   ASSERT_TRUE(after_all.ok() && after_any.ok());
   on_task.set_task(99);
   auto missing = h.Submit(After({on_task}));

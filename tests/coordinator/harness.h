@@ -81,6 +81,14 @@ inline v1::JobSpec Spec(uint32_t nodes = 1, uint32_t gpus = 0,
   return s;
 }
 
+// A dependency of `kind` on job (or array) `job`.
+inline v1::JobDependency Dependency(v1::DependencyKind kind, uint64_t job) {
+  v1::JobDependency d;
+  d.set_kind(kind);
+  d.set_job(job);
+  return d;
+}
+
 inline v1::Register Registration(const std::string& node, uint32_t gpus = 4, uint32_t cpus = 8) {
   v1::Register r;
   r.set_node(node);
