@@ -228,6 +228,37 @@ ArrayFigures ArraySubmits(const std::string& dir, int reps) {
   return out;
 }
 
+// CPU seconds process `pid` has used (utime + stime); -1 when unreadable.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stod(f);
+    if (i == 15) stime = std::stod(f);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Waits (at most `limit`) until `pid` uses under 5% of a core over a second: a store filled
+// in bulk is compacted at its first open, and queries measured beside that measure it.
+void WaitSettled(pid_t pid, std::chrono::seconds limit) {
+  const auto until = Clock::now() + limit;
+  double last = CpuSeconds(pid);
+  while (Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const double now = CpuSeconds(pid);
+    if (now - last < 0.05) return;
+    last = now;
+  }
+  std::fprintf(stderr, "the coordinator was still busy after %lld s\n",
+               static_cast<long long>(limit.count()));
+}
+
 struct AccountingFigures {
   double usage_ms = -1, history_ms = -1, ping_ms = -1;  // p50 of each RPC
   double list_scan_ms = -1;                             // the history without its index
@@ -269,6 +300,7 @@ AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t c
   // Retention longer than the history, so that no deletion runs beside the queries.
   std::string target = d.StartCoordinator({"--retention", "40d"});
   Api stub = Stub(d, target, d.Token(/*tenant=*/""));  // an admin's: every tenant's usage
+  WaitSettled(d.coordinator_pid(), std::chrono::seconds(120));
   v1::UsageRequest usage;
   usage.set_since_ms(now_ms - 364LL * 86'400'000);
   usage.set_by(v1::USAGE_GROUP_USER);
