@@ -299,7 +299,7 @@ AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t c
   }
   // Retention longer than the history, so that no deletion runs beside the queries.
   std::string target = d.StartCoordinator({"--retention", "40d"});
-  Api stub = Stub(d, target, d.Token(/*tenant=*/""));  // an admin's: every tenant's usage
+  Api api = Stub(d, target, d.Token(/*tenant=*/""));  // an admin's: every tenant's usage
   WaitSettled(d.coordinator_pid(), std::chrono::seconds(120));
   v1::UsageRequest usage;
   usage.set_since_ms(now_ms - 364LL * 86'400'000);
@@ -307,43 +307,32 @@ AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t c
   v1::HistoryRequest history;
   history.set_user("user-17");
   history.set_since_ms(now_ms - 7LL * 86'400'000);
+  // One call, timed into `ms`; false (said on stderr) when it failed.
+  auto timed = [&api](const char* what, std::vector<double>& ms, const auto& call) {
+    grpc::ClientContext ctx;
+    api.Prepare(&ctx);
+    const auto began = Clock::now();
+    const grpc::Status s = call(&ctx);
+    ms.push_back(Ms(Clock::now() - began));
+    if (!s.ok()) std::fprintf(stderr, "%s: %s\n", what, s.error_message().c_str());
+    return s.ok();
+  };
   std::vector<double> usage_ms, history_ms, ping_ms;
   for (int i = 0; i < reps; ++i) {
-    {
-      grpc::ClientContext ctx;
-      stub.Prepare(&ctx);
-      v1::PingResponse resp;
-      auto began = Clock::now();
-      grpc::Status s = stub.stub->Ping(&ctx, v1::PingRequest(), &resp);
-      ping_ms.push_back(Ms(Clock::now() - began));
-      if (!s.ok()) std::fprintf(stderr, "ping: %s\n", s.error_message().c_str());
+    v1::PingResponse pong;
+    v1::UsageResponse lines;
+    v1::HistoryResponse jobs;
+    if (!timed(
+            "ping", ping_ms,
+            [&](grpc::ClientContext* c) { return api.stub->Ping(c, v1::PingRequest(), &pong); }) ||
+        !timed("usage", usage_ms,
+               [&](grpc::ClientContext* c) { return api.stub->Usage(c, usage, &lines); }) ||
+        !timed("history", history_ms,
+               [&](grpc::ClientContext* c) { return api.stub->History(c, history, &jobs); })) {
+      return out;
     }
-    {
-      grpc::ClientContext ctx;
-      stub.Prepare(&ctx);
-      v1::UsageResponse resp;
-      auto began = Clock::now();
-      grpc::Status s = stub.stub->Usage(&ctx, usage, &resp);
-      usage_ms.push_back(Ms(Clock::now() - began));
-      if (!s.ok()) {
-        std::fprintf(stderr, "usage: %s\n", s.error_message().c_str());
-        return out;
-      }
-      out.usage_lines = resp.lines_size();
-    }
-    {
-      grpc::ClientContext ctx;
-      stub.Prepare(&ctx);
-      v1::HistoryResponse resp;
-      auto began = Clock::now();
-      grpc::Status s = stub.stub->History(&ctx, history, &resp);
-      history_ms.push_back(Ms(Clock::now() - began));
-      if (!s.ok()) {
-        std::fprintf(stderr, "history: %s\n", s.error_message().c_str());
-        return out;
-      }
-      out.history_jobs = resp.jobs_size();
-    }
+    out.usage_lines = lines.lines_size();
+    out.history_jobs = jobs.jobs_size();
   }
   // The same answer without the ended index: every finished job listed, filtered here.
   {
@@ -352,9 +341,9 @@ AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t c
     auto began = Clock::now();
     for (;;) {
       grpc::ClientContext ctx;
-      stub.Prepare(&ctx);
+      api.Prepare(&ctx);
       v1::ListResponse page;
-      grpc::Status s = stub.stub->List(&ctx, req, &page);
+      grpc::Status s = api.stub->List(&ctx, req, &page);
       if (!s.ok()) {
         std::fprintf(stderr, "list: %s\n", s.error_message().c_str());
         break;

@@ -7,6 +7,7 @@
 namespace baton::deps {
 
 Verdict Judge(v1::DependencyKind kind, v1::JobState state) {
+  if (state == v1::JOB_STATE_UNSPECIFIED) return Verdict::kNever;
   if (!IsTerminal(state)) return Verdict::kWaiting;
   const bool ok = state == v1::JOB_STATE_SUCCEEDED;
   switch (kind) {

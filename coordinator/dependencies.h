@@ -26,7 +26,8 @@ enum class Verdict {
   kNever,    // it ended otherwise: the dependent can never start
 };
 
-// What a dependency of `kind` says while the job it names is in `state`.
+// What a dependency of `kind` says while the job it names is in `state` (UNSPECIFIED: no
+// longer on record, so never met).
 Verdict Judge(v1::DependencyKind kind, v1::JobState state);
 
 // The spec's dependencies, checked before anything is looked up: a kind and a job each,

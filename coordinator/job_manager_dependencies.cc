@@ -22,6 +22,23 @@ v1::Job DependencyView(const v1::JobArray& rec) {
   return j;
 }
 
+// Each unmet dependency `i` of `spec` (of the job or array `dependent`): indexed while
+// `state_of(i)` — the state of what it names, nullopt while that has not ended — leaves it
+// waiting, else `settle(i, state)`, which returns true once the dependent has ended.
+template <typename StateOf, typename Settle>
+void SettleOrWait(const v1::JobSpec& spec, const std::vector<int>& unmet, uint64_t dependent,
+                  deps::DependentsIndex& index, StateOf state_of, Settle settle) {
+  for (int i : unmet) {
+    const v1::JobDependency& d = spec.after(i);
+    const std::optional<v1::JobState> state = state_of(i);
+    if (!state || deps::Judge(d.kind(), *state) == deps::Verdict::kWaiting) {
+      index.Add(d.job(), dependent);
+    } else if (settle(i, *state)) {
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 JobManager::FarJobs JobManager::FetchDependencies(const v1::JobSpec& spec) const {
@@ -79,21 +96,15 @@ absl::StatusOr<std::vector<v1::JobState>> JobManager::DependencyStatesLocked(
 
 void JobManager::StartDependenciesLocked(JobEntry& e, const std::vector<v1::JobState>& states,
                                          Txn& txn) {
-  const v1::JobSpec& spec = e.job.spec();
-  for (int i = 0; i < spec.after_size(); ++i) {
-    if (IsTerminal(e.job.state())) return;
-    if (deps::Judge(spec.after(i).kind(), states[i]) == deps::Verdict::kWaiting) {
-      dependents_.Add(spec.after(i).job(), e.job.id());
-    } else {
-      SettleLocked(e, i, states[i], txn);
-    }
-  }
+  SettleOrWait(
+      e.job.spec(), deps::Unmet(e.job), e.job.id(), dependents_,
+      [&](int i) { return std::optional<v1::JobState>(states[i]); },
+      [&](int i, v1::JobState state) { return SettleLocked(e, i, state, txn); });
 }
 
 bool JobManager::SettleLocked(JobEntry& e, int index, v1::JobState state, Txn& txn) {
   const v1::JobDependency& d = e.job.spec().after(index);
-  const deps::Verdict v =
-      state == v1::JOB_STATE_UNSPECIFIED ? deps::Verdict::kNever : deps::Judge(d.kind(), state);
+  const deps::Verdict v = deps::Judge(d.kind(), state);
   if (v == deps::Verdict::kWaiting) return false;
   if (v == deps::Verdict::kMet) {
     e.job.add_after_met(static_cast<uint32_t>(index));
@@ -185,21 +196,17 @@ std::optional<v1::JobState> JobManager::EndedStateLocked(uint64_t on) const {
 }
 
 void JobManager::RecoverDependenciesLocked(Txn& txn) {
+  auto ended_state = [this](const v1::JobSpec& spec) {
+    return [this, &spec](int i) { return EndedStateLocked(spec.after(i).job()); };
+  };
   std::vector<uint64_t> waiting;
   for (const auto& [id, e] : jobs_.all()) {
     if (!IsTerminal(e.job.state()) && e.job.spec().after_size() > 0) waiting.push_back(id);
   }
   for (uint64_t id : waiting) {
     JobEntry& e = jobs_.at(id);
-    for (int i : deps::Unmet(e.job)) {
-      if (IsTerminal(e.job.state())) break;
-      const uint64_t on = e.job.spec().after(i).job();
-      if (std::optional<v1::JobState> state = EndedStateLocked(on)) {
-        SettleLocked(e, i, *state, txn);
-      } else {
-        dependents_.Add(on, id);
-      }
-    }
+    SettleOrWait(e.job.spec(), deps::Unmet(e.job), id, dependents_, ended_state(e.job.spec()),
+                 [&](int i, v1::JobState state) { return SettleLocked(e, i, state, txn); });
   }
   std::vector<uint64_t> arrays_waiting;
   for (const auto& [id, a] : arrays_) {
@@ -210,35 +217,23 @@ void JobManager::RecoverDependenciesLocked(Txn& txn) {
   }
   for (uint64_t id : arrays_waiting) {
     ArrayState& a = arrays_.at(id);
-    for (int i : deps::Unmet(DependencyView(a.rec))) {
-      if (!a.rec.cancelled_by().empty()) break;
-      const uint64_t on = a.rec.spec().after(i).job();
-      if (std::optional<v1::JobState> state = EndedStateLocked(on)) {
-        SettleArrayLocked(a, i, *state, txn);
-      } else {
-        dependents_.Add(on, id);
-      }
-    }
+    SettleOrWait(a.rec.spec(), deps::Unmet(DependencyView(a.rec)), id, dependents_,
+                 ended_state(a.rec.spec()),
+                 [&](int i, v1::JobState state) { return SettleArrayLocked(a, i, state, txn); });
   }
 }
 
 void JobManager::StartArrayDependenciesLocked(ArrayState& a,
                                               const std::vector<v1::JobState>& states, Txn& txn) {
-  const v1::JobSpec& spec = a.rec.spec();
-  for (int i = 0; i < spec.after_size(); ++i) {
-    if (!a.rec.cancelled_by().empty()) return;
-    if (deps::Judge(spec.after(i).kind(), states[i]) == deps::Verdict::kWaiting) {
-      dependents_.Add(spec.after(i).job(), a.rec.id());
-    } else {
-      SettleArrayLocked(a, i, states[i], txn);
-    }
-  }
+  SettleOrWait(
+      a.rec.spec(), deps::Unmet(DependencyView(a.rec)), a.rec.id(), dependents_,
+      [&](int i) { return std::optional<v1::JobState>(states[i]); },
+      [&](int i, v1::JobState state) { return SettleArrayLocked(a, i, state, txn); });
 }
 
 bool JobManager::SettleArrayLocked(ArrayState& a, int index, v1::JobState state, Txn& txn) {
   const v1::JobDependency& d = a.rec.spec().after(index);
-  const deps::Verdict v =
-      state == v1::JOB_STATE_UNSPECIFIED ? deps::Verdict::kNever : deps::Judge(d.kind(), state);
+  const deps::Verdict v = deps::Judge(d.kind(), state);
   if (v == deps::Verdict::kWaiting) return false;
   if (v == deps::Verdict::kMet) {
     a.rec.add_after_met(static_cast<uint32_t>(index));

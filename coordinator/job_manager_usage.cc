@@ -7,7 +7,6 @@
 #include "coordinator/job_manager.h"
 #include "coordinator/usage/report.h"
 #include "coordinator/usage/rollup.h"
-#include "spdlog/spdlog.h"
 
 namespace baton {
 namespace {
@@ -73,7 +72,7 @@ absl::StatusOr<v1::UsageResponse> JobManager::Usage(const Caller& caller,
       [&](int64_t, const std::string& tenant, const v1::UsageRecord& rec) {
         report.Add(tenant, rec);
       },
-      [&](std::string_view tenant) { return report.Wants(std::string(tenant)); }));
+      [&](std::string_view tenant) { return report.Wants(tenant); }));
   v1::UsageResponse out = report.Finish();
   out.set_since_ms(first * usage::kDayMs);
   out.set_until_ms((last + 1) * usage::kDayMs);

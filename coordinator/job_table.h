@@ -27,7 +27,7 @@ struct JobEntry {
   std::vector<v1::Event> events;
   std::optional<LiveAttempt> live;  // set between StartAttempt and EndAttempt
   std::string exec_secret;          // the current attempt's (store.proto; never in the public Job)
-  int said_wait = -1;  // the sched::Outcome of the last wait logged; -1 after any event
+  int said_wait = -1;   // the sched::Outcome of the last wait logged; -1 after any event
   usage::Mark charged;  // what of the record the usage rollup has been charged with
 };
 

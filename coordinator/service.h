@@ -89,8 +89,7 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                  v1::PingResponse* resp) override;
   grpc::ServerUnaryReactor* Usage(grpc::CallbackServerContext* ctx, const v1::UsageRequest* req,
                                   v1::UsageResponse* resp) override;
-  grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* ctx,
-                                    const v1::HistoryRequest* req,
+  grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* ctx, const v1::HistoryRequest* req,
                                     v1::HistoryResponse* resp) override;
   grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* ctx, const v1::WhoAmIRequest* req,
                                    v1::WhoAmIResponse* resp) override;

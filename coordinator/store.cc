@@ -629,9 +629,7 @@ absl::Status Store::ScanEnded(
     // The filter from the index entry, when it has one; the record decides either way.
     if (it->value().size() > 0 &&
         entry.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) &&
-        ((!q.user.empty() && entry.user() != q.user) ||
-         (!q.tenant.empty() && entry.tenant() != q.tenant) ||
-         (q.states != 0 && (q.states & (1u << entry.state())) == 0))) {
+        !q.Matches(entry.user(), entry.tenant(), entry.state())) {
       continue;
     }
     auto id = ParseJobId(key.substr(slash + 1));
@@ -640,11 +638,7 @@ absl::Status Store::ScanEnded(
     auto job = ReadJob(*id, /*with_events=*/false);
     if (job.status().code() == absl::StatusCode::kNotFound) continue;  // deleted meanwhile
     if (!job.ok()) return job.status();
-    if ((!q.user.empty() && job->user() != q.user) ||
-        (!q.tenant.empty() && job->spec().tenant() != q.tenant) ||
-        (q.states != 0 && (q.states & (1u << job->state())) == 0)) {
-      continue;
-    }
+    if (!q.Matches(job->user(), job->spec().tenant(), job->state())) continue;
     if (!fn(std::string(key), std::move(*job))) break;
   }
   return FromRocks(it->status(), "store scan of ended jobs");

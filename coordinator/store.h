@@ -87,6 +87,11 @@ struct EndedQuery {
   std::string tenant;      // "": any
   uint32_t states = 0;     // bit (1 << JobState) per state wanted; 0: any
   std::string before_key;  // a page's last key: only entries before it
+
+  bool Matches(const std::string& u, const std::string& t, v1::JobState state) const {
+    return (user.empty() || u == user) && (tenant.empty() || t == tenant) &&
+           (states == 0 || (states & (1u << state)) != 0);
+  }
 };
 
 // Which global log records ReadLog returns.

@@ -29,16 +29,7 @@ void Report::Add(const std::string& tenant, const v1::UsageRecord& rec) {
       if (known.lines[key] == nullptr) known.lines[key] = &lines_[known.names[key]];
       l = known.lines[key];
     }
-    l->gpu_seconds += rec.gpu_seconds(i);
-    l->lost_gpu_seconds += rec.lost_gpu_seconds(i);
-    l->succeeded += rec.succeeded(i);
-    l->failed += rec.failed(i);
-    l->cancelled += rec.cancelled(i);
-    l->evictions += rec.evictions(i);
-    for (; w < rec.wait_end(i); ++w) {
-      l->waits[std::min(rec.wait_buckets(static_cast<int>(w)), kBuckets - 1)] +=
-          rec.wait_counts(static_cast<int>(w));
-    }
+    AddRow(rec, i, w, *l);
   }
 }
 

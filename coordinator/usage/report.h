@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,11 +20,11 @@ namespace baton::usage {
 class Report {
  public:
   // `tenants`: the only tenants counted (empty: every one).
-  Report(v1::UsageGroup by, std::set<std::string> tenants)
-      : by_(by), tenants_(std::move(tenants)) {}
+  Report(v1::UsageGroup by, const std::set<std::string>& tenants)
+      : by_(by), tenants_(tenants.begin(), tenants.end()) {}
   // Whether `tenant`'s records are counted.
-  bool Wants(const std::string& tenant) const {
-    return tenants_.empty() || tenants_.count(tenant) > 0;
+  bool Wants(std::string_view tenant) const {
+    return tenants_.empty() || tenants_.find(tenant) != tenants_.end();
   }
   void Add(const std::string& tenant, const v1::UsageRecord& rec);
   // The lines by key.
@@ -42,7 +43,7 @@ class Report {
     std::vector<Line*> lines;  // by name index; nullptr until a row uses it
   };
   v1::UsageGroup by_;
-  std::set<std::string> tenants_;
+  std::set<std::string, std::less<>> tenants_;     // looked up by string_view
   absl::node_hash_map<std::string, Line> lines_;   // node-stable: Names point into it
   absl::flat_hash_map<std::string, Names> names_;  // by tenant
 };

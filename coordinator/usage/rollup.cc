@@ -128,18 +128,9 @@ bool AddRecord(const v1::UsageRecord& rec, Cells& into) {
   if (!WellFormed(rec)) return false;
   uint32_t w = 0;
   for (int i = 0; i < rec.user_size(); ++i) {
-    Cell& c = into[{rec.names(static_cast<int>(rec.user(i))),
-                    rec.names(static_cast<int>(rec.priority_class(i)))}];
-    c.gpu_seconds += rec.gpu_seconds(i);
-    c.lost_gpu_seconds += rec.lost_gpu_seconds(i);
-    c.succeeded += rec.succeeded(i);
-    c.failed += rec.failed(i);
-    c.cancelled += rec.cancelled(i);
-    c.evictions += rec.evictions(i);
-    for (; w < rec.wait_end(i); ++w) {
-      c.waits[std::min(rec.wait_buckets(static_cast<int>(w)), kBuckets - 1)] +=
-          rec.wait_counts(static_cast<int>(w));
-    }
+    AddRow(rec, i, w,
+           into[{rec.names(static_cast<int>(rec.user(i))),
+                 rec.names(static_cast<int>(rec.priority_class(i)))}]);
   }
   return true;
 }

@@ -7,6 +7,7 @@
 // (day, tenant) that the store's merge operator adds to (usage::Merge). Thread-compatible.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -66,6 +67,22 @@ bool WellFormed(const v1::UsageRecord& rec);
 // Adds a well-formed record; a damaged one adds nothing (rather than failing every query
 // over its day): false.
 bool AddRecord(const v1::UsageRecord& rec, Cells& into);
+// Adds row `i` of a well-formed record to `into`: a Cell, or any sum with the same
+// counters and `waits` indexed by bucket. `w` is the row's first wait entry (0 for row 0;
+// rows are added in order), left past its last.
+template <typename Into>
+void AddRow(const v1::UsageRecord& rec, int i, uint32_t& w, Into& into) {
+  into.gpu_seconds += rec.gpu_seconds(i);
+  into.lost_gpu_seconds += rec.lost_gpu_seconds(i);
+  into.succeeded += rec.succeeded(i);
+  into.failed += rec.failed(i);
+  into.cancelled += rec.cancelled(i);
+  into.evictions += rec.evictions(i);
+  for (; w < rec.wait_end(i); ++w) {
+    into.waits[std::min(rec.wait_buckets(static_cast<int>(w)), kBuckets - 1)] +=
+        rec.wait_counts(static_cast<int>(w));
+  }
+}
 // a + b, as the store's merge operator adds records.
 v1::UsageRecord Merge(const v1::UsageRecord& a, const v1::UsageRecord& b);
 

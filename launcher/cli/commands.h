@@ -27,7 +27,7 @@ int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...
 int RunWhoAmI(const Args& args);
 int RunEvents(const Args& args);
 int RunCapacity(const Args& args);
-int RunUsage(const Args& args);    // accounting_commands.cc
+int RunUsage(const Args& args);  // accounting_commands.cc
 int RunHistory(const Args& args);
 // `nodes drain|undrain NODE` (args start with the verb) and `admin backup DIR`: admins.
 int RunNodeDrain(const Args& args);
