@@ -77,6 +77,7 @@ MakePlan ToMake(const v1::JobArray& array, uint32_t unfinished, uint32_t waiting
                 uint32_t last_batch) {
   if (!array.cancelled_by().empty() || array.made() >= array.tasks()) return {0, last_batch};
   if (array.after_met_size() < array.spec().after_size()) return {0, 0};  // it waits whole
+  if (array.has_hold()) return {0, 0};                                    // so does a held one
   const uint32_t left = array.tasks() - array.made();
   const v1::ArraySpec& a = array.spec().array();
   if (a.has_max_running()) {
@@ -95,6 +96,13 @@ std::optional<uint32_t> NextPosition(const v1::JobArray& array) {
     }
   }
   return std::nullopt;
+}
+
+v1::Job AsJob(const v1::JobArray& array) {
+  v1::Job job;
+  *job.mutable_spec() = array.spec();
+  job.set_user(array.user());
+  return job;
 }
 
 uint32_t Unmade(const v1::JobArray& array) {

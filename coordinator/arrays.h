@@ -67,6 +67,9 @@ uint32_t TasksLeft(const v1::JobArray& array);
 // FAILED when any failed, else CANCELLED; PENDING while it has not ended.
 v1::JobState EndState(const v1::JobArray& array);
 
+// The array as a job of its tenant and user: what access checks and redaction look at.
+v1::Job AsJob(const v1::JobArray& array);
+
 // "17_[0-63:2%8]" as `baton queue` shows it; "17_5" for a task.
 std::string Label(const v1::JobArray& array);
 std::string TaskLabel(uint64_t array_id, uint32_t index);

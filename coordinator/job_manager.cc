@@ -255,6 +255,12 @@ bool JobManager::Transition(JobEntry& e, v1::JobState to, const std::string& rea
   NoteEvent(e, to, reason, actor, txn, code);
   jobs_.SetState(e, to);
   if (IsTerminal(to)) e.job.set_finished_ms(clock_->NowMs());
+  if (WaitsInQueue(to) && e.job.array_id() != 0 && !e.job.has_hold()) {
+    // Back in line (requeued, evicted) while its array is held: held with it.
+    auto a = arrays_.find(e.job.array_id());
+    if (a != arrays_.end() && a->second.rec.has_hold())
+      *e.job.mutable_hold() = a->second.rec.hold();
+  }
   if (to != v1::JOB_STATE_PENDING) Kick();
   return true;
 }
@@ -325,14 +331,9 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
     CommitLocked(std::move(txn));
     return;
   }
-  if (array && hold) {
-    lock.unlock();
-    return done(absl::InvalidArgumentError(
-        "array: --hold is not supported for arrays yet; hold its tasks once they are listed"));
-  }
   if (array) {
     Txn txn;
-    const uint64_t id = AddArrayLocked(caller, std::move(spec), txn);
+    const uint64_t id = AddArrayLocked(caller, std::move(spec), hold, txn);
     StartArrayDependenciesLocked(arrays_.at(id), dep_states, txn);
     submit_keys_.Add(caller.user, idempotency_key, id, clock_->Now());
     txn.reply = [done = std::move(done), id] { done(id); };
@@ -348,7 +349,7 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
   job.set_user(caller.user);
   job.set_submitted_ms(clock_->NowMs());
   job.set_idempotency_key(idempotency_key);
-  if (hold) {  // as a Hold right after the submit would make it (arrays: refused above)
+  if (hold) {  // as a Hold right after the submit would make it
     *job.mutable_hold() = NewHold(caller.user, access::IsAdmin(policy_.policy.access, caller),
                                   "held at submit", clock_->NowMs());
   }
@@ -423,11 +424,7 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
   JobEntry* found = jobs_.Find(job_id);
   if (ArrayState* a = found == nullptr ? ArrayOfLocked(job_id) : nullptr) {
     // An array (all of its tasks), or one of its tasks that is not a job (yet).
-    v1::Job as_job;
-    *as_job.mutable_spec() = a->rec.spec();
-    as_job.set_user(a->rec.user());
-    if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, as_job, "cancel");
-        !may.ok()) {
+    if (absl::Status may = MayActOnArrayLocked(caller, *a, "cancel"); !may.ok()) {
       lock.unlock();
       return done(may);
     }
@@ -499,44 +496,6 @@ void JobManager::CancelLocked(JobEntry& e, const std::string& user, const std::s
     Transition(e, v1::JOB_STATE_CANCELLED, why, user, txn);
     e.job.set_exit_code(0);
   }
-}
-
-absl::Status JobManager::Signal(const Caller& caller, uint64_t job_id, int signal) {
-  if (signal != SIGUSR1 && signal != SIGUSR2) {
-    return absl::InvalidArgumentError("signal " + std::to_string(signal) +
-                                      ": only USR1 (checkpoint now) and USR2 reach ranks; use "
-                                      "cancel to stop a job");
-  }
-  std::vector<std::pair<std::string, v1::CoordinatorCommand>> commands;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    const JobEntry* found = jobs_.Find(job_id);
-    if (found == nullptr) {
-      lock.unlock();
-      BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));
-      BATON_RETURN_IF_ERROR(access::CheckMayActOn(policy()->access, caller, job, "signal"));
-      return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
-                                           StateName(job.state()) + ", not running");
-    }
-    const JobEntry& e = *found;
-    if (absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e.job, "signal");
-        !may.ok()) {
-      return may;
-    }
-    if (!e.live || e.job.state() != v1::JOB_STATE_RUNNING) {
-      return absl::FailedPreconditionError("job " + std::to_string(job_id) + " is " +
-                                           StateName(e.job.state()) + ", not running");
-    }
-    for (const std::string& node : UnendedParts(*e.live)) {
-      v1::CoordinatorCommand cmd;
-      cmd.mutable_signal()->set_job_id(job_id);
-      cmd.mutable_signal()->set_attempt(e.job.attempts_size());
-      cmd.mutable_signal()->set_signal(signal);
-      commands.emplace_back(node, std::move(cmd));
-    }
-  }
-  RunEffects(std::move(commands), {});  // nothing to store: a signal changes no state
-  return absl::OkStatus();
 }
 
 std::shared_ptr<const Policy> JobManager::policy() const {

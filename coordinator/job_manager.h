@@ -136,13 +136,15 @@ class JobManager {
               std::function<void(absl::StatusOr<v1::JobState>)> done);
   // Hold and release (job_manager_holds.cc; job_state.h says what each does): as cancel,
   // for the owner, members of its tenant and admins. The reply comes once it is stored.
+  // On an array's id they reach its tasks (api.proto says how; the reply's `array` counts).
   void Hold(const Caller& caller, uint64_t job_id, std::string reason,
-            std::function<void(absl::StatusOr<v1::JobHold>)> done);
-  void Release(const Caller& caller, uint64_t job_id, std::function<void(absl::Status)> done);
+            std::function<void(absl::StatusOr<v1::HoldResponse>)> done);
+  void Release(const Caller& caller, uint64_t job_id,
+               std::function<void(absl::StatusOr<v1::ReleaseResponse>)> done);
   // Requeue: a started job stopped as a drain stops it and put back in line; replies with
   // its state (PREEMPTING while it stops).
   void Requeue(const Caller& caller, uint64_t job_id, std::string reason,
-               std::function<void(absl::StatusOr<v1::JobState>)> done);
+               std::function<void(absl::StatusOr<v1::RequeueResponse>)> done);
   // Why a job waits and whom the next pass would evict for it (the scheduler's Explain).
   absl::StatusOr<v1::ExplainResponse> Explain(uint64_t job_id) const;
   // Every tenant's fair-share standing, the ledger advanced to now.
@@ -156,8 +158,9 @@ class JobManager {
   // as the next version with the caller as author, then applied.
   void SetPolicy(const Caller& caller, const v1::SetPolicyRequest& req,
                  std::function<void(absl::StatusOr<v1::PolicyVersion>)> done);
-  // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang.
-  absl::Status Signal(const Caller& caller, uint64_t job_id, int signal);
+  // SIGUSR1/SIGUSR2 to a running job's ranks, on every node of its gang (an array's id:
+  // every running task's).
+  absl::StatusOr<v1::SignalResponse> Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
   // Admins (the service checks): a drained node takes no new work; with `evict` its jobs
   // are told to checkpoint and exit, then placed elsewhere with no cooldown and no
@@ -330,8 +333,9 @@ class JobManager {
   // and defaulted; then what admission allows for it.
   absl::Status ValidateArraySpecLocked(const Caller& caller, v1::JobSpec* spec) const;
   absl::Status CheckArrayLocked(const v1::JobSpec& spec) const;
-  // A new array: its record, and ids for it and every task. Returns its id.
-  uint64_t AddArrayLocked(const Caller& caller, v1::JobSpec spec, Txn& txn);
+  // A new array (held: as a Hold right after the submit would make it): its record, and
+  // ids for it and every task. Returns its id.
+  uint64_t AddArrayLocked(const Caller& caller, v1::JobSpec spec, bool hold, Txn& txn);
   // The next tasks of each array that may start become jobs (a pass's first step).
   void MakeTasksLocked(Txn& txn);
   void MakeTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
@@ -346,6 +350,28 @@ class JobManager {
   // Cancel of a whole array: no more tasks made, those that are jobs cancelled as cancel
   // does; of one task not yet a job: it never will be.
   void CancelArrayLocked(ArrayState& a, const Caller& caller, const std::string& why, Txn& txn);
+  // Hold, release, requeue and signal of one job, the access check made
+  // (job_manager_holds.cc), and of a whole array: each of its tasks the call applies to,
+  // the array's own hold; the error when it applies to none.
+  absl::StatusOr<v1::JobHold> HoldLocked(JobEntry& e, const Caller& caller,
+                                         const std::string& reason, Txn& txn);
+  absl::Status ReleaseLocked(JobEntry& e, const Caller& caller, Txn& txn);
+  absl::Status RequeueLocked(JobEntry& e, const Caller& caller, const std::string& reason,
+                             Txn& txn);
+  absl::Status SignalLocked(
+      const JobEntry& e, int signal,
+      std::vector<std::pair<std::string, v1::CoordinatorCommand>>& commands) const;
+  absl::StatusOr<v1::HoldResponse> HoldArrayLocked(ArrayState& a, const Caller& caller,
+                                                   const std::string& reason, Txn& txn);
+  absl::StatusOr<v1::ReleaseResponse> ReleaseArrayLocked(ArrayState& a, const Caller& caller,
+                                                         Txn& txn);
+  absl::StatusOr<v1::RequeueResponse> RequeueArrayLocked(ArrayState& a, const Caller& caller,
+                                                         const std::string& reason, Txn& txn);
+  // Whether `caller` may act on the array's tasks (as on a job of its tenant and user).
+  absl::Status MayActOnArrayLocked(const Caller& caller, const ArrayState& a,
+                                   std::string_view what) const;
+  // The array's tasks that are jobs and have not ended, in id order.
+  std::vector<JobEntry*> TasksLocked(const ArrayState& a);
   void SkipTaskLocked(ArrayState& a, uint32_t position, Txn& txn);
   // An array with dependencies waits as a whole (no task is made) until every one is met;
   // one never met cancels it (job_manager_dependencies.cc), as for a job.

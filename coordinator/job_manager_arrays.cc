@@ -73,7 +73,7 @@ absl::Status JobManager::ValidateArraySpecLocked(const Caller& caller, v1::JobSp
   return absl::OkStatus();
 }
 
-uint64_t JobManager::AddArrayLocked(const Caller& caller, v1::JobSpec spec, Txn& txn) {
+uint64_t JobManager::AddArrayLocked(const Caller& caller, v1::JobSpec spec, bool hold, Txn& txn) {
   const uint64_t id = next_job_id_;
   const uint32_t tasks = arrays::TaskCount(spec.array());
   next_job_id_ += 1 + tasks;  // the array's id, then one per task
@@ -84,6 +84,10 @@ uint64_t JobManager::AddArrayLocked(const Caller& caller, v1::JobSpec spec, Txn&
   a.rec.set_submitted_ms(clock_->NowMs());
   a.rec.set_tasks(tasks);
   a.rec.set_version(1);
+  if (hold) {
+    *a.rec.mutable_hold() = NewHold(caller.user, access::IsAdmin(policy_.policy.access, caller),
+                                    "held at submit", clock_->NowMs());
+  }
   making_.insert(id);
   txn.batch.next_job_id = next_job_id_;
   txn.batch.arrays.push_back(a.rec);
@@ -203,6 +207,10 @@ std::optional<v1::Job> JobManager::UnmadeTaskLocked(uint64_t job_id) const {
                     (a->rec.cancelled_by().empty()
                          ? std::string()
                          : " (the array, by " + a->rec.cancelled_by() + ")"));
+  } else if (a->rec.has_hold()) {
+    job.set_state(v1::JOB_STATE_PENDING);
+    *job.mutable_hold() = a->rec.hold();
+    job.set_message("task " + label + " waits in its array, which is " + HoldText(a->rec.hold()));
   } else if (std::string deps = ArrayWaitTextLocked(*a); !deps.empty()) {
     job.set_state(v1::JOB_STATE_PENDING);
     job.set_message("task " + label + " waits in its array: the array is " + deps);
@@ -227,17 +235,19 @@ absl::StatusOr<v1::JobArray> JobManager::GetArray(const Caller& caller, uint64_t
 }
 
 v1::JobArray JobManager::WithCountsLocked(const Caller& caller, const ArrayState& a) const {
-  v1::JobArray out = a.rec;
-  v1::Job as_job;  // redacted as a job of its tenant would be
-  *as_job.mutable_spec() = a.rec.spec();
-  as_job.set_user(a.rec.user());
-  *out.mutable_spec() = access::ForViewer(policy_.policy.access, caller, std::move(as_job)).spec();
+  v1::JobArray out = a.rec;  // redacted as a job of its tenant would be
+  *out.mutable_spec() =
+      access::ForViewer(policy_.policy.access, caller, arrays::AsJob(a.rec)).spec();
   auto& counts = *out.mutable_unfinished();
   for (uint64_t t : a.unfinished) {
     if (const JobEntry* e = jobs_.Find(t)) ++counts[StateName(e->job.state())];
   }
   if (const uint32_t unmade = arrays::Unmade(a.rec); unmade > 0) counts["pending"] += unmade;
-  if (std::string deps = ArrayWaitTextLocked(a); !deps.empty()) out.set_message(deps);
+  if (a.rec.has_hold()) {
+    out.set_message(HoldText(a.rec.hold()));
+  } else if (std::string deps = ArrayWaitTextLocked(a); !deps.empty()) {
+    out.set_message(deps);
+  }
   return out;
 }
 

@@ -147,23 +147,33 @@ grpc::ServerUnaryReactor* CoordinatorService::Cancel(grpc::CallbackServerContext
   });
 }
 
+namespace {
+
+// The reply of a call that answers with its response message, filled when it succeeds.
+template <typename Response>
+std::function<void(absl::StatusOr<Response>)> Answer(grpc::ServerUnaryReactor* r, Response* resp) {
+  return [r, resp](absl::StatusOr<Response> out) {
+    if (out.ok()) *resp = std::move(*out);
+    r->Finish(ToGrpc(out.status()));
+  };
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* CoordinatorService::Hold(grpc::CallbackServerContext* ctx,
                                                    const v1::HoldRequest* req,
                                                    v1::HoldResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
     if (absl::Status s = CheckReason(req->reason()); !s.ok()) return r->Finish(ToGrpc(s));
-    jobs_->Hold(caller, req->job_id(), req->reason(), [r, resp](absl::StatusOr<v1::JobHold> hold) {
-      if (hold.ok()) *resp->mutable_hold() = *hold;
-      r->Finish(ToGrpc(hold.status()));
-    });
+    jobs_->Hold(caller, req->job_id(), req->reason(), Answer(r, resp));
   });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Release(grpc::CallbackServerContext* ctx,
                                                       const v1::ReleaseRequest* req,
-                                                      v1::ReleaseResponse*) {
+                                                      v1::ReleaseResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    jobs_->Release(caller, req->job_id(), [r](absl::Status s) { r->Finish(ToGrpc(s)); });
+    jobs_->Release(caller, req->job_id(), Answer(r, resp));
   });
 }
 
@@ -172,19 +182,15 @@ grpc::ServerUnaryReactor* CoordinatorService::Requeue(grpc::CallbackServerContex
                                                       v1::RequeueResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
     if (absl::Status s = CheckReason(req->reason()); !s.ok()) return r->Finish(ToGrpc(s));
-    jobs_->Requeue(caller, req->job_id(), req->reason(),
-                   [r, resp](absl::StatusOr<v1::JobState> state) {
-                     if (state.ok()) resp->set_state(*state);
-                     r->Finish(ToGrpc(state.status()));
-                   });
+    jobs_->Requeue(caller, req->job_id(), req->reason(), Answer(r, resp));
   });
 }
 
 grpc::ServerUnaryReactor* CoordinatorService::Signal(grpc::CallbackServerContext* ctx,
                                                      const v1::SignalRequest* req,
-                                                     v1::SignalResponse*) {
+                                                     v1::SignalResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-    r->Finish(ToGrpc(jobs_->Signal(caller, req->job_id(), req->signal())));
+    Answer(r, resp)(jobs_->Signal(caller, req->job_id(), req->signal()));
   });
 }
 

@@ -10,6 +10,22 @@
 
 namespace baton::cli {
 
+namespace {
+
+// Who a reply names: "Job 17", or for an array's id "Array 17 (5 tasks)".
+std::string Reached(uint64_t id, bool array, const v1::ArrayReach& reach) {
+  if (!array) return "Job " + std::to_string(id);
+  return "Array " + std::to_string(id) + " (" + std::to_string(reach.tasks()) + " task" +
+         (reach.tasks() == 1 ? "" : "s") + ")";
+}
+
+// `,"array":{"tasks":5}` after a reply's JSON fields, when it named an array.
+std::string ArrayJson(bool array, const v1::ArrayReach& reach) {
+  return array ? ",\"array\":" + ToJson(reach) : "";
+}
+
+}  // namespace
+
 int RunLogs(const Args& args) {
   cxxopts::Options opts("baton logs", "A job's output (stdout and stderr of its ranks).");
   opts.add_options()("job", "job id", cxxopts::value<std::vector<std::string>>())(
@@ -89,23 +105,24 @@ int RunHold(const Args& args) {
                         "admins; only an admin releases an admin's hold.");
   opts.add_options()("reason", "why (shown by queue and explain, recorded in the job's events)",
                      cxxopts::value<std::string>()->default_value(""));
-  return ForEachJob(
-      opts, args, "hold", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
-        v1::HoldRequest req;
-        req.set_job_id(id);
-        req.set_reason(r["reason"].as<std::string>());
-        v1::HoldResponse resp;
-        auto ctx = client.Context();
-        grpc::Status s = client.stub()->Hold(ctx.get(), req, &resp);
-        if (!s.ok()) return s;
-        if (r.count("json")) {
-          std::cout << "{\"jobId\":\"" << id << "\",\"hold\":" << ToJson(resp.hold()) << "}\n";
-        } else {
-          std::cout << "Job " << id << " held"
-                    << (resp.hold().by_admin() ? " (an admin's hold)" : "") << "\n";
-        }
-        return s;
-      });
+  return ForEachJob(opts, args, "hold",
+                    [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+                      v1::HoldRequest req;
+                      req.set_job_id(id);
+                      req.set_reason(r["reason"].as<std::string>());
+                      v1::HoldResponse resp;
+                      auto ctx = client.Context();
+                      grpc::Status s = client.stub()->Hold(ctx.get(), req, &resp);
+                      if (!s.ok()) return s;
+                      if (r.count("json")) {
+                        std::cout << "{\"jobId\":\"" << id << "\",\"hold\":" << ToJson(resp.hold())
+                                  << ArrayJson(resp.has_array(), resp.array()) << "}\n";
+                      } else {
+                        std::cout << Reached(id, resp.has_array(), resp.array()) << " held"
+                                  << (resp.hold().by_admin() ? " (an admin's hold)" : "") << "\n";
+                      }
+                      return s;
+                    });
 }
 
 int RunRelease(const Args& args) {
@@ -119,9 +136,10 @@ int RunRelease(const Args& args) {
                       grpc::Status s = client.stub()->Release(ctx.get(), req, &resp);
                       if (!s.ok()) return s;
                       if (r.count("json")) {
-                        std::cout << "{\"jobId\":\"" << id << "\",\"released\":true}\n";
+                        std::cout << "{\"jobId\":\"" << id << "\",\"released\":true"
+                                  << ArrayJson(resp.has_array(), resp.array()) << "}\n";
                       } else {
-                        std::cout << "Job " << id << " released\n";
+                        std::cout << Reached(id, resp.has_array(), resp.array()) << " released\n";
                       }
                       return s;
                     });
@@ -134,24 +152,25 @@ int RunRequeue(const Args& args) {
                         "eviction counted, no cooldown. A service only by admins.");
   opts.add_options()("reason", "why (recorded in the job's events)",
                      cxxopts::value<std::string>()->default_value(""));
-  return ForEachJob(opts, args, "requeue",
-                    [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
-                      v1::RequeueRequest req;
-                      req.set_job_id(id);
-                      req.set_reason(r["reason"].as<std::string>());
-                      v1::RequeueResponse resp;
-                      auto ctx = client.Context();
-                      grpc::Status s = client.stub()->Requeue(ctx.get(), req, &resp);
-                      if (!s.ok()) return s;
-                      if (r.count("json")) {
-                        std::cout << "{\"jobId\":\"" << id << "\",\"state\":\""
-                                  << v1::JobState_Name(resp.state()) << "\"}\n";
-                      } else {
-                        std::cout << "Job " << id << " is stopping to be requeued ("
-                                  << StateName(resp.state()) << ")\n";
-                      }
-                      return s;
-                    });
+  return ForEachJob(
+      opts, args, "requeue", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
+        v1::RequeueRequest req;
+        req.set_job_id(id);
+        req.set_reason(r["reason"].as<std::string>());
+        v1::RequeueResponse resp;
+        auto ctx = client.Context();
+        grpc::Status s = client.stub()->Requeue(ctx.get(), req, &resp);
+        if (!s.ok()) return s;
+        if (r.count("json")) {
+          std::cout << "{\"jobId\":\"" << id << "\",\"state\":\"" << v1::JobState_Name(resp.state())
+                    << "\"" << ArrayJson(resp.has_array(), resp.array()) << "}\n";
+        } else {
+          std::cout << Reached(id, resp.has_array(), resp.array())
+                    << (resp.has_array() ? " stopping" : " is stopping") << " to be requeued ("
+                    << StateName(resp.state()) << ")\n";
+        }
+        return s;
+      });
 }
 
 int RunSignal(const Args& args) {
@@ -175,7 +194,16 @@ int RunSignal(const Args& args) {
         v1::SignalResponse resp;
         auto ctx = client.Context();
         grpc::Status s = client.stub()->Signal(ctx.get(), req, &resp);
-        if (s.ok() && !r.count("json")) std::cout << "Sent SIG" << name << " to job " << id << "\n";
+        if (!s.ok()) return s;
+        if (r.count("json")) {
+          std::cout << "{\"jobId\":\"" << id << "\",\"signal\":\"SIG" << name << "\""
+                    << ArrayJson(resp.has_array(), resp.array()) << "}\n";
+        } else if (resp.has_array()) {
+          std::cout << "Sent SIG" << name << " to " << resp.array().tasks()
+                    << " running task(s) of array " << id << "\n";
+        } else {
+          std::cout << "Sent SIG" << name << " to job " << id << "\n";
+        }
         return s;
       });
 }

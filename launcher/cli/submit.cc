@@ -1,5 +1,6 @@
 // baton submit: build a JobSpec from -f FILE and/or flags, submit it, and with --wait
-// follow it to the end (progress on stderr) and exit with the job's exit code.
+// follow it to the end (progress on stderr) and exit with the job's exit code (an array:
+// every task to its end; 0 when all succeeded, 1 when any failed, else 130).
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "coordinator/arrays.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
+#include "launcher/cli/listings.h"
 #include "launcher/cli/options.h"
 #include "launcher/cli/spec_input.h"
 
@@ -82,7 +84,9 @@ cxxopts::Options SubmitOptions() {
       "array", "an array of tasks FIRST-LAST[:STEP][%MAX_RUNNING] (0-63%8); %A, %a in names",
       cxxopts::value<std::string>())("hold",
                                      "submit it held: it waits in line until baton release")(
-      "w,wait", "follow the job to its end and exit with its exit code")(
+      "w,wait",
+      "follow the job to its end and exit with its exit code (an array: all its tasks; 0 when "
+      "every one succeeded, 1 when any failed, 130 when any was cancelled)")(
       "q,quiet", "print only the job id")("parsable", "print only the job id (as sbatch does)");
   AddCommonFlags(opts);
   return opts;
@@ -183,6 +187,56 @@ int Wait(Client& client, uint64_t id, bool json) {
   }
 }
 
+// An array's end as one exit code, as sbatch --wait: any task failed → 1 (their own codes
+// are in baton history), else any cancelled → 130, else 0.
+int ExitCodeOfArray(const v1::JobArray& array) {
+  if (array.failed() > 0) return kError;
+  if (array.cancelled() > 0) return kCancelledJob;
+  return kOk;
+}
+
+// Follows an array to its end, its tasks' counts on stderr as they change. Arrays have no
+// Watch stream: their record is read every second (a cheap unary call, as queue's).
+int WaitArray(Client& client, uint64_t id, bool json) {
+  const int64_t start = RealClock::Get()->MonotonicMs();
+  std::string last;
+  for (int broken = 0;;) {
+    v1::GetRequest req;
+    req.set_job_id(id);
+    v1::JobArray array;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->GetArray(ctx.get(), req, &array);
+    if (!s.ok()) {
+      if (s.error_code() != grpc::StatusCode::UNAVAILABLE || ++broken > 30) {
+        return ReportError("wait for array " + std::to_string(id), s, client.options().coordinator);
+      }
+      std::fprintf(stderr, "baton: lost the coordinator; retrying (array %llu keeps its place)\n",
+                   static_cast<unsigned long long>(id));
+    } else {
+      broken = 0;
+      std::string line =
+          ArrayCounts(array) + (array.message().empty() ? "" : ": " + array.message());
+      if (line != last) {
+        const double t = (RealClock::Get()->MonotonicMs() - start) / 1000.0;
+        std::fprintf(stderr, "[%7.1fs] array %llu %s\n", t, static_cast<unsigned long long>(id),
+                     line.c_str());
+        last = line;
+      }
+      if (array.finished_ms() != 0) {
+        if (json) std::cout << ToJson(array) << "\n";
+        if (array.failed() > 0) {
+          std::fprintf(stderr,
+                       "baton: %u of %u tasks of array %llu failed (baton history --state failed "
+                       "lists them)\n",
+                       array.failed(), array.tasks(), static_cast<unsigned long long>(id));
+        }
+        return ExitCodeOfArray(array);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
 }  // namespace
 
 int RunSubmit(const Args& args) {
@@ -203,11 +257,6 @@ int RunSubmit(const Args& args) {
   if (!spec.ok()) {
     std::cerr << "baton submit: " << spec.status().message() << "\n";
     return ExitCodeFor(spec.status().code());
-  }
-  if (spec->has_array() && r->count("wait")) {
-    std::cerr << "baton submit: --wait follows one job, not an array (baton queue shows its "
-                 "tasks)\n";
-    return kUsage;
   }
   auto conn = Connection(*r, &code);
   if (!conn) return code;
@@ -245,13 +294,14 @@ int RunSubmit(const Args& args) {
                 << (n == 1 ? "" : "s") << ": " << arrays::TaskLabel(resp.job_id(), a.first())
                 << (n > 1 ? " ... " + arrays::TaskLabel(resp.job_id(), arrays::IndexAt(a, n - 1))
                           : "")
-                << ")\n";
+                << ")" << (req.hold() ? " (held)" : "") << "\n";
     } else {
       std::cout << "Submitted job " << resp.job_id() << (req.hold() ? " (held)" : "") << "\n";
     }
   }
   std::cout.flush();
   if (!r->count("wait")) return kOk;
+  if (req.spec().has_array()) return WaitArray(client, resp.job_id(), json);
   return Wait(client, resp.job_id(), json);
 }
 

@@ -101,6 +101,9 @@ TEST(Arrays, HowManyTasksBecomeJobs) {
   EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 0u) << "its dependency is not met";
   rec.add_after_met(0);
   EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 8u) << "met";
+  rec.mutable_hold()->set_by("alice");
+  EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 0u) << "a held array makes none";
+  rec.clear_hold();
   rec.set_cancelled_by("alice");
   EXPECT_EQ(arrays::ToMake(rec, 0, 0, 0).make, 0u) << "a cancelled array makes no more";
   v1::JobArray open;

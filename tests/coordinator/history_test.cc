@@ -123,7 +123,8 @@ TEST(History, AMillionFinishedJobsStayInTheStoreAndAreServedWhenAsked) {
   EXPECT_EQ(h.Cancel(17, Admin()).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(h.Cancel(17, Alice()).status().code(), absl::StatusCode::kPermissionDenied)
       << "user-4's job";
-  EXPECT_EQ(h.jm().Signal(Admin(), 17, SIGUSR1).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.jm().Signal(Admin(), 17, SIGUSR1).status().code(),
+            absl::StatusCode::kFailedPrecondition);
   auto explain = h.jm().Explain(17);
   ASSERT_TRUE(explain.ok());
   EXPECT_EQ(explain->outcome(), "finished");

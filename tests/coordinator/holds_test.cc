@@ -3,6 +3,9 @@
 // release (an admin's hold only by an admin), submit --hold, the hold across a restart; a
 // requeued job stops as a drain stops it and is back in line with nothing counted, across
 // a restart too.
+#include <csignal>
+
+#include "coordinator/arrays.h"
 #include "coordinator/job_state.h"
 #include "tests/coordinator/harness.h"
 
@@ -83,16 +86,16 @@ TEST(Holds, CheckRequeueTable) {
   }
 }
 
-absl::StatusOr<v1::JobHold> Hold(Harness& h, uint64_t id, const Caller& who,
-                                 const std::string& reason = "") {
-  std::promise<absl::StatusOr<v1::JobHold>> p;
-  h.jm().Hold(who, id, reason, [&](absl::StatusOr<v1::JobHold> s) { p.set_value(s); });
+absl::StatusOr<v1::HoldResponse> Hold(Harness& h, uint64_t id, const Caller& who,
+                                      const std::string& reason = "") {
+  std::promise<absl::StatusOr<v1::HoldResponse>> p;
+  h.jm().Hold(who, id, reason, [&](absl::StatusOr<v1::HoldResponse> s) { p.set_value(s); });
   return p.get_future().get();
 }
 
-absl::Status Release(Harness& h, uint64_t id, const Caller& who) {
-  std::promise<absl::Status> p;
-  h.jm().Release(who, id, [&](absl::Status s) { p.set_value(s); });
+absl::StatusOr<v1::ReleaseResponse> Release(Harness& h, uint64_t id, const Caller& who) {
+  std::promise<absl::StatusOr<v1::ReleaseResponse>> p;
+  h.jm().Release(who, id, [&](absl::StatusOr<v1::ReleaseResponse> s) { p.set_value(s); });
   return p.get_future().get();
 }
 
@@ -137,18 +140,19 @@ TEST(Holds, WhoMayHoldAndReleaseAndInWhichState) {
   EXPECT_EQ(Hold(h, *id, Bob()).status().code(), absl::StatusCode::kPermissionDenied)
       << "not a member of its tenant";
   EXPECT_EQ(Hold(h, 999, Alice()).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(Release(h, *id, Alice()).code(), absl::StatusCode::kFailedPrecondition) << "not held";
+  EXPECT_EQ(Release(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "not held";
 
   auto by_admin = Hold(h, *id, Admin(), "maintenance");
   ASSERT_TRUE(by_admin.ok());
-  EXPECT_TRUE(by_admin->by_admin());
+  EXPECT_TRUE(by_admin->hold().by_admin());
   auto again = Hold(h, *id, Alice(), "mine now?");
   ASSERT_TRUE(again.ok()) << "holding a held job replaces the reason";
-  EXPECT_TRUE(again->by_admin()) << "but an admin's hold stays an admin's";
-  absl::Status denied = Release(h, *id, Alice());
+  EXPECT_TRUE(again->hold().by_admin()) << "but an admin's hold stays an admin's";
+  absl::Status denied = Release(h, *id, Alice()).status();
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(std::string(denied.message()).find("only an admin releases it"), std::string::npos);
-  EXPECT_EQ(Release(h, *id, Bob()).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Release(h, *id, Bob()).status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(Release(h, *id, Admin()).ok());
 
   h.Schedule();
@@ -183,9 +187,10 @@ TEST(Holds, SubmitHeldWaitsAcrossARestartUntilReleased) {
   ASSERT_EQ(Launches(h.Commands("n1")).size(), 1u);
 }
 
-absl::StatusOr<v1::JobState> Requeue(Harness& h, uint64_t id, const Caller& who) {
-  std::promise<absl::StatusOr<v1::JobState>> p;
-  h.jm().Requeue(who, id, "new data", [&](absl::StatusOr<v1::JobState> s) { p.set_value(s); });
+absl::StatusOr<v1::RequeueResponse> Requeue(Harness& h, uint64_t id, const Caller& who) {
+  std::promise<absl::StatusOr<v1::RequeueResponse>> p;
+  h.jm().Requeue(who, id, "new data",
+                 [&](absl::StatusOr<v1::RequeueResponse> s) { p.set_value(s); });
   return p.get_future().get();
 }
 
@@ -210,7 +215,8 @@ TEST(Holds, ARequeuedJobCheckpointsAndIsBackInLineWithNothingCounted) {
 
     auto state = Requeue(h, *id, Alice());
     ASSERT_TRUE(state.ok()) << state.status();
-    EXPECT_EQ(*state, v1::JOB_STATE_PREEMPTING);
+    EXPECT_EQ(state->state(), v1::JOB_STATE_PREEMPTING);
+    EXPECT_FALSE(state->has_array());
     EXPECT_TRUE(SentPreempt(h.Commands("n1"))) << "stopped as a drain stops it: SIGUSR1, grace";
     EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition)
         << "already stopping";
@@ -248,6 +254,105 @@ TEST(Holds, OnlyAnAdminRequeuesAService) {
   h.Report("n1", Report(*id, 1, Phase::PHASE_RUNNING));
   EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(Requeue(h, *id, Admin()).ok());
+}
+
+// scontrol hold/release/requeue/signal on an array's id: they reach its tasks. A held
+// array makes no task a job and its waiting tasks are held with it (a task not yet a job
+// says so); release undoes both, but a member cannot release an admin's hold; requeue and
+// signal reach the started and running tasks; submit --hold on an array holds it, across
+// a restart too.
+TEST(Holds, AWholeArrayIsHeldReleasedRequeuedAndSignalledByItsId) {
+  Harness h;
+  h.Connect("n1", 2);
+  v1::JobSpec sweep = Spec(1, 1, {"train"});
+  sweep.mutable_array()->set_last(39);  // 40 tasks: a first batch of 16 becomes jobs
+  auto id = h.Submit(sweep);
+  ASSERT_TRUE(id.ok()) << id.status();
+  h.Schedule();
+  const uint64_t t0 = arrays::TaskJobId(*id, 0), t1 = arrays::TaskJobId(*id, 1);
+  const uint64_t waiting = arrays::TaskJobId(*id, 5), unmade = arrays::TaskJobId(*id, 30);
+  ASSERT_EQ(Launches(h.Commands("n1")).size(), 2u);
+  h.Report("n1", Report(t0, 1, Phase::PHASE_RUNNING));
+  h.Report("n1", Report(t1, 1, Phase::PHASE_RUNNING));
+  EXPECT_EQ(Hold(h, waiting + 1000, Alice()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Hold(h, *id, Bob()).status().code(), absl::StatusCode::kPermissionDenied);
+
+  auto held = Hold(h, *id, Alice(), "dataset v2 not there");
+  ASSERT_TRUE(held.ok()) << held.status();
+  ASSERT_TRUE(held->has_array());
+  EXPECT_EQ(held->array().tasks(), 38u) << "14 waiting jobs and the 24 not yet jobs";
+  EXPECT_EQ(held->hold().by(), "alice");
+  auto arr = h.jm().GetArray(Alice(), *id);
+  ASSERT_TRUE(arr.ok());
+  EXPECT_EQ(arr->message(), "held by alice: dataset v2 not there; baton release to let it start");
+  EXPECT_TRUE(h.Get(waiting).has_hold());
+  EXPECT_FALSE(h.Get(t0).has_hold()) << "a running task runs on";
+  v1::Job later = h.Get(unmade);
+  EXPECT_TRUE(later.has_hold());
+  EXPECT_EQ(later.message(), "task " + std::to_string(*id) +
+                                 "_30 waits in its array, which is held by alice: dataset v2 not "
+                                 "there; baton release to let it start");
+
+  // Signal and requeue reach the running tasks.
+  auto signalled = h.jm().Signal(Alice(), *id, SIGUSR1);
+  ASSERT_TRUE(signalled.ok()) << signalled.status();
+  EXPECT_EQ(signalled->array().tasks(), 2u);
+  int signals = 0;
+  for (const auto& c : h.Commands("n1")) signals += c.has_signal();
+  EXPECT_EQ(signals, 2);
+  auto requeued = Requeue(h, *id, Alice());
+  ASSERT_TRUE(requeued.ok()) << requeued.status();
+  EXPECT_EQ(requeued->array().tasks(), 2u);
+  EXPECT_TRUE(SentPreempt(h.Commands("n1")));
+  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGUSR1).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "no task runs now";
+  EXPECT_EQ(Requeue(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition);
+  h.Report("n1", Report(t0, 1, Phase::PHASE_EXITED));
+  h.Report("n1", Report(t1, 1, Phase::PHASE_EXITED));
+  EXPECT_EQ(h.State(t0), v1::JOB_STATE_PENDING) << "requeued, back in line";
+  EXPECT_EQ(h.Get(t0).hold().by(), "alice") << "and held with its array";
+
+  // Held across a restart: nothing starts, no task is made.
+  h.Restart();
+  h.Connect("n1", 2);
+  h.Schedule();
+  h.Schedule();
+  EXPECT_TRUE(Launches(h.Commands("n1")).empty()) << "the array is held";
+  EXPECT_EQ(h.jm().GetArray(Alice(), *id)->made(), arrays::kFirstBatch);
+
+  // An admin's hold on top is an admin's; a member may not release it.
+  ASSERT_TRUE(Hold(h, *id, Admin(), "maintenance").ok());
+  absl::Status denied = Release(h, *id, Alice()).status();
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied) << denied;
+  auto released = Release(h, *id, Admin());
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->array().tasks(), 40u)
+      << "the 16 held jobs (the two requeued ones too) and the 24 not yet jobs";
+  EXPECT_FALSE(h.Get(waiting).has_hold());
+  EXPECT_EQ(Release(h, *id, Alice()).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "not held any more";
+  h.Schedule();
+  EXPECT_EQ(Launches(h.Commands("n1")).size(), 2u) << "it runs again";
+
+  // Submitted held: the array's record holds, no task becomes a job until released.
+  std::promise<absl::StatusOr<uint64_t>> p;
+  h.jm().Submit(Alice(), sweep, "", /*hold=*/true,
+                [&](absl::StatusOr<uint64_t> i) { p.set_value(i); });
+  absl::StatusOr<uint64_t> second = p.get_future().get();
+  ASSERT_TRUE(second.ok()) << second.status();
+  arr = h.jm().GetArray(Alice(), *second);
+  EXPECT_EQ(arr->hold().reason(), "held at submit");
+  EXPECT_EQ(arr->made(), 0u);
+  h.Schedule();
+  EXPECT_EQ(h.jm().GetArray(Alice(), *second)->made(), 0u);
+  ASSERT_TRUE(Release(h, *second, Alice()).ok());
+  h.Schedule();
+  EXPECT_EQ(h.jm().GetArray(Alice(), *second)->made(), arrays::kFirstBatch);
+
+  // One that ended cannot be held.
+  ASSERT_TRUE(h.Cancel(*second).ok());
+  EXPECT_EQ(Hold(h, *second, Alice()).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

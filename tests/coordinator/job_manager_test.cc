@@ -626,14 +626,17 @@ TEST(JobManager, SignalsReachEveryNodeOfARunningGang) {
   h.Connect("n1");
   h.Connect("n2");
   auto id = h.Submit(Spec(/*nodes=*/2));
-  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGUSR1).code(), absl::StatusCode::kFailedPrecondition)
+  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGUSR1).status().code(),
+            absl::StatusCode::kFailedPrecondition)
       << "pending: nothing to signal";
   h.Schedule();
   for (const char* n : {"n1", "n2"}) h.Report(n, Report(*id, 1, Phase::PHASE_RUNNING));
   h.Commands("n1");
   h.Commands("n2");
-  EXPECT_EQ(h.jm().Signal(Bob(), *id, SIGUSR1).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGKILL).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.jm().Signal(Bob(), *id, SIGUSR1).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(h.jm().Signal(Alice(), *id, SIGKILL).status().code(),
+            absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(h.jm().Signal(Alice(), *id, SIGUSR1).ok());
   for (const char* n : {"n1", "n2"}) {
     auto cmds = h.Commands(n);

@@ -268,6 +268,49 @@ TEST_F(EndToEnd, AnArrayRunsEachTaskOnceWithItsIndexAndFoldsInTheQueue) {
       << cluster().Baton({"status", b}).out;
 }
 
+// The whole array by its id, as scontrol does: submitted held it waits as a whole (its
+// line and each task say so), release lets every task run; submit --wait on an array
+// follows all its tasks and exits 0 when all succeeded, 1 when any failed.
+TEST_F(EndToEnd, AnArrayIsHeldAndReleasedWholeAndSubmitWaitsForAllItsTasks) {
+  const std::vector<std::string> exit_3_at_1 = {
+      "--restart", "never", "--", "sh", "-c", "exit $((BATON_ARRAY_TASK_ID == 1 ? 3 : 0))"};
+  std::vector<std::string> args = {"submit", "--array", "0-2", "--hold"};
+  args.insert(args.end(), exit_3_at_1.begin(), exit_3_at_1.end());
+  CommandResult sub = cluster().Baton(args);
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id = std::to_string(SubmittedId(sub));
+  EXPECT_EQ(sub.out,
+            "Submitted array " + id + " (3 tasks: " + id + "_0 ... " + id + "_2) (held)\n");
+  CommandResult queue = cluster().Baton({"queue"});
+  EXPECT_NE(queue.out.find("held by " + std::string(kAlice) + ": held at submit"),
+            std::string::npos)
+      << queue.out;
+  EXPECT_NE(cluster().Baton({"status", id + "_1"}).out.find("which is held by"), std::string::npos);
+  CommandResult again = cluster().Baton({"hold", id, "--reason", "dataset v2"});
+  EXPECT_EQ(again.out, "Array " + id + " (3 tasks) held\n") << again.err;
+  CommandResult json = cluster().Baton({"release", id, "--json"});
+  EXPECT_EQ(json.out, "{\"jobId\":\"" + id + "\",\"released\":true,\"array\":{\"tasks\":3}}\n")
+      << json.err;
+  EXPECT_EQ(cluster().Baton({"release", id}).exit_code, 6) << "not held any more";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster().Baton({"status", id}).out.find("Tasks:      2 succeeded, 1 failed") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << cluster().Baton({"status", id}).out;
+  EXPECT_EQ(cluster().Baton({"requeue", id}).exit_code, 6) << "nothing of it runs";
+
+  args = {"submit", "--array", "0-2", "--wait"};
+  args.insert(args.end(), exit_3_at_1.begin(), exit_3_at_1.end());
+  CommandResult waited = cluster().Baton(args);
+  EXPECT_EQ(waited.exit_code, 1) << waited.err;
+  EXPECT_NE(waited.err.find("2 succeeded, 1 failed"), std::string::npos) << waited.err;
+  EXPECT_NE(waited.err.find("1 of 3 tasks of array"), std::string::npos) << waited.err;
+  CommandResult good = cluster().Baton({"submit", "--array", "0-1", "--wait", "--", "true"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+}
+
 TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {
   std::string yaml = cluster().dir() + "/bad.yaml";
   std::ofstream(yaml) << "name: x\ngpus: [1, 2\n";
