@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/config_file.h"
 #include "common/daemon.h"
 #include "common/logging.h"
@@ -31,6 +32,7 @@
 #include "coordinator/policy_config.h"
 #include "coordinator/service.h"
 #include "coordinator/store.h"
+#include "coordinator/web/web_server.h"
 #include "proto/tls.h"
 
 namespace {
@@ -41,6 +43,8 @@ struct Flags {
   std::string ready_file;
   std::string metrics_listen;
   std::string metrics_ready_file;
+  baton::web::WebOptions web;  // --web-*: the dashboard (docs/web.md); listen "" is off
+  std::string web_ready_file;
   std::string log_level;
   std::string policy_file;
   baton::TlsOptions tls;
@@ -75,6 +79,23 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       "empty: off)",
       cxxopts::value<std::string>()->default_value(""))(
       "metrics-ready-file", "write the bound metrics address here once serving",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-listen",
+      "host:port for the web dashboard (TLS; plaintext only on loopback; port 0 picks one; "
+      "empty: off)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-tls-cert",
+      "the dashboard's certificate (PEM) for browsers; default: the coordinator's --tls-cert",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-tls-key", "its key; default: --tls-key",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-host",
+      "host:port names browsers reach the dashboard by, beside its bound address "
+      "(comma-separated); requests naming any other Host are refused",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-url", "the dashboard's base URL in login links (default: from its address)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "web-ready-file", "write the dashboard's bound address here once serving",
       cxxopts::value<std::string>()->default_value(""))(
       "heartbeat", "agent heartbeat interval", cxxopts::value<std::string>()->default_value("1s"))(
       "lease",
@@ -168,6 +189,15 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     f.ready_file = r["ready-file"].as<std::string>();
     f.metrics_listen = r["metrics-listen"].as<std::string>();
     f.metrics_ready_file = r["metrics-ready-file"].as<std::string>();
+    f.web.listen = r["web-listen"].as<std::string>();
+    f.web.tls_cert = r["web-tls-cert"].as<std::string>();
+    f.web.tls_key = r["web-tls-key"].as<std::string>();
+    for (absl::string_view h :
+         absl::StrSplit(r["web-host"].as<std::string>(), ',', absl::SkipWhitespace())) {
+      f.web.hosts.emplace_back(absl::StripAsciiWhitespace(h));
+    }
+    f.web.public_url = r["web-url"].as<std::string>();
+    f.web_ready_file = r["web-ready-file"].as<std::string>();
     f.log_level = r["log-level"].as<std::string>();
     auto duration = [&](const char* flag) {
       auto d = baton::ParseDuration(r[flag].as<std::string>());
@@ -319,6 +349,37 @@ absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
   spdlog::info("metrics on http://{}/metrics", (*started)->address());
   if (!flags.metrics_ready_file.empty()) {
     auto s = baton::WriteFileAtomically(flags.metrics_ready_file, (*started)->address() + "\n");
+    if (!s.ok()) return s;
+  }
+  return started;
+}
+
+// Serves the web dashboard on --web-listen (if set; nullptr when not), with the
+// coordinator's certificate unless it has one of its own, and writes --web-ready-file.
+// Service tokens reach its JSON endpoints as Bearer tokens, checked as for gRPC.
+absl::StatusOr<std::unique_ptr<baton::web::WebServer>> StartWeb(const Flags& flags,
+                                                                const baton::TlsMaterial& tls,
+                                                                baton::JobManager* jobs,
+                                                                baton::web::Sessions* sessions,
+                                                                const baton::Authenticator* authn) {
+  if (flags.web.listen.empty()) return nullptr;
+  baton::web::WebOptions options = flags.web;
+  if (options.tls_cert.empty() && options.tls_key.empty() && !tls.insecure) {
+    options.tls_cert = flags.tls.cert_file;
+    options.tls_key = flags.tls.key_file;
+  }
+  auto token_check = [authn](std::string_view token) -> absl::StatusOr<baton::Caller> {
+    const std::string value = "Bearer " + std::string(token);
+    std::multimap<grpc::string_ref, grpc::string_ref> metadata;
+    metadata.emplace("authorization", value);
+    return authn->FromMetadata(metadata);
+  };
+  auto started = baton::web::WebServer::Start(std::move(options), jobs, sessions, token_check,
+                                              baton::RealClock::Get());
+  if (!started.ok()) return started.status();
+  spdlog::info("web dashboard on {} (baton ui prints a login link)", (*started)->LoginLink(""));
+  if (!flags.web_ready_file.empty()) {
+    auto s = baton::WriteFileAtomically(flags.web_ready_file, (*started)->address() + "\n");
     if (!s.ok()) return s;
   }
   return started;
@@ -550,8 +611,36 @@ int main(int argc, char** argv) {
   tokens.Load(*stored_tokens);
   baton::UserDirectory users(baton::RealClock::Get());
   baton::Authenticator authn(flags->authn, &tokens, &users);
-  baton::CoordinatorService api({&jobs, store->get(), &authn, &tokens, &users, *tls,
-                                 flags->max_follows_per_user, flags->max_follows, replica.get()});
+  baton::web::Sessions web_sessions;
+  auto web = StartWeb(*flags, *tls, &jobs, &web_sessions, &authn);
+  if (!web.ok()) {
+    spdlog::error("{}", web.status().ToString());
+    return 2;
+  }
+  baton::ServiceDeps deps{.jobs = &jobs,
+                          .store = store->get(),
+                          .authn = &authn,
+                          .tokens = &tokens,
+                          .users = &users,
+                          .tls = *tls,
+                          .max_follows_per_user = flags->max_follows_per_user,
+                          .max_follows = flags->max_follows,
+                          .ha = replica.get(),
+                          .web_login = nullptr};
+  if (*web) {
+    deps.web_login =
+        [&web_sessions, server = web->get()](
+            const baton::Caller& caller) -> absl::StatusOr<baton::v1::WebLoginResponse> {
+      const absl::Time now = baton::RealClock::Get()->Now();
+      absl::StatusOr<std::string> secret = web_sessions.IssueLink(caller, now);
+      if (!secret.ok()) return secret.status();
+      baton::v1::WebLoginResponse out;
+      out.set_url(server->LoginLink(*secret));
+      out.set_expires_ms(absl::ToUnixMillis(now + web_sessions.options().link_ttl));
+      return out;
+    };
+  }
+  baton::CoordinatorService api(std::move(deps));
   baton::AgentControlService agents(&jobs, tls->insecure);
   baton::ha::SnapshotService snapshots(store->get(), tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
@@ -624,6 +713,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("signal {}: shutting down", sig);
   metrics_server.reset();
+  web->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   jobs.Stop();
   replica.reset();  // revokes its lease: a standby takes over now, not after --ha-ttl

@@ -253,6 +253,24 @@ grpc::ServerUnaryReactor* CoordinatorService::Ping(grpc::CallbackServerContext* 
   });
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::WebLogin(grpc::CallbackServerContext* ctx,
+                                                       const v1::WebLoginRequest*,
+                                                       v1::WebLoginResponse* resp) {
+  return Unary(ctx, Authorize(*ctx), [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
+    if (caller.method != "munge") {
+      return r->Finish(ToGrpc(absl::PermissionDeniedError(
+          "login links are for people (MUNGE); a service token goes to the dashboard's JSON "
+          "endpoints directly, as Authorization: Bearer")));
+    }
+    if (!deps_.web_login) {
+      return r->Finish(ToGrpc(absl::FailedPreconditionError(
+          "this coordinator serves no web dashboard (--web-listen; docs/web.md)")));
+    }
+    // The link is a credential: answered, never logged.
+    Answer(r, resp)(deps_.web_login(caller));
+  });
+}
+
 grpc::ServerUnaryReactor* CoordinatorService::WhoAmI(grpc::CallbackServerContext* ctx,
                                                      const v1::WhoAmIRequest*,
                                                      v1::WhoAmIResponse* resp) {

@@ -6,6 +6,7 @@
 // alongside the grpc::Server.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,8 @@ struct ServiceDeps {
   size_t max_follows_per_user = 16;
   size_t max_follows = 1024;
   HaControl* ha = nullptr;  // HA replicas (docs/ha.md); nullptr for a coordinator alone
+  // The web dashboard's login links (coordinator/web/); empty when it serves none.
+  std::function<absl::StatusOr<v1::WebLoginResponse>(const Caller&)> web_login;
 };
 
 class CoordinatorService final : public v1::Coordinator::CallbackService {
@@ -93,6 +96,9 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
                                     v1::HistoryResponse* resp) override;
   grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* ctx, const v1::WhoAmIRequest* req,
                                    v1::WhoAmIResponse* resp) override;
+  grpc::ServerUnaryReactor* WebLogin(grpc::CallbackServerContext* ctx,
+                                     const v1::WebLoginRequest* req,
+                                     v1::WebLoginResponse* resp) override;
   grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* ctx,
                                         const v1::CreateTokenRequest* req,
                                         v1::CreateTokenResponse* resp) override;

@@ -79,7 +79,8 @@ if [ "$(id -u)" = 0 ] && ip netns add baton-demo-probe 2>/dev/null; then
   say "starting a 2-node cluster: network namespaces on a bridge, the coordinator outside"
   export BATON_NETNS_NAME=bdemo BATON_NETNS_SUBNET=10.76.0 BATON_BIN="$BIN"
   export BATON_COORDINATOR_ARGS="--policy $DEMO/policy.yaml --metrics-listen 10.76.0.1:0
-    --metrics-ready-file $DEMO/metrics.addr"
+    --metrics-ready-file $DEMO/metrics.addr --web-listen 127.0.0.1:0
+    --web-ready-file $DEMO/web.addr"
   CLEANUP+=("scripts/netns-cluster.sh down >/dev/null 2>&1")
   scripts/netns-cluster.sh down >/dev/null 2>&1 || true
   eval "$(scripts/netns-cluster.sh up 2 2 | grep '^export')"
@@ -95,6 +96,7 @@ else
   "$BIN/baton-coordinator" --listen 127.0.0.1:0 --data-dir "$DEMO/coordinator" \
     --ready-file "$DEMO/coordinator.addr" --policy "$DEMO/policy.yaml" \
     --metrics-listen 127.0.0.1:0 --metrics-ready-file "$DEMO/metrics.addr" \
+    --web-listen 127.0.0.1:0 --web-ready-file "$DEMO/web.addr" \
     --tls-ca "$BATON_CA" --tls-cert "$DEMO/tls/coordinator.crt" \
     --tls-key "$DEMO/tls/coordinator.key" --munge-socket "$BATON_MUNGE_SOCKET" \
     >"$DEMO/coordinator.log" 2>&1 &
@@ -180,4 +182,10 @@ if [ -s "$DEMO/metrics.addr" ] && command -v curl >/dev/null; then
   echo "coordinator metrics at http://$(cat "$DEMO/metrics.addr")/metrics (alerts, dashboard: scripts/monitoring)"
   curl -s "http://$(cat "$DEMO/metrics.addr")/metrics" |
     grep -E '^baton_(jobs_(submitted|finished)_total|evictions_total|pending_jobs|agents_connected)' || true
+fi
+if [ -s "$DEMO/web.addr" ]; then
+  say "6. the web dashboard (docs/web.md)"
+  echo "served on https://$(cat "$DEMO/web.addr") with the coordinator's certificate (CA: $BATON_CA);"
+  echo "baton ui prints a one-time login link (60 s, works once):"
+  alice ui | sed 's/^/  /'
 fi

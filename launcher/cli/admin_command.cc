@@ -229,4 +229,23 @@ int RunWhoAmI(const Args& args) {
   });
 }
 
+int RunUi(const Args& args) {
+  cxxopts::Options opts("baton ui",
+                        "A one-time login link to the web dashboard: open it within 60 s; it "
+                        "works once and signs you in as yourself (docs/web.md).");
+  return RunOneCall(opts, args, "ui", [](Client& client, const cxxopts::ParseResult& r) {
+    v1::WebLoginResponse resp;
+    auto ctx = client.Context();
+    grpc::Status s = client.stub()->WebLogin(ctx.get(), v1::WebLoginRequest(), &resp);
+    if (!s.ok()) return s;
+    if (r.count("json")) {
+      std::cout << ToJson(resp) << "\n";
+      return s;
+    }
+    std::cout << "Open within 60 s (it signs you in once, then is spent):\n  " << resp.url()
+              << "\n";
+    return s;
+  });
+}
+
 }  // namespace baton::cli

@@ -25,6 +25,7 @@ int RunPolicy(const Args& args);
 int RunShare(const Args& args);
 int RunAdmin(const Args& args);  // `baton admin policy ...` = `baton policy ...`; tokens
 int RunWhoAmI(const Args& args);
+int RunUi(const Args& args);  // admin_command.cc: a web login link
 int RunEvents(const Args& args);
 int RunCapacity(const Args& args);
 int RunUsage(const Args& args);  // accounting_commands.cc

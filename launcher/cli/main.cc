@@ -32,6 +32,7 @@ constexpr char kUsageText[] =
     "  events [--job J] [-f]      the event log: transitions, scheduling, evictions, refused\n"
     "                             specs, policy and node changes\n"
     "  whoami                     who the coordinator takes you to be, your tenants\n"
+    "  ui                         a one-time login link to the web dashboard\n"
     "  admin token create|list|revoke   service tokens for automation (admins)\n"
     "  admin backup DIR           a consistent copy of the coordinator's store (admins)\n"
     "  admin ha status|step-down  HA replicas: who leads, lag, etcd; hand over (admins)\n"
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
       {"whoami", baton::cli::RunWhoAmI},   {"capacity", baton::cli::RunCapacity},
       {"hold", baton::cli::RunHold},       {"release", baton::cli::RunRelease},
       {"requeue", baton::cli::RunRequeue}, {"usage", baton::cli::RunUsage},
-      {"history", baton::cli::RunHistory},
+      {"history", baton::cli::RunHistory}, {"ui", baton::cli::RunUi},
   };
   if (argc >= 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
     std::cout << "baton " << baton::Version() << "\n";

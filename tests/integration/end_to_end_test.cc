@@ -1,5 +1,6 @@
 // One job's whole path with real parts: the baton CLI process -> coordinator process
 // (gRPC, RocksDB) -> agent process -> the job's own process -> its log, read back.
+#include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -309,6 +310,46 @@ TEST_F(EndToEnd, AnArrayIsHeldAndReleasedWholeAndSubmitWaitsForAllItsTasks) {
   EXPECT_NE(waited.err.find("1 of 3 tasks of array"), std::string::npos) << waited.err;
   CommandResult good = cluster().Baton({"submit", "--array", "0-1", "--wait", "--", "true"});
   EXPECT_EQ(good.exit_code, 0) << good.err;
+}
+
+// `baton ui` (issue 48): a MUNGE-proven call prints a one-time link; its exchange on the
+// dashboard (TLS with the coordinator's certificate) signs the caller in as themselves,
+// once; the dashboard then answers as the CLI does for that person.
+TEST_F(EndToEnd, BatonUiPrintsALinkThatSignsInOnceAsTheCaller) {
+  CommandResult sub = cluster().Baton({"submit", "-q", "--name", "web-visible", "--", "true"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  CommandResult ui = cluster().Baton({"ui", "--json"});
+  ASSERT_EQ(ui.exit_code, 0) << ui.err;
+  const std::string url_key = "\"url\":\"";
+  const size_t at = ui.out.find(url_key);
+  ASSERT_NE(at, std::string::npos) << ui.out;
+  const std::string url = ui.out.substr(
+      at + url_key.size(), ui.out.find('"', at + url_key.size()) - at - url_key.size());
+  const std::string origin = "https://" + cluster().web_address();
+  ASSERT_EQ(url.rfind(origin + "/login#", 0), 0u) << url;
+  const std::string secret = url.substr(url.find('#') + 1);
+
+  const std::string web = cluster().web_address();
+  httplib::SSLClient client(web.substr(0, web.rfind(':')),
+                            std::stoi(web.substr(web.rfind(':') + 1)));
+  client.set_ca_cert_path(cluster().security().ca().c_str());
+  client.enable_server_certificate_verification(true);
+  const std::string body = "{\"secret\":\"" + secret + "\"}";
+  auto login = client.Post("/api/login", {{"Origin", origin}}, body, "application/json");
+  ASSERT_TRUE(login) << "TLS to the dashboard, verified against the cluster CA";
+  ASSERT_EQ(login->status, 200) << login->body;
+  EXPECT_NE(login->body.find(kAlice), std::string::npos) << login->body;
+  const std::string cookie = login->get_header_value("Set-Cookie")
+                                 .substr(0, login->get_header_value("Set-Cookie").find(';'));
+  auto jobs = client.Get("/api/v1/jobs?all=1", {{"Cookie", cookie}});
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->status, 200);
+  EXPECT_NE(jobs->body.find("web-visible"), std::string::npos) << jobs->body;
+  EXPECT_EQ(client.Post("/api/login", {{"Origin", origin}}, body, "application/json")->status, 401)
+      << "the link works once";
+
+  CommandResult mallory = cluster().Baton({"ui"}, kMallory);
+  EXPECT_EQ(mallory.exit_code, 4) << "in no tenant: " << mallory.err;
 }
 
 TEST_F(EndToEnd, BadInputIsRefusedWithTheFieldNamedAndNothingStored) {

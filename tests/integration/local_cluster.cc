@@ -45,11 +45,23 @@ LocalCluster::~LocalCluster() {
 
 void LocalCluster::StartCoordinator() {
   std::string ready = dir() + "/coordinator.addr";
+  std::string web_ready = dir() + "/web.addr";
   std::string listen = address_.empty() ? "127.0.0.1:0" : address_;
   unlink(ready.c_str());
-  std::vector<std::string> argv = {Bin("baton-coordinator"), "--listen",     listen, "--data-dir",
-                                   dir() + "/coordinator",   "--ready-file", ready,  "--policy",
-                                   dir() + "/policy.yaml"};
+  unlink(web_ready.c_str());
+  std::vector<std::string> argv = {Bin("baton-coordinator"),
+                                   "--listen",
+                                   listen,
+                                   "--data-dir",
+                                   dir() + "/coordinator",
+                                   "--ready-file",
+                                   ready,
+                                   "--policy",
+                                   dir() + "/policy.yaml",
+                                   "--web-listen",
+                                   web_address_.empty() ? "127.0.0.1:0" : web_address_,
+                                   "--web-ready-file",
+                                   web_ready};
   for (auto& f : TestCoordinatorTimings()) argv.push_back(f);
   for (auto& f : security_->CoordinatorFlags()) argv.push_back(f);
   coordinator_ =
@@ -59,6 +71,8 @@ void LocalCluster::StartCoordinator() {
       << "coordinator did not start: " << ReadFile(dir() + "/coordinator.0.err");
   std::string addr = ReadFile(ready);
   address_ = addr.substr(0, addr.find('\n'));
+  std::string web = ReadFile(web_ready);
+  web_address_ = web.substr(0, web.find('\n'));
 }
 
 void LocalCluster::StartAgent(int i, int gpus) {

@@ -71,11 +71,15 @@ class LocalCluster : public ClusterClient {
   std::string MungeCredential(std::string_view payload, int ttl = 0);
   std::string MungeCredential();
 
+  // The web dashboard's host:port (--web-listen, TLS with the coordinator's certificate).
+  const std::string& web_address() const { return web_address_; }
+
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before
   pid_t CoordinatorPid() const { return coordinator_ ? coordinator_->pid() : -1; }
 
  private:
+  std::string web_address_;
   void StartAgent(int i, int gpus);
 
   TempDir dir_;
