@@ -5,7 +5,8 @@ set -euo pipefail
 
 # Each one is used: libraries by CMake, tools by scripts/, tests/ or bench/ (iperf3, fio,
 # prometheus, etcd and socat for the HA tests), procps for the units' /bin/kill (package_test verifies them), dpkg-dev for
-# cpack's dpkg-shlibdeps, clang and libclang-rt for the fuzz and sanitizer builds.
+# cpack's dpkg-shlibdeps, clang and libclang-rt for the fuzz and sanitizer builds,
+# chromium-headless-shell for the web dashboard's browser tests.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
@@ -20,6 +21,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   systemd dpkg-dev help2man
   python3-dev python3-torch python3-numpy pybind11-dev python3-pytest
+  chromium-headless-shell
 )
 
 # Users the tests and the demo act as (never created by baton's packages): alice is in
@@ -39,6 +41,21 @@ make_test_users() {
   [ ${#made[@]} -eq 0 ] || echo "setup: created test users ${made[*]}"
 }
 
+# The browser tests (label browser, tests/browser/) drive Debian's Chromium with npm's
+# playwright-core, pinned by tests/browser/package-lock.json. Without node/npm or the
+# registry, those tests skip and say why.
+setup_browser() {
+  local dir
+  dir="$(dirname "$0")/../tests/browser"
+  [ -d "$dir/node_modules/playwright-core" ] && return 0
+  if ! command -v npm >/dev/null; then
+    echo "setup: no npm: the browser tests will skip"
+    return 0
+  fi
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    echo "setup: npm ci in tests/browser failed: the browser tests will skip"
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -49,6 +66,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   make_test_users
+  setup_browser
   exit 0
 fi
 
@@ -60,4 +78,5 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts the system munged on install; baton's tests and demo run private ones.
 make_test_users
+setup_browser
 echo "setup: done"

@@ -96,10 +96,14 @@ async function overview() {
 
 async function queue() {
   const list = await api('/api/v1/jobs');
-  const rows = (list.jobs || []).map((j, i) => [
-    jobLink(j.id), j.spec.name, j.user, j.spec.tenant, j.spec.priorityClass, state(j.state),
-    state(j.state) === 'pending' ? i + 1 : '', ago(j.submittedMs),
-    Object.assign(el('span', j.message), {className: 'reason'})]);
+  let place = 0;  // among the waiting jobs, in the order they will start
+  const rows = (list.jobs || []).map(j => {
+    const waits = ['pending', 'cooldown'].includes(state(j.state));
+    if (waits) place++;
+    return [jobLink(j.id), j.spec.name, j.user, j.spec.tenant, j.spec.priorityClass,
+            state(j.state), waits ? place : '', waits ? ago(j.submittedMs) : '',
+            Object.assign(el('span', j.message), {className: 'reason'})];
+  });
   main.replaceChildren(el('h2', 'Queue (in the order jobs will start)'),
                        table(['ID', 'Name', 'User', 'Tenant', 'Class', 'State', 'Place',
                               'Waiting', 'Reason'], rows));
