@@ -56,6 +56,18 @@ std::vector<std::string> TenantsOf(const AccessPolicy& policy, const Caller& cal
   return out;  // std::map order: sorted
 }
 
+v1::WhoAmIResponse Describe(const AccessPolicy& policy, const Caller& caller) {
+  v1::WhoAmIResponse out;
+  out.set_user(caller.user);
+  out.set_uid(caller.uid);
+  for (const auto& g : caller.groups) out.add_groups(g);
+  out.set_method(caller.method);
+  out.set_token_id(caller.token_id);
+  for (const auto& t : TenantsOf(policy, caller)) out.add_tenants(t);
+  out.set_admin(IsAdmin(policy, caller));
+  return out;
+}
+
 absl::Status CheckMayUseCluster(const AccessPolicy& policy, const Caller& caller) {
   if (IsAdmin(policy, caller) || !TenantsOf(policy, caller).empty()) return absl::OkStatus();
   if (!caller.token_tenant.empty()) {

@@ -36,6 +36,9 @@ bool IsMember(const AccessPolicy& policy, const Caller& caller, const std::strin
 // The tenants the caller may act in, sorted.
 std::vector<std::string> TenantsOf(const AccessPolicy& policy, const Caller& caller);
 
+// Who the coordinator takes the caller to be (`baton whoami`, the dashboard's whoami).
+v1::WhoAmIResponse Describe(const AccessPolicy& policy, const Caller& caller);
+
 // Every call: an admin, or a member of some tenant.
 absl::Status CheckMayUseCluster(const AccessPolicy& policy, const Caller& caller);
 absl::Status CheckAdmin(const AccessPolicy& policy, const Caller& caller, std::string_view what);

@@ -33,9 +33,10 @@ class Authenticator {
   // The same, from a call's metadata.
   absl::StatusOr<Caller> FromMetadata(
       const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  // A service token's secret (what follows "Bearer "): the web dashboard's callers too.
+  absl::StatusOr<Caller> FromToken(std::string_view token) const;
 
  private:
-  absl::StatusOr<Caller> FromToken(std::string_view token) const;
   absl::StatusOr<Caller> FromMunge(const std::string& credential) const;
 
   const AuthnOptions options_;

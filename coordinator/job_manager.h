@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "coordinator/access.h"
@@ -162,6 +163,8 @@ class JobManager {
   // every running task's).
   absl::StatusOr<v1::SignalResponse> Signal(const Caller& caller, uint64_t job_id, int signal);
   std::vector<v1::Node> ListNodes() const;
+  // ListNodes with the policy's topology levels: what `baton nodes` and the dashboard get.
+  v1::ListNodesResponse NodeListing() const;
   // Admins (the service checks): a drained node takes no new work; with `evict` its jobs
   // are told to checkpoint and exit, then placed elsewhere with no cooldown and no
   // eviction counted. NotFound for a node that never registered. `done` gets the node
@@ -367,6 +370,16 @@ class JobManager {
                                                          Txn& txn);
   absl::StatusOr<v1::RequeueResponse> RequeueArrayLocked(ArrayState& a, const Caller& caller,
                                                          const std::string& reason, Txn& txn);
+  // One Hold, Release or Requeue on a job's or an array's id: under the lock, the access
+  // check for `what`, then `on_array` or `on_job`, whose changes go in one commit that
+  // answers `done`; `finished` answers for a job no longer in memory (read outside the
+  // lock). True when it committed.
+  template <typename Response>
+  bool Act(const Caller& caller, uint64_t job_id, std::string_view what,
+           absl::FunctionRef<absl::StatusOr<Response>(ArrayState&, Txn&)> on_array,
+           absl::FunctionRef<absl::StatusOr<Response>(JobEntry&, Txn&)> on_job,
+           absl::FunctionRef<absl::StatusOr<Response>(const v1::Job&)> finished,
+           std::function<void(absl::StatusOr<Response>)> done);
   // Whether `caller` may act on the array's tasks (as on a job of its tenant and user).
   absl::Status MayActOnArrayLocked(const Caller& caller, const ArrayState& a,
                                    std::string_view what) const;

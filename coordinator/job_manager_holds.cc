@@ -75,110 +75,101 @@ absl::Status JobManager::RequeueLocked(JobEntry& e, const Caller& caller, const 
   return absl::OkStatus();
 }
 
-void JobManager::Hold(const Caller& caller, uint64_t job_id, std::string reason,
-                      std::function<void(absl::StatusOr<v1::HoldResponse>)> done) {
-  if (committer_.store_full()) return done(StoreFull());
+template <typename Response>
+bool JobManager::Act(const Caller& caller, uint64_t job_id, std::string_view what,
+                     absl::FunctionRef<absl::StatusOr<Response>(ArrayState&, Txn&)> on_array,
+                     absl::FunctionRef<absl::StatusOr<Response>(JobEntry&, Txn&)> on_job,
+                     absl::FunctionRef<absl::StatusOr<Response>(const v1::Job&)> finished,
+                     std::function<void(absl::StatusOr<Response>)> done) {
+  if (committer_.store_full()) {
+    done(StoreFull());
+    return false;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   Txn txn;
-  v1::HoldResponse resp;
-  absl::Status s;
+  absl::StatusOr<Response> out;
   if (auto a = arrays_.find(job_id); a != arrays_.end()) {
-    s = MayActOnArrayLocked(caller, a->second, "hold");
-    if (s.ok()) {
-      absl::StatusOr<v1::HoldResponse> r = HoldArrayLocked(a->second, caller, reason, txn);
-      s = r.status();
-      if (r.ok()) resp = std::move(*r);
-    }
-  } else if (JobEntry* found = jobs_.Find(job_id); found != nullptr) {
-    s = access::CheckMayActOn(policy_.policy.access, caller, found->job, "hold");
-    if (s.ok()) {
-      absl::StatusOr<v1::JobHold> hold = HoldLocked(*found, caller, reason, txn);
-      s = hold.status();
-      if (hold.ok()) *resp.mutable_hold() = std::move(*hold);
-    }
-  } else {  // finished (or unknown): no hold can apply
+    absl::Status may = MayActOnArrayLocked(caller, a->second, what);
+    out = may.ok() ? on_array(a->second, txn) : absl::StatusOr<Response>(may);
+  } else if (JobEntry* e = jobs_.Find(job_id); e != nullptr) {
+    absl::Status may = access::CheckMayActOn(policy_.policy.access, caller, e->job, what);
+    out = may.ok() ? on_job(*e, txn) : absl::StatusOr<Response>(may);
+  } else {  // finished (or unknown): read outside the lock
     lock.unlock();
-    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "hold");
-    if (!job.ok()) return done(job.status());
-    if (job->array_id() != 0 && job->state() == v1::JOB_STATE_PENDING) {
-      return done(absl::FailedPreconditionError(
-          "task " + arrays::TaskLabel(job->array_id(), job->array_index()) +
-          " is not a job yet (it waits in its array): hold the whole array (baton hold " +
-          std::to_string(job->array_id()) + "), or this task once baton queue --array lists it"));
-    }
-    return done(DecideHold(*job, caller.user, false, reason, 0).status());
+    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, what);
+    done(job.ok() ? finished(*job) : absl::StatusOr<Response>(job.status()));
+    return false;
   }
-  if (!s.ok()) {
+  if (!out.ok()) {
     lock.unlock();
-    return done(s);
+    done(out.status());
+    return false;
   }
-  txn.reply = [done = std::move(done), resp = std::move(resp)] { done(resp); };
+  txn.reply = [done = std::move(done), resp = *std::move(out)] { done(resp); };
   CommitLocked(std::move(txn));
+  return true;
+}
+
+void JobManager::Hold(const Caller& caller, uint64_t job_id, std::string reason,
+                      std::function<void(absl::StatusOr<v1::HoldResponse>)> done) {
+  using R = absl::StatusOr<v1::HoldResponse>;
+  Act<v1::HoldResponse>(
+      caller, job_id, "hold",
+      [&](ArrayState& a, Txn& txn) { return HoldArrayLocked(a, caller, reason, txn); },
+      [&](JobEntry& e, Txn& txn) -> R {
+        BATON_ASSIGN_OR_RETURN(v1::JobHold hold, HoldLocked(e, caller, reason, txn));
+        v1::HoldResponse resp;
+        *resp.mutable_hold() = std::move(hold);
+        return resp;
+      },
+      [&](const v1::Job& job) -> R {  // no hold applies to a job that ended
+        if (job.array_id() != 0 && job.state() == v1::JOB_STATE_PENDING) {
+          return absl::FailedPreconditionError(
+              "task " + arrays::TaskLabel(job.array_id(), job.array_index()) +
+              " is not a job yet (it waits in its array): hold the whole array (baton hold " +
+              std::to_string(job.array_id()) + "), or this task once baton queue --array lists it");
+        }
+        BATON_RETURN_IF_ERROR(DecideHold(job, caller.user, false, reason, 0).status());
+        return v1::HoldResponse();
+      },
+      std::move(done));
 }
 
 void JobManager::Release(const Caller& caller, uint64_t job_id,
                          std::function<void(absl::StatusOr<v1::ReleaseResponse>)> done) {
-  if (committer_.store_full()) return done(StoreFull());
-  std::unique_lock<std::mutex> lock(mu_);
-  Txn txn;
-  v1::ReleaseResponse resp;
-  absl::Status s;
-  if (auto a = arrays_.find(job_id); a != arrays_.end()) {
-    s = MayActOnArrayLocked(caller, a->second, "release");
-    if (s.ok()) {
-      absl::StatusOr<v1::ReleaseResponse> r = ReleaseArrayLocked(a->second, caller, txn);
-      s = r.status();
-      if (r.ok()) resp = std::move(*r);
-    }
-  } else if (JobEntry* found = jobs_.Find(job_id); found != nullptr) {
-    s = access::CheckMayActOn(policy_.policy.access, caller, found->job, "release");
-    if (s.ok()) s = ReleaseLocked(*found, caller, txn);
-  } else {
-    lock.unlock();
-    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "release");
-    if (!job.ok()) return done(job.status());
-    return done(CheckRelease(*job, access::IsAdmin(policy()->access, caller)));
-  }
-  if (!s.ok()) {
-    lock.unlock();
-    return done(s);
-  }
-  txn.reply = [done = std::move(done), resp = std::move(resp)] { done(resp); };
-  CommitLocked(std::move(txn));
-  lock.unlock();
-  Kick();  // it may start now
+  using R = absl::StatusOr<v1::ReleaseResponse>;
+  const bool released = Act<v1::ReleaseResponse>(
+      caller, job_id, "release",
+      [&](ArrayState& a, Txn& txn) { return ReleaseArrayLocked(a, caller, txn); },
+      [&](JobEntry& e, Txn& txn) -> R {
+        BATON_RETURN_IF_ERROR(ReleaseLocked(e, caller, txn));
+        return v1::ReleaseResponse();
+      },
+      [&](const v1::Job& job) -> R {
+        BATON_RETURN_IF_ERROR(CheckRelease(job, access::IsAdmin(policy()->access, caller)));
+        return v1::ReleaseResponse();
+      },
+      std::move(done));
+  if (released) Kick();  // it may start now
 }
 
 void JobManager::Requeue(const Caller& caller, uint64_t job_id, std::string reason,
                          std::function<void(absl::StatusOr<v1::RequeueResponse>)> done) {
-  if (committer_.store_full()) return done(StoreFull());
-  std::unique_lock<std::mutex> lock(mu_);
-  Txn txn;
-  v1::RequeueResponse resp;
-  absl::Status s;
-  if (auto a = arrays_.find(job_id); a != arrays_.end()) {
-    s = MayActOnArrayLocked(caller, a->second, "requeue");
-    if (s.ok()) {
-      absl::StatusOr<v1::RequeueResponse> r = RequeueArrayLocked(a->second, caller, reason, txn);
-      s = r.status();
-      if (r.ok()) resp = std::move(*r);
-    }
-  } else if (JobEntry* found = jobs_.Find(job_id); found != nullptr) {
-    s = access::CheckMayActOn(policy_.policy.access, caller, found->job, "requeue");
-    if (s.ok()) s = RequeueLocked(*found, caller, reason, txn);
-    resp.set_state(found->job.state());
-  } else {
-    lock.unlock();
-    absl::StatusOr<v1::Job> job = LookupToActOn(caller, job_id, "requeue");
-    if (!job.ok()) return done(job.status());
-    return done(CheckRequeue(*job, /*leaving=*/false, false, true));
-  }
-  if (!s.ok()) {
-    lock.unlock();
-    return done(s);
-  }
-  txn.reply = [done = std::move(done), resp = std::move(resp)] { done(resp); };
-  CommitLocked(std::move(txn));
+  using R = absl::StatusOr<v1::RequeueResponse>;
+  Act<v1::RequeueResponse>(
+      caller, job_id, "requeue",
+      [&](ArrayState& a, Txn& txn) { return RequeueArrayLocked(a, caller, reason, txn); },
+      [&](JobEntry& e, Txn& txn) -> R {
+        BATON_RETURN_IF_ERROR(RequeueLocked(e, caller, reason, txn));
+        v1::RequeueResponse resp;
+        resp.set_state(e.job.state());
+        return resp;
+      },
+      [&](const v1::Job& job) -> R {
+        BATON_RETURN_IF_ERROR(CheckRequeue(job, /*leaving=*/false, false, true));
+        return v1::RequeueResponse();
+      },
+      std::move(done));
 }
 
 absl::StatusOr<v1::SignalResponse> JobManager::Signal(const Caller& caller, uint64_t job_id,

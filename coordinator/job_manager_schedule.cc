@@ -272,6 +272,15 @@ void JobManager::FinishAttemptLocked(JobEntry& e, Txn& txn) {
   }
 }
 
+v1::ListNodesResponse JobManager::NodeListing() const {
+  v1::ListNodesResponse out;
+  for (auto& node : ListNodes()) *out.add_nodes() = std::move(node);
+  for (const sched::TopologyLevel& l : policy()->topology_levels) {
+    out.add_topology_levels(l.name + "=" + l.label);
+  }
+  return out;
+}
+
 std::vector<v1::Node> JobManager::ListNodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return NodesOf(jobs_, nodes_.all());

@@ -368,12 +368,7 @@ absl::StatusOr<std::unique_ptr<baton::web::WebServer>> StartWeb(const Flags& fla
     options.tls_cert = flags.tls.cert_file;
     options.tls_key = flags.tls.key_file;
   }
-  auto token_check = [authn](std::string_view token) -> absl::StatusOr<baton::Caller> {
-    const std::string value = "Bearer " + std::string(token);
-    std::multimap<grpc::string_ref, grpc::string_ref> metadata;
-    metadata.emplace("authorization", value);
-    return authn->FromMetadata(metadata);
-  };
+  auto token_check = [authn](std::string_view token) { return authn->FromToken(token); };
   auto started = baton::web::WebServer::Start(std::move(options), jobs, sessions, token_check,
                                               baton::RealClock::Get());
   if (!started.ok()) return started.status();

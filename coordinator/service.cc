@@ -198,10 +198,7 @@ grpc::ServerUnaryReactor* CoordinatorService::ListNodes(grpc::CallbackServerCont
                                                         const v1::ListNodesRequest*,
                                                         v1::ListNodesResponse* resp) {
   return Unary(ctx, Authorize(*ctx), [&](const Caller&, grpc::ServerUnaryReactor* r) {
-    for (auto& node : jobs_->ListNodes()) *resp->add_nodes() = std::move(node);
-    for (const sched::TopologyLevel& l : jobs_->policy()->topology_levels) {
-      resp->add_topology_levels(l.name + "=" + l.label);
-    }
+    *resp = jobs_->NodeListing();
     r->Finish(grpc::Status::OK);
   });
 }
@@ -277,16 +274,7 @@ grpc::ServerUnaryReactor* CoordinatorService::WhoAmI(grpc::CallbackServerContext
   // Authenticated but not authorized: a user in no tenant may still learn why.
   return Unary(ctx, deps_.authn->Authenticate(*ctx),
                [&](const Caller& caller, grpc::ServerUnaryReactor* r) {
-                 auto policy = jobs_->policy();
-                 resp->set_user(caller.user);
-                 resp->set_uid(caller.uid);
-                 for (const auto& g : caller.groups) resp->add_groups(g);
-                 resp->set_method(caller.method);
-                 resp->set_token_id(caller.token_id);
-                 for (const auto& t : access::TenantsOf(policy->access, caller)) {
-                   resp->add_tenants(t);
-                 }
-                 resp->set_admin(access::IsAdmin(policy->access, caller));
+                 *resp = access::Describe(jobs_->policy()->access, caller);
                  r->Finish(grpc::Status::OK);
                });
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <future>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -51,35 +52,12 @@ int HttpStatus(absl::StatusCode code) {
   }
 }
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // An error as JSON, with the same sentence the CLI prints.
 void Fail(httplib::Response& res, const absl::Status& s) {
   res.status = HttpStatus(s.code());
-  res.set_content("{\"code\":" + JsonString(absl::StatusCodeToString(s.code())) +
-                      ",\"message\":" + JsonString(std::string(s.message())) + "}",
-                  "application/json");
+  nlohmann::json body = {{"code", absl::StatusCodeToString(s.code())},
+                         {"message", std::string(s.message())}};
+  res.set_content(body.dump(), "application/json");
 }
 
 void Reply(httplib::Response& res, const google::protobuf::Message& msg) {
@@ -120,17 +98,18 @@ absl::StatusOr<uint64_t> JobId(const httplib::Request& req) {
 
 // The secret of a login exchange's body {"secret": "<64 hex>"}: nothing else is read.
 absl::StatusOr<std::string> SecretOf(const std::string& body) {
-  const std::string key = "\"secret\"";
-  size_t k = body.find(key);
-  if (body.size() > 256 || k == std::string::npos) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("secret") || !j["secret"].is_string()) {
     return absl::InvalidArgumentError("the login body is {\"secret\": \"…\"}");
   }
-  size_t open = body.find('"', body.find(':', k + key.size()));
-  size_t close = open == std::string::npos ? open : body.find('"', open + 1);
-  if (close == std::string::npos) {
-    return absl::InvalidArgumentError("the login body is {\"secret\": \"…\"}");
-  }
-  return body.substr(open + 1, close - open - 1);
+  return j["secret"].get<std::string>();
+}
+
+// A built-in page or file; 404 for none.
+void Serve(httplib::Response& res, std::string_view path) {
+  const Asset* a = FindAsset(path);
+  if (a == nullptr) return Fail(res, absl::NotFoundError("no page " + std::string(path)));
+  res.set_content(std::string(a->body), std::string(a->type));
 }
 
 }  // namespace
@@ -243,9 +222,10 @@ void WebServer::Route() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // Who asks: a session cookie (actions also its CSRF token) or a service token; then
-  // the cluster's access rule, as every gRPC call.
-  auto who = [this](const httplib::Request& req, bool action) -> absl::StatusOr<Caller> {
+  // Who asks: a session cookie (actions also its CSRF token, which `csrf` gets) or a
+  // service token; then the cluster's access rule, as every gRPC call.
+  auto who = [this](const httplib::Request& req, bool action,
+                    std::string* csrf = nullptr) -> absl::StatusOr<Caller> {
     const std::string auth = req.get_header_value("Authorization");
     absl::StatusOr<Caller> caller;
     if (absl::StartsWith(auth, "Bearer ")) {
@@ -261,6 +241,7 @@ void WebServer::Route() {
       if (action && req.get_header_value("X-CSRF-Token") != session->csrf) {
         return absl::PermissionDeniedError("missing or wrong X-CSRF-Token");
       }
+      if (csrf != nullptr) *csrf = session->csrf;
       caller = std::move(session->caller);
     }
     if (!caller.ok()) return caller;
@@ -271,20 +252,12 @@ void WebServer::Route() {
   };
 
   // Pages: static files built into the binary.
-  auto page = [](const std::string& path) {
-    return [path](const httplib::Request&, httplib::Response& res) {
-      const Asset* a = FindAsset(path);
-      if (a == nullptr) return Fail(res, absl::NotFoundError("no page " + path));
-      res.set_content(std::string(a->body), std::string(a->type));
-    };
-  };
-  s.Get("/", page("/index.html"));
-  s.Get("/login", page("/login.html"));
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) { Serve(res, "/index.html"); });
+  s.Get("/login",
+        [](const httplib::Request&, httplib::Response& res) { Serve(res, "/login.html"); });
   s.Get(R"(/static/([a-z0-9_\-]+\.(js|css)))",
         [](const httplib::Request& req, httplib::Response& res) {
-          const Asset* a = FindAsset(req.path.substr(std::string("/static").size()));
-          if (a == nullptr) return Fail(res, absl::NotFoundError("no file " + req.path));
-          res.set_content(std::string(a->body), std::string(a->type));
+          Serve(res, "/" + req.matches[1].str());
         });
 
   // The login link's exchange: a fresh session id in a __Host- cookie.
@@ -302,7 +275,7 @@ void WebServer::Route() {
                    std::string(kCookie) + "=" + opened->id +
                        "; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=" +
                        std::to_string(absl::ToInt64Seconds(sessions_->options().absolute)));
-    res.set_content("{\"user\":" + JsonString(opened->session.caller.user) + "}",
+    res.set_content(nlohmann::json{{"user", opened->session.caller.user}}.dump(),
                     "application/json");
   });
   s.Post("/api/logout", [this, who](const httplib::Request& req, httplib::Response& res) {
@@ -316,23 +289,11 @@ void WebServer::Route() {
 
   // Data: the API's messages.
   s.Get("/api/v1/whoami", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, false);
+    std::string csrf;
+    absl::StatusOr<Caller> caller = who(req, false, &csrf);
     if (!caller.ok()) return Fail(res, caller.status());
-    auto policy = jobs_->policy();
-    v1::WhoAmIResponse out;
-    out.set_user(caller->user);
-    out.set_uid(caller->uid);
-    for (const auto& g : caller->groups) out.add_groups(g);
-    out.set_method(caller->method);
-    for (const auto& t : access::TenantsOf(policy->access, *caller)) out.add_tenants(t);
-    out.set_admin(access::IsAdmin(policy->access, *caller));
-    const std::string id = CookieValue(req.get_header_value("Cookie"), kCookie);
-    if (!id.empty()) {
-      if (auto session = sessions_->Find(id, clock_->Now()); session.ok()) {
-        res.set_header("X-CSRF-Token", session->csrf);
-      }
-    }
-    Reply(res, out);
+    if (!csrf.empty()) res.set_header("X-CSRF-Token", csrf);
+    Reply(res, access::Describe(jobs_->policy()->access, *caller));
   });
   s.Get("/api/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
     absl::StatusOr<Caller> caller = who(req, false);
@@ -366,12 +327,7 @@ void WebServer::Route() {
   s.Get("/api/v1/nodes", [this, who](const httplib::Request& req, httplib::Response& res) {
     absl::StatusOr<Caller> caller = who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
-    v1::ListNodesResponse out;
-    for (auto& node : jobs_->ListNodes()) *out.add_nodes() = std::move(node);
-    for (const sched::TopologyLevel& l : jobs_->policy()->topology_levels) {
-      out.add_topology_levels(l.name + "=" + l.label);
-    }
-    Reply(res, out);
+    Reply(res, jobs_->NodeListing());
   });
   s.Get("/api/v1/shares", [this, who](const httplib::Request& req, httplib::Response& res) {
     absl::StatusOr<Caller> caller = who(req, false);

@@ -7,13 +7,12 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
-#include <cstdlib>
-
 #include "common/net.h"
 #include "coordinator/web/assets.h"
 #include "coordinator/web/sessions.h"
 #include "coordinator/web/web_server.h"
 #include "tests/coordinator/harness.h"
+#include "tests/util/subprocess.h"
 
 namespace baton::testing {
 namespace {
@@ -99,23 +98,25 @@ TEST(WebAssets, EveryPageIsBuiltInAndLoadsScriptsOnlyFromFiles) {
   EXPECT_EQ(web::FindAsset("/nope.js"), nullptr);
 }
 
-// A certificate for localhost and 127.0.0.1, signed by itself (the test's CA).
-std::string MakeCert(const std::string& dir) {
-  const std::string cmd =
-      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-      "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-      dir + "/web.key -out " + dir + "/web.crt 2>/dev/null";
-  return std::system(cmd.c_str()) == 0 ? "" : "openssl req failed";
+// The cluster's CA and a coordinator certificate (localhost, 127.0.0.1), as every test
+// cluster makes them: scripts/certs.sh in `dir`.
+std::string MakeCerts(const std::string& dir) {
+  const std::string certs = std::string(BATON_SOURCE_DIR) + "/scripts/certs.sh";
+  for (const char* kind : {"ca", "coordinator"}) {
+    CommandResult r = RunProcess({certs, dir, kind}, {});
+    if (r.exit_code != 0) return "certs.sh " + std::string(kind) + ": " + r.err;
+  }
+  return "";
 }
 
 class WebServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(MakeCert(dir_.path()), "");
+    ASSERT_EQ(MakeCerts(dir_.path()), "");
     auto started = web::WebServer::Start(
         {.listen = "127.0.0.1:0",
-         .tls_cert = dir_.path() + "/web.crt",
-         .tls_key = dir_.path() + "/web.key"},
+         .tls_cert = dir_.path() + "/coordinator.crt",
+         .tls_key = dir_.path() + "/coordinator.key"},
         &h_.jm(), &sessions_,
         [](std::string_view token) -> absl::StatusOr<Caller> {
           if (token == "svc-token") return Admin();
@@ -130,7 +131,7 @@ class WebServerTest : public ::testing::Test {
   std::unique_ptr<httplib::SSLClient> Client() {
     auto [host, port] = *SplitHostPort(server_->address());
     auto c = std::make_unique<httplib::SSLClient>(host, port);
-    c->set_ca_cert_path((dir_.path() + "/web.crt").c_str());
+    c->set_ca_cert_path((dir_.path() + "/ca.crt").c_str());
     c->enable_server_certificate_verification(true);
     return c;
   }
