@@ -241,6 +241,9 @@ TEST_F(HaTest, AStandbyFollowsTheLogIntoItsStoreAndTakesOverWarm) {
   }
   EXPECT_TRUE(WaitFor([&] { return (*b)->applied() >= 1 && (*b)->applied() == (*a)->applied(); },
                       std::chrono::seconds(10)));
+  // The standby learns who leads after it has read what there was to read: on its next poll.
+  EXPECT_TRUE(
+      WaitFor([&] { return (*b)->last_leader().member.name() == "a"; }, std::chrono::seconds(10)));
   auto job = (*store_b)->ReadJob(3, false);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->spec().name(), "job3");

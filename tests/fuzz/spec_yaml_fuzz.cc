@@ -61,6 +61,37 @@ void Tolerations(YAML::Emitter& out, const JobSpec& s) {
   out << YAML::EndSeq;
 }
 
+// topology as its map form, after as a list of KIND:JOB[_TASK], array as FIRST-LAST[:STEP][%MAX].
+void Scheduling(YAML::Emitter& out, const JobSpec& s) {
+  if (s.has_topology()) {
+    const baton::v1::TopologyRequest& t = s.topology();
+    Key(out, "topology") << YAML::BeginMap;
+    out << YAML::Key << "level" << YAML::Value << YAML::DoubleQuoted << t.level();
+    if (t.required()) out << YAML::Key << "mode" << YAML::Value << "required";
+    if (t.wait_seconds() != 0) {
+      out << YAML::Key << "wait" << YAML::Value << std::to_string(t.wait_seconds()) + "s";
+    }
+    out << YAML::EndMap;
+  }
+  if (!s.after().empty()) {
+    static const char* kinds[] = {"", "ok", "any", "notok"};
+    Key(out, "after") << YAML::BeginSeq;
+    for (const auto& d : s.after()) {
+      std::string item = std::string(kinds[d.kind()]) + ":" + std::to_string(d.job());
+      if (d.has_task()) item += "_" + std::to_string(d.task());
+      out << item;
+    }
+    out << YAML::EndSeq;
+  }
+  if (s.has_array()) {
+    const baton::v1::ArraySpec& a = s.array();
+    std::string text = std::to_string(a.first()) + "-" + std::to_string(a.last());
+    if (a.has_step()) text += ":" + std::to_string(a.step());
+    if (a.has_max_running()) text += "%" + std::to_string(a.max_running());
+    Key(out, "array") << text;
+  }
+}
+
 // The spec as a job.yaml, every field under its canonical key.
 std::string ToYaml(const JobSpec& s) {
   YAML::Emitter out;
@@ -90,6 +121,7 @@ std::string ToYaml(const JobSpec& s) {
   Text(out, "checkpoint_dir", s.checkpoint_dir());
   Number(out, "grace", s.grace_seconds(), "s");
   Number(out, "max_runtime", s.max_runtime_seconds(), "s");
+  Scheduling(out, s);
   Map(out, "env", s.env());
   Map(out, "node_selector", s.node_selector());
   Tolerations(out, s);
