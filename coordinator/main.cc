@@ -357,11 +357,10 @@ absl::StatusOr<std::unique_ptr<baton::MetricsServer>> StartMetrics(
 // Serves the web dashboard on --web-listen (if set; nullptr when not), with the
 // coordinator's certificate unless it has one of its own, and writes --web-ready-file.
 // Service tokens reach its JSON endpoints as Bearer tokens, checked as for gRPC.
-absl::StatusOr<std::unique_ptr<baton::web::WebServer>> StartWeb(const Flags& flags,
-                                                                const baton::TlsMaterial& tls,
-                                                                baton::JobManager* jobs,
-                                                                baton::web::Sessions* sessions,
-                                                                const baton::Authenticator* authn) {
+absl::StatusOr<std::unique_ptr<baton::web::WebServer>> StartWeb(
+    const Flags& flags, const baton::TlsMaterial& tls, baton::JobManager* jobs,
+    baton::web::Sessions* sessions, const baton::Authenticator* authn,
+    std::shared_ptr<baton::StreamQuota> follows, baton::AgentChannels* agents) {
   if (flags.web.listen.empty()) return nullptr;
   baton::web::WebOptions options = flags.web;
   if (options.tls_cert.empty() && options.tls_key.empty() && !tls.insecure) {
@@ -369,8 +368,12 @@ absl::StatusOr<std::unique_ptr<baton::web::WebServer>> StartWeb(const Flags& fla
     options.tls_key = flags.tls.key_file;
   }
   auto token_check = [authn](std::string_view token) { return authn->FromToken(token); };
-  auto started = baton::web::WebServer::Start(std::move(options), jobs, sessions, token_check,
-                                              baton::RealClock::Get());
+  auto started = baton::web::WebServer::Start(std::move(options), {.jobs = jobs,
+                                                                   .sessions = sessions,
+                                                                   .token_check = token_check,
+                                                                   .clock = baton::RealClock::Get(),
+                                                                   .follows = std::move(follows),
+                                                                   .agents = agents});
   if (!started.ok()) return started.status();
   spdlog::info("web dashboard on {} (baton ui prints a login link)", (*started)->LoginLink(""));
   if (!flags.web_ready_file.empty()) {
@@ -607,7 +610,11 @@ int main(int argc, char** argv) {
   baton::UserDirectory users(baton::RealClock::Get());
   baton::Authenticator authn(flags->authn, &tokens, &users);
   baton::web::Sessions web_sessions;
-  auto web = StartWeb(*flags, *tls, &jobs, &web_sessions, &authn);
+  // One follow quota for gRPC streams and the dashboard's live views alike.
+  auto follows =
+      std::make_shared<baton::StreamQuota>(flags->max_follows_per_user, flags->max_follows);
+  baton::AgentChannels agent_channels(*tls);
+  auto web = StartWeb(*flags, *tls, &jobs, &web_sessions, &authn, follows, &agent_channels);
   if (!web.ok()) {
     spdlog::error("{}", web.status().ToString());
     return 2;
@@ -618,8 +625,8 @@ int main(int argc, char** argv) {
                           .tokens = &tokens,
                           .users = &users,
                           .tls = *tls,
-                          .max_follows_per_user = flags->max_follows_per_user,
-                          .max_follows = flags->max_follows,
+                          .agents = &agent_channels,
+                          .follows = follows,
                           .ha = replica.get(),
                           .web_login = nullptr};
   if (*web) {

@@ -429,7 +429,7 @@ grpc::ServerWriteReactor<v1::LogChunk>* CoordinatorService::Logs(grpc::CallbackS
   agent_req.set_follow(req->follow());
   agent_req.set_offset(req->offset());
   if (req->has_rank()) agent_req.set_rank(req->rank());
-  auto channel = AgentChannel(target->node, target->address);
+  auto channel = deps_.agents->Get(target->node, target->address);
   if (!channel.ok()) return FinishedStream<v1::LogChunk>(ToGrpc(channel.status()));
   StreamQuota::Ticket ticket;
   if (req->follow()) {
@@ -457,21 +457,6 @@ grpc::ServerWriteReactor<v1::Event>* CoordinatorService::Events(grpc::CallbackSe
     ticket = std::move(*place);
   }
   return NewEventStream(&jobs_->event_log(), *req, std::move(ticket));
-}
-
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CoordinatorService::AgentChannel(
-    const std::string& node, const std::string& address) {
-  std::lock_guard<std::mutex> lock(channels_mu_);
-  auto& ch = channels_[node + "@" + address];
-  if (ch) return ch;
-  grpc::ChannelArguments args;
-  VerifyServerAs(node, &args);  // the agent at that address must hold node `node`'s certificate
-  SetClientMessageLimits(&args);
-  // An insecure coordinator talks plaintext to agents on loopback only.
-  auto creds = ChannelCredentials(deps_.tls, address);
-  if (!creds.ok()) return creds.status();
-  ch = grpc::CreateCustomChannel(address, *creds, args);
-  return ch;
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorCommand>* AgentControlService::Connect(

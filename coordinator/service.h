@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "coordinator/agent_channels.h"
 #include "coordinator/authn.h"
 #include "coordinator/ha_control.h"
 #include "coordinator/job_manager.h"
@@ -31,10 +32,12 @@ struct ServiceDeps {
   const Authenticator* authn = nullptr;
   TokenRegistry* tokens = nullptr;
   UserDirectory* users = nullptr;
-  TlsMaterial tls;  // ours: the coordinator's certificate, for calls to agents (ReadLogs)
-  // Followed streams (events -f, logs -f): at most this many per user, and in all.
-  size_t max_follows_per_user = 16;
-  size_t max_follows = 1024;
+  TlsMaterial tls;                  // ours: the coordinator's certificate
+  AgentChannels* agents = nullptr;  // for calls to agents (ReadLogs)
+  // Followed streams (events -f, logs -f, and the web dashboard's live views): a quota
+  // shared by everything that follows (StreamQuota's limits: --max-follows-per-user,
+  // --max-follows).
+  std::shared_ptr<StreamQuota> follows;
   HaControl* ha = nullptr;  // HA replicas (docs/ha.md); nullptr for a coordinator alone
   // The web dashboard's login links (coordinator/web/); empty when it serves none.
   std::function<absl::StatusOr<v1::WebLoginResponse>(const Caller&)> web_login;
@@ -43,9 +46,7 @@ struct ServiceDeps {
 class CoordinatorService final : public v1::Coordinator::CallbackService {
  public:
   explicit CoordinatorService(ServiceDeps deps)
-      : deps_(std::move(deps)),
-        jobs_(deps_.jobs),
-        follows_(std::make_shared<StreamQuota>(deps_.max_follows_per_user, deps_.max_follows)) {}
+      : deps_(std::move(deps)), jobs_(deps_.jobs), follows_(deps_.follows) {}
   // Followed streams open now (for tests and metrics).
   size_t follows() const { return follows_->open(); }
   // New follow limits (a SIGHUP reload): for new streams; open ones stay.
@@ -127,15 +128,10 @@ class CoordinatorService final : public v1::Coordinator::CallbackService {
   // The same, and an admin (PermissionDenied naming `what` otherwise).
   absl::StatusOr<Caller> AuthorizeAdmin(const grpc::CallbackServerContext& ctx,
                                         std::string_view what) const;
-  // An agent's channel: TLS with our certificate, the server verified as node `node`.
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> AgentChannel(const std::string& node,
-                                                              const std::string& address);
 
   const ServiceDeps deps_;
   JobManager* const jobs_;
   const std::shared_ptr<StreamQuota> follows_;
-  std::mutex channels_mu_;
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
 };
 
 class AgentControlService final : public v1::AgentControl::CallbackService {

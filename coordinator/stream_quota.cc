@@ -42,4 +42,9 @@ void StreamQuota::SetLimits(size_t per_user, size_t total) {
   total_ = total;
 }
 
+size_t StreamQuota::total() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return total_;
+}
+
 }  // namespace baton

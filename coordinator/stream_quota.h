@@ -21,6 +21,7 @@ class StreamQuota : public std::enable_shared_from_this<StreamQuota> {
   // Create with std::make_shared: tickets keep the quota alive.
   absl::StatusOr<Ticket> Acquire(const std::string& user);
   size_t open() const;
+  size_t total() const;  // the limit of open streams in all
   // New limits for new streams (a SIGHUP reload); open ones keep their places.
   void SetLimits(size_t per_user, size_t total);
 

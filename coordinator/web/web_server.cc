@@ -2,18 +2,24 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/web/assets.h"
+#include "coordinator/web/elastic_pool.h"
+#include "coordinator/web/event_feed.h"
+#include "coordinator/web/log_feed.h"
+#include "coordinator/web/sse.h"
 
 namespace baton::web {
 namespace {
@@ -105,6 +111,61 @@ absl::StatusOr<std::string> SecretOf(const std::string& body) {
   return j["secret"].get<std::string>();
 }
 
+// A signal action's body {"signal": "USR1"|"USR2"}, as `baton signal -s`.
+absl::StatusOr<int> SignalOf(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("signal") || !j["signal"].is_string()) {
+    return absl::InvalidArgumentError("the signal body is {\"signal\": \"USR1\"} (or USR2)");
+  }
+  const std::string name = j["signal"].get<std::string>();
+  if (name == "USR1" || name == "SIGUSR1") return SIGUSR1;
+  if (name == "USR2" || name == "SIGUSR2") return SIGUSR2;
+  return absl::InvalidArgumentError("signal: USR1 or USR2 (the only signals jobs are sent)");
+}
+
+// A drain action's body {"reason": "…", "evict": false}; both optional.
+absl::StatusOr<v1::DrainNodeRequest> DrainOf(const std::string& node, const std::string& body) {
+  v1::DrainNodeRequest d;
+  d.set_node(node);
+  if (body.empty()) return d;
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return absl::InvalidArgumentError("the drain body is a JSON object");
+  if (j.contains("reason")) {
+    if (!j["reason"].is_string()) return absl::InvalidArgumentError("reason: a string");
+    d.set_reason(j["reason"].get<std::string>());
+  }
+  if (j.contains("evict")) {
+    if (!j["evict"].is_boolean()) return absl::InvalidArgumentError("evict: true or false");
+    d.set_evict(j["evict"].get<bool>());
+  }
+  return d;
+}
+
+// ?job=ID and ?kind=EVICTION (repeatable) of an events request.
+absl::StatusOr<LogQuery> EventQueryOf(const httplib::Request& req) {
+  LogQuery q;
+  if (req.has_param("job") && !absl::SimpleAtoi(req.get_param_value("job"), &q.job_id)) {
+    return absl::InvalidArgumentError("job: not a job id");
+  }
+  for (size_t i = 0; i < req.get_param_value_count("kind"); ++i) {
+    v1::EventKind kind;
+    const std::string name = absl::AsciiStrToUpper(req.get_param_value("kind", i));
+    if (!v1::EventKind_Parse("EVENT_KIND_" + name, &kind) || kind == v1::EVENT_KIND_UNSPECIFIED) {
+      return absl::InvalidArgumentError("kind: unknown event kind '" + name + "'");
+    }
+    q.kinds |= 1u << static_cast<int>(kind);
+  }
+  return q;
+}
+
+// A live view past the follow limits: 503 with Retry-After, as the issue of limits says
+// (the page's EventSource tries again on its own).
+void Busy(httplib::Response& res, const absl::Status& s) {
+  Fail(res, s);
+  res.status = 503;
+  res.set_header("Retry-After", "10");
+}
+
 // A built-in page or file; 404 for none.
 void Serve(httplib::Response& res, std::string_view path) {
   const Asset* a = FindAsset(path);
@@ -114,10 +175,7 @@ void Serve(httplib::Response& res, std::string_view path) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, JobManager* jobs,
-                                                            Sessions* sessions,
-                                                            TokenCheck token_check,
-                                                            const Clock* clock) {
+absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, WebDeps deps) {
   auto hp = SplitHostPort(options.listen);
   if (!hp.ok())
     return absl::InvalidArgumentError("--web-listen: " + std::string(hp.status().message()));
@@ -130,8 +188,8 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, 
                                       ": plaintext only on loopback; give --web-tls-cert and "
                                       "--web-tls-key (or the coordinator's certificate)");
   }
-  std::unique_ptr<WebServer> w(
-      new WebServer(std::move(options), jobs, sessions, std::move(token_check), clock));
+  if (!deps.follows) deps.follows = std::make_shared<StreamQuota>(16, 1024);
+  std::unique_ptr<WebServer> w(new WebServer(std::move(options), std::move(deps)));
   w->tls_ = tls;
   if (tls) {
     auto ssl = std::make_unique<httplib::SSLServer>(w->options_.tls_cert.c_str(),
@@ -144,6 +202,13 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, 
   } else {
     w->http_ = std::make_unique<httplib::Server>();
   }
+  // Threads on demand: each open live view holds one (docs/web.md).
+  const size_t max_threads = w->deps_.follows->total() + 64;
+  w->http_->new_task_queue = [raw = w.get(), max_threads] {
+    auto* pool = new ElasticPool(4, max_threads);
+    raw->pool_ = pool;
+    return pool;
+  };
   w->Route();
   int port = hp->second == 0 ? w->http_->bind_to_any_port(hp->first)
                              : (w->http_->bind_to_port(hp->first, hp->second) ? hp->second : -1);
@@ -170,17 +235,50 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, 
   return w;
 }
 
-WebServer::WebServer(WebOptions options, JobManager* jobs, Sessions* sessions,
-                     TokenCheck token_check, const Clock* clock)
+WebServer::WebServer(WebOptions options, WebDeps deps)
     : options_(std::move(options)),
-      jobs_(jobs),
-      sessions_(sessions),
-      token_check_(std::move(token_check)),
-      clock_(clock) {}
+      deps_(std::move(deps)),
+      jobs_(deps_.jobs),
+      sessions_(deps_.sessions),
+      clock_(deps_.clock) {}
 
 WebServer::~WebServer() {
+  stopping_ = true;  // live views end within a second, so that the pool's threads can join
   if (http_) http_->stop();
   if (thread_.joinable()) thread_.join();
+  pool_ = nullptr;
+}
+
+size_t WebServer::threads() const {
+  ElasticPool* pool = pool_.load();
+  return pool == nullptr ? 0 : pool->threads();
+}
+
+absl::StatusOr<Caller> WebServer::Who(const httplib::Request& req, bool action,
+                                      std::string* csrf) const {
+  const std::string auth = req.get_header_value("Authorization");
+  absl::StatusOr<Caller> caller;
+  if (absl::StartsWith(auth, "Bearer ")) {
+    caller = deps_.token_check ? deps_.token_check(std::string_view(auth).substr(7))
+                               : absl::UnauthenticatedError("service tokens are not accepted here");
+  } else {
+    const std::string id = CookieValue(req.get_header_value("Cookie"), kCookie);
+    if (id.empty()) {
+      return absl::UnauthenticatedError("not signed in: run baton ui for a login link");
+    }
+    absl::StatusOr<Session> session = sessions_->Find(id, clock_->Now());
+    if (!session.ok()) return session.status();
+    if (action && req.get_header_value("X-CSRF-Token") != session->csrf) {
+      return absl::PermissionDeniedError("missing or wrong X-CSRF-Token");
+    }
+    if (csrf != nullptr) *csrf = session->csrf;
+    caller = std::move(session->caller);
+  }
+  if (!caller.ok()) return caller;
+  if (absl::Status s = access::CheckMayUseCluster(jobs_->policy()->access, *caller); !s.ok()) {
+    return s;
+  }
+  return caller;
 }
 
 std::string WebServer::LoginLink(const std::string& secret) const {
@@ -222,35 +320,6 @@ void WebServer::Route() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  // Who asks: a session cookie (actions also its CSRF token, which `csrf` gets) or a
-  // service token; then the cluster's access rule, as every gRPC call.
-  auto who = [this](const httplib::Request& req, bool action,
-                    std::string* csrf = nullptr) -> absl::StatusOr<Caller> {
-    const std::string auth = req.get_header_value("Authorization");
-    absl::StatusOr<Caller> caller;
-    if (absl::StartsWith(auth, "Bearer ")) {
-      caller = token_check_ ? token_check_(std::string_view(auth).substr(7))
-                            : absl::UnauthenticatedError("service tokens are not accepted here");
-    } else {
-      const std::string id = CookieValue(req.get_header_value("Cookie"), kCookie);
-      if (id.empty()) {
-        return absl::UnauthenticatedError("not signed in: run baton ui for a login link");
-      }
-      absl::StatusOr<Session> session = sessions_->Find(id, clock_->Now());
-      if (!session.ok()) return session.status();
-      if (action && req.get_header_value("X-CSRF-Token") != session->csrf) {
-        return absl::PermissionDeniedError("missing or wrong X-CSRF-Token");
-      }
-      if (csrf != nullptr) *csrf = session->csrf;
-      caller = std::move(session->caller);
-    }
-    if (!caller.ok()) return caller;
-    if (absl::Status s = access::CheckMayUseCluster(jobs_->policy()->access, *caller); !s.ok()) {
-      return s;
-    }
-    return caller;
-  };
-
   // Pages: static files built into the binary.
   s.Get("/", [](const httplib::Request&, httplib::Response& res) { Serve(res, "/index.html"); });
   s.Get("/login",
@@ -278,8 +347,8 @@ void WebServer::Route() {
     res.set_content(nlohmann::json{{"user", opened->session.caller.user}}.dump(),
                     "application/json");
   });
-  s.Post("/api/logout", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, /*action=*/true);
+  s.Post("/api/logout", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, /*action=*/true);
     if (!caller.ok()) return Fail(res, caller.status());
     sessions_->End(CookieValue(req.get_header_value("Cookie"), kCookie));
     res.set_header("Set-Cookie", std::string(kCookie) +
@@ -288,15 +357,15 @@ void WebServer::Route() {
   });
 
   // Data: the API's messages.
-  s.Get("/api/v1/whoami", [this, who](const httplib::Request& req, httplib::Response& res) {
+  s.Get("/api/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
     std::string csrf;
-    absl::StatusOr<Caller> caller = who(req, false, &csrf);
+    absl::StatusOr<Caller> caller = Who(req, false, &csrf);
     if (!caller.ok()) return Fail(res, caller.status());
     if (!csrf.empty()) res.set_header("X-CSRF-Token", csrf);
     Reply(res, access::Describe(jobs_->policy()->access, *caller));
   });
-  s.Get("/api/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, false);
+  s.Get("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
     v1::ListRequest list;
     list.set_all(req.get_param_value("all") == "1");
@@ -309,36 +378,41 @@ void WebServer::Route() {
     list.set_limit(std::min<uint32_t>(limit, 5000));
     Reply(res, jobs_->List(*caller, list));
   });
-  s.Get(R"(/api/v1/jobs/(\d+))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, false);
+  s.Get(R"(/api/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
     absl::StatusOr<uint64_t> id = JobId(req);
     if (!id.ok()) return Fail(res, id.status());
     Reply(res, jobs_->Get(*caller, *id));
   });
   s.Get(R"(/api/v1/jobs/(\d+)/explain)",
-        [this, who](const httplib::Request& req, httplib::Response& res) {
-          absl::StatusOr<Caller> caller = who(req, false);
+        [this](const httplib::Request& req, httplib::Response& res) {
+          absl::StatusOr<Caller> caller = Who(req, false);
           if (!caller.ok()) return Fail(res, caller.status());
           absl::StatusOr<uint64_t> id = JobId(req);
           if (!id.ok()) return Fail(res, id.status());
           Reply(res, jobs_->Explain(*id));
         });
-  s.Get("/api/v1/nodes", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, false);
+  s.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
     Reply(res, jobs_->NodeListing());
   });
-  s.Get("/api/v1/shares", [this, who](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = who(req, false);
+  s.Get("/api/v1/shares", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
     Reply(res, jobs_->Shares());
   });
 
-  // Actions: the same calls and refusals as the CLI's.
+  RouteLive();
+  RouteActions();
+}
+
+void WebServer::RouteActions() {
+  httplib::Server& s = *http_;
   s.Post(R"(/api/v1/jobs/(\d+)/cancel)",
-         [this, who](const httplib::Request& req, httplib::Response& res) {
-           absl::StatusOr<Caller> caller = who(req, /*action=*/true);
+         [this](const httplib::Request& req, httplib::Response& res) {
+           absl::StatusOr<Caller> caller = Who(req, /*action=*/true);
            if (!caller.ok()) return Fail(res, caller.status());
            absl::StatusOr<uint64_t> id = JobId(req);
            if (!id.ok()) return Fail(res, id.status());
@@ -351,6 +425,184 @@ void WebServer::Route() {
            out.set_state(*state);
            Reply(res, out);
          });
+  s.Post(R"(/api/v1/jobs/(\d+)/signal)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           absl::StatusOr<Caller> caller = Who(req, /*action=*/true);
+           if (!caller.ok()) return Fail(res, caller.status());
+           absl::StatusOr<uint64_t> id = JobId(req);
+           if (!id.ok()) return Fail(res, id.status());
+           absl::StatusOr<int> signal = SignalOf(req.body);
+           if (!signal.ok()) return Fail(res, signal.status());
+           Reply(res, jobs_->Signal(*caller, *id, *signal));
+         });
+  // Nodes: admins only, as `baton drain` ("drain nodes").
+  auto node_action = [this](const httplib::Request& req, httplib::Response& res, bool drain) {
+    absl::StatusOr<Caller> caller = Who(req, /*action=*/true);
+    if (!caller.ok()) return Fail(res, caller.status());
+    if (absl::Status s = access::CheckAdmin(jobs_->policy()->access, *caller, "drain nodes");
+        !s.ok()) {
+      return Fail(res, s);
+    }
+    const std::string node = req.matches[1].str();
+    std::promise<absl::StatusOr<v1::Node>> p;
+    auto done = [&p](absl::StatusOr<v1::Node> n) { p.set_value(std::move(n)); };
+    if (drain) {
+      absl::StatusOr<v1::DrainNodeRequest> d = DrainOf(node, req.body);
+      if (!d.ok()) return Fail(res, d.status());
+      jobs_->DrainNode(*caller, *d, done);
+    } else {
+      jobs_->UndrainNode(*caller, node, done);
+    }
+    Reply(res, p.get_future().get());
+  };
+  s.Post(R"(/api/v1/nodes/([A-Za-z0-9._-]+)/drain)",
+         [node_action](const httplib::Request& req, httplib::Response& res) {
+           node_action(req, res, true);
+         });
+  s.Post(R"(/api/v1/nodes/([A-Za-z0-9._-]+)/undrain)",
+         [node_action](const httplib::Request& req, httplib::Response& res) {
+           node_action(req, res, false);
+         });
+}
+
+void WebServer::RouteLive() {
+  httplib::Server& s = *http_;
+  // The newest records of the event log (the overview's recent evictions): {"events": […]}.
+  s.Get("/api/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
+    if (!caller.ok()) return Fail(res, caller.status());
+    absl::StatusOr<LogQuery> q = EventQueryOf(req);
+    if (!q.ok()) return Fail(res, q.status());
+    uint32_t tail = 50;
+    if (req.has_param("tail") &&
+        (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail == 0 || tail > 1000)) {
+      return Fail(res, absl::InvalidArgumentError("tail: a count from 1 to 1000"));
+    }
+    absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, tail);
+    if (!start.ok()) return Fail(res, start.status());
+    q->after_seq = *start;
+    q->limit = tail;
+    absl::StatusOr<std::vector<v1::Event>> events = jobs_->event_log().Read(*q);
+    if (!events.ok()) return Fail(res, events.status());
+    std::string out = "{\"events\":[";
+    for (size_t i = 0; i < events->size(); ++i) {
+      std::string json;
+      google::protobuf::util::MessageToJsonString((*events)[i], &json);
+      out += (i == 0 ? "" : ",") + json;
+    }
+    res.set_content(out + "]}", "application/json");
+  });
+  // Live: the event log followed, from Last-Event-ID (or ?after=) or the newest ?tail=.
+  s.Get("/api/v1/events/stream", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
+    if (!caller.ok()) return Fail(res, caller.status());
+    absl::StatusOr<LogQuery> q = EventQueryOf(req);
+    if (!q.ok()) return Fail(res, q.status());
+    if (!SseResumeFrom(req, &q->after_seq)) {
+      return Fail(res, absl::InvalidArgumentError("Last-Event-ID: not an event number"));
+    }
+    uint32_t tail = 0;
+    if (req.has_param("tail") &&
+        (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail > 1000)) {
+      return Fail(res, absl::InvalidArgumentError("tail: a count up to 1000"));
+    }
+    if (q->after_seq == 0) {  // a first connection: the newest `tail` records, then live
+      absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, tail);
+      if (!start.ok()) return Fail(res, start.status());
+      q->after_seq = tail == 0 ? jobs_->event_log().durable_seq() : *start;
+    }
+    absl::StatusOr<StreamQuota::Ticket> ticket = deps_.follows->Acquire(caller->user);
+    if (!ticket.ok()) return Busy(res, ticket.status());
+    ServeEventFeed(&jobs_->event_log(), *q, std::move(*ticket), &stopping_, res);
+  });
+  // Live: a job's output (its current attempt, or ?attempt=), the last ?tail= bytes first
+  // (64 KiB by default) or from Last-Event-ID; followed while the attempt runs.
+  s.Get(R"(/api/v1/jobs/(\d+)/log/stream)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          absl::StatusOr<Caller> caller = Who(req, false);
+          if (!caller.ok()) return Fail(res, caller.status());
+          absl::StatusOr<uint64_t> id = JobId(req);
+          if (!id.ok()) return Fail(res, id.status());
+          if (deps_.agents == nullptr) {
+            return Fail(res, absl::UnavailableError("this server does not relay logs"));
+          }
+          v1::LogsRequest logs;
+          logs.set_job_id(*id);
+          if (req.has_param("attempt")) {
+            uint32_t attempt = 0;
+            if (!absl::SimpleAtoi(req.get_param_value("attempt"), &attempt)) {
+              return Fail(res, absl::InvalidArgumentError("attempt: not a number"));
+            }
+            logs.set_attempt(attempt);
+          }
+          absl::StatusOr<LogTarget> target = jobs_->FindLogs(*caller, logs);
+          if (!target.ok()) return Fail(res, target.status());
+          absl::StatusOr<v1::Job> job = jobs_->Get(*caller, *id);
+          if (!job.ok()) return Fail(res, job.status());
+          uint64_t resume = 0;
+          if (!SseResumeFrom(req, &resume)) {
+            return Fail(res, absl::InvalidArgumentError("Last-Event-ID: not a byte offset"));
+          }
+          uint32_t tail = 64 << 10;
+          if (req.has_param("tail") && (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) ||
+                                        tail == 0 || tail > (16u << 20))) {
+            return Fail(res, absl::InvalidArgumentError("tail: bytes, from 1 to 16 MiB"));
+          }
+          v1::ReadLogsRequest read;
+          read.set_job_id(*id);
+          read.set_attempt(target->attempt);
+          read.set_offset(resume > 0 ? static_cast<int64_t>(resume) : -static_cast<int64_t>(tail));
+          // Followed while the attempt it reads is the one running now.
+          const bool live =
+              (job->state() == v1::JOB_STATE_RUNNING || job->state() == v1::JOB_STATE_SCHEDULED ||
+               job->state() == v1::JOB_STATE_PREEMPTING) &&
+              target->attempt == static_cast<uint32_t>(job->attempts_size());
+          read.set_follow(live);
+          StreamQuota::Ticket ticket;
+          if (live) {
+            absl::StatusOr<StreamQuota::Ticket> place = deps_.follows->Acquire(caller->user);
+            if (!place.ok()) return Busy(res, place.status());
+            ticket = std::move(*place);
+          }
+          absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+              deps_.agents->Get(target->node, target->address);
+          if (!channel.ok()) return Fail(res, channel.status());
+          ServeLogFeed(*channel, std::move(read), std::move(ticket), &stopping_, res);
+        });
+  // GPU-hours per day from the usage rollup, the last ?days= (30) whole UTC days and today:
+  // {"days": [UsageResponse, …]} oldest first, each day's lines by ?by= (tenant).
+  s.Get("/api/v1/usage/daily", [this](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = Who(req, false);
+    if (!caller.ok()) return Fail(res, caller.status());
+    uint32_t days = 30;
+    if (req.has_param("days") &&
+        (!absl::SimpleAtoi(req.get_param_value("days"), &days) || days == 0 || days > 400)) {
+      return Fail(res, absl::InvalidArgumentError("days: a count from 1 to 400"));
+    }
+    v1::UsageRequest base;
+    base.set_tenant(req.get_param_value("tenant"));
+    const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
+    v1::UsageGroup group;
+    if (!v1::UsageGroup_Parse("USAGE_GROUP_" + absl::AsciiStrToUpper(by), &group)) {
+      return Fail(res, absl::InvalidArgumentError("by: tenant, user or class"));
+    }
+    base.set_by(group);
+    const absl::Time today =
+        absl::FromUnixSeconds(absl::ToUnixSeconds(clock_->Now()) / 86400 * 86400);  // UTC midnight
+    std::string out = "{\"days\":[";
+    for (uint32_t d = days + 1; d-- > 0;) {
+      v1::UsageRequest one = base;
+      const absl::Time since = today - absl::Hours(24) * static_cast<int64_t>(d);
+      one.set_since_ms(absl::ToUnixMillis(since));
+      one.set_until_ms(absl::ToUnixMillis(since + absl::Hours(24)));
+      absl::StatusOr<v1::UsageResponse> usage = jobs_->Usage(*caller, one);
+      if (!usage.ok()) return Fail(res, usage.status());
+      std::string json;
+      google::protobuf::util::MessageToJsonString(*usage, &json);
+      out += (d == days ? "" : ",") + json;
+    }
+    res.set_content(out + "]}", "application/json");
+  });
 }
 
 }  // namespace baton::web

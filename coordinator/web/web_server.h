@@ -11,6 +11,7 @@
 // Referrer-Policy: no-referrer. Thread-safe; serves on threads of its own until destroyed.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,11 +21,14 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "coordinator/access.h"
+#include "coordinator/agent_channels.h"
+#include "coordinator/stream_quota.h"
 #include "coordinator/web/sessions.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+}  // namespace httplib
 
 namespace baton {
 class JobManager;
@@ -44,15 +48,25 @@ struct WebOptions {
 // one.
 using TokenCheck = std::function<absl::StatusOr<Caller>(std::string_view token)>;
 
+class ElasticPool;
+
+// What the server works with; the pointers must outlive it.
+struct WebDeps {
+  JobManager* jobs = nullptr;
+  Sessions* sessions = nullptr;
+  TokenCheck token_check;  // empty: service tokens are refused
+  const Clock* clock = nullptr;
+  // The follow quota the gRPC streams count against too (live views take a place each);
+  // null: a quota of the defaults of its own.
+  std::shared_ptr<StreamQuota> follows;
+  AgentChannels* agents = nullptr;  // for the log tail; null: logs are not served
+};
+
 class WebServer {
  public:
   // InvalidArgument for a malformed address, plaintext off loopback, or half a TLS pair;
-  // Unavailable when it cannot bind or load the certificate. `jobs`, `sessions` and
-  // `clock` must outlive the server.
-  static absl::StatusOr<std::unique_ptr<WebServer>> Start(WebOptions options, JobManager* jobs,
-                                                          Sessions* sessions,
-                                                          TokenCheck token_check,
-                                                          const Clock* clock);
+  // Unavailable when it cannot bind or load the certificate.
+  static absl::StatusOr<std::unique_ptr<WebServer>> Start(WebOptions options, WebDeps deps);
   ~WebServer();
   WebServer(const WebServer&) = delete;
   WebServer& operator=(const WebServer&) = delete;
@@ -60,17 +74,26 @@ class WebServer {
   const std::string& address() const { return address_; }  // host:port bound
   // The page a login link's secret opens: <public url>/login#<secret>.
   std::string LoginLink(const std::string& secret) const;
+  // Threads serving connections now (each open live view holds one).
+  size_t threads() const;
 
  private:
-  WebServer(WebOptions options, JobManager* jobs, Sessions* sessions, TokenCheck token_check,
-            const Clock* clock);
+  WebServer(WebOptions options, WebDeps deps);
+  // Who asks: a session cookie (`action`: and its CSRF token, which `csrf` gets) or a
+  // service token; then the cluster's access rule, as for every gRPC call.
+  absl::StatusOr<Caller> Who(const httplib::Request& req, bool action,
+                             std::string* csrf = nullptr) const;
   void Route();
+  void RouteLive();     // server-sent events: the event log and a job's output
+  void RouteActions();  // POSTs: cancel, signal, drain
 
   const WebOptions options_;
+  const WebDeps deps_;
   JobManager* const jobs_;
   Sessions* const sessions_;
-  const TokenCheck token_check_;
   const Clock* const clock_;
+  std::atomic<bool> stopping_{false};        // live views end at their next step
+  std::atomic<ElasticPool*> pool_{nullptr};  // owned by http_ while it serves
   bool tls_ = false;
   std::vector<std::string> hosts_;  // accepted Host values
   std::unique_ptr<httplib::Server> http_;

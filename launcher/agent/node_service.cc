@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,6 +45,10 @@ class LogReader : public grpc::ServerWriteReactor<v1::LogChunk> {
                                       " on this node"));
         }
         return followers_->Wait(this);
+      }
+      if (req_.offset() < 0) {  // a tail: that many bytes before the end, as it is now
+        struct stat st {};
+        if (fstat(fd_, &st) == 0) offset_ = std::max<int64_t>(0, st.st_size + req_.offset());
       }
     }
     for (;;) {

@@ -7,9 +7,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/net.h"
 #include "coordinator/web/assets.h"
+#include "coordinator/web/elastic_pool.h"
 #include "coordinator/web/sessions.h"
+#include "coordinator/web/sse.h"
 #include "coordinator/web/web_server.h"
 #include "tests/coordinator/harness.h"
 #include "tests/util/subprocess.h"
@@ -113,16 +117,18 @@ class WebServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(MakeCerts(dir_.path()), "");
-    auto started = web::WebServer::Start(
-        {.listen = "127.0.0.1:0",
-         .tls_cert = dir_.path() + "/coordinator.crt",
-         .tls_key = dir_.path() + "/coordinator.key"},
-        &h_.jm(), &sessions_,
-        [](std::string_view token) -> absl::StatusOr<Caller> {
-          if (token == "svc-token") return Admin();
-          return absl::UnauthenticatedError("unknown token");
-        },
-        &h_.clock());
+    auto started =
+        web::WebServer::Start({.listen = "127.0.0.1:0",
+                               .tls_cert = dir_.path() + "/coordinator.crt",
+                               .tls_key = dir_.path() + "/coordinator.key"},
+                              {.jobs = &h_.jm(),
+                               .sessions = &sessions_,
+                               .token_check = [](std::string_view token) -> absl::StatusOr<Caller> {
+                                 if (token == "svc-token") return Admin();
+                                 return absl::UnauthenticatedError("unknown token");
+                               },
+                               .clock = &h_.clock(),
+                               .follows = follows_});
     ASSERT_TRUE(started.ok()) << started.status();
     server_ = std::move(*started);
     origin_ = "https://" + server_->address();
@@ -151,9 +157,88 @@ class WebServerTest : public ::testing::Test {
     return res ? res->get_header_value("X-CSRF-Token") : "";
   }
 
+  // A live view as a browser holds it: the response read as it arrives, on a thread.
+  struct Stream {
+    std::unique_ptr<httplib::SSLClient> client;
+    std::thread reader;
+    std::mutex mu;
+    std::string text;
+    int status = 0;
+    std::string retry_after;
+    bool ended = false;
+
+    ~Stream() { Close(); }
+    void Close() {
+      if (client) client->stop();
+      if (reader.joinable()) reader.join();
+    }
+    // Waits (10 s at most) until the text received holds `needle`.
+    bool Saw(const std::string& needle) {
+      for (int i = 0; i < 1000; ++i) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (text.find(needle) != std::string::npos) return true;
+          if (ended && i > 0) return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return false;
+    }
+    std::string Text() {
+      std::lock_guard<std::mutex> lock(mu);
+      return text;
+    }
+  };
+  std::unique_ptr<Stream> Open(const std::string& path, httplib::Headers headers) {
+    auto st = std::make_unique<Stream>();
+    st->client = Client();
+    st->client->set_read_timeout(60, 0);
+    Stream* raw = st.get();
+    st->reader = std::thread([raw, path, headers] {
+      raw->client->Get(
+          path, headers,
+          [raw](const httplib::Response& r) {
+            std::lock_guard<std::mutex> lock(raw->mu);
+            raw->status = r.status;
+            raw->retry_after = r.get_header_value("Retry-After");
+            return true;
+          },
+          [raw](const char* data, size_t n) {
+            std::lock_guard<std::mutex> lock(raw->mu);
+            raw->text.append(data, n);
+            return true;
+          });
+      std::lock_guard<std::mutex> lock(raw->mu);
+      raw->ended = true;
+    });
+    return st;
+  }
+  // Waits until closed live views have given their places back (their next step).
+  void WaitForFollows(size_t n) {
+    for (int i = 0; i < 500 && follows_->open() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(follows_->open(), n);
+  }
+  // The events of an event stream's text: each `data:` line parsed as a v1::Event.
+  static std::vector<v1::Event> EventsIn(const std::string& text) {
+    std::vector<v1::Event> out;
+    size_t pos = 0;
+    while ((pos = text.find("\ndata: ", pos)) != std::string::npos) {
+      pos += 7;
+      const std::string json = text.substr(pos, text.find('\n', pos) - pos);
+      v1::Event ev;
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &ev).ok()) << json;
+      out.push_back(ev);
+    }
+    return out;
+  }
+
   TempDir dir_;
   Harness h_;
   Sessions sessions_;
+  // Small follow limits, shared with "gRPC" (the test holds places as its streams would).
+  std::shared_ptr<StreamQuota> follows_ = std::make_shared<StreamQuota>(2, 3);
   std::unique_ptr<web::WebServer> server_;
   std::string origin_;
 };
@@ -310,20 +395,217 @@ TEST_F(WebServerTest, SessionsExpireAndLogOut) {
   EXPECT_NE(res->body.find("expired"), std::string::npos) << res->body;
 }
 
+TEST_F(WebServerTest, ALiveViewGetsEachNewEventOnceAndResumesFromLastEventId) {
+  auto id = h_.Submit(Spec(1, 0, {"sleep", "100"}), Alice());
+  ASSERT_TRUE(id.ok());
+  const std::string cookie = SignIn();
+  const std::string path = "/api/v1/events/stream?job=" + std::to_string(*id);
+  auto live = Open(path, {{"Cookie", cookie}});
+  ASSERT_TRUE(live->Saw("retry: ")) << live->Text();
+  EXPECT_EQ(live->status, 200);
+  EXPECT_EQ(follows_->open(), 1u) << "a place of the follow quota, as baton events -f";
+  // Nothing old is replayed on a first connection without ?tail=: only what happens now.
+  EXPECT_TRUE(EventsIn(live->Text()).empty()) << live->Text();
+
+  auto other = h_.Submit(Spec(1, 0, {"sleep", "100"}), Alice());  // another job: not this view's
+  ASSERT_TRUE(h_.Cancel(*id).ok());
+  ASSERT_TRUE(live->Saw("JOB_STATE_CANCELLED")) << live->Text();
+  std::vector<v1::Event> seen = EventsIn(live->Text());
+  ASSERT_FALSE(seen.empty());
+  for (const v1::Event& ev : seen) EXPECT_EQ(ev.job_id(), *id);
+  EXPECT_NE(live->Text().find("id: " + std::to_string(seen.back().log_seq()) + "\n"),
+            std::string::npos)
+      << "each event's id is its log_seq";
+  live->Close();
+  WaitForFollows(0);
+
+  // A reconnecting browser sends the last id it saw: nothing after it is lost, nothing
+  // before it repeated.
+  auto tail = Open(path + "&tail=100", {{"Cookie", cookie}});
+  ASSERT_TRUE(tail->Saw("CANCELLED")) << tail->Text();
+  std::vector<v1::Event> all = EventsIn(tail->Text());
+  ASSERT_GE(all.size(), 2u) << "submitted, cancelled";
+  tail->Close();
+  WaitForFollows(0);
+  auto resumed =
+      Open(path, {{"Cookie", cookie}, {"Last-Event-ID", std::to_string(all.front().log_seq())}});
+  ASSERT_TRUE(resumed->Saw("CANCELLED")) << resumed->Text();
+  std::vector<v1::Event> after = EventsIn(resumed->Text());
+  ASSERT_EQ(after.size(), all.size() - 1);
+  EXPECT_EQ(after.front().log_seq(), all[1].log_seq());
+  EXPECT_EQ(Client()->Get(path, {{"Cookie", cookie}, {"Last-Event-ID", "x"}})->status, 400);
+  EXPECT_EQ(Client()->Get(path)->status, 401) << "no live view without a session";
+  (void)other;
+}
+
+TEST_F(WebServerTest, LiveViewsCountAgainstTheFollowLimitsAndGiveTheirPlaceBack) {
+  const std::string alice = SignIn();
+  const std::string bob = SignIn(Bob());
+  auto a1 = Open("/api/v1/events/stream", {{"Cookie", alice}});
+  auto a2 = Open("/api/v1/events/stream", {{"Cookie", alice}});
+  ASSERT_TRUE(a1->Saw("retry:") && a2->Saw("retry:"));
+  auto a3 = Client()->Get("/api/v1/events/stream", {{"Cookie", alice}});
+  ASSERT_TRUE(a3);
+  EXPECT_EQ(a3->status, 503) << "past alice's 2: " << a3->body;
+  EXPECT_EQ(a3->get_header_value("Retry-After"), "10");
+  EXPECT_NE(a3->body.find("--max-follows-per-user"), std::string::npos) << a3->body;
+  // The third place in all is taken by a gRPC stream (baton events -f): one quota.
+  auto grpc_follow = follows_->Acquire("carol");
+  ASSERT_TRUE(grpc_follow.ok());
+  EXPECT_EQ(Client()->Get("/api/v1/events/stream", {{"Cookie", bob}})->status, 503)
+      << "the limit in all";
+  grpc_follow->reset();
+  a1->Close();
+  a2->Close();
+  // A browser that went gives its place back within a few seconds, not at its next event.
+  WaitForFollows(0);
+  auto b1 = Open("/api/v1/events/stream", {{"Cookie", bob}});
+  EXPECT_TRUE(b1->Saw("retry:"));
+  EXPECT_EQ(b1->status, 200);
+}
+
+TEST_F(WebServerTest, RecentEventsDailyUsageAndTheirBadQueries) {
+  auto id = h_.Submit(Spec(1, 0, {"sleep", "100"}), Alice());
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(h_.Cancel(*id).ok());
+  const std::string cookie = SignIn();
+  auto res = Client()->Get("/api/v1/events?kind=transition&tail=1", {{"Cookie", cookie}});
+  ASSERT_EQ(res->status, 200) << res->body;
+  nlohmann::json j = nlohmann::json::parse(res->body);
+  ASSERT_EQ(j["events"].size(), 1u);
+  v1::Event ev;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(j["events"][0].dump(), &ev).ok());
+  EXPECT_EQ(ev.to(), v1::JOB_STATE_CANCELLED) << "the newest";
+  auto evictions = Client()->Get("/api/v1/events?kind=eviction", {{"Cookie", cookie}});
+  EXPECT_EQ(nlohmann::json::parse(evictions->body)["events"].size(), 0u);
+  for (const char* bad :
+       {"/api/v1/events?kind=nope", "/api/v1/events?tail=0", "/api/v1/events?tail=5000",
+        "/api/v1/events?job=x", "/api/v1/usage/daily?days=0", "/api/v1/usage/daily?by=planet"}) {
+    auto r = Client()->Get(bad, {{"Cookie", cookie}});
+    EXPECT_EQ(r->status, 400) << bad << ": " << r->body;
+  }
+  auto daily = Client()->Get("/api/v1/usage/daily?days=7", {{"Cookie", cookie}});
+  ASSERT_EQ(daily->status, 200) << daily->body;
+  nlohmann::json days = nlohmann::json::parse(daily->body)["days"];
+  ASSERT_EQ(days.size(), 8u) << "seven whole days and today";
+  int64_t last = 0;
+  for (const auto& d : days) {
+    v1::UsageResponse u;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(d.dump(), &u).ok()) << d.dump();
+    EXPECT_GT(u.since_ms(), last) << "oldest first";
+    last = u.since_ms();
+  }
+  EXPECT_EQ(Client()->Get("/api/v1/usage/daily?tenant=speech", {{"Cookie", cookie}})->status, 403)
+      << "another tenant's usage, as baton usage refuses it";
+}
+
+TEST_F(WebServerTest, SignalAndDrainAreTheClisActionsWithItsRefusals) {
+  h_.Connect("n1");
+  auto id = h_.Submit(Spec(1, 1, {"sleep", "100"}), Alice());
+  ASSERT_TRUE(id.ok());
+  h_.Schedule();
+  h_.Report("n1", Report(*id, 1, v1::AttemptReport::PHASE_RUNNING));
+  ASSERT_EQ(h_.State(*id), v1::JOB_STATE_RUNNING);
+  h_.Commands("n1");
+  const std::string cookie = SignIn();
+  const std::string csrf = Csrf(cookie);
+  httplib::Headers action = {{"Cookie", cookie}, {"Origin", origin_}, {"X-CSRF-Token", csrf}};
+  const std::string signal = "/api/v1/jobs/" + std::to_string(*id) + "/signal";
+  EXPECT_EQ(Client()
+                ->Post(signal, {{"Cookie", cookie}, {"Origin", origin_}}, R"({"signal":"USR1"})",
+                       "application/json")
+                ->status,
+            403)
+      << "no CSRF token";
+  EXPECT_EQ(Client()->Post(signal, action, R"({"signal":"KILL"})", "application/json")->status,
+            400);
+  EXPECT_EQ(Client()->Post(signal, action, "not json", "application/json")->status, 400);
+  auto sent = Client()->Post(signal, action, R"({"signal":"USR1"})", "application/json");
+  ASSERT_EQ(sent->status, 200) << sent->body;
+  bool signalled = false;
+  for (const auto& c : h_.Commands("n1")) signalled |= c.has_signal();
+  EXPECT_TRUE(signalled) << "the agent was told";
+
+  // Drain: admins only ("drain nodes"), the same sentence as `baton drain` gives.
+  auto refused =
+      Client()->Post("/api/v1/nodes/n1/drain", action, R"({"reason":"disk"})", "application/json");
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_NE(refused->body.find("drain nodes"), std::string::npos) << refused->body;
+  auto drained = Client()->Post("/api/v1/nodes/n1/drain", {{"Authorization", "Bearer svc-token"}},
+                                R"({"reason":"<b>disk</b>"})", "application/json");
+  ASSERT_EQ(drained->status, 200) << drained->body;
+  v1::Node node;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(drained->body, &node).ok());
+  EXPECT_TRUE(node.has_drain());
+  EXPECT_EQ(node.drain().reason(), "<b>disk</b>") << "kept as text; the page renders it so";
+  EXPECT_EQ(Client()
+                ->Post("/api/v1/nodes/n1/drain", {{"Authorization", "Bearer svc-token"}},
+                       R"({"evict":"yes"})", "application/json")
+                ->status,
+            400);
+  auto back = Client()->Post("/api/v1/nodes/n1/undrain", {{"Authorization", "Bearer svc-token"}},
+                             "", "text/plain");
+  ASSERT_EQ(back->status, 200) << back->body;
+  EXPECT_EQ(Client()
+                ->Post("/api/v1/nodes/nope/undrain", {{"Authorization", "Bearer svc-token"}}, "",
+                       "text/plain")
+                ->status,
+            404);
+}
+
+TEST(WebSse, ALineBreakInDataCannotForgeAnotherRecord) {
+  EXPECT_EQ(web::SseEvent("7", "event", "{\"a\":1}"), "id: 7\nevent: event\ndata: {\"a\":1}\n\n");
+  const std::string forged = web::SseEvent("", "", "x\n\nid: 99\ndata: evil");
+  EXPECT_EQ(forged, "data: x\ndata: \ndata: id: 99\ndata: data: evil\n\n");
+}
+
+TEST(WebPool, ThreadsComeWithWorkUpToTheLimitAndGoWhenIdle) {
+  web::ElasticPool pool(1, 3, absl::Milliseconds(200));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 5; ++i) {
+    pool.enqueue([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return release; });
+      ++ran;
+    });
+  }
+  for (int i = 0; i < 200 && pool.threads() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(pool.threads(), 3u) << "one per blocked task, up to the limit";
+  EXPECT_EQ(ran.load(), 0);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (int i = 0; i < 400 && (ran.load() < 5 || pool.threads() > 1); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ran.load(), 5) << "the two that waited in line ran too";
+  EXPECT_EQ(pool.threads(), 1u) << "idle ones went, down to the minimum";
+  EXPECT_EQ(pool.peak(), 3u);
+  pool.shutdown();
+  EXPECT_EQ(pool.threads(), 0u);
+}
+
 TEST(WebServerStart, PlaintextOnlyOnLoopbackAndTlsInPairs) {
   Harness h;
   Sessions s;
-  auto plain = web::WebServer::Start({.listen = "0.0.0.0:0"}, &h.jm(), &s, nullptr, &h.clock());
+  const web::WebDeps deps{.jobs = &h.jm(), .sessions = &s, .clock = &h.clock()};
+  auto plain = web::WebServer::Start({.listen = "0.0.0.0:0"}, deps);
   EXPECT_EQ(plain.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(plain.status().message().find("plaintext only on loopback"), std::string::npos);
-  auto half = web::WebServer::Start({.listen = "127.0.0.1:0", .tls_cert = "/x.crt"}, &h.jm(), &s,
-                                    nullptr, &h.clock());
+  auto half = web::WebServer::Start({.listen = "127.0.0.1:0", .tls_cert = "/x.crt"}, deps);
   EXPECT_EQ(half.status().code(), absl::StatusCode::kInvalidArgument);
   auto missing = web::WebServer::Start(
       {.listen = "127.0.0.1:0", .tls_cert = "/nonexistent.crt", .tls_key = "/nonexistent.key"},
-      &h.jm(), &s, nullptr, &h.clock());
+      deps);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnavailable);
-  auto local = web::WebServer::Start({.listen = "127.0.0.1:0"}, &h.jm(), &s, nullptr, &h.clock());
+  auto local = web::WebServer::Start({.listen = "127.0.0.1:0"}, deps);
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ((*local)->LoginLink("s").rfind("http://127.0.0.1:", 0), 0u);
 }

@@ -1,5 +1,6 @@
 // One job's whole path with real parts: the baton CLI process -> coordinator process
 // (gRPC, RocksDB) -> agent process -> the job's own process -> its log, read back.
+#include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -347,6 +348,43 @@ TEST_F(EndToEnd, BatonUiPrintsALinkThatSignsInOnceAsTheCaller) {
   EXPECT_NE(jobs->body.find("web-visible"), std::string::npos) << jobs->body;
   EXPECT_EQ(client.Post("/api/login", {{"Origin", origin}}, body, "application/json")->status, 401)
       << "the link works once";
+
+  // The job page's log tail: a finished job's last bytes from its agent (a negative offset
+  // there), as LogChunks, then the end.
+  CommandResult printer = cluster().Baton(
+      {"submit", "-q", "--", "sh", "-c", "for i in $(seq 1000 1999); do echo line$i; done"});
+  ASSERT_EQ(printer.exit_code, 0) << printer.err;
+  const uint64_t printed = ClusterClient::SubmittedId(printer.out);
+  ASSERT_TRUE(cluster().WaitForState(printed, "JOB_STATE_SUCCEEDED"))
+      << cluster().Describe(printed);
+  auto tail = client.Get("/api/v1/jobs/" + std::to_string(printed) + "/log/stream?tail=100",
+                         {{"Cookie", cookie}});
+  ASSERT_TRUE(tail);
+  ASSERT_EQ(tail->status, 200) << tail->body;
+  EXPECT_EQ(tail->get_header_value("Content-Type"), "text/event-stream");
+  std::string text;
+  for (size_t pos = 0; (pos = tail->body.find("event: chunk\ndata: ", pos)) != std::string::npos;) {
+    pos += 19;
+    v1::LogChunk chunk;
+    const std::string json = tail->body.substr(pos, tail->body.find('\n', pos) - pos);
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &chunk).ok()) << json;
+    text += chunk.data();
+  }
+  EXPECT_EQ(text.size(), 100u) << text;
+  EXPECT_NE(text.find("line1999\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("line1000"), std::string::npos) << "only the tail: " << text;
+  EXPECT_NE(tail->body.find("event: end\ndata: {\"message\":\"\",\"ok\":true}"), std::string::npos)
+      << tail->body;
+  CommandResult bobs =
+      cluster().Baton({"submit", "-q", "--class", "inference", "--", "sleep", "600"}, kBob);
+  ASSERT_EQ(bobs.exit_code, 0) << bobs.err;
+  const uint64_t bob_job = ClusterClient::SubmittedId(bobs.out);
+  ASSERT_TRUE(cluster().WaitForState(bob_job, "JOB_STATE_RUNNING")) << cluster().Describe(bob_job);
+  auto theirs =
+      client.Get("/api/v1/jobs/" + std::to_string(bob_job) + "/log/stream", {{"Cookie", cookie}});
+  EXPECT_EQ(theirs->status, 403) << "another tenant's log, as baton logs refuses it: "
+                                 << theirs->body;
+  EXPECT_EQ(cluster().Baton({"cancel", std::to_string(bob_job)}, kBob).exit_code, 0);
 
   CommandResult mallory = cluster().Baton({"ui"}, kMallory);
   EXPECT_EQ(mallory.exit_code, 4) << "in no tenant: " << mallory.err;

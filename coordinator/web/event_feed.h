@@ -1,0 +1,26 @@
+// The event log as server-sent events (GET /api/v1/events/stream): what `baton events -f`
+// shows, for the dashboard's live views. From the resumption point (Last-Event-ID: a
+// log_seq) or the newest `tail` records, then each record as it becomes durable; each
+// event's id is its log_seq, so a browser that reconnects misses nothing and gets nothing
+// twice. The stream holds a place of the follow quota (its ticket) while it is open.
+// Records are read from the store, never queued in memory: a follower only wakes the
+// stream when a matching record is durable, so a slow reader costs nothing but its
+// cursor. A comment line every kSseHeartbeat keeps an idle stream open.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "coordinator/event_log.h"
+#include "coordinator/stream_quota.h"
+
+namespace baton::web {
+
+// Streams `query` (its after_seq the resumption point) into `res` until the client goes,
+// or `stopping` is set (the server's end: each wait is at most a second).
+void ServeEventFeed(const EventLog* log, LogQuery query, StreamQuota::Ticket ticket,
+                    const std::atomic<bool>* stopping, httplib::Response& res);
+
+}  // namespace baton::web
