@@ -198,7 +198,9 @@ class JobManager {
 
   // --- agents ---------------------------------------------------------------------------
   absl::Status AgentRegister(const v1::Register& reg, std::shared_ptr<AgentLink> link);
-  void AgentHeartbeat(const std::string& node);
+  // Heard from the node; a heartbeat's GPU sample is kept for ListNodes (the node's own
+  // GPUs only).
+  void AgentHeartbeat(const std::string& node, const v1::Heartbeat& heartbeat = {});
   void AgentReport(const std::string& node, const v1::AttemptReport& report);
   // Ignored unless `link` is still the node's current link (a newer stream replaced it).
   void AgentDisconnected(const std::string& node, const AgentLink* link);

@@ -183,9 +183,22 @@ void JobManager::ReconcileNodeLocked(const std::string& node, const v1::Register
   }
 }
 
-void JobManager::AgentHeartbeat(const std::string& node) {
+void JobManager::AgentHeartbeat(const std::string& node, const v1::Heartbeat& heartbeat) {
   std::lock_guard<std::mutex> lock(mu_);
   nodes_.Seen(node, clock_->Monotonic());
+  NodeRegistry::Entry* e = nodes_.Find(node);
+  if (e == nullptr || heartbeat.gpus_sampled_ms() == 0) return;
+  // Only the node's own GPUs, at most one reading each: an agent says nothing of others.
+  e->gpu_usage.clear();
+  for (const v1::Gpu& g : e->node.inventory().gpus()) {
+    for (const v1::GpuUtilization& u : heartbeat.gpus()) {
+      if (u.uuid() != g.uuid()) continue;
+      v1::GpuUtilization& kept = e->gpu_usage.emplace_back(u);
+      if (kept.has_percent() && kept.percent() > 100) kept.clear_percent();
+      break;
+    }
+  }
+  e->gpu_usage_ms = heartbeat.gpus_sampled_ms();
 }
 
 void JobManager::AgentReport(const std::string& node, const v1::AttemptReport& report) {

@@ -24,6 +24,9 @@ class NodeRegistry {
     v1::Node node;                    // as `baton nodes` shows it and the store keeps it
     std::shared_ptr<AgentLink> link;  // its agent's current stream; null while cut off
     absl::Time last_seen;             // when it was last heard from (the monotonic clock)
+    // Its GPUs' use as its agent last sampled it (heartbeats; memory only), and when.
+    std::vector<v1::GpuUtilization> gpu_usage;
+    int64_t gpu_usage_ms = 0;
   };
   using Table = std::map<std::string, Entry>;  // by node name
 

@@ -177,6 +177,8 @@ std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& n
   for (const auto& [name, n] : nodes) {
     index[name] = out.size();
     out.push_back(n.node);
+    *out.back().mutable_gpu_utilization() = {n.gpu_usage.begin(), n.gpu_usage.end()};
+    out.back().set_utilization_ms(n.gpu_usage_ms);
   }
   for (uint64_t id : jobs.live()) {
     const JobEntry& e = jobs.at(id);

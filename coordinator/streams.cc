@@ -469,7 +469,7 @@ class AgentStream : public grpc::ServerBidiReactor<v1::AgentMessage, v1::Coordin
         return s;
       }
       case v1::AgentMessage::kHeartbeat: {
-        jobs_->AgentHeartbeat(node_);
+        jobs_->AgentHeartbeat(node_, msg_.heartbeat());
         // The agent's lease runs on what it hears from us, not on what it manages to send.
         v1::CoordinatorCommand ack;
         ack.mutable_heartbeat_ack()->set_time_ms(msg_.heartbeat().time_ms());

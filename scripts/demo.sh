@@ -103,8 +103,10 @@ else
   CLEANUP+=("kill $!; wait $! 2>/dev/null")
   for _ in $(seq 100); do [ -s "$DEMO/coordinator.addr" ] && break; sleep 0.1; done
   export BATON_COORDINATOR=$(cat "$DEMO/coordinator.addr")
+  echo "* 60" >"$DEMO/node1.gpu-utilization"  # what the fake GPUs say they are busy
   "$BIN/baton-agent" --name node1 --coordinator "$BATON_COORDINATOR" --data-dir "$DEMO/node1" \
-    --fake-gpus 4 --isolation none --tls-ca "$BATON_CA" --tls-cert "$DEMO/tls/node-node1.crt" \
+    --fake-gpus 4 --fake-gpu-utilization "$DEMO/node1.gpu-utilization" \
+    --isolation none --tls-ca "$BATON_CA" --tls-cert "$DEMO/tls/node-node1.crt" \
     --tls-key "$DEMO/tls/node-node1.key" >"$DEMO/node1.log" 2>&1 &
   CLEANUP=("kill $!; wait $! 2>/dev/null" "${CLEANUP[@]}")
   sleep 1

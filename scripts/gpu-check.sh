@@ -350,6 +350,8 @@ check_nvml_inventory() {
       if (n == 0) print "nvidia-smi --query-gpu listed no GPU"
     }' <(printf '%s\n' "$SMI_QUERY") <(printf '%s\n' "$INVENTORY" | grep .) | sort)
   put nvml_gpus "$(printf '%s\n' "$INVENTORY" | grep -c .)"
+  # The agent's utilisation sample (columns 8 and 9): how many whole GPUs gave a reading.
+  put nvml_utilization_sampled "$(printf '%s\n' "$INVENTORY" | awk -F'\t' '$6 == "" && $8 != ""' | grep -c . || true)"
   if [ -z "$errors" ]; then result nvml_inventory pass; else
     result nvml_inventory fail "$(echo "$errors" | head -n 5 | paste -sd ';' -)"; fi
 }

@@ -1,5 +1,8 @@
 #include "coordinator/web/elastic_pool.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -35,6 +38,12 @@ void ElasticPool::enqueue(std::function<void()> fn) {
 }
 
 void ElasticPool::Work() {
+  // A write to a connection the browser closed fails with EPIPE on this thread instead of
+  // raising SIGPIPE, whose default ends the process (OpenSSL writes without MSG_NOSIGNAL).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     ++idle_count_;

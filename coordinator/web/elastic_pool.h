@@ -4,7 +4,9 @@
 // pool starts a thread when a connection arrives and none is idle, up to `max_threads`
 // (the follow limit plus room for plain requests: followed streams are bounded by the
 // StreamQuota before they take a thread for long); past it, connections wait in line.
-// Threads idle for `idle` exit, down to `min_threads`. Thread-safe.
+// Threads idle for `idle` exit, down to `min_threads`. Its threads block SIGPIPE: a write
+// to a connection the browser closed fails there (EPIPE) rather than end the process.
+// Thread-safe.
 #pragma once
 
 #include <httplib.h>

@@ -1,8 +1,5 @@
 #include "coordinator/web/event_feed.h"
 
-#include <google/protobuf/util/json_util.h>
-
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 
@@ -12,26 +9,20 @@ namespace baton::web {
 namespace {
 
 constexpr size_t kBatch = 256;
+constexpr absl::Duration kCoalesce = absl::Milliseconds(400);
 
-// Shared by the content provider (copied by httplib) and the log's follower.
+// Shared by the content provider (copied by httplib); unsubscribes when the stream ends.
 struct Feed {
   const EventLog* log = nullptr;
-  LogQuery query;
+  EventHub* hub = nullptr;
+  std::shared_ptr<EventHub::Subscription> sub;
+  LogQuery query;  // after_seq: the last record sent (the cursor)
   StreamQuota::Ticket ticket;
   std::unique_ptr<SseWriter> writer;
-  uint64_t token = 0;
+  bool catching_up = true;  // read the store first (and again after frames were lost)
+  absl::Time last_flush = absl::InfinitePast();
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool woken = true;  // read the store first
-
-  ~Feed() {
-    if (token != 0) log->Unfollow(token);
-  }
-  bool Matches(const v1::Event& ev) const {
-    if (query.job_id != 0 && ev.job_id() != query.job_id) return false;
-    return query.kinds == 0 || (query.kinds & (1u << static_cast<int>(ev.kind()))) != 0;
-  }
+  ~Feed() { hub->Unsubscribe(sub); }
 };
 
 // One call of the provider: what is new, a heartbeat, or nothing within a second.
@@ -39,56 +30,67 @@ bool Step(Feed& f, httplib::DataSink& sink) {
   bool ended = false;
   if (!f.writer->Begin(sink, &ended)) return false;
   if (ended) return true;
-  {
-    std::unique_lock<std::mutex> lock(f.mu);
-    f.cv.wait_for(lock, std::chrono::seconds(1), [&f] { return f.woken; });
-    if (!f.woken) {
-      lock.unlock();
-      return f.writer->Write(sink, "");
-    }
-    f.woken = false;  // what arrives from here on wakes the next wait
-  }
-  LogQuery q = f.query;
-  q.limit = kBatch;
-  absl::StatusOr<std::vector<v1::Event>> batch = f.log->Read(q);
-  if (!batch.ok()) {
-    f.writer->Write(sink, SseEvent("", "error", "{}"));
-    return false;
-  }
   std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  for (const v1::Event& ev : *batch) {
-    std::string json;
-    if (!google::protobuf::util::MessageToJsonString(ev, &json, opts).ok()) return false;
-    out += SseEvent(std::to_string(ev.log_seq()), "event", json);
-    f.query.after_seq = ev.log_seq();
+  if (f.catching_up) {
+    LogQuery q = f.query;
+    q.limit = kBatch;
+    absl::StatusOr<std::vector<v1::Event>> batch = f.log->Read(q);
+    if (!batch.ok()) {
+      f.writer->Write(sink, SseEvent("", "error", "{}"));
+      return false;
+    }
+    for (const v1::Event& ev : *batch) {
+      out += EventHub::FrameOf(ev)->text;
+      f.query.after_seq = ev.log_seq();
+    }
+    // A short batch: the store is read up to what was durable when the hub already
+    // queued what came after (the subscription is older than this read).
+    if (batch->size() < kBatch) f.catching_up = false;
+    return f.writer->Write(sink, out);
   }
-  if (batch->size() == kBatch) {
-    std::lock_guard<std::mutex> lock(f.mu);
-    f.woken = true;  // more to read at once
+  std::deque<std::shared_ptr<const Frame>> frames;
+  {
+    std::unique_lock<std::mutex> lock(f.sub->mu);
+    f.sub->cv.wait_for(lock, std::chrono::seconds(1),
+                       [&f] { return !f.sub->queue.empty() || f.sub->lost; });
+    if (f.sub->lost) {  // frames were dropped: the store from the cursor
+      f.sub->lost = false;
+      f.sub->queue.clear();
+      f.catching_up = true;
+      return true;
+    }
+    // Busy logs are sent in bursts: at most one write per kCoalesce, whatever the event
+    // rate (each write is a wake-up, a TLS record and a send for each open page).
+    const absl::Duration since = absl::Now() - f.last_flush;
+    if (since < kCoalesce) {
+      lock.unlock();
+      absl::SleepFor(kCoalesce - since);
+      lock.lock();
+      if (f.sub->lost) return true;  // the next step reads the store
+    }
+    frames.swap(f.sub->queue);
+  }
+  f.last_flush = absl::Now();
+  for (const auto& frame : frames) {
+    if (frame->seq <= f.query.after_seq) continue;  // also read from the store
+    out += frame->text;
+    f.query.after_seq = frame->seq;
   }
   return f.writer->Write(sink, out);
 }
 
 }  // namespace
 
-void ServeEventFeed(const EventLog* log, LogQuery query, StreamQuota::Ticket ticket,
+void ServeEventFeed(const EventLog* log, EventHub* hub, LogQuery query, StreamQuota::Ticket ticket,
                     const std::atomic<bool>* stopping, httplib::Response& res) {
   auto feed = std::make_shared<Feed>();
   feed->log = log;
+  feed->hub = hub;
+  // Before the first store read: whatever it does not see is queued by the hub.
+  feed->sub = hub->Subscribe(query.job_id, query.kinds);
   feed->query = query;
   feed->ticket = std::move(ticket);
   feed->writer = std::make_unique<SseWriter>(stopping);
-  uint64_t durable = 0;
-  // Before the first store read: whatever it does not see wakes the stream.
-  feed->token = log->Follow(
-      [raw = feed.get()](const v1::Event& ev) {
-        if (!raw->Matches(ev)) return;
-        std::lock_guard<std::mutex> lock(raw->mu);
-        raw->woken = true;
-        raw->cv.notify_one();
-      },
-      &durable);
   SetSseHeaders(res);
   res.set_chunked_content_provider(
       "text/event-stream", [feed](size_t, httplib::DataSink& sink) { return Step(*feed, sink); });

@@ -18,6 +18,7 @@
 #include "coordinator/web/assets.h"
 #include "coordinator/web/elastic_pool.h"
 #include "coordinator/web/event_feed.h"
+#include "coordinator/web/event_hub.h"
 #include "coordinator/web/log_feed.h"
 #include "coordinator/web/sse.h"
 
@@ -202,6 +203,7 @@ absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(WebOptions options, 
   } else {
     w->http_ = std::make_unique<httplib::Server>();
   }
+  w->hub_ = std::make_unique<EventHub>(&w->jobs_->event_log());
   // Threads on demand: each open live view holds one (docs/web.md).
   const size_t max_threads = w->deps_.follows->total() + 64;
   w->http_->new_task_queue = [raw = w.get(), max_threads] {
@@ -513,7 +515,7 @@ void WebServer::RouteLive() {
     }
     absl::StatusOr<StreamQuota::Ticket> ticket = deps_.follows->Acquire(caller->user);
     if (!ticket.ok()) return Busy(res, ticket.status());
-    ServeEventFeed(&jobs_->event_log(), *q, std::move(*ticket), &stopping_, res);
+    ServeEventFeed(&jobs_->event_log(), hub_.get(), *q, std::move(*ticket), &stopping_, res);
   });
   // Live: a job's output (its current attempt, or ?attempt=), the last ?tail= bytes first
   // (64 KiB by default) or from Last-Event-ID; followed while the attempt runs.

@@ -49,6 +49,7 @@ struct WebOptions {
 using TokenCheck = std::function<absl::StatusOr<Caller>(std::string_view token)>;
 
 class ElasticPool;
+class EventHub;
 
 // What the server works with; the pointers must outlive it.
 struct WebDeps {
@@ -94,6 +95,7 @@ class WebServer {
   const Clock* const clock_;
   std::atomic<bool> stopping_{false};        // live views end at their next step
   std::atomic<ElasticPool*> pool_{nullptr};  // owned by http_ while it serves
+  std::unique_ptr<EventHub> hub_;            // the live views' one follower of the log
   bool tls_ = false;
   std::vector<std::string> hosts_;  // accepted Host values
   std::unique_ptr<httplib::Server> http_;

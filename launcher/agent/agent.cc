@@ -522,6 +522,15 @@ void Agent::ReportLimitChanges() {
   }
 }
 
+void Agent::SampleGpus() {
+  if (!options_.gpu_usage) return;
+  std::vector<v1::GpuUtilization> sample = options_.gpu_usage->Sample();  // NVML, no lock
+  const int64_t now = clock_->NowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu_usage_ = std::move(sample);
+  gpu_usage_ms_ = now;
+}
+
 void Agent::RefreshStats() {
   if (!isolator_->enabled()) return;
   std::vector<Key> keys;
@@ -581,6 +590,10 @@ void Agent::WorkerLoop() {
     if (stream_ && now >= next_heartbeat_) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+      if (gpu_usage_ms_ != 0) {
+        *hb.mutable_heartbeat()->mutable_gpus() = {gpu_usage_.begin(), gpu_usage_.end()};
+        hb.mutable_heartbeat()->set_gpus_sampled_ms(gpu_usage_ms_);
+      }
       SendLocked(std::move(hb));
       next_heartbeat_ = now + heartbeat_interval_;
     }
@@ -626,7 +639,10 @@ void Agent::EffectsLoop() {
     // Killed attempts: whatever of theirs left the process group dies with their cgroup.
     for (const Key& key : work.sweeps) (void)isolator_->Kill(key.first, key.second);
     if (work.limits_changed) ReportLimitChanges();
-    if (work.refresh_stats) RefreshStats();
+    if (work.refresh_stats) {
+      RefreshStats();
+      SampleGpus();
+    }
     std::vector<NoteRead> reads;
     reads.reserve(work.reads.size());
     for (auto& [key, r] : work.reads) reads.push_back(std::move(r));

@@ -46,6 +46,7 @@
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
+#include "launcher/agent/gpu_usage.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
@@ -73,6 +74,9 @@ struct AgentOptions {
   // Classes treated as inference when a Launch does not say (older coordinators).
   std::vector<std::string> inference_classes = {"inference-critical", "inference"};
   absl::Duration stats_interval = absl::Seconds(5);  // limits and throttling re-reported this often
+  // GPU utilisation, sampled every stats_interval and sent with the heartbeats (null:
+  // none is sent). Shared so that the options stay copyable.
+  std::shared_ptr<GpuUsageSource> gpu_usage;
   int launch_workers = 4;  // attempts started at once (forks, cgroup set-up)
   uint64_t max_log_bytes = LogPump::kDefaultMaxLogBytes;  // per attempt's output log
   // Attempt directories (records, log, work dir) of attempts that ended are removed this
@@ -235,6 +239,7 @@ class Agent {
   v1::AttemptIsolation IsolationOf(Key key) const;
   // Every stats interval: stats read without the lock, then reported.
   void RefreshStats();
+  void SampleGpus();  // options_.gpu_usage, outside the lock; kept for the heartbeats
   // Attempts whose limits changed (training narrowed or widened around inference) are
   // reported with their new limits; the Isolator is asked without the lock.
   void ReportLimitChanges();
@@ -282,6 +287,8 @@ class Agent {
   absl::Time next_heartbeat_ = absl::InfinitePast();  // monotonic; due at once
   absl::Time next_progress_ = absl::InfinitePast();
   absl::Time next_stats_ = absl::InfinitePast();
+  std::vector<v1::GpuUtilization> gpu_usage_;  // the last sample, under mu_
+  int64_t gpu_usage_ms_ = 0;
   bool lease_expired_ = false;
   bool stopping_ = false;
 

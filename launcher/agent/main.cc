@@ -38,6 +38,7 @@ struct Flags {
   baton::AgentOptions agent;
   std::string advertise;
   baton::InventoryOptions inventory;
+  std::string fake_gpu_utilization;  // the fake GPUs' utilisation file
   baton::IsolationOptions isolation;
   std::string listen;
   std::string ready_file;
@@ -111,6 +112,10 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<uint32_t>()->default_value("0"))
       ("fake-gpu-model", "model name of the fake GPUs",
        cxxopts::value<std::string>()->default_value("FakeGPU"))
+      ("fake-gpu-utilization",
+       "a file of \"UUID PERCENT\" (or \"* PERCENT\") lines the fake GPUs report as their "
+       "utilisation, read every --stats-interval",
+       cxxopts::value<std::string>()->default_value(""))
       ("fake-gpu-memory", "memory of each fake GPU",
        cxxopts::value<std::string>()->default_value("80Gi"))
       ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
@@ -218,6 +223,7 @@ Flags ParseFlags(int argc, char** argv) {
   f.inventory.node_name = f.agent.node_name;
   f.inventory.fake_gpus = r["fake-gpus"].as<uint32_t>();
   f.inventory.fake_gpu_model = r["fake-gpu-model"].as<std::string>();
+  f.fake_gpu_utilization = r["fake-gpu-utilization"].as<std::string>();
   auto mem = baton::ParseBytes(r["fake-gpu-memory"].as<std::string>());
   auto rate = baton::ParseMbps(r["nic-rate"].as<std::string>());
   if (!mem.ok())
@@ -401,6 +407,8 @@ int main(int argc, char** argv) {
   auto metrics = std::make_shared<baton::AgentMetrics>(
       flags.agent.node_name, *inventory,
       [&agent_ptr] { return agent_ptr && agent_ptr->connected(); });
+  flags.agent.gpu_usage =
+      baton::GpuUsageFor(*inventory, flags.inventory.nvml_library, flags.fake_gpu_utilization);
   baton::Agent agent(flags.agent, *inventory, baton::RealClock::Get(), std::move(*isolator),
                      metrics.get());
   agent_ptr = &agent;

@@ -15,6 +15,9 @@ constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;
+};
 struct nvmlPciInfo_t {
   char busIdLegacy[16];
   unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
@@ -37,6 +40,8 @@ struct NvmlApi {
   nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned*);
   nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned, nvmlDevice_t*);
   nvmlReturn_t (*GetMinorNumber)(nvmlDevice_t, unsigned*);
+  nvmlReturn_t (*GetHandleByUUID)(const char*, nvmlDevice_t*);
+  nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
 };
 
 struct DlCloser {
@@ -65,6 +70,8 @@ absl::StatusOr<NvmlApi> BindApi(void* lib) {
   Bind(lib, "nvmlDeviceGetMaxMigDeviceCount", &a.GetMaxMigDeviceCount);
   Bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &a.GetMigDeviceHandleByIndex);
   Bind(lib, "nvmlDeviceGetMinorNumber", &a.GetMinorNumber);
+  Bind(lib, "nvmlDeviceGetHandleByUUID", &a.GetHandleByUUID);
+  Bind(lib, "nvmlDeviceGetUtilizationRates", &a.GetUtilizationRates);
   return a;
 }
 
@@ -156,6 +163,48 @@ class Discovery {
 std::string MigProfileFromName(const std::string& name) {
   size_t pos = name.rfind(" MIG ");
   return pos == std::string::npos ? "" : name.substr(pos + 5);
+}
+
+struct NvmlSampler::Impl {
+  std::unique_ptr<void, DlCloser> lib;
+  NvmlApi api{};
+};
+
+NvmlSampler::NvmlSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+NvmlSampler::~NvmlSampler() { impl_->api.Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(const NvmlOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->lib.reset(dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!impl->lib) return absl::NotFoundError("cannot load " + o.library + ": " + dlerror());
+  auto api = BindApi(impl->lib.get());
+  if (!api.ok()) return api.status();
+  if (api->GetHandleByUUID == nullptr) {
+    return absl::FailedPreconditionError("NVML lacks nvmlDeviceGetHandleByUUID");
+  }
+  impl->api = *api;
+  if (auto s = Discovery(impl->api).Check(impl->api.Init(), "Init"); !s.ok()) return s;
+  return std::unique_ptr<NvmlSampler>(new NvmlSampler(std::move(impl)));
+}
+
+absl::StatusOr<GpuSample> NvmlSampler::Sample(const std::string& uuid) {
+  const NvmlApi& api = impl_->api;
+  Discovery d(api);
+  nvmlDevice_t dev = nullptr;
+  if (auto s = d.Check(api.GetHandleByUUID(uuid.c_str(), &dev), "GetHandleByUUID " + uuid);
+      !s.ok()) {
+    return s;
+  }
+  GpuSample out;
+  nvmlMemory_t mem{};
+  if (api.GetMemoryInfo(dev, &mem) == NVML_SUCCESS) out.memory_used_bytes = mem.used;
+  nvmlUtilization_t util{};
+  if (api.GetUtilizationRates && api.GetUtilizationRates(dev, &util) == NVML_SUCCESS) {
+    out.has_percent = true;
+    out.percent = util.gpu;
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& o) {

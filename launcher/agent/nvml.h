@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,31 @@ struct NvmlOptions {
 // NotFound when the library cannot be loaded (a node without the NVIDIA driver);
 // Unavailable/Internal naming the NVML call when it is there but fails.
 absl::StatusOr<std::vector<GpuInfo>> DiscoverNvmlGpus(const NvmlOptions& options);
+
+// A GPU's (or MIG slice's) use at one moment.
+struct GpuSample {
+  bool has_percent = false;  // NVML gave a utilisation (whole GPUs; not MIG slices)
+  uint32_t percent = 0;      // kernels running, % of the driver's last sample period
+  uint64_t memory_used_bytes = 0;
+};
+
+// NVML kept loaded and initialised between samples (the agent samples every
+// --stats-interval). Thread-compatible.
+class NvmlSampler {
+ public:
+  // NotFound when the library cannot be loaded; Unavailable when NVML does not start.
+  static absl::StatusOr<std::unique_ptr<NvmlSampler>> Open(const NvmlOptions& options);
+  ~NvmlSampler();
+  NvmlSampler(const NvmlSampler&) = delete;
+  NvmlSampler& operator=(const NvmlSampler&) = delete;
+  // The device with this UUID ("GPU-…" or "MIG-…"); NotFound/Unavailable naming the call.
+  absl::StatusOr<GpuSample> Sample(const std::string& uuid);
+
+ private:
+  struct Impl;
+  explicit NvmlSampler(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 // "NVIDIA H200 MIG 1g.18gb" -> "1g.18gb"; "" when the name has no MIG part.
 std::string MigProfileFromName(const std::string& name);

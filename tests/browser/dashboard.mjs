@@ -89,6 +89,10 @@ try {
   await page.waitForSelector('#gpu-grid .gpu', {timeout: 10000});
   check(await page.$$eval('#gpu-grid .gpu:not(.idle)', e => e.length) >= 2,
         'the training job\'s GPUs coloured on the grid');
+  // Utilisation beside allocation: the agent's sample (3%) on each GPU, the held ones
+  // marked as nearly idle.
+  await page.waitForSelector('#gpu-grid .gpu.held-idle', {timeout: 15000});
+  check((await page.textContent('#gpu-grid')).includes('3%'), 'utilisation on the grid');
   await shot(page, 'nodes');
   await page.goto(`${origin}/#/tenants`);
   await page.waitForSelector('#tenants svg', {timeout: 10000});

@@ -779,5 +779,32 @@ TEST(JobManager, FairShareUsageOutlivesACoordinatorRestart) {
   EXPECT_EQ(shares.tenants(0).half_life_seconds(), 24 * 3600);
 }
 
+TEST(JobManagerNodes, AHeartbeatsGpuSampleIsListedForTheNodesOwnGpusOnly) {
+  Harness h;
+  h.Connect("n1", /*gpus=*/2);
+  EXPECT_EQ(h.jm().ListNodes()[0].gpu_utilization_size(), 0) << "nothing sampled yet";
+  v1::Heartbeat hb;
+  hb.set_gpus_sampled_ms(1'800'000'000'000);
+  auto add = [&hb](const std::string& uuid, std::optional<uint32_t> percent) {
+    v1::GpuUtilization* u = hb.add_gpus();
+    u->set_uuid(uuid);
+    if (percent) u->set_percent(*percent);
+    u->set_memory_used_bytes(1 << 30);
+  };
+  add("GPU-n9-0", 50);   // another node's GPU: an agent speaks for its own only
+  add("GPU-n1-1", 250);  // no reading
+  add("GPU-n1-0", 42);
+  h.jm().AgentHeartbeat("n1", hb);
+  v1::Node n = h.jm().ListNodes()[0];
+  ASSERT_EQ(n.gpu_utilization_size(), 2) << n.DebugString();
+  EXPECT_EQ(n.gpu_utilization(0).uuid(), "GPU-n1-0") << "in the inventory's order";
+  EXPECT_EQ(n.gpu_utilization(0).percent(), 42u);
+  EXPECT_EQ(n.gpu_utilization(1).uuid(), "GPU-n1-1");
+  EXPECT_FALSE(n.gpu_utilization(1).has_percent()) << "over 100% is no reading";
+  EXPECT_EQ(n.utilization_ms(), 1'800'000'000'000);
+  h.jm().AgentHeartbeat("n1");  // a heartbeat without a sample keeps the last one
+  EXPECT_EQ(h.jm().ListNodes()[0].gpu_utilization_size(), 2);
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -6,7 +6,9 @@
 // attributes, the CSRF token, the access rules the CLI has.
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
+#include <unistd.h>
 
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "common/net.h"
@@ -590,6 +592,22 @@ TEST(WebPool, ThreadsComeWithWorkUpToTheLimitAndGoWhenIdle) {
   EXPECT_EQ(pool.peak(), 3u);
   pool.shutdown();
   EXPECT_EQ(pool.threads(), 0u);
+}
+
+TEST(WebPool, AWriteToAConnectionThePeerClosedFailsInsteadOfEndingTheProcess) {
+  // OpenSSL writes to the socket without MSG_NOSIGNAL: a browser gone under a live view's
+  // write would raise SIGPIPE, which ends a process by default.
+  web::ElasticPool pool(1, 2);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);
+  std::promise<int> result;
+  pool.enqueue([&] {
+    ssize_t n = write(fds[1], "x", 1);
+    result.set_value(n < 0 ? errno : 0);
+  });
+  EXPECT_EQ(result.get_future().get(), EPIPE);
+  close(fds[1]);
 }
 
 TEST(WebServerStart, PlaintextOnlyOnLoopbackAndTlsInPairs) {

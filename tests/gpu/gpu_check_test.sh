@@ -74,7 +74,8 @@ check() {  # check CASE: the two read-only checks against fake_smi CASE
 }
 check agree
 expect agree 0 '{"gpu_check":true,"gpus":2,"model":"NVIDIA H200","nvml_inventory":"pass","nvml_gpus":3' \
-  '"mig":"pass","mig_modes":"0=Disabled,1=Enabled","mig_instances":2'
+  '"mig":"pass","mig_modes":"0=Disabled,1=Enabled","mig_instances":2' \
+  '"nvml_utilization_sampled":1'
 check memory
 expect memory 1 '"gpu_check":false' '"nvml_inventory":"fail"' \
   '"nvml_inventory_error":"GPU-fake-0000: memory 144384 MiB (inventory) vs 80000 MiB (nvidia-smi)"' \

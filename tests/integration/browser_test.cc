@@ -51,6 +51,7 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
   ASSERT_NE(min_runtime, std::string::npos);
   policy.replace(min_runtime, 16, "min_runtime: 0s");
   LocalCluster cluster(/*agents=*/1, /*gpus=*/2, policy);
+  std::ofstream(cluster.GpuUtilizationFile(0)) << "* 3\n";  // held GPUs nearly idle
 
   const std::string markup = "<img src=x onerror=window.pwned=1>";
   CommandResult held = cluster.Baton({"submit", "-q", "--hold", "--", "sleep", "300"});

@@ -58,6 +58,9 @@ class LocalCluster : public ClusterClient {
   // reported through gtest.
   LocalCluster(int agents, int gpus, const std::string& policy_yaml = "");
   ~LocalCluster() override;
+  // The file agent `i`'s fake GPUs read their utilisation from ("UUID PERCENT" or
+  // "* PERCENT" lines; none: unknown).
+  std::string GpuUtilizationFile(int i) const;
 
   const std::string& dir() const { return dir_.path(); }
   // A directory (1777) every user's jobs may write in.

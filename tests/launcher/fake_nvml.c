@@ -1,7 +1,9 @@
 // A stand-in libnvidia-ml.so.1 for the inventory tests: two H200s on NUMA nodes 0 and 1,
 // the second in MIG mode with a 1g.18gb and a 3g.71gb slice (slot 1 empty). Setting
 // FAKE_NVML_INIT_ERROR=<code> makes nvmlInit_v2 fail with that code; FAKE_NVML_NO_NUMA=1
-// makes nvmlDeviceGetNumaNodeId unsupported, as older drivers have it.
+// makes nvmlDeviceGetNumaNodeId unsupported, as older drivers have it. Utilisation: the
+// first GPU is 37% busy with 5 GiB in use; MIG slices have no utilisation (unsupported),
+// as on real drivers.
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,8 +93,29 @@ nvmlReturn_t nvmlDeviceGetName(Device* d, char* buf, unsigned len) {
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo(Device* d, nvmlMemory_t* m) {
   m->total = d->memory;
-  m->free = d->memory;
-  m->used = 0;
+  m->used = d == &gpus[0] && initialized ? 5ull << 30 : 0;
+  m->free = d->memory - m->used;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, Device** dev) {
+  if (!initialized) return kUninitialized;
+  Device* all[] = {&gpus[0], &gpus[1], &slice_a, &slice_b};
+  for (unsigned i = 0; i < 4; ++i) {
+    if (strcmp(all[i]->uuid, uuid) == 0) {
+      *dev = all[i];
+      return kSuccess;
+    }
+  }
+  return kNotFound;
+}
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+nvmlReturn_t nvmlDeviceGetUtilizationRates(Device* d, nvmlUtilization_t* u) {
+  if (!initialized) return kUninitialized;
+  if (d == &slice_a || d == &slice_b) return kNotSupported;
+  u->gpu = d == &gpus[0] ? 37 : 0;
+  u->memory = 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(Device* d, nvmlPciInfo_t* p) {

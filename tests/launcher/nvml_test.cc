@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/agent/gpu_usage.h"
 #include "launcher/agent/inventory.h"
 #include "tests/launcher/test_util.h"
 
@@ -49,6 +50,63 @@ TEST(Nvml, AFailingDriverNamesTheCall) {
   unsetenv("FAKE_NVML_INIT_ERROR");
   EXPECT_EQ(gpus.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("Init: Driver Not Loaded"));
+}
+
+TEST(Nvml, ASamplerReadsUtilisationOfWholeGpusAndMemoryOfSlices) {
+  auto nvml = NvmlSampler::Open({.library = FAKE_NVML_LIBRARY});
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  for (int round = 0; round < 2; ++round) {  // loaded once, sampled again and again
+    auto whole = (*nvml)->Sample("GPU-fake-0000");
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    EXPECT_TRUE(whole->has_percent);
+    EXPECT_EQ(whole->percent, 37u);
+    EXPECT_EQ(whole->memory_used_bytes, 5ull << 30);
+  }
+  auto slice = (*nvml)->Sample("MIG-fake-1-slice-a");
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  EXPECT_FALSE(slice->has_percent) << "NVML gives no utilisation of a slice: unknown, not 0%";
+  auto none = (*nvml)->Sample("GPU-nope");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("GetHandleByUUID GPU-nope"));
+  EXPECT_EQ(NvmlSampler::Open({.library = "/nonexistent/libnvidia-ml.so.1"}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(GpuUsage, NvmlAndFakeFilesReportEachGpuOfTheInventoryInItsOrder) {
+  v1::Inventory real;
+  for (const char* uuid : {"GPU-fake-0000", "MIG-fake-1-slice-a"}) real.add_gpus()->set_uuid(uuid);
+  auto nvml = GpuUsageFor(real, FAKE_NVML_LIBRARY, "");
+  ASSERT_NE(nvml, nullptr);
+  std::vector<v1::GpuUtilization> got = nvml->Sample();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].uuid(), "GPU-fake-0000");
+  EXPECT_EQ(got[0].percent(), 37u);
+  EXPECT_FALSE(got[1].has_percent());
+  EXPECT_EQ(GpuUsageFor(real, "", ""), nullptr) << "no NVML: nothing to sample";
+
+  ScratchDir dir;
+  const std::string file = dir.path() + "/util";
+  v1::Inventory fake;
+  for (const char* uuid : {"GPU-n1-0", "GPU-n1-1", "GPU-n1-2"}) {
+    v1::Gpu* g = fake.add_gpus();
+    g->set_uuid(uuid);
+    g->set_fake(true);
+  }
+  EXPECT_EQ(GpuUsageFor(fake, FAKE_NVML_LIBRARY, ""), nullptr) << "fake GPUs without a file";
+  auto source = GpuUsageFor(fake, FAKE_NVML_LIBRARY, file);
+  ASSERT_NE(source, nullptr);
+  got = source->Sample();
+  ASSERT_EQ(got.size(), 3u);
+  for (const auto& u : got) EXPECT_FALSE(u.has_percent()) << "no file yet: unknown";
+  WriteFile(file, "* 40\nGPU-n1-1 95\nGPU-n1-2 250\ngarbage\n");
+  got = source->Sample();
+  EXPECT_EQ(got[0].percent(), 40u) << "the * line";
+  EXPECT_EQ(got[1].percent(), 95u) << "its own line first";
+  EXPECT_EQ(got[2].percent(), 40u) << "250% is no reading: the * line";
+  WriteFile(file, "GPU-n1-0 7\n");
+  got = source->Sample();
+  EXPECT_EQ(got[0].percent(), 7u) << "read again at each sample";
+  EXPECT_FALSE(got[1].has_percent());
 }
 
 TEST(Nvml, MigProfilesFromNames) {

@@ -84,7 +84,13 @@ function show(seq, ...nodes) {
 // Live views: the page's event streams (closed when another page opens) and a refresh
 // that runs at most every half second however many events arrive.
 let live = [];
-function closeLive() { for (const s of live) s.close(); live = []; }
+let timers = [];
+function closeLive() {
+  for (const s of live) s.close();
+  for (const t of timers) clearInterval(t);
+  live = [];
+  timers = [];
+}
 function follow(url, handlers) {
   const s = new EventSource(url);
   for (const [type, fn] of Object.entries(handlers)) s.addEventListener(type, fn);
@@ -289,16 +295,30 @@ async function nodes() {
     const down = state(n.state) !== 'ready' || n.drain;
     row.appendChild(el('span', `${n.name}${n.drain ? ' (drained)' : down ? ` (${state(n.state)})` : ''}`,
                        {class: down ? 'node-name bad' : 'node-name'}));
+    const use = new Map((n.gpuUtilization || []).map(u => [u.uuid, u]));
     for (const g of (n.inventory && n.inventory.gpus) || []) {
       const j = holder.get(g.uuid);
-      const cell = el('span', j ? j.id : '', {
-        class: `gpu ${j ? colourOf(j.spec.priorityClass) : 'idle'}`,
-        title: `${g.uuid}${g.model ? ' ' + g.model : ''}${j ? ` — job ${j.id} (${j.spec.priorityClass})` : ' — free'}`});
+      const u = use.get(g.uuid);
+      const pct = u && u.percent !== undefined ? Number(u.percent) : null;
+      // Held but (nearly) idle: the GPUs a platform team asks about first.
+      const idle = j && pct !== null && pct < 10;
+      const cell = el('span', `${j ? j.id : '·'} ${pct === null ? '?' : pct + '%'}`, {
+        class: `gpu ${j ? colourOf(j.spec.priorityClass) : 'idle'}${idle ? ' held-idle' : ''}`,
+        title: `${g.uuid}${g.model ? ' ' + g.model : ''}` +
+               `${j ? ` — job ${j.id} (${j.spec.priorityClass})` : ' — free'}` +
+               ` — utilisation ${pct === null ? 'unknown' : pct + '%'}` +
+               `${u && u.memoryUsedBytes ? `, ${(Number(u.memoryUsedBytes) / 2 ** 30).toFixed(1)} GiB in use` : ''}`});
       row.appendChild(cell);
     }
     grid.appendChild(row);
   }
   frag.appendChild(grid);
+  const classes = [...new Set([...holder.values()].map(j => j.spec.priorityClass))].sort();
+  const legend = el('p', null, {class: 'legend muted'});
+  for (const c of classes) legend.appendChild(el('span', c, {class: `gpu ${colourOf(c)}`}));
+  legend.appendChild(el('span', 'held, under 10% busy', {class: 'gpu idle held-idle'}));
+  legend.appendChild(el('span', 'free', {class: 'gpu idle'}));
+  frag.appendChild(legend);
   frag.appendChild(el('h2', 'Nodes'));
   frag.appendChild(table(
       ['Node', 'Pool', 'State', 'GPUs', 'Allocated', 'Jobs', 'Drained', ''],
@@ -356,6 +376,8 @@ async function tenants() {
     api('/api/v1/shares'), api('/api/v1/usage/daily?days=30').catch(() => ({days: []}))]);
   const pct = x => `${Math.round((x || 0) * 100)}%`;
   const days = daily.days || [];
+  // Members read their own tenants' usage only (as `baton usage`): others' cells stay empty.
+  const readable = t => days.length > 0 && (days[0].tenants || []).includes(t);
   const total = key => days.reduce(
       (sum, d) => sum + (((d.lines || []).find(l => l.key === key) || {}).gpuHours || 0), 0);
   show(seq, el('h2', 'Fair share'), table(
@@ -364,8 +386,8 @@ async function tenants() {
       (s.tenants || []).map(t => [t.tenant, pct(t.weightShare), pct(t.usageShare),
                                   t.runningGpus || 0, t.pendingGpus || 0,
                                   t.hasQuota ? t.quotaGpus || 0 : '-',
-                                  days.length ? total(t.tenant).toFixed(1) : '',
-                                  days.length ? dailyBars(days, t.tenant) : '']),
+                                  readable(t.tenant) ? total(t.tenant).toFixed(1) : '',
+                                  readable(t.tenant) ? dailyBars(days, t.tenant) : '']),
       {id: 'tenants'}));
 }
 
@@ -384,8 +406,10 @@ async function route() {
     await page();
     // Every change in the cluster is an event: draw the page again when they come.
     if (seq === routeSeq) {
-      follow('/api/v1/events/stream',
-             {event: debounce(() => seq === routeSeq ? page() : Promise.resolve())});
+      const again = debounce(() => seq === routeSeq ? page() : Promise.resolve());
+      follow('/api/v1/events/stream', {event: again});
+      // GPU utilisation changes without events: the nodes page also looks every 10 s.
+      if (page === nodes) timers.push(setInterval(again, 10000));
     }
   } catch (e) {
     show(seq, el('p', e.status === 401 ? `${e.message}` : `Error: ${e.message}`, {class: 'bad'}));
