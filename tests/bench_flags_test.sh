@@ -33,6 +33,8 @@ for path in "$bin_dir"/baton-bench-*; do
     baton-bench-sim) expect "$name" 2 "--days must be above 0" --days=-1
        expect "$name" 2 "--topology-jobs must be at least 0" --topology-jobs=-1 ;;
     baton-bench-checkpoint) ;;  # its own sizes are checked by its parser
+    baton-bench-web) expect "$name" 2 "--jobs must be at least 1" --jobs=0
+       expect "$name" 2 "streams" --streams=many ;;
     *) expect "$name" 2 "--reps must be at least 1" --reps=0
        expect "$name" 2 "reps" --reps=many ;;
   esac

@@ -173,9 +173,11 @@ async function queue() {
             state(j.state), waits ? place : '', waits ? ago(j.submittedMs) : '',
             Object.assign(el('span', j.message), {className: 'reason'})];
   });
+  const more = list.nextPageToken ? el('p', `The first ${rows.length} jobs; baton queue lists the rest.`,
+                                        {class: 'muted'}) : '';
   show(seq, el('h2', 'Queue (in the order jobs will start)'),
-                       table(['ID', 'Name', 'User', 'Tenant', 'Class', 'State', 'Place',
-                              'Waiting', 'Reason'], rows));
+       table(['ID', 'Name', 'User', 'Tenant', 'Class', 'State', 'Place', 'Waiting', 'Reason'], rows),
+       more);
 }
 
 // The job page: its record (rendered again on each of its events) above its log's tail.
