@@ -5,7 +5,9 @@
 #include <memory>
 
 namespace baton {
-namespace {
+// Named, not anonymous: NvmlSampler::Impl holds these (a unity build would otherwise see a
+// member of an externally visible class whose type has internal linkage).
+namespace nvml_abi {
 
 // The subset of nvml.h baton uses, with NVML's own names and layouts.
 using nvmlReturn_t = int;
@@ -47,6 +49,12 @@ struct NvmlApi {
 struct DlCloser {
   void operator()(void* h) const { dlclose(h); }
 };
+
+}  // namespace nvml_abi
+
+namespace {
+
+using namespace nvml_abi;  // NOLINT(build/namespaces): this file's own ABI declarations
 
 template <typename F>
 bool Bind(void* lib, const char* name, F* fn) {
@@ -166,8 +174,8 @@ std::string MigProfileFromName(const std::string& name) {
 }
 
 struct NvmlSampler::Impl {
-  std::unique_ptr<void, DlCloser> lib;
-  NvmlApi api{};
+  std::unique_ptr<void, nvml_abi::DlCloser> lib;
+  nvml_abi::NvmlApi api{};
 };
 
 NvmlSampler::NvmlSampler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
