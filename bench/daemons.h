@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -144,6 +145,15 @@ class Daemons {
   pid_t coordinator_pid_ = -1;
   std::unique_ptr<baton::testing::TeardownGuard> guard_;  // last: gone before the daemons
 };
+
+// The resident memory of process `pid` (VmRSS), in bytes; 0 when unreadable.
+inline uint64_t RssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
+  }
+  return 0;
+}
 
 // A stub authenticating every call with `token` (a service token) over TLS.
 struct Api {

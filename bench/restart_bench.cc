@@ -52,6 +52,7 @@
 namespace {
 
 using namespace baton::testing;  // NOLINT: the test cluster's helpers
+using baton::bench::RssBytes;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -144,15 +145,6 @@ double RestartSeconds(uint64_t history, int reps, double* load_all_s = nullptr) 
     }
   }
   return Median(seconds);
-}
-
-// The resident memory of process `pid` (VmRSS), in bytes; 0 when unreadable.
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
-  }
-  return 0;
 }
 
 struct PendingFigures {

@@ -62,6 +62,7 @@ using baton::bench::Call;
 using baton::bench::CountSucceeded;
 using baton::bench::Daemons;
 using baton::bench::NoneUnfinished;
+using baton::bench::RssBytes;
 using baton::bench::Stub;
 using baton::bench::TrivialSpec;
 using baton::testing::Subprocess;
@@ -152,15 +153,6 @@ double FsyncP50Ms(const std::string& dir) {
 }
 
 }  // namespace
-
-// The resident memory of process `pid` (VmRSS), in bytes; 0 when unreadable.
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
-  }
-  return 0;
-}
 
 // A typical spec (as rss_bytes_per_pending_job's): ten env vars, a five-word command.
 v1::JobSpec TypicalSpec() {

@@ -40,6 +40,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using baton::bench::Api;
 using baton::bench::Daemons;
+using baton::bench::RssBytes;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -47,14 +48,6 @@ double P99(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(v.size() * 0.99))];
-}
-
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) << 10;
-  }
-  return 0;
 }
 
 // VmRSS once it stops moving (two readings 300 ms apart within 1%), at most 5 s.

@@ -564,7 +564,11 @@ absl::StatusOr<LogTarget> JobManager::FindLogs(const Caller& caller,
   if (n == nullptr || n->node.address().empty()) {
     return absl::UnavailableError("node " + where.node + " is unknown");
   }
-  return LogTarget{where.node, n->node.address(), where.attempt};
+  const bool running =
+      (job.state() == v1::JOB_STATE_RUNNING || job.state() == v1::JOB_STATE_SCHEDULED ||
+       job.state() == v1::JOB_STATE_PREEMPTING) &&
+      where.attempt == static_cast<uint32_t>(job.attempts_size());
+  return LogTarget{where.node, n->node.address(), where.attempt, running};
 }
 
 void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<void()> done) {

@@ -88,6 +88,7 @@ struct LogTarget {
   std::string node;
   std::string address;
   uint32_t attempt = 0;
+  bool running = false;  // `attempt` is the job's current one and its processes run
 };
 
 class JobManager {

@@ -18,7 +18,6 @@ struct Feed {
   std::shared_ptr<EventHub::Subscription> sub;
   LogQuery query;  // after_seq: the last record sent (the cursor)
   StreamQuota::Ticket ticket;
-  std::unique_ptr<SseWriter> writer;
   bool catching_up = true;  // read the store first (and again after frames were lost)
   absl::Time last_flush = absl::InfinitePast();
 
@@ -26,17 +25,14 @@ struct Feed {
 };
 
 // One call of the provider: what is new, a heartbeat, or nothing within a second.
-bool Step(Feed& f, httplib::DataSink& sink) {
-  bool ended = false;
-  if (!f.writer->Begin(sink, &ended)) return false;
-  if (ended) return true;
+bool Step(Feed& f, SseWriter& writer, httplib::DataSink& sink) {
   std::string out;
   if (f.catching_up) {
     LogQuery q = f.query;
     q.limit = kBatch;
     absl::StatusOr<std::vector<v1::Event>> batch = f.log->Read(q);
     if (!batch.ok()) {
-      f.writer->Write(sink, SseEvent("", "error", "{}"));
+      writer.Write(sink, SseEvent("", "error", "{}"));
       return false;
     }
     for (const v1::Event& ev : *batch) {
@@ -46,7 +42,7 @@ bool Step(Feed& f, httplib::DataSink& sink) {
     // A short batch: the store is read up to what was durable when the hub already
     // queued what came after (the subscription is older than this read).
     if (batch->size() < kBatch) f.catching_up = false;
-    return f.writer->Write(sink, out);
+    return writer.Write(sink, out);
   }
   std::deque<std::shared_ptr<const Frame>> frames;
   {
@@ -76,7 +72,7 @@ bool Step(Feed& f, httplib::DataSink& sink) {
     out += frame->text;
     f.query.after_seq = frame->seq;
   }
-  return f.writer->Write(sink, out);
+  return writer.Write(sink, out);
 }
 
 }  // namespace
@@ -90,10 +86,10 @@ void ServeEventFeed(const EventLog* log, EventHub* hub, LogQuery query, StreamQu
   feed->sub = hub->Subscribe(query.job_id, query.kinds);
   feed->query = query;
   feed->ticket = std::move(ticket);
-  feed->writer = std::make_unique<SseWriter>(stopping);
-  SetSseHeaders(res);
-  res.set_chunked_content_provider(
-      "text/event-stream", [feed](size_t, httplib::DataSink& sink) { return Step(*feed, sink); });
+  ServeSse(
+      stopping,
+      [feed](SseWriter& writer, httplib::DataSink& sink) { return Step(*feed, writer, sink); },
+      res);
 }
 
 }  // namespace baton::web

@@ -73,11 +73,6 @@ void EventHub::Unsubscribe(const std::shared_ptr<Subscription>& sub) {
   subs_.remove(sub);
 }
 
-size_t EventHub::subscribers() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return subs_.size();
-}
-
 void EventHub::Run() {
   for (;;) {
     std::deque<v1::Event> events;

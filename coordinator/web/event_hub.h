@@ -51,7 +51,6 @@ class EventHub {
   // Frames of records durable from now on reach the subscription until it is dropped.
   std::shared_ptr<Subscription> Subscribe(uint64_t job_id, uint32_t kinds);
   void Unsubscribe(const std::shared_ptr<Subscription>& sub);
-  size_t subscribers() const;
 
   // An event as a frame (what the store path sends too).
   static std::shared_ptr<const Frame> FrameOf(const v1::Event& ev);

@@ -91,14 +91,10 @@ class AgentLogReader : public grpc::ClientReadReactor<v1::LogChunk> {
 struct Feed {
   std::shared_ptr<AgentLogReader> reader;
   StreamQuota::Ticket ticket;
-  std::unique_ptr<SseWriter> writer;
   ~Feed() { reader->Cancel(); }  // the browser went: so does the agent's stream
 };
 
-bool Step(Feed& f, httplib::DataSink& sink) {
-  bool stopped = false;
-  if (!f.writer->Begin(sink, &stopped)) return false;
-  if (stopped) return true;
+bool Step(Feed& f, SseWriter& writer, httplib::DataSink& sink) {
   bool ended = false;
   grpc::Status status;
   std::deque<v1::LogChunk> chunks = f.reader->Take(&ended, &status);
@@ -114,7 +110,7 @@ bool Step(Feed& f, httplib::DataSink& sink) {
     const nlohmann::json end = {{"ok", status.ok()}, {"message", status.error_message()}};
     out += SseEvent("", "end", end.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  if (!f.writer->Write(sink, out)) return false;
+  if (!writer.Write(sink, out)) return false;
   if (ended) sink.done();
   return true;
 }
@@ -127,10 +123,10 @@ void ServeLogFeed(std::shared_ptr<grpc::Channel> agent, v1::ReadLogsRequest req,
   auto feed = std::make_shared<Feed>();
   feed->reader = AgentLogReader::Start(agent, req);
   feed->ticket = std::move(ticket);
-  feed->writer = std::make_unique<SseWriter>(stopping);
-  SetSseHeaders(res);
-  res.set_chunked_content_provider(
-      "text/event-stream", [feed](size_t, httplib::DataSink& sink) { return Step(*feed, sink); });
+  ServeSse(
+      stopping,
+      [feed](SseWriter& writer, httplib::DataSink& sink) { return Step(*feed, writer, sink); },
+      res);
 }
 
 }  // namespace baton::web

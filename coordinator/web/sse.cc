@@ -1,5 +1,7 @@
 #include "coordinator/web/sse.h"
 
+#include <memory>
+
 #include "absl/strings/numbers.h"
 
 namespace baton::web {
@@ -29,10 +31,6 @@ bool SseResumeFrom(const httplib::Request& req, uint64_t* after) {
   return text.empty() || absl::SimpleAtoi(text, after);
 }
 
-void SetSseHeaders(httplib::Response& res) {
-  res.set_header("X-Accel-Buffering", "no");  // nginx in front: pass each event through
-}
-
 bool SseWriter::Begin(httplib::DataSink& sink, bool* ended) {
   *ended = false;
   if (!started_) {
@@ -56,6 +54,17 @@ bool SseWriter::Write(httplib::DataSink& sink, const std::string& events) {
   }
   last_write_ = absl::Now();
   return sink.write(events.data(), events.size());
+}
+
+void ServeSse(const std::atomic<bool>* stopping, SseStep step, httplib::Response& res) {
+  res.set_header("X-Accel-Buffering", "no");  // nginx in front: pass each event through
+  auto writer = std::make_shared<SseWriter>(stopping);
+  res.set_chunked_content_provider(
+      "text/event-stream", [writer, step = std::move(step)](size_t, httplib::DataSink& sink) {
+        bool ended = false;
+        if (!writer->Begin(sink, &ended)) return false;
+        return ended || step(*writer, sink);
+      });
 }
 
 }  // namespace baton::web

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,8 +28,6 @@ std::string SseEvent(std::string_view id, std::string_view event, std::string_vi
 // query parameter; 0 for none. False when the one given is not a number.
 bool SseResumeFrom(const httplib::Request& req, uint64_t* after);
 
-void SetSseHeaders(httplib::Response& res);
-
 // What a stream keeps between the calls of its content provider (each a step of at most
 // about a second): the first bytes, the server's end, heartbeats, a client that went.
 class SseWriter {
@@ -47,5 +46,11 @@ class SseWriter {
   bool started_ = false;
   absl::Time last_write_ = absl::Now();
 };
+
+// Answers with a text/event-stream: `step` is called again and again with the stream's
+// writer (each call at most about a second; Begin already done) until it returns false,
+// ends the sink, or `stopping` is set.
+using SseStep = std::function<bool(SseWriter&, httplib::DataSink&)>;
+void ServeSse(const std::atomic<bool>* stopping, SseStep step, httplib::Response& res);
 
 }  // namespace baton::web

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/job_signal.h"
 #include "common/net.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/web/assets.h"
@@ -112,16 +113,42 @@ absl::StatusOr<std::string> SecretOf(const std::string& body) {
   return j["secret"].get<std::string>();
 }
 
+// The count in query parameter `name`: `fallback` when absent; InvalidArgument naming it
+// when it is not a number from `lo` to `hi`.
+absl::StatusOr<uint32_t> CountParam(const httplib::Request& req, const std::string& name,
+                                    uint32_t fallback, uint32_t lo, uint32_t hi) {
+  if (!req.has_param(name.c_str())) return fallback;
+  uint32_t n = 0;
+  if (!absl::SimpleAtoi(req.get_param_value(name.c_str()), &n) || n < lo || n > hi) {
+    return absl::InvalidArgumentError(name + ": a number from " + std::to_string(lo) + " to " +
+                                      std::to_string(hi));
+  }
+  return n;
+}
+
+// {"KEY": [MESSAGE, …]} in proto3 JSON, for answers that are lists of the API's messages.
+template <typename Message>
+std::string JsonList(const std::string& key, const std::vector<Message>& messages) {
+  std::string out = "{\"" + key + "\":[";
+  for (size_t i = 0; i < messages.size(); ++i) {
+    std::string json;
+    google::protobuf::util::MessageToJsonString(messages[i], &json);
+    out += (i == 0 ? "" : ",") + json;
+  }
+  return out + "]}";
+}
+
 // A signal action's body {"signal": "USR1"|"USR2"}, as `baton signal -s`.
 absl::StatusOr<int> SignalOf(const std::string& body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("signal") || !j["signal"].is_string()) {
     return absl::InvalidArgumentError("the signal body is {\"signal\": \"USR1\"} (or USR2)");
   }
-  const std::string name = j["signal"].get<std::string>();
-  if (name == "USR1" || name == "SIGUSR1") return SIGUSR1;
-  if (name == "USR2" || name == "SIGUSR2") return SIGUSR2;
-  return absl::InvalidArgumentError("signal: USR1 or USR2 (the only signals jobs are sent)");
+  std::optional<int> signal = JobSignalByName(j["signal"].get<std::string>());
+  if (!signal) {
+    return absl::InvalidArgumentError("signal: USR1 or USR2 (the only signals jobs are sent)");
+  }
+  return *signal;
 }
 
 // A drain action's body {"reason": "…", "evict": false}; both optional.
@@ -373,11 +400,9 @@ void WebServer::Route() {
     list.set_all(req.get_param_value("all") == "1");
     list.set_tenant(req.get_param_value("tenant"));
     list.set_page_token(req.get_param_value("page_token"));
-    uint32_t limit = 500;
-    if (req.has_param("limit") && !absl::SimpleAtoi(req.get_param_value("limit"), &limit)) {
-      return Fail(res, absl::InvalidArgumentError("limit: not a number"));
-    }
-    list.set_limit(std::min<uint32_t>(limit, 5000));
+    absl::StatusOr<uint32_t> limit = CountParam(req, "limit", 500, 0, UINT32_MAX);
+    if (!limit.ok()) return Fail(res, limit.status());
+    list.set_limit(std::min<uint32_t>(*limit, 5000));
     Reply(res, jobs_->List(*caller, list));
   });
   s.Get(R"(/api/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -475,24 +500,15 @@ void WebServer::RouteLive() {
     if (!caller.ok()) return Fail(res, caller.status());
     absl::StatusOr<LogQuery> q = EventQueryOf(req);
     if (!q.ok()) return Fail(res, q.status());
-    uint32_t tail = 50;
-    if (req.has_param("tail") &&
-        (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail == 0 || tail > 1000)) {
-      return Fail(res, absl::InvalidArgumentError("tail: a count from 1 to 1000"));
-    }
-    absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, tail);
+    absl::StatusOr<uint32_t> tail = CountParam(req, "tail", 50, 1, 1000);
+    if (!tail.ok()) return Fail(res, tail.status());
+    absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, *tail);
     if (!start.ok()) return Fail(res, start.status());
     q->after_seq = *start;
-    q->limit = tail;
+    q->limit = *tail;
     absl::StatusOr<std::vector<v1::Event>> events = jobs_->event_log().Read(*q);
     if (!events.ok()) return Fail(res, events.status());
-    std::string out = "{\"events\":[";
-    for (size_t i = 0; i < events->size(); ++i) {
-      std::string json;
-      google::protobuf::util::MessageToJsonString((*events)[i], &json);
-      out += (i == 0 ? "" : ",") + json;
-    }
-    res.set_content(out + "]}", "application/json");
+    res.set_content(JsonList("events", *events), "application/json");
   });
   // Live: the event log followed, from Last-Event-ID (or ?after=) or the newest ?tail=.
   s.Get("/api/v1/events/stream", [this](const httplib::Request& req, httplib::Response& res) {
@@ -503,15 +519,12 @@ void WebServer::RouteLive() {
     if (!SseResumeFrom(req, &q->after_seq)) {
       return Fail(res, absl::InvalidArgumentError("Last-Event-ID: not an event number"));
     }
-    uint32_t tail = 0;
-    if (req.has_param("tail") &&
-        (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail > 1000)) {
-      return Fail(res, absl::InvalidArgumentError("tail: a count up to 1000"));
-    }
+    absl::StatusOr<uint32_t> tail = CountParam(req, "tail", 0, 0, 1000);
+    if (!tail.ok()) return Fail(res, tail.status());
     if (q->after_seq == 0) {  // a first connection: the newest `tail` records, then live
-      absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, tail);
+      absl::StatusOr<uint64_t> start = jobs_->event_log().TailStart(*q, *tail);
       if (!start.ok()) return Fail(res, start.status());
-      q->after_seq = tail == 0 ? jobs_->event_log().durable_seq() : *start;
+      q->after_seq = *tail == 0 ? jobs_->event_log().durable_seq() : *start;
     }
     absl::StatusOr<StreamQuota::Ticket> ticket = deps_.follows->Acquire(caller->user);
     if (!ticket.ok()) return Busy(res, ticket.status());
@@ -528,40 +541,26 @@ void WebServer::RouteLive() {
           if (deps_.agents == nullptr) {
             return Fail(res, absl::UnavailableError("this server does not relay logs"));
           }
-          v1::LogsRequest logs;
-          logs.set_job_id(*id);
-          if (req.has_param("attempt")) {
-            uint32_t attempt = 0;
-            if (!absl::SimpleAtoi(req.get_param_value("attempt"), &attempt)) {
-              return Fail(res, absl::InvalidArgumentError("attempt: not a number"));
-            }
-            logs.set_attempt(attempt);
-          }
-          absl::StatusOr<LogTarget> target = jobs_->FindLogs(*caller, logs);
-          if (!target.ok()) return Fail(res, target.status());
-          absl::StatusOr<v1::Job> job = jobs_->Get(*caller, *id);
-          if (!job.ok()) return Fail(res, job.status());
+          absl::StatusOr<uint32_t> attempt = CountParam(req, "attempt", 0, 0, UINT32_MAX);
+          if (!attempt.ok()) return Fail(res, attempt.status());
+          absl::StatusOr<uint32_t> tail = CountParam(req, "tail", 64 << 10, 1, 16u << 20);
+          if (!tail.ok()) return Fail(res, tail.status());
           uint64_t resume = 0;
           if (!SseResumeFrom(req, &resume)) {
             return Fail(res, absl::InvalidArgumentError("Last-Event-ID: not a byte offset"));
           }
-          uint32_t tail = 64 << 10;
-          if (req.has_param("tail") && (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) ||
-                                        tail == 0 || tail > (16u << 20))) {
-            return Fail(res, absl::InvalidArgumentError("tail: bytes, from 1 to 16 MiB"));
-          }
+          v1::LogsRequest logs;
+          logs.set_job_id(*id);
+          logs.set_attempt(*attempt);
+          absl::StatusOr<LogTarget> target = jobs_->FindLogs(*caller, logs);
+          if (!target.ok()) return Fail(res, target.status());
           v1::ReadLogsRequest read;
           read.set_job_id(*id);
           read.set_attempt(target->attempt);
-          read.set_offset(resume > 0 ? static_cast<int64_t>(resume) : -static_cast<int64_t>(tail));
-          // Followed while the attempt it reads is the one running now.
-          const bool live =
-              (job->state() == v1::JOB_STATE_RUNNING || job->state() == v1::JOB_STATE_SCHEDULED ||
-               job->state() == v1::JOB_STATE_PREEMPTING) &&
-              target->attempt == static_cast<uint32_t>(job->attempts_size());
-          read.set_follow(live);
+          read.set_offset(resume > 0 ? static_cast<int64_t>(resume) : -static_cast<int64_t>(*tail));
+          read.set_follow(target->running);  // followed while that attempt runs
           StreamQuota::Ticket ticket;
-          if (live) {
+          if (target->running) {
             absl::StatusOr<StreamQuota::Ticket> place = deps_.follows->Acquire(caller->user);
             if (!place.ok()) return Busy(res, place.status());
             ticket = std::move(*place);
@@ -576,11 +575,8 @@ void WebServer::RouteLive() {
   s.Get("/api/v1/usage/daily", [this](const httplib::Request& req, httplib::Response& res) {
     absl::StatusOr<Caller> caller = Who(req, false);
     if (!caller.ok()) return Fail(res, caller.status());
-    uint32_t days = 30;
-    if (req.has_param("days") &&
-        (!absl::SimpleAtoi(req.get_param_value("days"), &days) || days == 0 || days > 400)) {
-      return Fail(res, absl::InvalidArgumentError("days: a count from 1 to 400"));
-    }
+    absl::StatusOr<uint32_t> days = CountParam(req, "days", 30, 1, 400);
+    if (!days.ok()) return Fail(res, days.status());
     v1::UsageRequest base;
     base.set_tenant(req.get_param_value("tenant"));
     const std::string by = req.has_param("by") ? req.get_param_value("by") : "tenant";
@@ -591,19 +587,17 @@ void WebServer::RouteLive() {
     base.set_by(group);
     const absl::Time today =
         absl::FromUnixSeconds(absl::ToUnixSeconds(clock_->Now()) / 86400 * 86400);  // UTC midnight
-    std::string out = "{\"days\":[";
-    for (uint32_t d = days + 1; d-- > 0;) {
+    std::vector<v1::UsageResponse> per_day;
+    for (uint32_t d = *days + 1; d-- > 0;) {
       v1::UsageRequest one = base;
       const absl::Time since = today - absl::Hours(24) * static_cast<int64_t>(d);
       one.set_since_ms(absl::ToUnixMillis(since));
       one.set_until_ms(absl::ToUnixMillis(since + absl::Hours(24)));
       absl::StatusOr<v1::UsageResponse> usage = jobs_->Usage(*caller, one);
       if (!usage.ok()) return Fail(res, usage.status());
-      std::string json;
-      google::protobuf::util::MessageToJsonString(*usage, &json);
-      out += (d == days ? "" : ",") + json;
+      per_day.push_back(std::move(*usage));
     }
-    res.set_content(out + "]}", "application/json");
+    res.set_content(JsonList("days", per_day), "application/json");
   });
 }
 

@@ -590,9 +590,10 @@ void Agent::WorkerLoop() {
     if (stream_ && now >= next_heartbeat_) {
       v1::AgentMessage hb;
       hb.mutable_heartbeat()->set_time_ms(clock_->NowMs());
-      if (gpu_usage_ms_ != 0) {
+      if (gpu_usage_ms_ != gpu_usage_sent_ms_) {  // each sample once, not every heartbeat
         *hb.mutable_heartbeat()->mutable_gpus() = {gpu_usage_.begin(), gpu_usage_.end()};
         hb.mutable_heartbeat()->set_gpus_sampled_ms(gpu_usage_ms_);
+        gpu_usage_sent_ms_ = gpu_usage_ms_;
       }
       SendLocked(std::move(hb));
       next_heartbeat_ = now + heartbeat_interval_;

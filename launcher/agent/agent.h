@@ -43,10 +43,10 @@
 #include "launcher/agent/effects_queue.h"
 #include "launcher/agent/epoch_fence.h"
 #include "launcher/agent/exit_plan.h"
+#include "launcher/agent/gpu_usage.h"
 #include "launcher/agent/isolation/isolator.h"
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
-#include "launcher/agent/gpu_usage.h"
 #include "launcher/agent/log_pump.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
@@ -289,6 +289,7 @@ class Agent {
   absl::Time next_stats_ = absl::InfinitePast();
   std::vector<v1::GpuUtilization> gpu_usage_;  // the last sample, under mu_
   int64_t gpu_usage_ms_ = 0;
+  int64_t gpu_usage_sent_ms_ = 0;  // the sample last put in a heartbeat
   bool lease_expired_ = false;
   bool stopping_ = false;
 

@@ -3,7 +3,9 @@
 // in line.
 #include <csignal>
 #include <iostream>
+#include <optional>
 
+#include "common/job_signal.h"
 #include "launcher/cli/commands.h"
 #include "launcher/cli/format.h"
 #include "launcher/cli/options.h"
@@ -183,14 +185,14 @@ int RunSignal(const Args& args) {
       opts, args, "signal", [](Client& client, const cxxopts::ParseResult& r, uint64_t id) {
         std::string name = r["signal"].as<std::string>();
         if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-        int sig = name == "USR1" ? SIGUSR1 : name == "USR2" ? SIGUSR2 : 0;
-        if (sig == 0) {
+        std::optional<int> sig = JobSignalByName(name);
+        if (!sig) {
           return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                               "--signal " + name + ": only USR1 or USR2 (use cancel to stop)");
         }
         v1::SignalRequest req;
         req.set_job_id(id);
-        req.set_signal(sig);
+        req.set_signal(*sig);
         v1::SignalResponse resp;
         auto ctx = client.Context();
         grpc::Status s = client.stub()->Signal(ctx.get(), req, &resp);

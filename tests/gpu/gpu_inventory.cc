@@ -39,10 +39,9 @@ int main(int argc, char** argv) {
         used = std::to_string(sample->memory_used_bytes);
       }
     }
-    std::printf("%u\t%s\t%s\t%llu\t%s\t%s\t%s\t%s\t%s\n", g.index, g.uuid.c_str(),
-                g.model.c_str(), static_cast<unsigned long long>(g.memory_bytes),
-                g.mig_profile.c_str(), g.parent_uuid.c_str(), g.pci_bus_id.c_str(), util.c_str(),
-                used.c_str());
+    std::printf("%u\t%s\t%s\t%llu\t%s\t%s\t%s\t%s\t%s\n", g.index, g.uuid.c_str(), g.model.c_str(),
+                static_cast<unsigned long long>(g.memory_bytes), g.mig_profile.c_str(),
+                g.parent_uuid.c_str(), g.pci_bus_id.c_str(), util.c_str(), used.c_str());
   }
   return 0;
 }

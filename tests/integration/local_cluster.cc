@@ -77,16 +77,15 @@ void LocalCluster::StartCoordinator() {
 
 void LocalCluster::StartAgent(int i, int gpus) {
   std::string name = "n" + std::to_string(i + 1);
-  std::vector<std::string> argv = {Bin("baton-agent"), "--name", name, "--coordinator", address_,
-                                   "--data-dir", dir() + "/" + name, "--fake-gpus",
-                                   std::to_string(gpus),
-                                   // What the fake GPUs report as busy (GpuUtilizationFile),
-                                   // sampled every second.
-                                   "--fake-gpu-utilization", GpuUtilizationFile(i),
-                                   "--stats-interval", "1s",
-                                   // Node names repeat across concurrent test runs on one
-                                   // host: isolation is tested with unique names of its own.
-                                   "--isolation", "none"};
+  std::vector<std::string> argv = {
+      Bin("baton-agent"), "--name", name, "--coordinator", address_, "--data-dir",
+      dir() + "/" + name, "--fake-gpus", std::to_string(gpus),
+      // What the fake GPUs report as busy (GpuUtilizationFile),
+      // sampled every second.
+      "--fake-gpu-utilization", GpuUtilizationFile(i), "--stats-interval", "1s",
+      // Node names repeat across concurrent test runs on one
+      // host: isolation is tested with unique names of its own.
+      "--isolation", "none"};
   for (auto& f : security_->AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
   agents_.push_back(
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, dir() + "/" + name));

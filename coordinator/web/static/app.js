@@ -372,10 +372,20 @@ function dailyBars(days, key) {
   return svg;
 }
 
+// The per-day usage changes by the day, not by the event: asked for once a minute at most,
+// however often the page is drawn again.
+let dailyUsage = {at: 0, body: null};
+async function daily30() {
+  if (!dailyUsage.body || Date.now() - dailyUsage.at > 60000) {
+    const body = await api('/api/v1/usage/daily?days=30').catch(() => ({days: []}));
+    dailyUsage = {at: Date.now(), body};
+  }
+  return dailyUsage.body;
+}
+
 async function tenants() {
   const seq = routeSeq;
-  const [s, daily] = await Promise.all([
-    api('/api/v1/shares'), api('/api/v1/usage/daily?days=30').catch(() => ({days: []}))]);
+  const [s, daily] = await Promise.all([api('/api/v1/shares'), daily30()]);
   const pct = x => `${Math.round((x || 0) * 100)}%`;
   const days = daily.days || [];
   // Members read their own tenants' usage only (as `baton usage`): others' cells stay empty.
