@@ -4,6 +4,7 @@
 // certificates), and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -513,6 +514,13 @@ absl::Status RunStandby(Flags& flags, baton::Store* store, const baton::TlsMater
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "restore") return Restore(argc, argv);
   baton::BlockStopSignals();
+  // Big buffers (a page of jobs, its JSON, a snapshot) from the heap, and freed memory
+  // kept for the next one, up to 64 MiB: glibc's defaults map each buffer over 128 KiB
+  // fresh and give free memory back at once, so that every 2 MiB page of `baton queue` or
+  // of the dashboard's queue faulted its memory in again (measured: half of the queue
+  // endpoint's time in the coordinator; baton-bench-web, docs/benchmarks.md).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   auto flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
     std::cerr << "baton-coordinator: " << flags.status().message() << "\n";

@@ -1,11 +1,10 @@
 #include "coordinator/web/event_hub.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <vector>
 
 #include "coordinator/web/sse.h"
+#include "proto/json.h"
 
 namespace baton::web {
 namespace {
@@ -53,9 +52,7 @@ std::shared_ptr<const Frame> EventHub::FrameOf(const v1::Event& ev) {
   f->seq = ev.log_seq();
   f->job_id = ev.job_id();
   f->kind = static_cast<int>(ev.kind());
-  std::string json;
-  google::protobuf::util::MessageToJsonString(ev, &json);
-  f->text = SseEvent(std::to_string(ev.log_seq()), "event", json);
+  f->text = SseEvent(std::to_string(ev.log_seq()), "event", ProtoJson(ev));
   return f;
 }
 

@@ -1,13 +1,12 @@
 #include "coordinator/web/log_feed.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/web/sse.h"
+#include "proto/json.h"
 
 namespace baton::web {
 namespace {
@@ -100,10 +99,8 @@ bool Step(Feed& f, SseWriter& writer, httplib::DataSink& sink) {
   std::deque<v1::LogChunk> chunks = f.reader->Take(&ended, &status);
   std::string out;
   for (const v1::LogChunk& c : chunks) {
-    std::string json;
-    if (!google::protobuf::util::MessageToJsonString(c, &json).ok()) return false;
-    out +=
-        SseEvent(std::to_string(c.offset() + static_cast<int64_t>(c.data().size())), "chunk", json);
+    out += SseEvent(std::to_string(c.offset() + static_cast<int64_t>(c.data().size())), "chunk",
+                    ProtoJson(c));
   }
   if (ended) {
     // The file read whole (OK), or why not; the page stops here rather than reconnect.

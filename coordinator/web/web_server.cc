@@ -1,6 +1,5 @@
 #include "coordinator/web/web_server.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +21,7 @@
 #include "coordinator/web/event_hub.h"
 #include "coordinator/web/log_feed.h"
 #include "coordinator/web/sse.h"
+#include "proto/json.h"
 
 namespace baton::web {
 namespace {
@@ -69,14 +69,8 @@ void Fail(httplib::Response& res, const absl::Status& s) {
 }
 
 void Reply(httplib::Response& res, const google::protobuf::Message& msg) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = false;  // proto3 JSON: lowerCamelCase, as the CLI's --json
-  std::string json;
-  if (auto s = google::protobuf::util::MessageToJsonString(msg, &json, opts); !s.ok()) {
-    return Fail(res, absl::InternalError("JSON: " + std::string(s.message())));
-  }
   res.status = 200;
-  res.set_content(json, "application/json");
+  res.set_content(ProtoJson(msg), "application/json");  // proto3 JSON, as the CLI's --json
 }
 
 template <typename T>
@@ -131,9 +125,8 @@ template <typename Message>
 std::string JsonList(const std::string& key, const std::vector<Message>& messages) {
   std::string out = "{\"" + key + "\":[";
   for (size_t i = 0; i < messages.size(); ++i) {
-    std::string json;
-    google::protobuf::util::MessageToJsonString(messages[i], &json);
-    out += (i == 0 ? "" : ",") + json;
+    if (i > 0) out += ',';
+    AppendProtoJson(messages[i], &out);
   }
   return out + "]}";
 }
@@ -400,6 +393,16 @@ void WebServer::Route() {
     list.set_all(req.get_param_value("all") == "1");
     list.set_tenant(req.get_param_value("tenant"));
     list.set_page_token(req.get_param_value("page_token"));
+    for (size_t i = 0; i < req.get_param_value_count("state"); ++i) {  // ?state=running&…
+      std::string name = "JOB_STATE_" + absl::AsciiStrToUpper(req.get_param_value("state", i));
+      v1::JobState state;
+      if (!v1::JobState_Parse(name, &state) || state == v1::JOB_STATE_UNSPECIFIED) {
+        return Fail(res, absl::InvalidArgumentError(
+                             "state: \"" + req.get_param_value("state", i) +
+                             "\" is not a job state (pending, running, succeeded, ...)"));
+      }
+      list.add_states(state);
+    }
     absl::StatusOr<uint32_t> limit = CountParam(req, "limit", 500, 0, UINT32_MAX);
     if (!limit.ok()) return Fail(res, limit.status());
     list.set_limit(std::min<uint32_t>(*limit, 5000));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "launcher/agent/nvml.h"
 #include "launcher/agent/topology.h"
 
@@ -59,7 +60,19 @@ std::vector<GpuInfo> FakeGpus(const InventoryOptions& o, const std::vector<v1::N
     g.numa_node = near.empty() ? -1 : near[i * near.size() / o.fake_gpus];
     g.fake = true;
     g.minor = static_cast<int32_t>(i);  // as /dev/nvidia<i> would be
-    gpus.push_back(std::move(g));
+    if (o.fake_mig_slices == 0) {
+      gpus.push_back(std::move(g));
+      continue;
+    }
+    for (uint32_t k = 0; k < o.fake_mig_slices; ++k) {  // NVML lists the slices, not the GPU
+      GpuInfo slice = g;
+      std::snprintf(uuid, sizeof uuid, "MIG-fake-%s-%u-%u", o.node_name.c_str(), i, k);
+      slice.uuid = uuid;
+      slice.parent_uuid = g.uuid;
+      slice.mig_profile = o.fake_mig_profile;
+      slice.memory_bytes = g.memory_bytes / o.fake_mig_slices;
+      gpus.push_back(std::move(slice));
+    }
   }
   return gpus;
 }
@@ -166,6 +179,27 @@ absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& o) {
   inv.set_nic(o.nic);
   inv.set_nic_mbps(o.nic_mbps);
   return inv;
+}
+
+absl::Status ParseFakeMig(const std::string& text, InventoryOptions* options) {
+  const size_t colon = text.rfind(':');
+  uint32_t slices = 0;
+  const std::string profile = text.substr(0, colon);
+  // NVML's profile names: "<compute slices>g.<memory>gb", e.g. 1g.18gb, 3g.40gb.
+  unsigned compute = 0, gb = 0;
+  char tail[4] = {};
+  const bool named = std::sscanf(profile.c_str(), "%ug.%u%3s", &compute, &gb, tail) == 3 &&
+                     std::string(tail) == "gb" && compute >= 1 && compute <= 7 && gb > 0 &&
+                     profile == std::to_string(compute) + "g." + std::to_string(gb) + "gb";
+  if (colon == std::string::npos || !named || !absl::SimpleAtoi(text.substr(colon + 1), &slices) ||
+      slices < 1 || slices > 7) {
+    return absl::InvalidArgumentError(
+        "--fake-mig: \"" + text +
+        "\" is not PROFILE:SLICES (a MIG profile such as 3g.40gb and 1 to 7 slices per GPU)");
+  }
+  options->fake_mig_profile = profile;
+  options->fake_mig_slices = slices;
+  return absl::OkStatus();
 }
 
 }  // namespace baton

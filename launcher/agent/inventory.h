@@ -22,6 +22,12 @@ struct InventoryOptions {
   uint32_t fake_gpus = 0;  // GPUs to invent on a machine without NVIDIA
   std::string fake_gpu_model = "FakeGPU";
   uint64_t fake_gpu_memory_bytes = 80ull << 30;
+  // Each fake GPU in MIG mode, cut into this many slices of this profile (0: whole GPUs),
+  // as NVML lists them: "MIG-…" slices with their GPU's UUID as parent and an equal part
+  // of its memory. For the dashboard's grid and the scheduler's MIG paths on a machine
+  // without NVIDIA.
+  std::string fake_mig_profile;
+  uint32_t fake_mig_slices = 0;
   std::string node_name;  // part of the fake GPUs' UUIDs
   std::string nic;        // cluster interface
   uint64_t nic_mbps = 0;  // its rate, from config (a veth has none)
@@ -34,5 +40,9 @@ struct InventoryOptions {
 absl::StatusOr<std::vector<uint32_t>> ParseCpuList(const std::string& text);
 
 absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& options);
+
+// --fake-mig "PROFILE:SLICES" ("3g.40gb:2") into `options`; InvalidArgument naming what is
+// wrong (a profile as NVML names them, 1 to 7 slices).
+absl::Status ParseFakeMig(const std::string& text, InventoryOptions* options);
 
 }  // namespace baton

@@ -118,6 +118,8 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(""))
       ("fake-gpu-memory", "memory of each fake GPU",
        cxxopts::value<std::string>()->default_value("80Gi"))
+      ("fake-mig", "each fake GPU in MIG mode, as SLICES slices of PROFILE (PROFILE:SLICES, "
+       "e.g. 3g.40gb:2)", cxxopts::value<std::string>()->default_value(""))
       ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
       ("label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("taint", "node taint key=value:Effect (repeatable)",
@@ -232,6 +234,11 @@ Flags ParseFlags(int argc, char** argv) {
   if (!rate.ok())
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
+  if (const std::string mig = r["fake-mig"].as<std::string>(); !mig.empty()) {
+    if (absl::Status s = baton::ParseFakeMig(mig, &f.inventory); !s.ok()) {
+      throw cxxopts::exceptions::exception(std::string(s.message()));
+    }
+  }
   auto max_log = baton::ParseBytes(r["max-log-bytes"].as<std::string>());
   if (!max_log.ok() || *max_log < 4096) {
     throw cxxopts::exceptions::exception(

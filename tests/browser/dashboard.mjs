@@ -93,6 +93,14 @@ try {
   // marked as nearly idle.
   await page.waitForSelector('#gpu-grid .gpu.held-idle', {timeout: 15000});
   check((await page.textContent('#gpu-grid')).includes('3%'), 'utilisation on the grid');
+  // MIG slices inside their GPU: two slices of n2's one GPU, one held by bob's service.
+  const slices = await page.$$eval('#gpu-grid .mig .gpu', e => e.map(x => x.textContent));
+  check(slices.length === 2, `two MIG slices drawn in one GPU (saw ${slices.length})`);
+  check(slices.some(t => t.startsWith(`${args.sliced} `) && t.includes('3g.40gb')),
+        'the slice holding the MIG job shows the job and its profile');
+  check(slices.some(t => t.startsWith('·')), 'the other slice free');
+  check((await page.textContent('main')).includes('1 (2 MIG slices)'),
+        'the node table counts the GPU and its slices');
   await shot(page, 'nodes');
   await page.goto(`${origin}/#/tenants`);
   await page.waitForSelector('#tenants svg', {timeout: 10000});

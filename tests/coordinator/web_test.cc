@@ -11,6 +11,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "common/net.h"
 #include "coordinator/web/assets.h"
 #include "coordinator/web/elastic_pool.h"
@@ -324,6 +325,27 @@ TEST_F(WebServerTest, DataIsTheApisOwnMessagesAuthorizedAsTheCliWouldBe) {
       EXPECT_EQ(j.spec().env().at("WANDB_API_KEY"), "hunter2") << "her own";
     }
   }
+  // ?state= filters as `baton queue --state` does (the nodes page asks for the holders).
+  auto count = [&](const std::string& query) {
+    auto r = Client()->Get("/api/v1/jobs?" + query, {{"Cookie", cookie}});
+    v1::ListResponse page;
+    if (!r || r->status != 200 ||
+        !google::protobuf::util::JsonStringToMessage(r->body, &page).ok()) {
+      return -1;
+    }
+    return page.jobs_size();
+  };
+  const v1::JobState now = parsed.jobs(0).state();
+  EXPECT_EQ(count("state=" + absl::AsciiStrToLower(v1::JobState_Name(now).substr(10))), 2);
+  EXPECT_EQ(count("state=succeeded&state=failed"), 0);
+  auto bad = Client()->Get("/api/v1/jobs?state=sleeping", {{"Cookie", cookie}});
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(nlohmann::json::parse(bad->body)
+                .value("message", "")
+                .rfind("state: \"sleeping\" is not a job state", 0),
+            0u)
+      << bad->body;
+
   auto one = Client()->Get("/api/v1/jobs/" + std::to_string(*alices), {{"Cookie", cookie}});
   v1::Job job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(one->body, &job).ok()) << one->body;

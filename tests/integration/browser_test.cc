@@ -75,6 +75,14 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
       << cluster.Describe(running_id);
   ASSERT_TRUE(cluster.WaitForState(training_id, "JOB_STATE_RUNNING"))
       << cluster.Describe(training_id);
+  // A second node whose GPU is in MIG mode (two slices); bob's service holds one of them.
+  ASSERT_TRUE(cluster.AddAgent(/*gpus=*/1, {"--fake-mig", "3g.40gb:2"}));
+  CommandResult sliced = cluster.Baton({"submit", "-q", "--class", "inference", "--mig", "3g.40gb",
+                                        "--gpus", "1", "--cpus", "1", "--", "sleep", "600"},
+                                       kBob);
+  ASSERT_EQ(sliced.exit_code, 0) << sliced.err;
+  const uint64_t sliced_id = ClusterClient::SubmittedId(sliced.out);
+  ASSERT_TRUE(cluster.WaitForState(sliced_id, "JOB_STATE_RUNNING")) << cluster.Describe(sliced_id);
 
   auto link = [&cluster](const std::string& user) {
     CommandResult ui = cluster.Baton({"ui"}, user);
@@ -92,6 +100,7 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
                                {"cancelled", cancelled_id},
                                {"running", std::to_string(running_id)},
                                {"training", std::to_string(training_id)},
+                               {"sliced", std::to_string(sliced_id)},
                                {"markup", markup},
                                {"evictFile", evict_file},
                                {"shots", shots}};

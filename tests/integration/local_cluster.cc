@@ -75,7 +75,13 @@ void LocalCluster::StartCoordinator() {
   web_address_ = web.substr(0, web.find('\n'));
 }
 
-void LocalCluster::StartAgent(int i, int gpus) {
+bool LocalCluster::AddAgent(int gpus, const std::vector<std::string>& flags) {
+  const int i = static_cast<int>(agents_.size());
+  StartAgent(i, gpus, flags);
+  return WaitForReadyNodes(i + 1, std::chrono::seconds(20));
+}
+
+void LocalCluster::StartAgent(int i, int gpus, const std::vector<std::string>& flags) {
   std::string name = "n" + std::to_string(i + 1);
   std::vector<std::string> argv = {
       Bin("baton-agent"), "--name", name, "--coordinator", address_, "--data-dir",
@@ -87,6 +93,7 @@ void LocalCluster::StartAgent(int i, int gpus) {
       // host: isolation is tested with unique names of its own.
       "--isolation", "none"};
   for (auto& f : security_->AgentFlags(name, {"IP:127.0.0.1"})) argv.push_back(f);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   agents_.push_back(
       std::make_unique<Subprocess>(argv, std::map<std::string, std::string>{}, dir() + "/" + name));
 }

@@ -77,13 +77,17 @@ class LocalCluster : public ClusterClient {
   // The web dashboard's host:port (--web-listen, TLS with the coordinator's certificate).
   const std::string& web_address() const { return web_address_; }
 
+  // One more agent (named n<count+1>) with `gpus` fake GPUs and more agent flags (e.g.
+  // --fake-mig), waited for until every agent is ready; false if it is not.
+  bool AddAgent(int gpus, const std::vector<std::string>& flags);
+
   void KillCoordinator(int sig);
   void StartCoordinator();  // on the same data dir and port as before
   pid_t CoordinatorPid() const { return coordinator_ ? coordinator_->pid() : -1; }
 
  private:
   std::string web_address_;
-  void StartAgent(int i, int gpus);
+  void StartAgent(int i, int gpus, const std::vector<std::string>& flags = {});
 
   TempDir dir_;
   std::unique_ptr<TestSecurity> security_;

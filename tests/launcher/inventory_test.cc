@@ -123,6 +123,40 @@ TEST_F(InventoryTest, InventsFakeGpusSpreadOverNumaNodes) {
   EXPECT_THAT(numa, ElementsAre(0, 0, 1, 1));
 }
 
+TEST_F(InventoryTest, FakeGpusInMigModeAreListedAsTheirSlices) {
+  options_.fake_gpus = 2;
+  options_.fake_gpu_memory_bytes = 80ull << 30;
+  ASSERT_TRUE(ParseFakeMig("3g.40gb:2", &options_).ok());
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->gpus_size(), 4);
+  std::set<std::string> uuids, parents;
+  for (const v1::Gpu& g : inv->gpus()) {
+    EXPECT_EQ(g.mig_profile(), "3g.40gb");
+    EXPECT_EQ(g.memory_bytes(), 40ull << 30);
+    EXPECT_THAT(g.uuid(), ::testing::StartsWith("MIG-"));
+    EXPECT_THAT(g.parent_uuid(), ::testing::StartsWith("GPU-"));
+    uuids.insert(g.uuid());
+    parents.insert(g.parent_uuid());
+  }
+  EXPECT_EQ(uuids.size(), 4u);
+  EXPECT_EQ(parents.size(), 2u);
+  EXPECT_EQ(inv->gpus(1).parent_uuid(), inv->gpus(0).parent_uuid());
+}
+
+TEST(FakeMig, RefusesWhatIsNotProfileColonSlices) {
+  InventoryOptions o;
+  for (const char* bad : {"", "3g.40gb", "3g.40gb:0", "3g.40gb:8", "3g.40gb:x", "40gb:2", "3g.40:2",
+                          "0g.10gb:1", ":2", "3g.40gbx:2"}) {
+    absl::Status s = ParseFakeMig(bad, &o);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("--fake-mig")) << bad;
+  }
+  ASSERT_TRUE(ParseFakeMig("1g.18gb:7", &o).ok());
+  EXPECT_EQ(o.fake_mig_profile, "1g.18gb");
+  EXPECT_EQ(o.fake_mig_slices, 7u);
+}
+
 TEST_F(InventoryTest, FakeGpuUuidsDifferBetweenNodes) {
   options_.fake_gpus = 2;
   auto a = ReadInventory(options_);

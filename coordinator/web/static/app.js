@@ -279,13 +279,25 @@ async function job(id) {
          {event: debounce(() => seq === routeSeq ? refresh() : Promise.resolve(), 100)});
 }
 
+// Every job that holds GPUs, page by page.
+async function holders() {
+  const out = [];
+  let token = '';
+  do {
+    const page = await api('/api/v1/jobs?state=scheduled&state=running&state=preempting&limit=5000' +
+                           (token ? `&page_token=${encodeURIComponent(token)}` : ''));
+    out.push(...(page.jobs || []));
+    token = page.nextPageToken || '';
+  } while (token);
+  return out;
+}
+
 // GPUs as a grid, each coloured by the class of the job that holds it.
 async function nodes() {
   const seq = routeSeq;
-  const [list, jobs] = await Promise.all([api('/api/v1/nodes'), api('/api/v1/jobs')]);
+  const [list, jobs] = await Promise.all([api('/api/v1/nodes'), holders()]);
   const holder = new Map();  // GPU UUID -> job
-  for (const j of jobs.jobs || []) {
-    if (!['running', 'scheduled', 'preempting'].includes(state(j.state))) continue;
+  for (const j of jobs) {
     const a = (j.attempts || [])[(j.attempts || []).length - 1];
     for (const p of (a && a.placement) || []) for (const g of p.gpuIds || []) holder.set(g, j);
   }
@@ -298,19 +310,35 @@ async function nodes() {
     row.appendChild(el('span', `${n.name}${n.drain ? ' (drained)' : down ? ` (${state(n.state)})` : ''}`,
                        {class: down ? 'node-name bad' : 'node-name'}));
     const use = new Map((n.gpuUtilization || []).map(u => [u.uuid, u]));
-    for (const g of (n.inventory && n.inventory.gpus) || []) {
+    const cell = (g) => {
       const j = holder.get(g.uuid);
       const u = use.get(g.uuid);
       const pct = u && u.percent !== undefined ? Number(u.percent) : null;
       // Held but (nearly) idle: the GPUs a platform team asks about first.
       const idle = j && pct !== null && pct < 10;
-      const cell = el('span', `${j ? j.id : '·'} ${pct === null ? '?' : pct + '%'}`, {
+      const label = `${j ? j.id : '·'} ${g.migProfile ? g.migProfile : pct === null ? '?' : pct + '%'}`;
+      return el('span', label, {
         class: `gpu ${j ? colourOf(j.spec.priorityClass) : 'idle'}${idle ? ' held-idle' : ''}`,
         title: `${g.uuid}${g.model ? ' ' + g.model : ''}` +
+               `${g.migProfile ? ` — MIG slice ${g.migProfile} of ${g.parentUuid}` : ''}` +
                `${j ? ` — job ${j.id} (${j.spec.priorityClass})` : ' — free'}` +
                ` — utilisation ${pct === null ? 'unknown' : pct + '%'}` +
                `${u && u.memoryUsedBytes ? `, ${(Number(u.memoryUsedBytes) / 2 ** 30).toFixed(1)} GiB in use` : ''}`});
-      row.appendChild(cell);
+    };
+    // MIG slices drawn inside their physical GPU, in the inventory's order.
+    const mig = new Map();  // parent UUID -> its box
+    for (const g of (n.inventory && n.inventory.gpus) || []) {
+      if (!g.parentUuid) {
+        row.appendChild(cell(g));
+        continue;
+      }
+      let box = mig.get(g.parentUuid);
+      if (!box) {
+        box = el('span', null, {class: 'mig', title: `${g.parentUuid} in MIG mode`});
+        mig.set(g.parentUuid, box);
+        row.appendChild(box);
+      }
+      box.appendChild(cell(g));
     }
     grid.appendChild(row);
   }
@@ -320,16 +348,25 @@ async function nodes() {
   for (const c of classes) legend.appendChild(el('span', c, {class: `gpu ${colourOf(c)}`}));
   legend.appendChild(el('span', 'held, under 10% busy', {class: 'gpu idle held-idle'}));
   legend.appendChild(el('span', 'free', {class: 'gpu idle'}));
+  legend.appendChild(el('span', 'MIG slices of one GPU', {class: 'mig legend-mig'}));
   frag.appendChild(legend);
   frag.appendChild(el('h2', 'Nodes'));
   frag.appendChild(table(
       ['Node', 'Pool', 'State', 'GPUs', 'Allocated', 'Jobs', 'Drained', ''],
-      (list.nodes || []).map(n => [n.name, n.pool || 'default', state(n.state),
-                                   ((n.inventory && n.inventory.gpus) || []).length,
+      (list.nodes || []).map(n => [n.name, n.pool || 'default', state(n.state), gpuCount(n),
                                    n.allocatedGpus || 0, (n.runningJobs || []).join(' '),
                                    n.drain ? `${n.drain.by}: ${n.drain.reason}` : '',
                                    me.admin ? nodeAction(n) : ''])));
   show(seq, frag);
+}
+
+// "2", or "1 (2 MIG slices)" where GPUs are in MIG mode.
+function gpuCount(n) {
+  const gpus = (n.inventory && n.inventory.gpus) || [];
+  const slices = gpus.filter(g => g.parentUuid);
+  if (!slices.length) return gpus.length;
+  const physical = gpus.length - slices.length + new Set(slices.map(g => g.parentUuid)).size;
+  return `${physical} (${slices.length} MIG slices)`;
 }
 
 function nodeAction(n) {
