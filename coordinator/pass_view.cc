@@ -42,6 +42,11 @@ ClusterShape ShapeOf(const NodeRegistry::Table& nodes) {
     shape.max_cpu_millis_per_node =
         std::max<uint64_t>(shape.max_cpu_millis_per_node, uint64_t{inv.cpus()} * 1000);
     shape.max_memory_bytes_per_node = std::max(shape.max_memory_bytes_per_node, inv.memory_bytes());
+    for (const v1::Gpu& g : inv.gpus()) {
+      if (g.mig_profile().empty()) {
+        shape.max_gpu_memory_bytes = std::max(shape.max_gpu_memory_bytes, g.memory_bytes());
+      }
+    }
     if (shape.nodes_with_at_least_gpus.size() <= gpus) {
       shape.nodes_with_at_least_gpus.resize(gpus + 1, 0);
     }

@@ -147,7 +147,7 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
               "min_runtime", "tenants", "pids_limit", "stop_after_disconnect",
               "evicts_within_min_runtime", "restart_backoff", "restart_backoff_cap",
-              "healthy_after", "topology"})) {
+              "healthy_after", "topology", "gpu_sharing"})) {
     return c;
   }
   if (const YAML::Node t = n["topology"];
@@ -178,6 +178,8 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
   c.evicts_within_min_runtime = c.name == "inference-critical";
   r.Scalar(n["evicts_within_min_runtime"], where + ".evicts_within_min_runtime",
            &c.evicts_within_min_runtime);
+  r.Scalar(n["gpu_sharing"], where + ".gpu_sharing", &c.gpu_sharing);
+  if (c.gpu_sharing == "none") c.gpu_sharing.clear();
   if (!n["name"]) r.problems().Add(where, "a class needs a name");
   if (!n["value"]) r.problems().Add(where, "a class needs a value");
   return c;
@@ -504,6 +506,12 @@ void CheckClasses(const Policy& p, Problems& out) {
     if (c.cooldown_base_s <= 0) out.Add(w, "cooldown must be positive");
     if (c.cooldown_cap_s < c.cooldown_base_s) out.Add(w, "cooldown_cap is below cooldown");
     if (c.min_runtime_s < 0) out.Add(w, "min_runtime is negative");
+    if (!c.gpu_sharing.empty() && c.gpu_sharing != "mps") {
+      out.Add(w + ".gpu_sharing", "'" + c.gpu_sharing + "' is not mps or none");
+    } else if (!c.gpu_sharing.empty() && !c.service) {
+      out.Add(w + ".gpu_sharing",
+              "mps only for service (inference) classes: training never shares a GPU");
+    }
     if (!c.topology.level.empty() && sched::TopologyLevelIndex(p, c.topology.level) < 0) {
       out.Add(w + ".topology.level", "'" + c.topology.level + "' is not one of topology.levels");
     }
@@ -715,6 +723,10 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
                old->cooldown_base_s != c.cooldown_base_s || old->min_runtime_s != c.min_runtime_s ||
                old->cooldown_cap_s != c.cooldown_cap_s || old->service != c.service) {
       parts.push_back("class " + c.name + ": eviction settings changed");
+    } else if (old->gpu_sharing != c.gpu_sharing) {
+      parts.push_back("class " + c.name + ": gpu_sharing " +
+                      (old->gpu_sharing.empty() ? "none" : old->gpu_sharing) + " -> " +
+                      (c.gpu_sharing.empty() ? "none" : c.gpu_sharing));
     }
   }
   for (const auto& c : before.classes) {

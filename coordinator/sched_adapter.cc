@@ -15,6 +15,8 @@ sched::JobRequest RequestOf(const v1::JobSpec& spec) {
   r.mig_profile = spec.mig_profile();
   r.gpu_model = spec.gpu_model();
   r.mpi = spec.launch_mode() == v1::LAUNCH_MODE_MPI;
+  r.gpu_share_percent = spec.gpu_share_percent();
+  r.gpu_memory_bytes = spec.gpu_memory_bytes();
   r.pool = spec.pool();
   r.selector.insert(spec.node_selector().begin(), spec.node_selector().end());
   for (const auto& t : spec.tolerations()) {

@@ -166,6 +166,23 @@ absl::Status CheckShape(const Policy& policy, v1::JobSpec* spec) {
   if (spec->memory_bytes_per_node() == 0) {
     spec->set_memory_bytes_per_node(policy.default_memory_bytes_per_rank * spec->ranks_per_node());
   }
+  if (spec->gpu_share_percent() > 0) {
+    // A share is of one GPU, for one process: the GPU is implied when not given.
+    if (spec->gpus_per_node() == 0) spec->set_gpus_per_node(1);
+    if (spec->gpu_share_percent() > 100) return Invalid("gpu_share_percent", "at most 100%");
+    if (spec->nodes() != 1 || spec->ranks_per_node() != 1 || spec->gpus_per_node() != 1) {
+      return Invalid("gpu_share_percent",
+                     "a share is of one GPU for one rank: nodes, ranks_per_node and "
+                     "gpus_per_node must be 1");
+    }
+    if (!spec->mig_profile().empty()) {
+      return Invalid("gpu_share_percent", "a share is of a whole GPU, not of a MIG slice");
+    }
+    if (spec->gpu_memory_bytes() == 0) {
+      return Invalid("gpu_share_percent",
+                     "needs gpu_memory beside it: the GPU memory MPS pins for the share");
+    }
+  }
   if (!spec->mig_profile().empty()) {
     if (!IsMigProfile(spec->mig_profile())) {
       return Invalid("mig_profile",
@@ -251,6 +268,12 @@ absl::Status CheckFits(const ClusterShape& shape, const v1::JobSpec& spec) {
     return Invalid("cpu_millis_per_node", FormatCpuMillis(spec.cpu_millis_per_node()) +
                                               " CPUs per node, but the largest node has " +
                                               FormatCpuMillis(shape.max_cpu_millis_per_node));
+  }
+  if (spec.gpu_share_percent() > 0 && shape.max_gpu_memory_bytes > 0 &&
+      spec.gpu_memory_bytes() > shape.max_gpu_memory_bytes) {
+    return Invalid("gpu_memory_bytes", FormatBytes(spec.gpu_memory_bytes()) +
+                                           " for a share, but the largest GPU has " +
+                                           FormatBytes(shape.max_gpu_memory_bytes));
   }
   if (spec.memory_bytes_per_node() > shape.max_memory_bytes_per_node) {
     return Invalid("memory_bytes_per_node", FormatBytes(spec.memory_bytes_per_node()) +

@@ -20,6 +20,7 @@ struct ClusterShape {
   uint32_t max_gpus_per_node = 0;
   uint64_t max_cpu_millis_per_node = 0;
   uint64_t max_memory_bytes_per_node = 0;
+  uint64_t max_gpu_memory_bytes = 0;  // the largest whole GPU's memory (MIG slices apart)
   // How many nodes have at least g GPUs, for g = 0..max_gpus_per_node.
   std::vector<uint32_t> nodes_with_at_least_gpus;
 };

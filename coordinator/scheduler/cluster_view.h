@@ -81,6 +81,11 @@ struct TopologyRequest {
 };
 
 // What a job asks for: `nodes` nodes, each giving the per-node amounts (JobSpec fields).
+// The GPU kind a request for an MPS share needs, in the pass's table of kinds beside the
+// MIG profiles ("1g.18gb"): no GPU is of it until agents offer GPUs as MPS pools, so a
+// share waits, with its reason, and is never placed on a whole GPU.
+inline constexpr char kMpsShareKind[] = "mps";
+
 struct JobRequest {
   uint32_t nodes = 1;
   uint32_t ranks_per_node = 1;
@@ -90,7 +95,10 @@ struct JobRequest {
   std::string mig_profile;  // "" for whole GPUs
   std::string gpu_model;    // "" for any; else a substring of the GPU model
   bool mpi = false;         // launch mode mpi: NCCL training, never on MIG slices
-  std::string pool;         // "" is the policy's default pool
+  // An MPS share of one GPU (1..100 percent; 0: whole GPUs) with the GPU memory it may use.
+  uint32_t gpu_share_percent = 0;
+  uint64_t gpu_memory_bytes = 0;
+  std::string pool;                             // "" is the policy's default pool
   std::map<std::string, std::string> selector;  // node labels that must match
   std::vector<Toleration> tolerations;
   TopologyRequest topology;  // level "": the class's default, if it has one

@@ -251,6 +251,12 @@ int32_t ProfileId(Pass& pass, const std::string& profile) {
   return static_cast<int32_t>(pass.profiles.size() - 1);
 }
 
+// The GPU kind a request needs: its MIG profile, the MPS share kind, or "" (whole GPUs).
+const std::string& KindOf(const JobRequest& r) {
+  static const std::string mps = kMpsShareKind;
+  return r.gpu_share_percent > 0 ? mps : r.mig_profile;
+}
+
 int32_t ModelId(Pass& pass, const std::string& model) {
   if (model.empty()) return -1;
   auto it = std::find(pass.model_filters.begin(), pass.model_filters.end(), model);
@@ -271,7 +277,7 @@ Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) 
   s.gpus = r.gpus_per_node;
   s.cpu = r.cpu_millis_per_node;
   s.mem = r.memory_bytes_per_node;
-  s.profile = ProfileId(pass, r.mig_profile);
+  s.profile = ProfileId(pass, KindOf(r));
   s.model = ModelId(pass, r.gpu_model);
   s.service = service;
   s.mpi = r.mpi;
@@ -333,7 +339,7 @@ void BuildJobs(Pass& pass) {
             r.gpus_per_node,
             r.cpu_millis_per_node,
             r.memory_bytes_per_node,
-            ProfileId(pass, r.mig_profile),
+            ProfileId(pass, KindOf(r)),
             ModelId(pass, r.gpu_model),
             service,
             r.mpi,

@@ -140,6 +140,14 @@ absl::Status CheckRequest(const Policy& policy, const std::string& tenant,
         "MIG slices are for inference classes; class " + cls->name +
         " is training and never runs on a MIG slice (mpi or direct mode); ask for whole GPUs");
   }
+  if (r.gpu_share_percent > 0 && cls->gpu_sharing != "mps") {
+    return absl::InvalidArgumentError(
+        "class " + cls->name + " may not share a GPU (its policy has no gpu_sharing: mps" +
+        (cls->service ? "" : "; training never shares one") + "); ask for whole GPUs");
+  }
+  if (r.gpu_share_percent > 0 && r.mpi) {
+    return absl::InvalidArgumentError("a GPU share is never used for NCCL (mpi) training");
+  }
   if (!r.mig_profile.empty() && r.mpi) {
     return absl::InvalidArgumentError(
         "MIG slices are never used for NCCL (mpi) training; ask for whole GPUs");

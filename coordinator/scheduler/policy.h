@@ -37,6 +37,9 @@ struct PriorityClass {
   bool evicts_within_min_runtime = false;
   // The topology its jobs get when their spec names none (level "": none).
   TopologyRequest topology;
+  // "mps": its jobs may ask for a share of one GPU (JobSpec.gpu_share_percent); "": never.
+  // Service (inference) classes only: training never shares a GPU.
+  std::string gpu_sharing;
 };
 
 // Where a level named in the policy without a '/' finds its label: "leaf" is

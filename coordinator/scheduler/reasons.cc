@@ -17,8 +17,13 @@ constexpr char kDeferred[] = "; preemption deferred: this pass spent its search 
 std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
   std::string out = std::to_string(s.nodes) + " node(s) with ";
   if (s.gpus) {
-    out += std::to_string(s.gpus) +
-           (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");
+    if (r.gpu_share_percent > 0) {
+      out += "a " + std::to_string(r.gpu_share_percent) + "% share with " +
+             FormatBytes(r.gpu_memory_bytes) + " of a GPU offered as an MPS pool";
+    } else {
+      out += std::to_string(s.gpus) +
+             (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");
+    }
     if (!r.gpu_model.empty()) out += " (" + r.gpu_model + ")";
     out += ", ";
   }

@@ -122,8 +122,13 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
   }
   o << "  Tenant:     " << s.tenant() << "   user " << job.user() << "   class "
     << s.priority_class() << "\n";
-  o << "  Shape:      " << s.nodes() << " node(s) x " << s.ranks_per_node() << " rank(s), "
-    << s.gpus_per_node() << " GPU(s), " << FormatCpuMillis(s.cpu_millis_per_node()) << " CPUs, "
+  // A share: "a 25% share of a GPU with 20Gi" where the GPUs would be.
+  const std::string gpus = s.gpu_share_percent() > 0
+                               ? "a " + std::to_string(s.gpu_share_percent()) +
+                                     "% share of a GPU with " + FormatBytes(s.gpu_memory_bytes())
+                               : std::to_string(s.gpus_per_node()) + " GPU(s)";
+  o << "  Shape:      " << s.nodes() << " node(s) x " << s.ranks_per_node() << " rank(s), " << gpus
+    << ", " << FormatCpuMillis(s.cpu_millis_per_node()) << " CPUs, "
     << FormatBytes(s.memory_bytes_per_node()) << " memory per node; mode "
     << LaunchModeName(s.launch_mode()) << "\n";
   std::string cmd;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/ids.h"
 #include "common/resources.h"
@@ -165,6 +166,20 @@ absl::Status SetArray(const std::string& v, v1::JobSpec* s) {
   return absl::OkStatus();
 }
 
+// "25%" (or "25"): an MPS share of one GPU, 1 to 100 percent.
+absl::Status SetGpuShare(const std::string& v, v1::JobSpec* s) {
+  std::string digits = v;
+  if (!digits.empty() && digits.back() == '%') digits.pop_back();
+  uint32_t pct = 0;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(digits, &pct) || pct == 0 || pct > 100) {
+    return absl::InvalidArgumentError("'" + v +
+                                      "' is not a share of a GPU from 1% to 100% (e.g. 25%)");
+  }
+  s->set_gpu_share_percent(pct);
+  return absl::OkStatus();
+}
+
 const std::map<std::string, Setter>& Fields() {
   static const auto* fields = new std::map<std::string, Setter>{
       {"name", Text(&v1::JobSpec::set_name)},
@@ -179,6 +194,7 @@ const std::map<std::string, Setter>& Fields() {
        Quantity(ParseBytes, [](v1::JobSpec* s, uint64_t v) { s->set_memory_bytes_per_node(v); })},
       {"gpu_memory",
        Quantity(ParseBytes, [](v1::JobSpec* s, uint64_t v) { s->set_gpu_memory_bytes(v); })},
+      {"gpu_share", SetGpuShare},
       {"network_cap",
        Quantity(ParseMbps, [](v1::JobSpec* s, uint64_t v) { s->set_network_mbps(v); })},
       {"gpu_model", Text(&v1::JobSpec::set_gpu_model)},

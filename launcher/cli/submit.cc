@@ -32,6 +32,7 @@ constexpr std::pair<const char*, const char*> kScalarFlags[] = {
     {"cpus", "cpus_per_node"},
     {"mem", "memory_per_node"},
     {"gpu-mem", "gpu_memory"},
+    {"gpu-share", "gpu_share"},
     {"net-cap", "network_cap"},
     {"gpu-model", "gpu_model"},
     {"mig", "mig_profile"},
@@ -62,6 +63,7 @@ cxxopts::Options SubmitOptions() {
       "cpus", "CPUs per node (2, 0.5, 500m)", cxxopts::value<std::string>())(
       "mem", "memory per node (16Gi)", cxxopts::value<std::string>())(
       "gpu-mem", "GPU memory per GPU (20Gi)", cxxopts::value<std::string>())(
+      "gpu-share", "an MPS share of one GPU (25%), with --gpu-mem", cxxopts::value<std::string>())(
       "net-cap", "egress cap per node (1gbit)", cxxopts::value<std::string>())(
       "gpu-model", "GPU model", cxxopts::value<std::string>())("mig", "MIG profile (1g.18gb)",
                                                                cxxopts::value<std::string>())(

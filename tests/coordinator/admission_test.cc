@@ -1,4 +1,6 @@
 // Spec admission, the state machine and first-fit placement: the pure pieces.
+#include <functional>
+
 #include "coordinator/job_state.h"
 #include "coordinator/spec_validation.h"
 #include "gtest/gtest.h"
@@ -90,6 +92,69 @@ TEST(Admission, TrainingOnAMigSliceIsRefusedInEitherModeNamingMig) {
     absl::Status st = Admit(&s);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << "mpi " << mpi;
     EXPECT_NE(Why(st).find("never runs on a MIG slice"), std::string::npos) << Why(st);
+  }
+}
+
+// A policy whose inference class may share GPUs (classes[].gpu_sharing: mps).
+Policy SharingPolicy() {
+  Policy p = AdmissionPolicy();
+  for (auto& c : p.classes) {
+    if (c.name == "inference") c.gpu_sharing = "mps";
+  }
+  return p;
+}
+
+v1::JobSpec Share(uint32_t percent, uint64_t gpu_memory) {
+  v1::JobSpec s = Minimal();
+  s.set_priority_class("inference");
+  s.set_gpu_share_percent(percent);
+  s.set_gpu_memory_bytes(gpu_memory);
+  return s;
+}
+
+TEST(Admission, AShareOfOneGpuForOneRankInAClassThatMayShare) {
+  ClusterShape shape = TwoNodesOf4Gpus();
+  shape.max_gpu_memory_bytes = 80ull << 30;
+  v1::JobSpec s = Share(25, 20ull << 30);
+  ASSERT_TRUE(ValidateAndDefaultSpec(Alice(), SharingPolicy(), shape, &s).ok());
+  EXPECT_EQ(s.gpus_per_node(), 1u) << "the one GPU a share is of";
+  EXPECT_EQ(s.gpu_share_percent(), 25u);
+}
+
+TEST(Admission, ASharesBadShapesAndClassesAreRefusedNamingTheField) {
+  ClusterShape shape = TwoNodesOf4Gpus();
+  shape.max_gpu_memory_bytes = 80ull << 30;
+  struct Case {
+    const char* what;
+    std::function<void(v1::JobSpec*)> mutate;
+    Policy policy;
+    const char* says;  // the start of the message
+  } cases[] = {
+      {"over 100%", [](v1::JobSpec* s) { s->set_gpu_share_percent(101); }, SharingPolicy(),
+       "spec.gpu_share_percent: at most 100%"},
+      {"two GPUs", [](v1::JobSpec* s) { s->set_gpus_per_node(2); }, SharingPolicy(),
+       "spec.gpu_share_percent: a share is of one GPU for one rank"},
+      {"two ranks", [](v1::JobSpec* s) { s->set_ranks_per_node(2); }, SharingPolicy(),
+       "spec.gpu_share_percent: a share is of one GPU for one rank"},
+      {"two nodes", [](v1::JobSpec* s) { s->set_nodes(2); }, SharingPolicy(),
+       "spec.gpu_share_percent: a share is of one GPU for one rank"},
+      {"no memory", [](v1::JobSpec* s) { s->set_gpu_memory_bytes(0); }, SharingPolicy(),
+       "spec.gpu_share_percent: needs gpu_memory"},
+      {"of a MIG slice", [](v1::JobSpec* s) { s->set_mig_profile("1g.18gb"); }, SharingPolicy(),
+       "spec.gpu_share_percent: a share is of a whole GPU"},
+      {"more memory than any GPU", [](v1::JobSpec* s) { s->set_gpu_memory_bytes(81ull << 30); },
+       SharingPolicy(), "spec.gpu_memory_bytes: 81Gi for a share, but the largest GPU has 80Gi"},
+      {"a class that may not share", [](v1::JobSpec*) {}, AdmissionPolicy(),
+       "spec: class inference may not share a GPU"},
+      {"training", [](v1::JobSpec* s) { s->set_priority_class("training"); }, SharingPolicy(),
+       "spec: class training may not share a GPU"},
+  };
+  for (auto& c : cases) {
+    v1::JobSpec s = Share(25, 20ull << 30);
+    c.mutate(&s);
+    absl::Status st = ValidateAndDefaultSpec(Alice(), c.policy, shape, &s);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_EQ(Why(st).rfind(c.says, 0), 0u) << c.what << ": " << Why(st);
   }
 }
 

@@ -218,6 +218,35 @@ TEST(PolicyConfig, AChangeIsDescribedForTheAuditLog) {
   EXPECT_EQ(DescribePolicyChange(*after, *after), "classes, tenants and access unchanged");
 }
 
+TEST(PolicyConfig, GpuSharingIsOffByDefaultAndOnlyForServiceClasses) {
+  auto none = ParsePolicy("");
+  ASSERT_TRUE(none.ok()) << none.status();
+  for (const auto& c : none->classes) EXPECT_EQ(c.gpu_sharing, "") << c.name;
+  auto on = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true, gpu_sharing: mps}\n"
+      "  - {name: train, value: 300, gpu_sharing: none}\n"
+      "defaults: {class: train}\n");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->Find("serve")->gpu_sharing, "mps");
+  EXPECT_EQ(on->Find("train")->gpu_sharing, "");
+  auto bad = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true, gpu_sharing: timeslice}\n"
+      "  - {name: train, value: 300, gpu_sharing: mps}\n"
+      "defaults: {class: train}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(Why(bad.status()).find("classes[0] (serve).gpu_sharing: 'timeslice' is not mps"),
+            std::string::npos)
+      << Why(bad.status());
+  EXPECT_NE(Why(bad.status()).find("classes[1] (train).gpu_sharing: mps only for service"),
+            std::string::npos)
+      << Why(bad.status());
+  auto off = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true}\n"
+      "  - {name: train, value: 300}\ndefaults: {class: train}\n");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(DescribePolicyChange(*off, *on), "class serve: gpu_sharing none -> mps");
+}
+
 TEST(PolicyConfig, SteeringCappedTrainingToSocketsIsASwitchOnByDefault) {
   auto on = ParsePolicy("");
   ASSERT_TRUE(on.ok()) << on.status();

@@ -152,6 +152,33 @@ TEST(SchedulerPlacement, TrainingNeverRunsOnAMigSliceInEitherMode) {
   EXPECT_NE(PlacementOf(d, 3), nullptr);
 }
 
+TEST(SchedulerPlacement, AGpuShareWaitsForAnMpsPoolAndNeverTakesAWholeGpu) {
+  // Free whole GPUs and no GPU offered as an MPS pool (agents offer none yet): the share
+  // waits, saying for what, and the whole-GPU ask beside it is placed.
+  Policy policy = TestPolicy();
+  for (auto& c : policy.classes) {
+    if (c.name == "inference") c.gpu_sharing = "mps";
+  }
+  ClusterView v;
+  v.nodes = {MakeNode("whole", NodeSpec{.gpus = 2, .numa = 1})};
+  v.pending = {MakeJob(1, "a", "inference", {.gpus = 1}), MakeJob(2, "a", "inference", {.gpus = 1}),
+               MakeJob(3, "a", "training", {.gpus = 1})};
+  v.pending[0].request.gpu_share_percent = 25;
+  v.pending[0].request.gpu_memory_bytes = 20ull << 30;
+  v.pending[2].request.gpu_share_percent = 25;  // a class that may not share
+  v.pending[2].request.gpu_memory_bytes = 20ull << 30;
+  Decisions d = Plan(v, policy, kNow);
+  EXPECT_EQ(PlacementOf(d, 1), nullptr);
+  EXPECT_EQ(OutcomeOf(d, 1).outcome, Outcome::kInfeasible);
+  EXPECT_NE(OutcomeOf(d, 1).reason.find("a 25% share with 20Gi of a GPU offered as an MPS pool"),
+            std::string::npos)
+      << OutcomeOf(d, 1).reason;
+  EXPECT_NE(PlacementOf(d, 2), nullptr) << "the whole GPU stays for whole-GPU asks";
+  EXPECT_EQ(OutcomeOf(d, 3).outcome, Outcome::kInfeasible);
+  EXPECT_NE(OutcomeOf(d, 3).reason.find("class training may not share a GPU"), std::string::npos)
+      << OutcomeOf(d, 3).reason;
+}
+
 TEST(SchedulerPlacement, TrainingAvoidsTheNumaNodeInferenceUses) {
   // Inference holds GPU 0 on NUMA node 0. Best fit alone would put a 1-GPU training job
   // on NUMA node 0 (3 free GPUs there against 4); it goes to NUMA node 1 instead.

@@ -105,6 +105,8 @@ std::string ToYaml(const JobSpec& s) {
   Number(out, "cpus_per_node", s.cpu_millis_per_node(), "m");
   Number(out, "memory_per_node", s.memory_bytes_per_node());
   Number(out, "gpu_memory", s.gpu_memory_bytes());
+  if (s.gpu_share_percent() > 0)
+    Key(out, "gpu_share") << std::to_string(s.gpu_share_percent()) + "%";
   Number(out, "network_cap", s.network_mbps(), "mbit");
   Text(out, "gpu_model", s.gpu_model());
   Text(out, "mig_profile", s.mig_profile());

@@ -316,6 +316,15 @@ TEST(Render, StatusKeepsTheDescriptionByDefaultAndWide) {
             ToJson(RunningJob()) + "\n");
 }
 
+TEST(Render, StatusShowsAGpuShareWhereTheGpusWouldBe) {
+  v1::Job job = RunningJob();
+  EXPECT_THAT(DescribeJob(job, kNow), Not(HasSubstr("share")));
+  job.mutable_spec()->set_gpus_per_node(1);
+  job.mutable_spec()->set_gpu_share_percent(25);
+  job.mutable_spec()->set_gpu_memory_bytes(20ull << 30);
+  EXPECT_THAT(DescribeJob(job, kNow), HasSubstr(" rank(s), a 25% share of a GPU with 20Gi, "));
+}
+
 TEST(Render, WideNodesSortLabelsAndCountGpuModels) {
   v1::ListNodesResponse resp = Nodes();
   (*resp.mutable_nodes(0)->mutable_labels())["gpu"] = "h200";

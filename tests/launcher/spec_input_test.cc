@@ -223,6 +223,8 @@ TEST(SetSpecField, SetsEveryScalarField) {
       {"memory_per_node", "512M",
        [](auto& s) { return s.memory_bytes_per_node() == 512'000'000ull; }},
       {"gpu_memory", "20Gi", [](auto& s) { return s.gpu_memory_bytes() == (20ull << 30); }},
+      {"gpu_share", "25%", [](auto& s) { return s.gpu_share_percent() == 25; }},
+      {"gpu_share", "100", [](auto& s) { return s.gpu_share_percent() == 100; }},
       {"network_cap", "1gbit", [](auto& s) { return s.network_mbps() == 1000; }},
       {"network_cap", "100mbit", [](auto& s) { return s.network_mbps() == 100; }},
       {"gpu_model", "H200", [](auto& s) { return s.gpu_model() == "H200"; }},
@@ -254,10 +256,11 @@ TEST(SetSpecField, SetsEveryScalarField) {
 
 TEST(SetSpecField, BadValuesNameTheFlagAndTheValue) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"gpus", "-1"},          {"nodes", "two"},       {"nodes", ""},
-      {"cpus", "lots"},        {"memory", "16Gx"},     {"network_cap", "10gbps"},
-      {"grace", "forever"},    {"launch_mode", "ssh"}, {"restart_policy", "sometimes"},
-      {"max_restarts", "1e3"}, {"nodes", "4294967296"}};
+      {"gpus", "-1"},          {"nodes", "two"},        {"nodes", ""},
+      {"cpus", "lots"},        {"memory", "16Gx"},      {"network_cap", "10gbps"},
+      {"grace", "forever"},    {"launch_mode", "ssh"},  {"restart_policy", "sometimes"},
+      {"max_restarts", "1e3"}, {"nodes", "4294967296"}, {"gpu_share", "0%"},
+      {"gpu_share", "101%"},   {"gpu_share", "2.5%"},   {"gpu_share", "a quarter"}};
   for (const auto& [key, value] : cases) {
     v1::JobSpec spec;
     absl::Status s = SetSpecField(key, value, "--" + key, &spec);

@@ -26,25 +26,10 @@ GpuEnv BuildGpuEnv(const GpuEnvInput& in) {
   bool mig = std::any_of(in.gpus.begin(), in.gpus.end(),
                          [](const v1::Gpu& g) { return !g.mig_profile().empty(); });
   if (mig) out.sharing = "mig";
-  uint64_t want = spec.gpu_memory_bytes();
-  if (!mig && !in.gpus.empty() && want > 0) {
-    std::string limits;
-    uint64_t percent = 0;
-    for (size_t i = 0; i < in.gpus.size(); ++i) {
-      uint64_t physical = in.gpus[i].memory_bytes();
-      if (physical == 0 || want >= physical) continue;  // the whole GPU: nothing to share
-      uint64_t limit = std::min(physical, want + want * in.headroom_percent / 100);
-      limits +=
-          (limits.empty() ? "" : ",") + std::to_string(i) + "=" + std::to_string(limit >> 20) + "M";
-      percent = std::max<uint64_t>(percent, (limit * 100 + physical - 1) / physical);
-    }
-    if (!limits.empty()) {
-      out.sharing = "mps";
-      out.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
-      out.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
-          std::to_string(std::clamp<uint64_t>(percent, 1, 100));
-    }
-  }
+  // gpu_memory without a share reserves nothing on a whole GPU, and CUDA reads the MPS
+  // client variables only under an MPS daemon, which no GPU runs yet: setting them would
+  // promise a limit nothing enforces (issue 47: the agent's MPS pools set the limits on
+  // the daemon's side).
   if (!in.capped_nic.empty()) {
     // tc does not see RDMA: a capped job's NCCL must use sockets on the capped NIC.
     out.env["NCCL_IB_DISABLE"] = "1";

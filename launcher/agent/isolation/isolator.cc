@@ -182,7 +182,6 @@ absl::StatusOr<PreparedAttempt> Isolator::SetUpLocked(const AttemptRequest& r, b
   in.inference = r.inference;
   in.spec = r.spec;
   in.gpus = gpus;
-  in.headroom_percent = classes_.inference_memory_headroom_percent;
   if (driver_ && attempts_[name].capped && !r.keep_nccl_transport) {
     in.capped_nic = net_->options().nic;
   }

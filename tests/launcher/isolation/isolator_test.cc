@@ -389,18 +389,18 @@ TEST(GpuEnv, InferenceGrowsGpuMemoryOnDemandKeepingItsOwnAllocatorOptions) {
   EXPECT_FALSE(training.env.count("TF_FORCE_GPU_ALLOW_GROWTH"));
 }
 
-TEST(GpuEnv, SharingAWholeGpuGetsMpsLimitsWithHeadroomBelowThePhysicalSize) {
+TEST(GpuEnv, GpuMemoryWithoutAShareSetsNoMpsVariablesOnAnyJob) {
+  // No MPS daemon runs for a whole GPU: CUDA would ignore the variables, and `baton status`
+  // would say "mps" of a limit nothing enforces (issue 47).
   v1::JobSpec spec;
   spec.set_gpu_memory_bytes(20ull << 30);
-  GpuEnv env = BuildGpuEnv({.spec = &spec, .gpus = {Whole(80), Whole(80)}});
-  EXPECT_EQ(env.sharing, "mps");
-  EXPECT_EQ(env.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=24576M,1=24576M");
-  EXPECT_EQ(env.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "30");
-  spec.set_gpu_memory_bytes(75ull << 30);
-  env = BuildGpuEnv({.spec = &spec, .gpus = {Whole(80)}});
-  EXPECT_EQ(env.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=81920M") << "capped at the GPU";
-  spec.set_gpu_memory_bytes(80ull << 30);
-  EXPECT_TRUE(BuildGpuEnv({.spec = &spec, .gpus = {Whole(80)}}).env.empty()) << "whole GPU";
+  for (bool inference : {false, true}) {
+    GpuEnv env = BuildGpuEnv({.inference = inference, .spec = &spec, .gpus = {Whole(80)}});
+    EXPECT_EQ(env.sharing, "") << inference;
+    for (const auto& [key, value] : env.env) {
+      EXPECT_EQ(key.rfind("CUDA_MPS_", 0), std::string::npos) << key << "=" << value;
+    }
+  }
 }
 
 TEST(GpuEnv, MigSlicesNeedNoMpsAndCappedJobsKeepNcclOnSockets) {
