@@ -125,20 +125,20 @@ const Table* TableFor(const google::protobuf::Descriptor* root) {
   static absl::Mutex mu(absl::kConstInit);
   static auto* tables = new absl::flat_hash_map<const google::protobuf::Descriptor*, Table*>();
   absl::MutexLock lock(&mu);
-  std::vector<std::pair<Table*, const google::protobuf::Descriptor*>> todo;
+  std::vector<std::pair<Table*, const google::protobuf::Descriptor*>> unfilled;
   auto get = [&](const google::protobuf::Descriptor* d) {
     Table*& t = (*tables)[d];
     if (t == nullptr) {
       t = new Table;
       t->d = d;
-      todo.emplace_back(t, d);
+      unfilled.emplace_back(t, d);
     }
     return t;
   };
   Table* out = get(root);
-  while (!todo.empty()) {
-    auto [t, d] = todo.back();
-    todo.pop_back();
+  while (!unfilled.empty()) {
+    auto [t, d] = unfilled.back();
+    unfilled.pop_back();
     t->well_known = d->file()->package() == "google.protobuf";
     if (t->well_known) continue;
     for (int i = 0; i < d->field_count(); ++i) {
@@ -280,7 +280,7 @@ void AppendScalar(Reader& r, const FieldDescriptor* f, std::string* out) {
   }
 }
 
-// One value of `info`'s field at `r`, whose wire type is `wire_type`.
+// One value of `info`'s field at `r` (its tag already read).
 void AppendValue(Reader& r, const FieldInfo& info, std::string* out) {
   const FieldDescriptor* f = info.f;
   switch (f->type()) {
