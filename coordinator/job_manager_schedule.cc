@@ -3,6 +3,7 @@
 // launches, evictions become PREEMPTING and Preempt commands — plus explain, and the node
 // view shared by admission and `baton nodes`.
 
+#include <cmath>
 #include <csignal>
 
 #include "absl/strings/str_join.h"
@@ -161,8 +162,9 @@ v1::SharesResponse JobManager::Shares() const {
     t->set_usage_gpu_seconds(s.usage_gpu_seconds);
     t->set_usage_share(s.usage_share);
     t->set_weight_share(s.weight_share);
-    t->set_running_gpus(s.running_gpus);
-    t->set_pending_gpus(s.pending_gpus);
+    // Whole GPUs in the reply: MPS shares round up (a tenant with a share shows 1).
+    t->set_running_gpus(static_cast<uint32_t>(std::ceil(s.running_gpus - 1e-9)));
+    t->set_pending_gpus(static_cast<uint32_t>(std::ceil(s.pending_gpus - 1e-9)));
     t->set_has_quota(s.nominal.has_value());
     if (s.nominal) t->set_quota_gpus(s.nominal->gpus);
     t->set_half_life_seconds(static_cast<double>(policy_.policy.fair_share_half_life_s));

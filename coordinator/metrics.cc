@@ -30,7 +30,12 @@ Bucket BucketOf(v1::JobState s) {
   }
 }
 
-uint32_t GpusOf(const v1::Job& job) { return job.spec().nodes() * job.spec().gpus_per_node(); }
+// Whole GPUs and MIG slices count one each, an MPS share its fraction (as the scheduler's
+// ledger counts them).
+double GpusOf(const v1::Job& job) {
+  if (job.spec().gpu_share_percent() > 0) return job.spec().gpu_share_percent() / 100.0;
+  return job.spec().nodes() * job.spec().gpus_per_node();
+}
 
 prometheus::Labels ClassTenant(const v1::Job& job) {
   return {{"class", job.spec().priority_class()}, {"tenant", job.spec().tenant()}};
@@ -181,8 +186,8 @@ void CoordinatorMetrics::Count(const v1::Job& job, v1::JobState state, double de
       running_.Add(ClassTenant(job)).Increment(delta);
       std::lock_guard<std::mutex> lock(mu_);
       ledger_.Advance(clock_->NowMs(), running_gpus_);  // charge the GPUs held until now
-      uint32_t& gpus = running_gpus_[job.spec().tenant()];
-      gpus = delta > 0 ? gpus + GpusOf(job) : gpus - std::min(gpus, GpusOf(job));
+      double& gpus = running_gpus_[job.spec().tenant()];
+      gpus = delta > 0 ? gpus + GpusOf(job) : std::max(0.0, gpus - GpusOf(job));
       break;
     }
     case Bucket::kCooldown:

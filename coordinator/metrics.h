@@ -86,7 +86,7 @@ class CoordinatorMetrics : public JobObserver, public prometheus::Collectable {
 
   mutable std::mutex mu_;  // the maps below, the ledger
   std::map<std::string, v1::NodeState> node_states_;
-  std::map<std::string, uint32_t> running_gpus_;  // per tenant, jobs holding resources
+  std::map<std::string, double> running_gpus_;  // per tenant, jobs holding resources
   struct Waiting {
     prometheus::Labels class_tenant;
     int64_t since_ms = 0;  // when it last became PENDING

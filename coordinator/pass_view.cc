@@ -18,12 +18,16 @@ sched::RunningGang GangOf(const JobEntry& e, const v1::Attempt& a, const LiveAtt
   g.id = e.job.id();
   g.tenant = e.job.spec().tenant();
   g.priority_class = e.job.spec().priority_class();
+  const uint32_t share = e.job.spec().gpu_share_percent();
+  if (share > 0) g.user = e.job.user();  // read for MPS pools only
   for (const auto& p : a.placement()) {
     if (live != nullptr) {
       auto phase = live->nodes.find(p.node());
       if (phase == live->nodes.end() || phase->second == AttemptPhase::kExited) continue;
     }
     g.nodes.push_back(HeldOf(p));
+    g.nodes.back().gpu_share_percent = share;
+    g.nodes.back().gpu_memory_bytes = share > 0 ? e.job.spec().gpu_memory_bytes() : 0;
   }
   g.started = a.started_ms() ? a.started_ms() : a.scheduled_ms();
   g.last_checkpoint = a.checkpoint_time_ms();
@@ -45,6 +49,10 @@ ClusterShape ShapeOf(const NodeRegistry::Table& nodes) {
     for (const v1::Gpu& g : inv.gpus()) {
       if (g.mig_profile().empty()) {
         shape.max_gpu_memory_bytes = std::max(shape.max_gpu_memory_bytes, g.memory_bytes());
+      }
+      if (g.mps_pool() && g.mig_profile().empty()) {
+        uint64_t& most = shape.max_mps_memory_by_pool[n.node.pool()];
+        most = std::max(most, g.memory_bytes());
       }
     }
     if (shape.nodes_with_at_least_gpus.size() <= gpus) {
@@ -96,6 +104,7 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
     pj.tenant = e.job.spec().tenant();
     pj.priority_class = e.job.spec().priority_class();
     pj.request = RequestOf(e.job.spec());
+    if (pj.request.gpu_share_percent > 0) pj.user = e.job.user();  // read for MPS pools only
     pj.submitted = e.job.submitted_ms();
     pj.cooldown_until = e.job.cooldown_until_ms();
     pj.evictions = e.job.evictions();
@@ -184,6 +193,9 @@ std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& n
     out.push_back(n.node);
     *out.back().mutable_gpu_utilization() = {n.gpu_usage.begin(), n.gpu_usage.end()};
     out.back().set_utilization_ms(n.gpu_usage_ms);
+    for (const v1::Gpu& g : n.node.inventory().gpus()) {
+      if (g.mps_pool()) out.back().add_mps_pools()->set_uuid(g.uuid());
+    }
   }
   for (uint64_t id : jobs.live()) {
     const JobEntry& e = jobs.at(id);
@@ -194,7 +206,20 @@ std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& n
       v1::Node& n = out[it->second];
       n.set_allocated_cpu_millis(n.allocated_cpu_millis() + p.cpu_millis());
       n.set_allocated_memory_bytes(n.allocated_memory_bytes() + p.memory_bytes());
-      n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
+      const uint32_t share = e.job.spec().gpu_share_percent();
+      v1::MpsPoolUse* pool = nullptr;
+      for (auto& u : *n.mutable_mps_pools()) {
+        if (share > 0 && p.gpu_ids_size() == 1 && u.uuid() == p.gpu_ids(0)) pool = &u;
+      }
+      if (pool != nullptr) {
+        pool->set_allocated_percent(pool->allocated_percent() + share);
+        pool->set_allocated_memory_bytes(pool->allocated_memory_bytes() +
+                                         e.job.spec().gpu_memory_bytes());
+        pool->set_user(e.job.user());
+        pool->add_jobs(id);
+      } else {
+        n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());
+      }
       n.add_running_jobs(id);
       for (const auto& iso : a.isolation()) {
         if (iso.node() == p.node()) *n.add_attempts() = iso;

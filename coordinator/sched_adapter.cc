@@ -59,7 +59,8 @@ sched::NodeInfo NodeInfoOf(const v1::Node& node) {
     n.numa.push_back(std::move(m));
   }
   for (const auto& g : inv.gpus()) {
-    n.gpus.push_back({g.uuid(), g.model(), g.numa_node(), g.mig_profile(), g.parent_uuid()});
+    n.gpus.push_back({g.uuid(), g.model(), g.numa_node(), g.mig_profile(), g.parent_uuid(),
+                      g.mps_pool() && g.mig_profile().empty(), g.memory_bytes()});
   }
   n.pool = node.pool();
   n.labels.insert(node.labels().begin(), node.labels().end());

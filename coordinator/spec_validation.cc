@@ -249,7 +249,8 @@ absl::Status CheckPolicy(const Caller& caller, const Policy& policy, v1::JobSpec
   return absl::OkStatus();
 }
 
-absl::Status CheckFits(const ClusterShape& shape, const v1::JobSpec& spec) {
+absl::Status CheckFits(const ClusterShape& shape, const std::string& default_pool,
+                       const v1::JobSpec& spec) {
   if (shape.nodes == 0) return absl::OkStatus();
   if (spec.gpus_per_node() > shape.max_gpus_per_node) {
     return Invalid("gpus_per_node", std::to_string(spec.gpus_per_node()) +
@@ -269,11 +270,21 @@ absl::Status CheckFits(const ClusterShape& shape, const v1::JobSpec& spec) {
                                               " CPUs per node, but the largest node has " +
                                               FormatCpuMillis(shape.max_cpu_millis_per_node));
   }
-  if (spec.gpu_share_percent() > 0 && shape.max_gpu_memory_bytes > 0 &&
-      spec.gpu_memory_bytes() > shape.max_gpu_memory_bytes) {
-    return Invalid("gpu_memory_bytes", FormatBytes(spec.gpu_memory_bytes()) +
-                                           " for a share, but the largest GPU has " +
-                                           FormatBytes(shape.max_gpu_memory_bytes));
+  if (spec.gpu_share_percent() > 0) {
+    // Against the job's node pool's MPS pools where it has any (agents may offer them
+    // later: then against the largest GPU of the cluster).
+    const std::string& pool = spec.pool().empty() ? default_pool : spec.pool();
+    uint64_t most = 0;
+    for (const auto& [node_pool, memory] : shape.max_mps_memory_by_pool) {
+      if ((node_pool.empty() ? default_pool : node_pool) == pool) most = std::max(most, memory);
+    }
+    const uint64_t limit = most > 0 ? most : shape.max_gpu_memory_bytes;
+    if (limit > 0 && spec.gpu_memory_bytes() > limit) {
+      return Invalid("gpu_memory_bytes",
+                     FormatBytes(spec.gpu_memory_bytes()) + " for a share, but the largest " +
+                         (most > 0 ? "MPS pool of node pool " + pool : std::string("GPU")) +
+                         " has " + FormatBytes(limit));
+    }
   }
   if (spec.memory_bytes_per_node() > shape.max_memory_bytes_per_node) {
     return Invalid("memory_bytes_per_node", FormatBytes(spec.memory_bytes_per_node()) +
@@ -296,7 +307,7 @@ absl::Status ValidateAndDefaultSpec(const Caller& caller, const Policy& policy,
   absl::Status rules =
       sched::CheckRequest(policy, spec->tenant(), spec->priority_class(), RequestOf(*spec));
   if (!rules.ok()) return absl::InvalidArgumentError("spec: " + std::string(rules.message()));
-  return CheckFits(shape, *spec);
+  return CheckFits(shape, policy.default_pool, *spec);
 }
 
 }  // namespace baton

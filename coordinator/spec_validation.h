@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "coordinator/access.h"
@@ -21,6 +24,8 @@ struct ClusterShape {
   uint64_t max_cpu_millis_per_node = 0;
   uint64_t max_memory_bytes_per_node = 0;
   uint64_t max_gpu_memory_bytes = 0;  // the largest whole GPU's memory (MIG slices apart)
+  // Per node pool (as nodes name it; "" is the default): the largest MPS pool's memory.
+  std::map<std::string, uint64_t> max_mps_memory_by_pool;
   // How many nodes have at least g GPUs, for g = 0..max_gpus_per_node.
   std::vector<uint32_t> nodes_with_at_least_gpus;
 };

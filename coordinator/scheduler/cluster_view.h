@@ -35,6 +35,10 @@ struct GpuInfo {
   std::string mig_profile;  // slices: "1g.18gb"; "" for a whole GPU
   std::string parent_uuid;  // slices: the physical GPU; a whole GPU that is some slice's
                             // parent is never handed out whole
+  // Offered as an MPS pool (the agent's choice, never with MIG): shares of it, 100 compute
+  // units and `memory_bytes`, go to inference jobs of one owner at a time; never whole.
+  bool mps = false;
+  uint64_t memory_bytes = 0;  // its memory; an MPS pool's shares are counted against it
 };
 
 struct NumaInfo {
@@ -81,9 +85,9 @@ struct TopologyRequest {
 };
 
 // What a job asks for: `nodes` nodes, each giving the per-node amounts (JobSpec fields).
-// The GPU kind a request for an MPS share needs, in the pass's table of kinds beside the
-// MIG profiles ("1g.18gb"): no GPU is of it until agents offer GPUs as MPS pools, so a
-// share waits, with its reason, and is never placed on a whole GPU.
+// The GPU kind of an MPS pool and of a request for a share of one, in the pass's table of
+// kinds beside the MIG profiles ("1g.18gb"): a share goes only to a GPU an agent offers
+// as an MPS pool (GpuInfo::mps), never to a whole GPU.
 inline constexpr char kMpsShareKind[] = "mps";
 
 struct JobRequest {
@@ -95,7 +99,8 @@ struct JobRequest {
   std::string mig_profile;  // "" for whole GPUs
   std::string gpu_model;    // "" for any; else a substring of the GPU model
   bool mpi = false;         // launch mode mpi: NCCL training, never on MIG slices
-  // An MPS share of one GPU (1..100 percent; 0: whole GPUs) with the GPU memory it may use.
+  // An MPS share of one GPU (1..100 percent; 0: whole GPUs) with the GPU memory it may use
+  // as the agent enforces it (the request plus its class's headroom): what is counted.
   uint32_t gpu_share_percent = 0;
   uint64_t gpu_memory_bytes = 0;
   std::string pool;                             // "" is the policy's default pool
@@ -117,12 +122,17 @@ struct HeldNode {
   uint64_t cpu_millis = 0;
   uint64_t memory_bytes = 0;
   std::vector<HeldRank> ranks;  // optional; without it NUMA use is taken from the GPUs
+  // An MPS share: what it holds of its one GPU (gpu_uuids names it); 0: whole GPUs.
+  uint32_t gpu_share_percent = 0;
+  uint64_t gpu_memory_bytes = 0;
 };
 
 // A gang that holds resources: placed, running, or told to leave and not yet gone.
 struct RunningGang {
   JobId id = 0;
   std::string tenant;
+  // Whom it runs as: an MPS pool holds shares of one user at a time (read for shares only).
+  std::string user;
   std::string priority_class;
   std::vector<HeldNode> nodes;
   Time started = 0;          // attempt start; the minimum runtime counts from here
@@ -135,6 +145,7 @@ struct RunningGang {
 struct PendingJob {
   JobId id = 0;
   std::string tenant;
+  std::string user;  // whom it runs as (read for MPS shares only: one user per pool)
   std::string priority_class;
   JobRequest request;
   Time submitted = 0;

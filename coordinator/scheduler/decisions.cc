@@ -38,6 +38,8 @@ std::vector<HeldNode> ToHeld(const ClusterView& view, const Placement& placement
     h.cpu_millis = p.cpu_millis;
     h.memory_bytes = p.memory_bytes;
     for (const RankBinding& r : p.ranks) h.ranks.push_back(HeldRank{r.numa, r.cpus});
+    h.gpu_share_percent = p.gpu_share_percent;
+    h.gpu_memory_bytes = p.gpu_memory_bytes;
     out.push_back(std::move(h));
   }
   return out;

@@ -37,6 +37,10 @@ struct NodePlacement {
   uint64_t cpu_millis = 0;
   uint64_t memory_bytes = 0;
   std::vector<RankBinding> ranks;  // one per local rank
+  // An MPS share of its one GPU (`gpus` names the pool): percent and GPU memory counted
+  // (whole MiB); 0 for whole GPUs and MIG slices.
+  uint32_t gpu_share_percent = 0;
+  uint64_t gpu_memory_bytes = 0;
 };
 
 struct Placement {

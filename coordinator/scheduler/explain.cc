@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_join.h"
+#include "coordinator/scheduler/fair_share.h"
 #include "coordinator/scheduler/pass_state.h"
 #include "coordinator/scheduler/plan.h"
 #include "coordinator/scheduler/preemption.h"
@@ -120,11 +121,13 @@ std::vector<TenantShare> Shares(const ClusterView& view, const Policy& policy) {
   for (const auto& [name, usage] : view.usage) get(name).usage_gpu_seconds = usage;
   for (const RunningGang& g : view.running) {
     for (const HeldNode& h : g.nodes) {
-      get(g.tenant).running_gpus += static_cast<uint32_t>(h.gpu_uuids.size());
+      get(g.tenant).running_gpus += HeldGpus(h);
     }
   }
   for (const PendingJob& p : view.pending) {
-    get(p.tenant).pending_gpus += p.request.gpus_per_node * p.request.nodes;
+    get(p.tenant).pending_gpus += p.request.gpu_share_percent > 0
+                                      ? p.request.gpu_share_percent / 100.0
+                                      : p.request.gpus_per_node * p.request.nodes;
   }
   double usage = 0, weights = 0;
   for (auto& [name, s] : by_name) {

@@ -42,8 +42,8 @@ struct TenantShare {
   double usage_gpu_seconds = 0;  // decayed
   double usage_share = 0;        // of every tenant's decayed usage, 0..1
   double weight_share = 0;       // of the weights of the tenants shown, 0..1
-  uint32_t running_gpus = 0;
-  uint32_t pending_gpus = 0;
+  double running_gpus = 0;  // an MPS share counts as its fraction of a GPU
+  double pending_gpus = 0;
   std::optional<Resources> nominal;
 };
 

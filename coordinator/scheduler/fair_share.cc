@@ -17,7 +17,7 @@ double DecayedGpuSeconds(double gpus, int64_t elapsed_ms, int64_t half_life_ms) 
   return gpus * h / std::log(2.0) * (1 - DecayFactor(elapsed_ms, half_life_ms));
 }
 
-void UsageLedger::Advance(Time now, const std::map<std::string, uint32_t>& running_gpus) {
+void UsageLedger::Advance(Time now, const std::map<std::string, double>& running_gpus) {
   if (now <= as_of_) return;
   int64_t elapsed = now - as_of_;
   double factor = DecayFactor(elapsed, half_life_ms_);
@@ -33,11 +33,16 @@ double UsageLedger::Usage(const std::string& tenant) const {
   return it == usage_.end() ? 0 : it->second;
 }
 
-std::map<std::string, uint32_t> RunningGpusByTenant(const ClusterView& view) {
-  std::map<std::string, uint32_t> out;
+double HeldGpus(const HeldNode& held) {
+  if (held.gpu_share_percent > 0) return held.gpu_share_percent / 100.0;
+  return static_cast<double>(held.gpu_uuids.size());
+}
+
+std::map<std::string, double> RunningGpusByTenant(const ClusterView& view) {
+  std::map<std::string, double> out;
   for (const auto& g : view.running) {
-    uint32_t& n = out[g.tenant];
-    for (const auto& held : g.nodes) n += static_cast<uint32_t>(held.gpu_uuids.size());
+    double& n = out[g.tenant];
+    for (const auto& held : g.nodes) n += HeldGpus(held);
   }
   return out;
 }

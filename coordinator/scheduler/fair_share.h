@@ -25,7 +25,7 @@ class UsageLedger {
 
   // Decays every tenant's usage to `now` and adds what `running_gpus` (GPUs held per
   // tenant, unchanged since the last call) used in between. Earlier `now`: no-op.
-  void Advance(Time now, const std::map<std::string, uint32_t>& running_gpus);
+  void Advance(Time now, const std::map<std::string, double>& running_gpus);
   // Replaces a tenant's usage as of as_of() (restore from the store).
   void Set(const std::string& tenant, double gpu_seconds) { usage_[tenant] = gpu_seconds; }
   // A new half-life applies from now on (policy reloads).
@@ -41,7 +41,10 @@ class UsageLedger {
   std::map<std::string, double> usage_;
 };
 
-// GPUs (whole GPUs and MIG slices) each tenant's running gangs hold in `view`.
-std::map<std::string, uint32_t> RunningGpusByTenant(const ClusterView& view);
+// The GPUs one node of a gang holds: whole GPUs and MIG slices count one each, an MPS
+// share its fraction of one GPU.
+double HeldGpus(const HeldNode& held);
+// GPUs each tenant's running gangs hold in `view` (HeldGpus summed).
+std::map<std::string, double> RunningGpusByTenant(const ClusterView& view);
 
 }  // namespace baton::sched

@@ -30,9 +30,47 @@ uint64_t GroupMillis(const NodeHw& hw, const Shape& s) {
   return s.group_millis + uint64_t{GroupCores(hw, s) - s.group_cores} * 1000;
 }
 
-void TakeGpus(NodeFree& f, uint64_t take, bool service) {
+// Whether MPS pool entry e has room for the share shape: its units, its memory, and no
+// other user's shares (an MPS server runs as one uid).
+bool ShareFits(const NodeHw& hw, const NodeFree& f, const Shape& s, uint32_t e) {
+  const ShareFree& pool = f.share[ShareSlot(hw, e)];
+  return pool.units >= s.share && pool.mem_mib >= s.share_mem_mib &&
+         (pool.owner == 0 || pool.owner == s.owner);
+}
+
+// The pool among `mask` the share leaves least of (units, then memory; best fit keeps
+// whole pools whole for bigger shares), lowest entry on ties.
+uint64_t BestPool(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask) {
+  uint64_t best = 0;
+  std::pair<uint32_t, uint32_t> least{~0u, ~0u};
+  for (; mask; mask &= mask - 1) {
+    auto e = static_cast<uint32_t>(std::countr_zero(mask));
+    const ShareFree& pool = f.share[ShareSlot(hw, e)];
+    std::pair<uint32_t, uint32_t> left{pool.units - s.share, pool.mem_mib - s.share_mem_mib};
+    if (left < least) {
+      least = left;
+      best = uint64_t{1} << e;
+    }
+  }
+  return best;
+}
+
+// The entries a rank group takes among `mask`: `n` of them, or one pool for a share.
+uint64_t Pick(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask, uint32_t n) {
+  return s.share ? BestPool(hw, f, s, mask) : Lowest(mask, n);
+}
+
+void TakeGpus(const NodeHw& hw, NodeFree& f, uint64_t take, const Shape& s) {
+  if (s.share) {  // a pool's bit stays set: the share is counted off what is left of it
+    ShareFree& pool = f.share[ShareSlot(hw, static_cast<uint32_t>(std::countr_zero(take)))];
+    pool.units = static_cast<uint8_t>(pool.units - s.share);
+    pool.mem_mib -= s.share_mem_mib;
+    pool.owner = s.owner;
+    ++pool.shares;
+    return;
+  }
   f.gpus &= ~take;
-  (service ? f.service_held : f.training_held) |= take;
+  (s.service ? f.service_held : f.training_held) |= take;
 }
 
 // Whether the policy's inference_numa_exclusive keeps the shape off NUMA node `n`: one
@@ -70,9 +108,9 @@ bool FitAligned(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, No
   for (uint32_t g = 0; g < s.groups; ++g) {
     int32_t k = PickSlot(hw, f, s, mask);
     if (k < 0) return false;
-    uint64_t take = Lowest(mask & hw.numa_gpus[k], s.group_gpus);
+    uint64_t take = Pick(hw, f, s, mask & hw.numa_gpus[k], s.group_gpus);
     mask &= ~take;
-    TakeGpus(f, take, s.service);
+    TakeGpus(hw, f, take, s);
     NumaFree& n = f.numa[k];
     n.millis -= GroupMillis(hw, s);
     n.mem -= s.group_mem;
@@ -92,8 +130,8 @@ bool FitSpread(const NodeHw& hw, NodeFree& f, const Shape& s, uint64_t mask, Nod
   for (uint32_t k = 0; k < hw.numa_count; ++k) {
     if (Excluded(f.numa[k], s)) return false;  // a spanning rank is on every NUMA node
   }
-  uint64_t take = Lowest(mask, s.gpus);
-  TakeGpus(f, take, s.service);
+  uint64_t take = Pick(hw, f, s, mask, s.gpus);
+  TakeGpus(hw, f, take, s);
   // Evenly over the NUMA nodes, as a held spanning rank is charged (pass_state.cc).
   uint32_t slots = hw.numa_count;
   const uint64_t millis = s.cpu + uint64_t{GroupCores(hw, s) - s.group_cores} * s.groups * 1000;
@@ -216,7 +254,15 @@ uint64_t KindMask(const Pass& pass, uint32_t node, const NodeFree& f, const Shap
       m &= ~pass.entry_phys[hw.gpu_base + std::countr_zero(other)];
     }
   }
-  return m & f.gpus;
+  m &= f.gpus;
+  if (s.share) {
+    m &= hw.mps;
+    for (uint64_t rest = m; rest; rest &= rest - 1) {
+      auto e = static_cast<uint32_t>(std::countr_zero(rest));
+      if (!ShareFits(hw, f, s, e)) m &= ~(uint64_t{1} << e);
+    }
+  }
+  return m;
 }
 
 bool FitNode(Pass& pass, uint32_t node, NodeFree& f, const Shape& s, NodeChoice* c) {
@@ -280,6 +326,8 @@ NodePlacement CommitNode(Pass& pass, uint32_t node, const Shape& s) {
     p.ranks.push_back(std::move(b));
   }
   p.gpus = Entries(all);
+  p.gpu_share_percent = s.share;
+  p.gpu_memory_bytes = uint64_t{s.share_mem_mib} << 20;
   if (p.ranks.size() != s.ranks) p.ranks = SplitGroup(p.ranks.front(), s.ranks);
   return p;
 }

@@ -41,23 +41,42 @@ void BuildPhysical(Pass& pass, const NodeInfo& n, NodeHw& hw) {
     }
     pass.entry_phys[hw.gpu_base + e] = mask;
     if (!n.gpus[e].mig_profile.empty()) hw.whole &= ~(mask & hw.whole);
+    if (std::popcount(mask) > 1) hw.mps &= ~(uint64_t{1} << e);  // a MIG GPU is never a pool
   }
 }
 
-// GPU entries: profile, model and physical-GPU masks; whole GPUs that may go out whole.
-void BuildEntries(Pass& pass, const NodeInfo& n, NodeHw& hw) {
+// GPU entries: profile, model and physical-GPU masks; whole GPUs that may go out whole;
+// MPS pools (of the kind kMpsShareKind, never whole, never with MIG) and their capacity.
+void BuildEntries(Pass& pass, const NodeInfo& n, NodeHw& hw, NodeFree& cap) {
   hw.gpu_base = static_cast<uint32_t>(pass.entry_profile.size());
   hw.gpu_count = static_cast<uint32_t>(std::min<size_t>(n.gpus.size(), kMaxGpus));
   for (uint32_t e = 0; e < hw.gpu_count; ++e) {
     const GpuInfo& g = n.gpus[e];
     bool slice = !g.mig_profile.empty();
+    bool pool = g.mps && !slice && std::popcount(hw.mps) < static_cast<int>(kMaxMps);
     hw.has_mig |= slice;
-    pass.entry_profile.push_back(slice ? InternName(pass.profiles, g.mig_profile) + 1 : 0);
+    const std::string& kind = slice ? g.mig_profile : kMpsShareKind;
+    pass.entry_profile.push_back(slice || pool ? InternName(pass.profiles, kind) + 1 : 0);
     pass.entry_model.push_back(InternName(pass.models, g.model));
     pass.entry_phys.push_back(uint64_t{1} << e);
-    if (!slice) hw.whole |= uint64_t{1} << e;
+    if (pool) {
+      hw.mps |= uint64_t{1} << e;
+    } else if (!slice) {
+      hw.whole |= uint64_t{1} << e;
+    }
   }
   if (hw.has_mig) BuildPhysical(pass, n, hw);
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    if (!(hw.mps >> e & 1)) {
+      if (pass.entry_profile[hw.gpu_base + e] && n.gpus[e].mig_profile.empty()) {
+        pass.entry_profile[hw.gpu_base + e] = 0;  // offered as a pool, but a MIG parent
+      }
+      continue;
+    }
+    ShareFree& pool = cap.share[ShareSlot(hw, e)];
+    pool.units = kShareUnits;
+    pool.mem_mib = static_cast<uint32_t>(std::min<uint64_t>(n.gpus[e].memory_bytes >> 20, ~0u));
+  }
 }
 
 // NUMA slots: the node's NUMA nodes when every GPU names one of them, else one domain.
@@ -102,6 +121,8 @@ std::string HwKey(const Pass& pass, const NodeHw& hw, const NodeFree& cap) {
   put(hw.numa_count);
   put(hw.smt);
   put(hw.whole);
+  put(hw.mps);
+  for (int k = 0; k < std::popcount(hw.mps); ++k) put(cap.share[k].mem_mib);
   put(cap.millis);
   put(cap.mem);
   for (uint32_t k = 0; k < hw.numa_count; ++k) {
@@ -166,7 +187,7 @@ Amount BuildNodes(Pass& pass) {
     NodeHw& hw = pass.hw[i];
     NodeFree cap;
     hw.schedulable = n.schedulable;
-    BuildEntries(pass, n, hw);
+    BuildEntries(pass, n, hw, cap);
     BuildNuma(n, hw, cap);
     cap.millis = n.cpu_millis;
     cap.mem = n.memory_bytes;
@@ -186,7 +207,8 @@ Amount BuildNodes(Pass& pass) {
     for (uint32_t e = 0; e < hw.gpu_count; ++e) {
       if (pass.entry_profile[hw.gpu_base + e]) slices |= uint64_t{1} << e;
     }
-    capacity += Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices)), n.cpu_millis,
+    capacity += Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices | hw.mps)) * kGpuUnits,
+                       n.cpu_millis,
                        n.memory_bytes};
   }
   IndexProfilesAndClasses(pass);
@@ -203,7 +225,7 @@ void IndexProfilesAndClasses(Pass& pass) {
     const NodeHw& hw = pass.hw[i];
     ++pass.hw_group_count[hw.group * hws + hw.hw];
     if (hw.schedulable) ++pass.hw_group_schedulable[hw.group * hws + hw.hw];
-    if (!hw.schedulable || !hw.has_mig) continue;
+    if (!hw.schedulable || !(hw.has_mig || hw.mps)) continue;
     std::vector<bool> seen(pass.profiles.size(), false);
     for (uint32_t e = 0; e < hw.gpu_count; ++e) {
       uint16_t p = pass.entry_profile[hw.gpu_base + e];

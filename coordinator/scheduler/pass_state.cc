@@ -19,6 +19,15 @@ uint32_t TenantId(Pass& pass, const std::string& name) {
   return it->second;
 }
 
+// A user of MPS shares as ShareFree::owner: 1 and up (0 is no owner).
+uint16_t UserId(Pass& pass, const std::string& name) {
+  auto [it, added] = pass.user_ids.try_emplace(name, 0);
+  if (added) it->second = static_cast<uint16_t>(std::min<size_t>(pass.user_ids.size(), 0xffff));
+  return it->second;
+}
+
+uint32_t MiB(uint64_t bytes) { return static_cast<uint32_t>(std::min<uint64_t>(CeilDiv(bytes, 1 << 20), ~0u)); }
+
 uint32_t ClassId(const Pass& pass, const std::string& name) {
   auto it = pass.class_ids.find(name);
   return it == pass.class_ids.end() ? kNone : it->second;
@@ -118,6 +127,13 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
   h.mem = held.memory_bytes;
   h.service = service;
   h.gpus = HeldGpus(hw, pass.view.nodes[node], held);
+  if (held.gpu_share_percent > 0 && (h.gpus & hw.mps) != 0) {  // a share of one pool
+    uint64_t pools = h.gpus & hw.mps;
+    h.gpus = pools & (~pools + 1);
+    h.share_slot = static_cast<uint8_t>(ShareSlot(hw, static_cast<uint32_t>(std::countr_zero(h.gpus))));
+    h.share = static_cast<uint8_t>(std::min(held.gpu_share_percent, kShareUnits));
+    h.share_mem_mib = MiB(held.gpu_memory_bytes);
+  }
   if (!held.ranks.empty()) {
     ChargeRanks(pass, node, held, h);
     return h;
@@ -171,14 +187,16 @@ void BuildGangs(Pass& pass) {
       if (it == node_ids.end()) continue;
       Hold h = MakeHold(pass, it->second, held, service);
       h.gang = static_cast<uint32_t>(pass.gangs.size());
+      if (h.share) h.owner = UserId(pass, r.user);
       Reapply(h, pass.free[h.node]);
-      g.amount += Amount{static_cast<uint64_t>(std::popcount(h.gpus)), h.millis, h.mem};
+      uint64_t units = h.share ? h.share : std::popcount(h.gpus) * kGpuUnits;
+      g.amount += Amount{units, h.millis, h.mem};
       pass.holds.push_back(h);
     }
     g.hold_end = static_cast<uint32_t>(pass.holds.size());
     Time since = std::max(r.started, r.last_checkpoint);
     g.age_s = static_cast<double>(std::max<Time>(pass.now - since, 0)) / 1000.0;
-    g.lost = static_cast<double>(g.amount.gpus) * g.age_s;
+    g.lost = static_cast<double>(g.amount.gpus) / kGpuUnits * g.age_s;
     g.protected_ = cls && pass.now - r.started < cls->min_runtime_s * 1000;
     pass.gangs.push_back(g);
   }
@@ -188,8 +206,15 @@ void BuildGangs(Pass& pass) {
 }  // namespace
 
 void Release(const Hold& h, NodeFree& f) {
-  f.gpus |= h.gpus;
-  (h.service ? f.service_held : f.training_held) &= ~h.gpus;
+  if (h.share) {  // the pool's bit stays set: its units, memory and owner go back
+    ShareFree& pool = f.share[h.share_slot];
+    pool.units = static_cast<uint8_t>(std::min<uint32_t>(pool.units + h.share, kShareUnits));
+    pool.mem_mib += h.share_mem_mib;
+    if (pool.shares > 0 && --pool.shares == 0) pool.owner = 0;
+  } else {
+    f.gpus |= h.gpus;
+  }
+  if (!h.share) (h.service ? f.service_held : f.training_held) &= ~h.gpus;
   f.millis += h.millis;
   f.mem += h.mem;
   for (uint32_t k = 0; k < kMaxNuma; ++k) {
@@ -200,8 +225,16 @@ void Release(const Hold& h, NodeFree& f) {
 }
 
 void Reapply(const Hold& h, NodeFree& f) {
-  f.gpus &= ~h.gpus;
-  (h.service ? f.service_held : f.training_held) |= h.gpus;
+  if (h.share) {
+    ShareFree& pool = f.share[h.share_slot];
+    pool.units = static_cast<uint8_t>(pool.units > h.share ? pool.units - h.share : 0);
+    pool.mem_mib = pool.mem_mib > h.share_mem_mib ? pool.mem_mib - h.share_mem_mib : 0;
+    pool.owner = h.owner;
+    ++pool.shares;
+  } else {
+    f.gpus &= ~h.gpus;
+  }
+  if (!h.share) (h.service ? f.service_held : f.training_held) |= h.gpus;
   f.millis = Sub(f.millis, h.millis);
   f.mem = Sub(f.mem, h.mem);
   for (uint32_t k = 0; k < kMaxNuma; ++k) {
@@ -268,7 +301,7 @@ int32_t ModelId(Pass& pass, const std::string& model) {
   return static_cast<int32_t>(pass.model_filters.size() - 1);
 }
 
-Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) {
+Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service, uint16_t owner) {
   Shape s;
   s.id = static_cast<uint32_t>(pass.shapes.size());
   s.filter = filter;
@@ -287,7 +320,13 @@ Shape MakeShape(Pass& pass, const JobRequest& r, uint32_t filter, bool service) 
   s.group_gpus = s.gpus / s.groups;
   s.group_millis = CeilDiv(s.cpu, s.groups);
   s.group_mem = CeilDiv(s.mem, s.groups);
-  s.ask = Amount{uint64_t{s.gpus} * s.nodes, s.cpu * s.nodes, s.mem * s.nodes};
+  if (r.gpu_share_percent > 0) {
+    s.share = std::min(r.gpu_share_percent, kShareUnits);
+    s.share_mem_mib = MiB(r.gpu_memory_bytes);
+    s.owner = owner;
+  }
+  uint64_t units = s.share ? s.share : uint64_t{s.gpus} * kGpuUnits;
+  s.ask = Amount{units * s.nodes, s.cpu * s.nodes, s.mem * s.nodes};
   if (service) {  // inference ranks get whole cores of their own
     s.group_cores = static_cast<uint32_t>(CeilDiv(s.group_millis, 1000));
     s.group_millis = uint64_t{s.group_cores} * 1000;
@@ -314,7 +353,7 @@ std::tuple<int32_t, bool, bool> TopologyOf(const Pass& pass, const Job& j, const
 
 void BuildJobs(Pass& pass) {
   using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t,
-                         int32_t, bool, bool, int32_t, bool, bool>;
+                         int32_t, bool, bool, int32_t, bool, bool, uint32_t, uint64_t, uint16_t>;
   absl::flat_hash_map<std::string, uint32_t> filter_ids;
   absl::flat_hash_map<Key, uint32_t> shape_ids;
   pass.jobs.reserve(pass.view.pending.size());
@@ -333,6 +372,7 @@ void BuildJobs(Pass& pass) {
     const JobRequest& r = p.request;
     uint32_t filter = FilterId(pass, filter_ids, r);
     auto [level, required, relaxes] = TopologyOf(pass, j, r);
+    uint16_t owner = r.gpu_share_percent > 0 ? UserId(pass, p.user) : 0;
     Key key{filter,
             r.nodes,
             r.ranks_per_node,
@@ -345,10 +385,13 @@ void BuildJobs(Pass& pass) {
             r.mpi,
             level,
             required,
-            relaxes};
+            relaxes,
+            r.gpu_share_percent,
+            r.gpu_share_percent > 0 ? r.gpu_memory_bytes : 0,
+            owner};
     auto [it, added] = shape_ids.try_emplace(key, pass.shapes.size());
     if (added) {
-      pass.shapes.push_back(MakeShape(pass, r, filter, service));
+      pass.shapes.push_back(MakeShape(pass, r, filter, service, owner));
       pass.shapes.back().topo_level = level;
       pass.shapes.back().topo_required = required;
       pass.shapes.back().topo_relaxes = relaxes;

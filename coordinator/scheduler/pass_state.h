@@ -5,6 +5,7 @@
 // preemption and plan. Not thread-safe: one pass, one thread.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,6 +22,10 @@ namespace baton::sched::internal {
 
 constexpr uint32_t kMaxGpus = 64;
 constexpr uint32_t kMaxNuma = 8;
+// MPS pools counted per node: the first kMaxMps GPUs a node offers as pools (an HGX node
+// has 8 GPUs); further ones are not offered.
+constexpr uint32_t kMaxMps = 8;
+constexpr uint32_t kShareUnits = 100;  // an MPS pool's compute, in percent of the GPU
 constexpr uint32_t kNone = 0xffffffffu;
 
 struct NumaFree {
@@ -30,13 +35,24 @@ struct NumaFree {
   uint32_t training_ranks = 0;  // other ranks bound here (a spanning rank: on every one)
 };
 
+// What is left of one MPS pool: compute units, memory (MiB) and the one user whose shares
+// it holds (an MPS server runs as one uid), cleared with its last share.
+struct ShareFree {
+  uint32_t mem_mib = 0;
+  uint16_t owner = 0;  // 0: none; else Pass::user_ids + 1
+  uint8_t units = 0;
+  uint8_t shares = 0;  // shares held
+};
+
 // The mutable part of a node: small and flat, copied freely for trial fits.
 struct NodeFree {
-  uint64_t gpus = 0;           // free entries of NodeInfo::gpus (bit i: entry i)
+  uint64_t gpus = 0;           // free entries of NodeInfo::gpus (bit i: entry i); an MPS
+                               // pool's bit stays set: `share` says what is left of it
   uint64_t service_held = 0;   // entries inference holds
   uint64_t training_held = 0;  // entries everything else holds
   uint64_t millis = 0, mem = 0;
   NumaFree numa[kMaxNuma];
+  ShareFree share[kMaxMps];  // the node's MPS pools, in entry order (NodeHw::mps)
 };
 
 // What a node is, fixed for the pass.
@@ -49,6 +65,7 @@ struct NodeHw {
   bool numa_aware = false;  // false: one domain, ranks get numa -1
   bool has_mig = false;
   bool schedulable = true;
+  uint64_t mps = 0;  // entries offered as MPS pools (at most kMaxMps of them)
   uint64_t whole = 0;  // entries that may be handed out whole
   uint64_t numa_gpus[kMaxNuma] = {};
   int32_t numa_id[kMaxNuma] = {};
@@ -56,6 +73,11 @@ struct NodeHw {
   uint32_t smt = 1;  // CPUs of its largest physical core (SMT siblings); inference holds
                      // whole cores, so its CPUs on this node round up to a multiple of this
 };
+
+// The pool index (in NodeFree::share) of MPS entry e.
+inline uint32_t ShareSlot(const NodeHw& hw, uint32_t e) {
+  return static_cast<uint32_t>(std::popcount(hw.mps & ((uint64_t{1} << e) - 1)));
+}
 
 // The CPUs an inference rank group asking for `cpus` holds on a node: whole cores.
 inline uint32_t WholeCoreCpus(const NodeHw& hw, uint32_t cpus) {
@@ -90,6 +112,10 @@ struct Shape {
   int32_t model = -1;    // GPU model filter id; -1: any
   bool service = false;  // inference class
   bool mpi = false;
+  // An MPS share (gpus is 1): percent of one pool, its memory in MiB, its user (as
+  // ShareFree::owner). 0: whole GPUs or slices.
+  uint32_t share = 0, share_mem_mib = 0;
+  uint16_t owner = 0;
   // The policy's inference_numa_exclusive: inference and training never share a NUMA node.
   bool numa_exclusive = false;
   // Rank groups placed on one NUMA node each: every rank, or one group of all ranks
@@ -119,6 +145,10 @@ struct Hold {
   uint64_t gpus = 0;
   uint64_t millis = 0, mem = 0;
   bool service = false;
+  // An MPS share: its pool's index and what it holds of it (gpus names the pool's entry).
+  uint8_t share_slot = 0, share = 0;
+  uint16_t owner = 0;
+  uint32_t share_mem_mib = 0;
   uint64_t numa_millis[kMaxNuma] = {};
   uint64_t numa_mem[kMaxNuma] = {};
   uint32_t numa_ranks[kMaxNuma] = {};  // ranks bound to each NUMA node
@@ -169,6 +199,7 @@ struct Pass {
   std::vector<const PriorityClass*> classes;
   absl::flat_hash_map<std::string, uint32_t> class_ids;
   std::vector<std::string> tenant_names;
+  absl::flat_hash_map<std::string, uint16_t> user_ids;  // users of MPS shares, from 1
   std::vector<double> tenant_key;  // decayed usage / weight
   absl::flat_hash_map<std::string, uint32_t> tenant_ids;
   QuotaBook quota;

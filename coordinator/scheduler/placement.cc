@@ -101,16 +101,30 @@ const NodeIndex::DomainFree& NodeIndex::FreeByDomain(Pass& pass, const Shape& s)
 
 namespace {
 
-// MIG gangs: the nodes with slices of the profile, fewest free slices first.
+// What an MPS share leaves of the pool it would take on a node, as one number to
+// minimize: units left, then memory left (best fit over the cluster as over a node's pools).
+uint64_t ShareLeft(const Pass& pass, uint32_t node, const NodeFree& before, const NodeFree& after) {
+  const NodeHw& hw = pass.hw[node];
+  for (uint32_t k = 0; k < static_cast<uint32_t>(std::popcount(hw.mps)); ++k) {
+    if (after.share[k].shares != before.share[k].shares) {
+      return uint64_t{after.share[k].units} << 32 | after.share[k].mem_mib;
+    }
+  }
+  return ~uint64_t{0};
+}
+
+// MIG gangs: the nodes with slices of the profile, fewest free slices first. MPS shares:
+// the nodes with a pool that has room, the one the share leaves least of first.
 std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_value, JobId job) {
-  std::vector<std::pair<uint32_t, uint32_t>> fits;  // free slices, node
+  std::vector<std::pair<uint64_t, uint32_t>> fits;  // free slices (or what is left), node
   for (uint32_t node : pass.profile_nodes[s.profile]) {
     if (!Eligible(pass, s.filter, pass.hw[node].group) || !Usable(pass, node, class_value, job)) {
       continue;
     }
     NodeFree trial = pass.free[node];
-    auto avail = static_cast<uint32_t>(std::popcount(KindMask(pass, node, trial, s)));
-    if (FitNode(pass, node, trial, s, nullptr)) fits.emplace_back(avail, node);
+    uint64_t avail = std::popcount(KindMask(pass, node, trial, s));
+    if (!FitNode(pass, node, trial, s, nullptr)) continue;
+    fits.emplace_back(s.share ? ShareLeft(pass, node, pass.free[node], trial) : avail, node);
   }
   if (fits.size() < s.nodes) return {};
   std::sort(fits.begin(), fits.end());

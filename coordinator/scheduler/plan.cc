@@ -226,7 +226,10 @@ bool Planner::TryPreempt(const Job& job, bool within) {
 bool Planner::TryHeadOfLine(const Job& job) {
   const Shape& s = pass_.shapes[job.shape];
   const std::string& pool = pass_.filters[s.filter].pool;
-  if (head_pools_.contains(pool)) return false;
+  // An MPS share holds no node for itself: what it waits for is units of a pool, which
+  // whole-GPU and CPU jobs beside it never take, and held nodes would keep them off the
+  // node's whole GPUs. It waits in line for a pool as shares end.
+  if (s.share || head_pools_.contains(pool)) return false;
   std::vector<uint32_t> nodes = PickReservation(pass_, index_, s, ClassValue(job), job.id);
   if (nodes.empty()) return false;
   head_pools_.insert(pool);

@@ -10,7 +10,7 @@ uint64_t Cap(uint64_t v) { return std::min(v, kInf); }
 }  // namespace
 
 Amount FromResources(const Resources& r) {
-  uint64_t gpus = r.gpus == std::numeric_limits<uint32_t>::max() ? kInf : r.gpus;
+  uint64_t gpus = r.gpus == std::numeric_limits<uint32_t>::max() ? kInf : r.gpus * kGpuUnits;
   return {gpus, Cap(r.cpu_millis), Cap(r.memory_bytes)};
 }
 

@@ -16,7 +16,11 @@ namespace baton::sched::internal {
 
 constexpr uint64_t kInf = std::numeric_limits<uint64_t>::max() / 4;
 
-// Quantities summed over a gang's nodes (GPUs count whole GPUs and MIG slices alike).
+// A GPU in Amount::gpus: hundredths, so that an MPS share counts as its fraction.
+constexpr uint64_t kGpuUnits = 100;
+
+// Quantities summed over a gang's nodes (GPUs count whole GPUs and MIG slices alike, each
+// as kGpuUnits; an MPS share as its percent).
 struct Amount {
   uint64_t gpus = 0, millis = 0, mem = 0;
 

@@ -19,7 +19,8 @@ std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
   if (s.gpus) {
     if (r.gpu_share_percent > 0) {
       out += "a " + std::to_string(r.gpu_share_percent) + "% share with " +
-             FormatBytes(r.gpu_memory_bytes) + " of a GPU offered as an MPS pool";
+             FormatBytes(r.gpu_memory_bytes) +
+             " of a GPU offered as an MPS pool (a pool holds shares of one user at a time)";
     } else {
       out += std::to_string(s.gpus) +
              (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");
@@ -56,7 +57,15 @@ std::string LargestFree(Pass& pass, const Shape& s) {
          level.names[static_cast<size_t>(most - free.begin())];
 }
 
-std::string GpuCount(uint64_t gpus) { return std::to_string(gpus) + " GPU(s)"; }
+// Amount::gpus (hundredths) as a person reads it: "3 GPU(s)", "1.25 GPU(s)".
+std::string GpuCount(uint64_t units) {
+  std::string out = std::to_string(units / kGpuUnits);
+  if (uint64_t rest = units % kGpuUnits) {
+    out += '.' + std::to_string(rest / 10);
+    if (rest % 10) out += std::to_string(rest % 10);
+  }
+  return out + " GPU(s)";
+}
 
 std::string Quantity(const Amount& a) {
   auto one = [](uint64_t v, const std::string& s) { return v >= kInf ? "unlimited" : s; };
@@ -167,6 +176,7 @@ std::string HeadOfLineReason(Pass& pass, const Job& job, const Reservation& r,
     out += "; it needs one " + level + " (" + DomainNames(pass, s, {r.nodes[0]})[0] +
            " is held); " + LargestFree(pass, s);
   }
+  if (s.share) out += "; it needs " + Describe(pass, s, job.src->request) + " free";
   return out + (preemption_deferred ? kDeferred : "");
 }
 

@@ -29,6 +29,11 @@ bool Deferred(const sched::Decisions& d) {
   return false;
 }
 
+// GPUs held per tenant as the ledger takes them.
+std::map<std::string, double> AsDouble(const std::map<std::string, uint32_t>& gpus) {
+  return {gpus.begin(), gpus.end()};
+}
+
 uint32_t GpuSlots(const std::vector<sched::NodeInfo>& nodes) {
   uint32_t n = 0;
   for (const sched::NodeInfo& node : nodes) {
@@ -227,7 +232,7 @@ Time Simulator::ProgressBy(const Live& live, Time t) const {
 }
 
 void Simulator::Hold(const Live& live, int sign) {
-  ledger_.Advance(now_, held_tenant_);  // charges what was held until now
+  ledger_.Advance(now_, AsDouble(held_tenant_));  // charges what was held until now
   int64_t d = sign * static_cast<int64_t>(live.gpus);
   held_tenant_[live.spec.tenant] = static_cast<uint32_t>(held_tenant_[live.spec.tenant] + d);
   held_class_[live.spec.priority_class] =
@@ -249,7 +254,7 @@ void Simulator::Pass() {
     return;
   }
   ++plans_;
-  ledger_.Advance(now_, held_tenant_);
+  ledger_.Advance(now_, AsDouble(held_tenant_));
   view_.usage = ledger_.Snapshot();
   for (sched::RunningGang& g : view_.running) {
     const Live& l = live_.at(g.id);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "launcher/agent/gpu_modes.h"
 #include "launcher/agent/nvml.h"
 #include "launcher/agent/topology.h"
 
@@ -175,6 +176,7 @@ absl::StatusOr<v1::Inventory> ReadInventory(const InventoryOptions& o) {
   auto gpus = DiscoverGpus(o, numa);
   if (!gpus.ok()) return gpus.status();
   AddGpus(*gpus, **topo, numa, &inv);
+  if (absl::Status s = MarkMpsPools(o.mps_gpus, &inv); !s.ok()) return s;
   for (auto& n : numa) *inv.add_numa_nodes() = std::move(n);
   inv.set_nic(o.nic);
   inv.set_nic_mbps(o.nic_mbps);

@@ -28,6 +28,8 @@ struct InventoryOptions {
   // without NVIDIA.
   std::string fake_mig_profile;
   uint32_t fake_mig_slices = 0;
+  // GPUs offered as MPS pools (MarkMpsPools, gpu_modes.h): "", "all", or indices/UUIDs.
+  std::string mps_gpus;
   std::string node_name;  // part of the fake GPUs' UUIDs
   std::string nic;        // cluster interface
   uint64_t nic_mbps = 0;  // its rate, from config (a veth has none)

@@ -120,6 +120,9 @@ Flags ParseFlags(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("80Gi"))
       ("fake-mig", "each fake GPU in MIG mode, as SLICES slices of PROFILE (PROFILE:SLICES, "
        "e.g. 3g.40gb:2)", cxxopts::value<std::string>()->default_value(""))
+      ("mps-gpus", "GPUs offered as MPS pools for inference shares: \"all\" (every GPU not "
+       "in MIG mode) or indices/UUIDs (\"0,2\"); the rest stay whole",
+       cxxopts::value<std::string>()->default_value(""))
       ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
       ("label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("taint", "node taint key=value:Effect (repeatable)",
@@ -234,6 +237,7 @@ Flags ParseFlags(int argc, char** argv) {
   if (!rate.ok())
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
+  f.inventory.mps_gpus = r["mps-gpus"].as<std::string>();
   if (const std::string mig = r["fake-mig"].as<std::string>(); !mig.empty()) {
     if (absl::Status s = baton::ParseFakeMig(mig, &f.inventory); !s.ok()) {
       throw cxxopts::exceptions::exception(std::string(s.message()));

@@ -66,6 +66,25 @@ std::string NodeIsolationText(const v1::NodeIsolation& iso) {
   return out;
 }
 
+// Each MPS pool's free share and memory, and whose shares it holds:
+// "gpu1 40% 60Gi free (alice)", "gpu3 100% 80Gi free"; "-" without pools.
+std::string MpsPoolsText(const v1::Node& n) {
+  std::vector<std::string> parts;
+  for (const v1::MpsPoolUse& u : n.mps_pools()) {
+    auto g = std::find_if(n.inventory().gpus().begin(), n.inventory().gpus().end(),
+                          [&](const v1::Gpu& x) { return x.uuid() == u.uuid(); });
+    if (g == n.inventory().gpus().end()) continue;
+    const uint32_t used = std::min(u.allocated_percent(), 100u);
+    const uint64_t memory = g->memory_bytes();
+    std::string text = "gpu" + std::to_string(g->index()) + " " + std::to_string(100 - used) +
+                       "% " + FormatBytes(memory - std::min(memory, u.allocated_memory_bytes())) +
+                       " free";
+    if (!u.user().empty()) text += " (" + u.user() + ")";
+    parts.push_back(std::move(text));
+  }
+  return JoinOrDash(parts, ", ");
+}
+
 // "8x NVIDIA H200" per model (MIG slices with their profile), in first-seen order.
 std::string GpuModels(const v1::Inventory& inv) {
   std::vector<std::pair<std::string, int>> counts;
@@ -309,13 +328,21 @@ std::string TopologyPath(const v1::Node& n, const std::vector<std::string>& leve
 Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms,
                      const std::vector<std::string>& topology_levels) {
   Listing l;
-  l.columns = {{"NAME"},           {"STATE"},
-               {"CPUS"},           {"MEMORY"},
-               {"GPUS"},           {"POOL"},
-               {"ISOLATION"},      {"ADDRESS"},
-               {"JOBS"},           {"GPU MODEL", true},
-               {"TOPOLOGY", true}, {"LABELS", true},
-               {"TAINTS", true},   {"LAST SEEN", true},
+  l.columns = {{"NAME"},
+               {"STATE"},
+               {"CPUS"},
+               {"MEMORY"},
+               {"GPUS"},
+               {"MPS POOLS"},
+               {"POOL"},
+               {"ISOLATION"},
+               {"ADDRESS"},
+               {"JOBS"},
+               {"GPU MODEL", true},
+               {"TOPOLOGY", true},
+               {"LABELS", true},
+               {"TAINTS", true},
+               {"LAST SEEN", true},
                {"DRAINED", true}};
   for (const auto& n : nodes) {
     const auto& inv = n.inventory();
@@ -325,10 +352,11 @@ Listing NodesListing(const Repeated<v1::Node>& nodes, int64_t now_ms,
         {n.name(), NodeStateName(n.state()) + (n.has_drain() ? ",drained" : ""),
          FormatCpuMillis(n.allocated_cpu_millis()) + "/" + std::to_string(inv.cpus()),
          FormatBytes(n.allocated_memory_bytes()) + "/" + FormatBytes(inv.memory_bytes()),
-         std::to_string(n.allocated_gpus()) + "/" + std::to_string(inv.gpus_size()),
-         n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()), n.address(),
-         JoinOrDash(jobs), GpuModels(inv), TopologyPath(n, topology_levels), Labels(n.labels()),
-         Taints(n.taints()), Ago(n.last_seen_ms(), now_ms),
+         std::to_string(n.allocated_gpus()) + "/" +
+             std::to_string(inv.gpus_size() - n.mps_pools_size()),
+         MpsPoolsText(n), n.pool().empty() ? "default" : n.pool(), NodeIsolationText(n.isolation()),
+         n.address(), JoinOrDash(jobs), GpuModels(inv), TopologyPath(n, topology_levels),
+         Labels(n.labels()), Taints(n.taints()), Ago(n.last_seen_ms(), now_ms),
          n.has_drain() ? Ago(n.drain().since_ms(), now_ms) + " by " + n.drain().by() +
                              (n.drain().reason().empty() ? "" : ": " + n.drain().reason())
                        : "-"});

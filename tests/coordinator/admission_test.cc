@@ -121,6 +121,24 @@ TEST(Admission, AShareOfOneGpuForOneRankInAClassThatMayShare) {
   EXPECT_EQ(s.gpu_share_percent(), 25u);
 }
 
+TEST(Admission, AShareFitsAnMpsPoolOfItsNodePool) {
+  // The default pool offers 40Gi pools (its 80Gi GPUs are whole); node pool "infer" 80Gi
+  // pools: a 60Gi share fits only there.
+  ClusterShape shape = TwoNodesOf4Gpus();
+  shape.max_gpu_memory_bytes = 80ull << 30;
+  shape.max_mps_memory_by_pool = {{"", 40ull << 30}, {"infer", 80ull << 30}};
+  Policy policy = SharingPolicy();
+  policy.pools = {sched::PoolPolicy{"infer", {"inference"}}};
+  v1::JobSpec s = Share(25, 60ull << 30);
+  absl::Status st = ValidateAndDefaultSpec(Alice(), policy, shape, &s);
+  EXPECT_EQ(Why(st),
+            "spec.gpu_memory_bytes: 60Gi for a share, but the largest MPS pool of node "
+            "pool default has 40Gi");
+  s = Share(25, 60ull << 30);
+  s.set_pool("infer");
+  EXPECT_TRUE(ValidateAndDefaultSpec(Alice(), policy, shape, &s).ok());
+}
+
 TEST(Admission, ASharesBadShapesAndClassesAreRefusedNamingTheField) {
   ClusterShape shape = TwoNodesOf4Gpus();
   shape.max_gpu_memory_bytes = 80ull << 30;

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "coordinator/scheduler/fair_share.h"
+
 namespace baton::sched::testing {
 namespace {
 
@@ -12,6 +14,11 @@ struct NodeUse {
   std::set<uint32_t> cores;
   uint64_t millis = 0, mem = 0;
   std::map<std::string, std::set<bool>> physical;  // physical GPU -> kinds (service?)
+  struct Pool {
+    uint64_t units = 0, mem = 0;
+    std::set<std::string> users;
+  };
+  std::map<std::string, Pool> pools;  // MPS pool uuid -> its shares summed
 };
 
 class Checker {
@@ -24,7 +31,7 @@ class Checker {
   }
 
   std::vector<std::string> Run() {
-    for (const auto& g : v_.running) Hold(g.id, IsService(g.priority_class), g.nodes);
+    for (const auto& g : v_.running) Hold(g.id, IsService(g.priority_class), g.user, g.nodes);
     for (const auto& pl : d_.placements) CheckPlacement(pl);
     for (const auto& [name, i] : node_ids_) CheckCapacity(i);
     for (const auto& e : d_.evictions) CheckEviction(e);
@@ -40,13 +47,20 @@ class Checker {
 
   void Problem(const std::string& what) { problems_.push_back(what); }
 
-  void Hold(JobId job, bool service, const std::vector<HeldNode>& nodes) {
+  void Hold(JobId job, bool service, const std::string& user, const std::vector<HeldNode>& nodes) {
     for (const HeldNode& h : nodes) {
       auto it = node_ids_.find(h.node);
       if (it == node_ids_.end()) continue;
       const NodeInfo& n = v_.nodes[it->second];
       NodeUse& use = use_[it->second];
       for (const std::string& uuid : h.gpu_uuids) {
+        if (h.gpu_share_percent > 0) {  // a share: counted against its pool, not held whole
+          NodeUse::Pool& pool = use.pools[uuid];
+          pool.units += h.gpu_share_percent;
+          pool.mem += h.gpu_memory_bytes;
+          pool.users.insert(user);
+          continue;
+        }
         if (!use.gpus.emplace(uuid, job).second) {
           Problem("GPU " + uuid + " given to job " + std::to_string(job) + " and job " +
                   std::to_string(use.gpus[uuid]));
@@ -104,13 +118,20 @@ class Checker {
       }
       for (uint32_t g : np.gpus) {
         if (n.gpus[g].mig_profile != r.mig_profile) Problem(id + " got the wrong GPU kind");
+        if (n.gpus[g].mps != (r.gpu_share_percent > 0)) {
+          Problem(id + (n.gpus[g].mps ? " took an MPS pool whole" : " got a share of a whole GPU"));
+        }
+      }
+      if (np.gpu_share_percent != r.gpu_share_percent ||
+          np.gpu_memory_bytes < r.gpu_memory_bytes) {
+        Problem(id + " placed with a share other than its request on " + n.name);
       }
       if (IsService(j.priority_class)) CheckWholeCores(id, n, np);
     }
     if (nodes.size() != pl.nodes.size() || nodes.size() != r.nodes) {
       Problem(id + " is not a whole gang of distinct nodes");
     }
-    Hold(pl.job, IsService(j.priority_class), ToHeld(v_, pl));
+    Hold(pl.job, IsService(j.priority_class), j.user, ToHeld(v_, pl));
   }
 
   // Inference holds whole cores: every SMT sibling of each CPU it was given.
@@ -145,17 +166,29 @@ class Checker {
     for (const auto& [phys, kinds] : use.physical) {
       if (kinds.size() > 1) Problem("training and inference share GPU " + phys);
     }
+    for (const auto& [uuid, pool] : use.pools) {
+      auto gpu = std::find_if(n.gpus.begin(), n.gpus.end(),
+                              [&](const GpuInfo& g) { return g.uuid == uuid; });
+      if (gpu == n.gpus.end() || !gpu->mps) Problem("a share of " + uuid + ", not an MPS pool");
+      if (pool.units > 100) Problem("MPS pool " + uuid + " over 100 units");
+      if (gpu != n.gpus.end() && pool.mem > gpu->memory_bytes) {
+        Problem("MPS pool " + uuid + " over its memory");
+      }
+      if (pool.users.size() > 1) Problem("MPS pool " + uuid + " holds shares of several users");
+      if (use.gpus.count(uuid)) Problem("MPS pool " + uuid + " also held whole");
+    }
   }
 
   // Use per tenant at the start of the pass, against its nominal GPUs.
   bool Borrowing(const std::string& tenant) const {
     const TenantPolicy& t = p_.Tenant(tenant);
     if (!t.nominal) return false;
-    uint64_t gpus = 0, millis = 0, mem = 0;
+    double gpus = 0;
+    uint64_t millis = 0, mem = 0;
     for (const auto& g : v_.running) {
       if (g.tenant != tenant) continue;
       for (const auto& h : g.nodes) {
-        gpus += h.gpu_uuids.size();
+        gpus += HeldGpus(h);
         millis += h.cpu_millis;
         mem += h.memory_bytes;
       }

@@ -135,6 +135,19 @@ v1::ListNodesResponse Nodes() {
     g->set_index(i);
     g->set_uuid("GPU-a" + std::to_string(i));
     g->set_model("NVIDIA H200");
+    if (i >= 6) {  // the last two offered as MPS pools; alice's shares on the first
+      g->set_memory_bytes(141ull << 30);
+      g->set_mps_pool(true);
+      v1::MpsPoolUse* use = a->add_mps_pools();
+      use->set_uuid(g->uuid());
+      if (i == 6) {
+        use->set_allocated_percent(60);
+        use->set_allocated_memory_bytes(40ull << 30);
+        use->set_user("alice");
+        use->add_jobs(21);
+        use->add_jobs(22);
+      }
+    }
   }
   a->set_allocated_cpu_millis(32000);
   a->set_allocated_memory_bytes(256ull << 30);

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launcher/agent/gpu_modes.h"
 #include "tests/launcher/test_util.h"
 
 namespace baton {
@@ -155,6 +156,59 @@ TEST(FakeMig, RefusesWhatIsNotProfileColonSlices) {
   ASSERT_TRUE(ParseFakeMig("1g.18gb:7", &o).ok());
   EXPECT_EQ(o.fake_mig_profile, "1g.18gb");
   EXPECT_EQ(o.fake_mig_slices, 7u);
+}
+
+TEST_F(InventoryTest, GpusNamedByMpsGpusAreOfferedAsPoolsTheRestStayWhole) {
+  options_.fake_gpus = 4;
+  options_.mps_gpus = "1,GPU-fake-node-a-3";
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  std::vector<bool> pools;
+  for (const v1::Gpu& g : inv->gpus()) pools.push_back(g.mps_pool());
+  EXPECT_THAT(pools, ElementsAre(false, true, false, true));
+  options_.mps_gpus = "all";
+  inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  for (const v1::Gpu& g : inv->gpus()) EXPECT_TRUE(g.mps_pool());
+}
+
+TEST_F(InventoryTest, AMigGpuIsNeverAnMpsPool) {
+  options_.fake_gpus = 2;
+  ASSERT_TRUE(ParseFakeMig("3g.40gb:2", &options_).ok());
+  options_.mps_gpus = "all";  // every GPU not in MIG mode: none here
+  auto inv = ReadInventory(options_);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  for (const v1::Gpu& g : inv->gpus()) EXPECT_FALSE(g.mps_pool());
+  options_.mps_gpus = "0";  // named: refused, saying why
+  inv = ReadInventory(options_);
+  EXPECT_EQ(inv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("GPU 0 is in MIG mode"));
+}
+
+TEST(GpuModes, MpsGpusRefusesWhatItCannotName) {
+  v1::Inventory inv;
+  for (uint32_t i = 0; i < 2; ++i) {
+    v1::Gpu* g = inv.add_gpus();
+    g->set_index(i);
+    g->set_uuid("GPU-" + std::to_string(i));
+  }
+  struct Case {
+    const char* selector;
+    const char* says;
+  } cases[] = {{"2", "--mps-gpus: this node has no GPU 2"},
+               {"GPU-9", "--mps-gpus: this node has no GPU GPU-9"},
+               {"0,", "--mps-gpus: \"\" is neither a GPU index nor a GPU-"},
+               {"first", "--mps-gpus: \"first\" is neither"},
+               {"-1", "--mps-gpus: \"-1\" is neither"}};
+  for (const Case& c : cases) {
+    v1::Inventory copy = inv;
+    absl::Status s = MarkMpsPools(c.selector, &copy);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.selector;
+    EXPECT_THAT(std::string(s.message()), ::testing::StartsWith(c.says)) << c.selector;
+    for (const v1::Gpu& g : copy.gpus()) EXPECT_FALSE(g.mps_pool()) << "nothing half-marked";
+  }
+  ASSERT_TRUE(MarkMpsPools("", &inv).ok());
+  for (const v1::Gpu& g : inv.gpus()) EXPECT_FALSE(g.mps_pool());
 }
 
 TEST_F(InventoryTest, FakeGpuUuidsDifferBetweenNodes) {
