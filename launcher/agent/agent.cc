@@ -41,7 +41,28 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
                     ? std::move(isolator)
                     : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
       observer_(observer ? observer : NoObserver()),
-      pump_(options_.max_log_bytes) {}
+      pump_(options_.max_log_bytes) {
+  for (const v1::Gpu& g : inventory_.gpus()) {
+    if (g.mps_pool() && !mps_) {
+      mps_ = std::make_unique<MpsPools>(
+          options_.data_dir + "/mps", std::make_unique<RealCommandRunner>(), options_.mps_control);
+    }
+  }
+}
+
+absl::StatusOr<std::map<std::string, std::string>> Agent::AcquireShare(const v1::Launch& l) {
+  const AttemptRequest r = IsolationRequest(l);
+  const std::string gpu = r.gpu_ids.size() == 1 ? r.gpu_ids[0] : "";
+  auto pool = std::find_if(inventory_.gpus().begin(), inventory_.gpus().end(),
+                           [&](const v1::Gpu& g) { return g.uuid() == gpu && g.mps_pool(); });
+  if (!mps_ || pool == inventory_.gpus().end()) {
+    return absl::FailedPreconditionError("a " + std::to_string(l.spec().gpu_share_percent()) +
+                                         "% share of GPU '" + gpu +
+                                         "', which this node does not offer as an MPS pool");
+  }
+  return mps_->Acquire(l.job_id(), l.attempt(),
+                       {gpu, l.spec().gpu_share_percent(), l.spec().gpu_memory_bytes()});
+}
 
 Agent::~Agent() { Stop(); }
 
@@ -370,6 +391,12 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
                       s.ToString());
       }
     }
+    if (r.finishing && mps_) {  // its MPS share: the pool's daemon stops after its last
+      if (auto s = mps_->Release(r.key.first, r.key.second); !s.ok()) {
+        spdlog::error("job {} attempt {}: releasing its MPS share: {}", r.key.first, r.key.second,
+                      s.ToString());
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (r.finishing) {
       observer_->OnAttemptEnded(r.key.first, r.key.second);
@@ -522,6 +549,16 @@ void Agent::ReportLimitChanges() {
   }
 }
 
+void Agent::CheckMpsDaemons() {
+  if (!mps_) return;
+  // A dead control daemon took its server and every client of the pool with it; it is
+  // started again for the shares that remain (their attempts end as their processes do).
+  for (const auto& [job, attempt] : mps_->Check()) {
+    spdlog::error("job {} attempt {}: the MPS daemon of its GPU had died; started again", job,
+                  attempt);
+  }
+}
+
 void Agent::SampleGpus() {
   if (!options_.gpu_usage) return;
   std::vector<v1::GpuUtilization> sample = options_.gpu_usage->Sample();  // NVML, no lock
@@ -643,6 +680,7 @@ void Agent::EffectsLoop() {
     if (work.refresh_stats) {
       RefreshStats();
       SampleGpus();
+      CheckMpsDaemons();
     }
     std::vector<NoteRead> reads;
     reads.reserve(work.reads.size());

@@ -48,6 +48,7 @@
 #include "launcher/agent/job_user.h"
 #include "launcher/agent/launch_env.h"
 #include "launcher/agent/log_pump.h"
+#include "launcher/agent/mps/mps_pools.h"
 #include "launcher/agent/outbox.h"
 #include "launcher/agent/process.h"
 #include "launcher/agent/progress_report.h"
@@ -61,7 +62,9 @@ namespace baton {
 struct AgentOptions {
   std::string node_name;
   std::string coordinator;  // host:port
-  std::string data_dir;     // jobs/<job>/<attempt>/ live here
+  std::string data_dir;     // jobs/<job>/<attempt>/ live here; mps/<uuid>/ the MPS pools
+  // The MPS control program run for GPUs offered as MPS pools (tests give a fake one).
+  std::string mps_control = "nvidia-cuda-mps-control";
   std::string pool;
   std::map<std::string, std::string> labels;
   std::vector<v1::Taint> taints;
@@ -235,6 +238,11 @@ class Agent {
   std::string StageExecClient() const;
   // Isolation: the request for a launch, the end of an attempt, periodic stats.
   AttemptRequest IsolationRequest(const v1::Launch& l) const;
+  // Restarts MPS daemons that died while shares remain (on the stats interval).
+  void CheckMpsDaemons();
+  // An attempt's MPS share of its one GPU from the node's pools: the clients' environment.
+  // FailedPrecondition when that GPU is not an MPS pool here.
+  absl::StatusOr<std::map<std::string, std::string>> AcquireShare(const v1::Launch& l);
   // The attempt's limits and current stats (cgroup reads; no lock needed).
   v1::AttemptIsolation IsolationOf(Key key) const;
   // Every stats interval: stats read without the lock, then reported.
@@ -267,6 +275,8 @@ class Agent {
   std::unique_ptr<Reaper> own_reaper_;  // when the caller gave no spawner
   Spawner* const spawner_;              // own_reaper_ or the caller's: every fork and signal
   std::unique_ptr<Isolator> isolator_;
+  // The node's MPS pools (launcher/agent/mps): null when the inventory offers none.
+  std::unique_ptr<MpsPools> mps_;
   AttemptObserver* const observer_;      // never null
   EpochFence fence_{options_.data_dir};  // commands of a deposed coordinator are ignored
   LogPump pump_;

@@ -181,6 +181,16 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     prepared = isolator_->Prepare(IsolationRequest(l));
     if (!prepared.ok()) error = "isolation: " + prepared.status().ToString();
   }
+  // An MPS share: its pool's daemon runs, with the server's limits, before a rank starts.
+  std::map<std::string, std::string> mps_env;
+  if (error.empty() && l.spec().gpu_share_percent() > 0) {
+    auto env = AcquireShare(l);
+    if (env.ok()) {
+      mps_env = std::move(*env);
+    } else {
+      error = "MPS: " + std::string(env.status().message());
+    }
+  }
   if (error.empty()) {
     run.cgroup_procs = prepared->procs_files;
     *run.report.mutable_isolation() = IsolationOf(key);
@@ -200,6 +210,7 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     SetUserEnv(*user, work, &in.inherited);
     in.nic = options_.nic;
     in.isolation_env = prepared->env;
+    for (auto& [k, v] : mps_env) in.isolation_env[k] = v;
     for (const auto& g : inventory_.gpus()) {
       in.known_gpu_ids.push_back(g.uuid());
       in.gpu_mig_profiles[g.uuid()] = g.mig_profile();
@@ -222,7 +233,10 @@ void Agent::StartAttempt(const v1::Launch& l, Run& run) {
     if (run.pgid) spawner_->Signal(-run.pgid, SIGKILL);
     (void)isolator_->Kill(l.job_id(), l.attempt());
     // Else once the spawned ranks are reaped (FinishRunLocked).
-    if (!run.live()) (void)isolator_->Release(l.job_id(), l.attempt());
+    if (!run.live()) {
+      (void)isolator_->Release(l.job_id(), l.attempt());
+      if (mps_) (void)mps_->Release(l.job_id(), l.attempt());
+    }
     return;
   }
   if (auto s = WriteRecord(key, run); !s.ok()) {

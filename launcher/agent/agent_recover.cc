@@ -61,6 +61,12 @@ std::optional<Agent::Run> Agent::AdoptRun(Key key, const std::vector<pid_t>& pid
     return std::nullopt;
   }
   const v1::Launch& l = record->launch();
+  if (l.spec().gpu_share_percent() > 0) {  // its pool's daemon may have gone with the agent
+    if (auto env = AcquireShare(l); !env.ok()) {
+      spdlog::warn("job {} attempt {}: its MPS share: {}", key.first, key.second,
+                   env.status().ToString());
+    }
+  }
   Run run;
   run.launch = std::make_shared<const v1::Launch>(l);
   run.adopted = true;

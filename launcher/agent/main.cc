@@ -123,6 +123,8 @@ Flags ParseFlags(int argc, char** argv) {
       ("mps-gpus", "GPUs offered as MPS pools for inference shares: \"all\" (every GPU not "
        "in MIG mode) or indices/UUIDs (\"0,2\"); the rest stay whole",
        cxxopts::value<std::string>()->default_value(""))
+      ("mps-control", "the CUDA MPS control program run for each pool",
+       cxxopts::value<std::string>()->default_value("nvidia-cuda-mps-control"))
       ("pool", "node pool", cxxopts::value<std::string>()->default_value(""))
       ("label", "node label key=value (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("taint", "node taint key=value:Effect (repeatable)",
@@ -238,6 +240,7 @@ Flags ParseFlags(int argc, char** argv) {
     throw cxxopts::exceptions::exception("--nic-rate: " + std::string(rate.status().message()));
   f.inventory.fake_gpu_memory_bytes = *mem;
   f.inventory.mps_gpus = r["mps-gpus"].as<std::string>();
+  f.agent.mps_control = r["mps-control"].as<std::string>();
   if (const std::string mig = r["fake-mig"].as<std::string>(); !mig.empty()) {
     if (absl::Status s = baton::ParseFakeMig(mig, &f.inventory); !s.ok()) {
       throw cxxopts::exceptions::exception(std::string(s.message()));

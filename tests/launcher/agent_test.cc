@@ -209,6 +209,13 @@ v1::Inventory TestInventory() {
     g->set_model("FakeGPU");
     g->set_fake(true);
   }
+  v1::Gpu* pool = inv.add_gpus();  // offered as an MPS pool (the fake control runs it)
+  pool->set_index(2);
+  pool->set_uuid("GPU-fake-node-t-2");
+  pool->set_model("FakeGPU");
+  pool->set_memory_bytes(80ull << 30);
+  pool->set_fake(true);
+  pool->set_mps_pool(true);
   v1::NumaNode* n = inv.add_numa_nodes();
   for (uint32_t c = 0; c < 8; ++c) n->add_cpus(c);
   return inv;
@@ -235,6 +242,7 @@ class AgentTest : public ::testing::Test {
     t.set_effect("NoSchedule");
     o.taints = {t};
     o.reconnect_max_backoff = absl::Milliseconds(200);
+    o.mps_control = std::string(BATON_SOURCE_DIR) + "/tests/launcher/fake_mps_control.sh";
     spawner_ = new GateSpawner();
     observer_ = new ObserverLog();
     link_ = new GateLink(GrpcCoordinatorLink(o.coordinator, o.tls));
@@ -747,6 +755,51 @@ TEST_F(AgentTest, LeftoverProcessesOfTheGroupDieWithTheAttempt) {
     return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
   })) << "background process "
       << pid << " outlived its attempt";
+}
+
+TEST_F(AgentTest, AShareRunsUnderItsPoolsMpsDaemonWhichStopsAfterTheLastShare) {
+  // Two shares of the pool GPU: one daemon, the server's limits their sum, each client's
+  // environment its own share; the daemon quits after the second ends.
+  auto share = [](uint64_t job, uint32_t percent, uint64_t gib, const std::string& command) {
+    v1::CoordinatorCommand cmd =
+        LaunchCommand(job, {"sh", "-c", command}, 1, {"GPU-fake-node-t-2"});
+    cmd.mutable_launch()->mutable_spec()->set_gpu_share_percent(percent);
+    cmd.mutable_launch()->mutable_spec()->set_gpu_memory_bytes(gib << 30);
+    return cmd;
+  };
+  const std::string pool = dir_->path() + "/mps/GPU-fake-node-t-2";
+  ASSERT_TRUE(coordinator_->Push(share(
+      320, 25, 20,
+      "echo pipe=$CUDA_MPS_PIPE_DIRECTORY pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+      "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT gpus=$CUDA_VISIBLE_DEVICES; echo ready; sleep 30")));
+  ASSERT_TRUE(WaitForLog(320, "ready"));
+  ASSERT_TRUE(coordinator_->Push(share(321, 50, 10, "echo ready; sleep 30")));
+  ASSERT_TRUE(WaitForLog(321, "ready"));
+  EXPECT_THAT(ReadFile(agent_->LogPath(320, 1)),
+              HasSubstr("pipe=" + pool + "/pipe pct=25 mem=0=20480M gpus=GPU-fake-node-t-2"));
+  std::string control = ReadFile(pool + "/log/fake-control.log");
+  EXPECT_EQ(control.find("start gpu=GPU-fake-node-t-2"), 0u) << control;
+  EXPECT_EQ(control.find("start", 1), std::string::npos) << "one daemon for both: " << control;
+  EXPECT_THAT(control, HasSubstr("set_default_active_thread_percentage 75\n"));
+  EXPECT_THAT(control, HasSubstr("set_default_device_pinned_mem_limit 0 30720M\n"));
+  for (uint64_t job : {320, 321}) {
+    ASSERT_TRUE(coordinator_->Push(KillCommand(job, SIGKILL, 0)));
+    ASSERT_TRUE(WaitReport(job, v1::AttemptReport::PHASE_EXITED));
+  }
+  EXPECT_TRUE(PollUntil([&] {
+    return ReadFile(pool + "/log/fake-control.log").find("quit\n") != std::string::npos;
+  })) << ReadFile(pool + "/log/fake-control.log");
+}
+
+TEST_F(AgentTest, AShareOfAGpuThatIsNoPoolIsRejectedNamingIt) {
+  v1::CoordinatorCommand cmd = LaunchCommand(322, {"true"}, 1, {"GPU-fake-node-t-0"});
+  cmd.mutable_launch()->mutable_spec()->set_gpu_share_percent(25);
+  cmd.mutable_launch()->mutable_spec()->set_gpu_memory_bytes(1ull << 30);
+  ASSERT_TRUE(coordinator_->Push(cmd));
+  auto end = WaitReport(322, v1::AttemptReport::PHASE_REJECTED);
+  ASSERT_TRUE(end);
+  EXPECT_THAT(end->message(), HasSubstr("MPS: a 25% share of GPU 'GPU-fake-node-t-0', which this "
+                                        "node does not offer as an MPS pool"));
 }
 
 TEST_F(AgentTest, LaunchNamingAnUnknownGpuIsRejected) {

@@ -26,10 +26,10 @@ GpuEnv BuildGpuEnv(const GpuEnvInput& in) {
   bool mig = std::any_of(in.gpus.begin(), in.gpus.end(),
                          [](const v1::Gpu& g) { return !g.mig_profile().empty(); });
   if (mig) out.sharing = "mig";
-  // gpu_memory without a share reserves nothing on a whole GPU, and CUDA reads the MPS
-  // client variables only under an MPS daemon, which no GPU runs yet: setting them would
-  // promise a limit nothing enforces (issue 47: the agent's MPS pools set the limits on
-  // the daemon's side).
+  // An MPS share: its client variables come from the pool's daemon (launcher/agent/mps),
+  // which the agent starts for it. gpu_memory without a share reserves nothing on a whole
+  // GPU, and no MPS variable is set: CUDA reads them only under an MPS daemon.
+  if (spec.gpu_share_percent() > 0) out.sharing = "mps";
   if (!in.capped_nic.empty()) {
     // tc does not see RDMA: a capped job's NCCL must use sockets on the capped NIC.
     out.env["NCCL_IB_DISABLE"] = "1";

@@ -1,8 +1,9 @@
 // Environment that keeps jobs within their GPU and network share (docs/isolation.md, "GPUs"
 // and "Network caps"): inference frameworks grow GPU memory on demand instead of grabbing
-// it all; MIG slices are reported as such; no CUDA MPS variables are set (gpu_memory on a
-// whole GPU reserves nothing, and MPS limits belong to an MPS daemon); network-capped jobs keep
-// NCCL on sockets on the cluster NIC, where tc sees them. Pure; thread-safe.
+// it all; MIG slices and MPS shares are reported as such; no CUDA MPS variables are set
+// here (gpu_memory on a whole GPU reserves nothing; a share's come from its pool's daemon,
+// launcher/agent/mps); network-capped jobs keep NCCL on sockets on the cluster NIC, where
+// tc sees them. Pure; thread-safe.
 #pragma once
 
 #include <map>
@@ -22,7 +23,7 @@ struct GpuEnvInput {
 
 struct GpuEnv {
   std::map<std::string, std::string> env;  // overrides the spec's env
-  std::string sharing;                     // "" or "mig"
+  std::string sharing;                     // "", "mig" or "mps" (a share of an MPS pool)
 };
 
 GpuEnv BuildGpuEnv(const GpuEnvInput& in);

@@ -403,6 +403,17 @@ TEST(GpuEnv, GpuMemoryWithoutAShareSetsNoMpsVariablesOnAnyJob) {
   }
 }
 
+TEST(GpuEnv, AShareIsReportedAsMpsItsVariablesLeftToItsPoolsDaemon) {
+  v1::JobSpec spec;
+  spec.set_gpu_share_percent(25);
+  spec.set_gpu_memory_bytes(20ull << 30);
+  GpuEnv env = BuildGpuEnv({.inference = true, .spec = &spec, .gpus = {Whole(80)}});
+  EXPECT_EQ(env.sharing, "mps");
+  for (const auto& [key, value] : env.env) {
+    EXPECT_EQ(key.rfind("CUDA_MPS_", 0), std::string::npos) << "MpsPools sets " << key;
+  }
+}
+
 TEST(GpuEnv, MigSlicesNeedNoMpsAndCappedJobsKeepNcclOnSockets) {
   v1::JobSpec spec;
   spec.set_gpu_memory_bytes(10ull << 30);
