@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/integration/local_cluster.h"
@@ -477,6 +478,55 @@ TEST_F(EndToEnd, ShareShowsWhatEachTenantRuns) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("'xml'"), std::string::npos) << bad.err;
   EXPECT_EQ(cluster().Baton({"cancel", std::to_string(id)}).exit_code, 0);
+}
+
+TEST(EndToEndShares, SharesOfOneUserRunTogetherOnAnMpsPoolUnderItsDaemon) {
+  if (std::string missing = MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+  // No agent at first: the one added offers its GPU 0 as an MPS pool, run by the fake
+  // control program; inference may share.
+  std::string policy = TestPolicyYaml("");
+  policy.replace(policy.find("{name: inference, value: 900, service: true"),
+                 std::string("{name: inference, value: 900, service: true").size(),
+                 "{name: inference, value: 900, service: true, gpu_sharing: mps");
+  LocalCluster cluster(/*agents=*/0, /*gpus=*/0, policy);
+  ASSERT_TRUE(cluster.AddAgent(
+      /*gpus=*/2, {"--mps-gpus", "0", "--mps-control",
+                   std::string(BATON_SOURCE_DIR) + "/tests/launcher/fake_mps_control.sh"}));
+  auto share = [&](const std::string& percent, const std::string& memory) {
+    return SubmittedId(cluster.Baton(
+        {"submit", "-q", "--class", "inference", "--gpu-share", percent, "--gpu-mem", memory,
+         "--cpus", "1", "--", "sh", "-c",
+         "echo share=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE pipe=$CUDA_MPS_PIPE_DIRECTORY; sleep 60"},
+        kBob));
+  };
+  const uint64_t a = share("60%", "20Gi"), b = share("40%", "20Gi");
+  ASSERT_TRUE(cluster.WaitForState(a, "JOB_STATE_RUNNING")) << cluster.Describe(a);
+  ASSERT_TRUE(cluster.WaitForState(b, "JOB_STATE_RUNNING")) << cluster.Describe(b);
+  std::optional<v1::Job> ja = cluster.GetJob(a), jb = cluster.GetJob(b);
+  ASSERT_TRUE(ja && jb);
+  const std::string gpu = ja->attempts(0).placement(0).gpu_ids(0);
+  EXPECT_EQ(jb->attempts(0).placement(0).gpu_ids(0), gpu) << "one pool holds both";
+  const uint64_t c = share("10%", "1Gi");
+  ASSERT_NE(c, 0u);
+  CommandResult why;
+  for (int i = 0; i < 50; ++i) {  // until a pass has looked at it
+    why = cluster.Baton({"explain", std::to_string(c)}, kBob);
+    if (why.out.find("MPS pool") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(why.out.find("10% share with 1Gi of a GPU offered as an MPS pool"), std::string::npos)
+      << why.out;
+  CommandResult nodes = cluster.Baton({"nodes"});
+  EXPECT_NE(nodes.out.find("gpu0 0% 40Gi free (baton-bob)"), std::string::npos) << nodes.out;
+  std::string log;
+  for (int i = 0; i < 50 && log.find("share=60") == std::string::npos; ++i) {
+    log = cluster.Baton({"logs", std::to_string(a)}, kBob).out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(log.find("share=60 pipe=" + cluster.dir() + "/n1/mps/" + gpu + "/pipe"),
+            std::string::npos)
+      << log;
+  for (uint64_t id : {a, b, c}) cluster.Baton({"cancel", std::to_string(id)}, kBob);
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {
