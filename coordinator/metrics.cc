@@ -138,6 +138,14 @@ CoordinatorMetrics::CoordinatorMetrics(Clock* clock, const Policy& policy)
                        .Name("baton_tenant_running_gpus")
                        .Help("GPUs the tenant's jobs hold")
                        .Register(*registry_)),
+      pool_percent_(BuildGauge()
+                        .Name("baton_mps_pool_allocated_percent")
+                        .Help("Compute of an MPS pool GPU its jobs' shares hold, percent")
+                        .Register(*registry_)),
+      pool_memory_(BuildGauge()
+                       .Name("baton_mps_pool_allocated_memory_bytes")
+                       .Help("GPU memory of an MPS pool GPU its jobs' shares hold")
+                       .Register(*registry_)),
       agents_(BuildGauge()
                   .Name("baton_agents_connected")
                   .Help("Node agents connected now (nodes READY)")
@@ -188,6 +196,14 @@ void CoordinatorMetrics::Count(const v1::Job& job, v1::JobState state, double de
       ledger_.Advance(clock_->NowMs(), running_gpus_);  // charge the GPUs held until now
       double& gpus = running_gpus_[job.spec().tenant()];
       gpus = delta > 0 ? gpus + GpusOf(job) : std::max(0.0, gpus - GpusOf(job));
+      if (const uint32_t share = job.spec().gpu_share_percent();
+          share > 0 && job.attempts_size() > 0 && job.attempts().rbegin()->placement_size() == 1 &&
+          job.attempts().rbegin()->placement(0).gpu_ids_size() == 1) {
+        const v1::NodeAssignment& p = job.attempts().rbegin()->placement(0);
+        prometheus::Labels l{{"node", p.node()}, {"gpu", p.gpu_ids(0)}};
+        pool_percent_.Add(l).Increment(delta * share);
+        pool_memory_.Add(l).Increment(delta * static_cast<double>(job.spec().gpu_memory_bytes()));
+      }
       break;
     }
     case Bucket::kCooldown:

@@ -76,6 +76,9 @@ class CoordinatorMetrics : public JobObserver, public prometheus::Collectable {
   prometheus::Family<prometheus::Gauge>& usage_share_;
   prometheus::Family<prometheus::Gauge>& weight_share_;
   prometheus::Family<prometheus::Gauge>& tenant_gpus_;
+  // Per MPS pool (node, GPU UUID): the shares of live attempts, percent and GPU memory.
+  prometheus::Family<prometheus::Gauge>& pool_percent_;
+  prometheus::Family<prometheus::Gauge>& pool_memory_;
   prometheus::Family<prometheus::Gauge>& agents_;
   prometheus::Family<prometheus::Gauge>& nodes_;
   prometheus::Family<prometheus::Counter>& nodes_lost_;

@@ -170,6 +170,15 @@ TEST_F(MetricsScenario, NamesAndLabelSetsAreTheListedOnes) {
   cooling.mutable_spec()->set_priority_class("training");
   cooling.mutable_spec()->set_tenant("vision");
   metrics_.OnJobLoaded(cooling);
+  v1::Job share = cooling;  // a running MPS share (shares_test.cc places them for real)
+  share.set_id(998);
+  share.set_state(v1::JOB_STATE_RUNNING);
+  share.mutable_spec()->set_gpu_share_percent(25);
+  share.mutable_spec()->set_gpu_memory_bytes(1ull << 30);
+  v1::NodeAssignment* on = share.add_attempts()->add_placement();
+  on->set_node("n1");
+  on->add_gpu_ids("GPU-n1-0");
+  metrics_.OnJobLoaded(share);
   metrics_.OnSubmitThrottled("vision", "rate");  // fair_use_test.cc drives the limiter
   metrics_.OnJobsDeleted(2);                     // and retention
   v1::Job spread = cooling;                      // TopologyMetrics above places one for real
@@ -277,6 +286,46 @@ TEST(Monitoring, RulesAndDashboardUseOnlyExportedMetrics) {
     }
   }
   EXPECT_GT(targets, 20);
+}
+
+}  // namespace
+}  // namespace baton::testing
+
+namespace baton::testing {
+namespace {
+
+TEST(CoordinatorMetrics, EachMpsPoolsSharesAreCountedWhileTheirAttemptsLive) {
+  FakeClock clock;
+  CoordinatorMetrics metrics(&clock, Policy::Default());
+  JobManagerOptions o = TestOptions();
+  for (auto& c : o.policy.classes) {
+    if (c.name == "inference") c.gpu_sharing = "mps";
+  }
+  Harness h(o, "", &metrics);
+  v1::Register reg = Registration("n1", 1, 8);
+  reg.mutable_inventory()->mutable_gpus(0)->set_memory_bytes(80ull << 30);
+  reg.mutable_inventory()->mutable_gpus(0)->set_mps_pool(true);
+  h.Connect("n1", 1, reg);
+  std::vector<uint64_t> ids;
+  for (uint32_t percent : {60u, 30u}) {
+    v1::JobSpec s = Spec(1, 1);
+    s.set_priority_class("inference");
+    s.set_gpu_share_percent(percent);
+    s.set_gpu_memory_bytes(10ull << 30);
+    s.set_cpu_millis_per_node(1000);
+    s.set_memory_bytes_per_node(1ull << 30);
+    auto id = h.Submit(s);
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  h.Schedule();
+  const std::map<std::string, std::string> pool{{"node", "n1"}, {"gpu", "GPU-n1-0"}};
+  EXPECT_EQ(SampleValue(metrics.Collect(), "baton_mps_pool_allocated_percent", pool), 90);
+  EXPECT_EQ(SampleValue(metrics.Collect(), "baton_mps_pool_allocated_memory_bytes", pool),
+            20.0 * (1ull << 30));
+  ASSERT_TRUE(h.Cancel(ids[0]).ok());
+  h.Report("n1", Report(ids[0], 1, v1::AttemptReport::PHASE_EXITED));
+  EXPECT_EQ(SampleValue(metrics.Collect(), "baton_mps_pool_allocated_percent", pool), 30);
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ inline const std::vector<ExpectedMetric>& CoordinatorMetricList() {
       {"baton_tenant_usage_share", T::Gauge, {"tenant"}},
       {"baton_tenant_weight_share", T::Gauge, {"tenant"}},
       {"baton_tenant_running_gpus", T::Gauge, {"tenant"}},
+      {"baton_mps_pool_allocated_percent", T::Gauge, {"gpu", "node"}},
+      {"baton_mps_pool_allocated_memory_bytes", T::Gauge, {"gpu", "node"}},
       {"baton_agents_connected", T::Gauge, {}},
       {"baton_nodes", T::Gauge, {"state"}},
       {"baton_nodes_lost_total", T::Counter, {}},
