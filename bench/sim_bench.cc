@@ -11,19 +11,30 @@
 //        once with every batch class asking for a leaf (preferred) and once without:
 //        `spread_gangs_fraction` (with), `gang_wait_p95_topology_vs_plain`,
 //        `gang_jct_mean_topology_vs_plain` (multi-node gangs, submit to finish).
+//  sharing (issue 47): an openb-shaped workload (Alibaba's ATC'23 trace: 13% CPU-only pods,
+//        38% asking for a fraction of one GPU, the rest whole GPUs) written as openb's pod
+//        and node lists and converted by `baton-sim convert --from openb`'s code, on 200
+//        nodes of 8 16Gi GPUs, arriving over 6 hours at about 1.2x the cluster; replayed
+//        with 3 GPUs of each node as MPS pools and again with every fraction on a whole
+//        GPU: `tasks_placed_shared_vs_whole` (tasks started within the 6 hours),
+//        `stranded_gpu_fraction_shared` (pool capacity no waiting share fits, sampled each
+//        minute), `pass_ms_shares_vs_whole` (mean time in Plan per pass).
 // Prints the passes, the time inside Plan and the rest (event handling, accounting), and
 // ends with one JSON line (keys in docs/benchmarks.md).
 //   baton-bench-sim [--jobs=100000] [--days=3] [--skip-10k] [--topology-jobs=20000]
+//                   [--sharing-tasks=8152]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "bench/bench_flags.h"
 #include "coordinator/policy.h"
 #include "coordinator/sim/cluster_file.h"
 #include "coordinator/sim/generate.h"
+#include "coordinator/sim/openb.h"
 #include "coordinator/sim/report.h"
 #include "coordinator/sim/trace.h"
 
@@ -163,6 +174,90 @@ nlohmann::json RunTree(uint64_t jobs, bool topology) {
   return Summarize(*sim)["gangs"];
 }
 
+// The sharing round's workload as openb's two lists (seeded: the same every run).
+std::pair<std::string, std::string> OpenbLists(uint64_t tasks) {
+  constexpr uint32_t kNodes = 200;
+  constexpr int64_t kSpan = 6 * 3600;  // arrivals over 6 hours
+  std::mt19937_64 rng(47);
+  auto draw = [&](uint64_t lo, uint64_t hi) {
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+  };
+  // openb's fractions, most at a half: 10, 20, 25, 30, 50, 60, 80%.
+  const std::vector<std::pair<int, int>> fractions = {{100, 10}, {200, 10}, {250, 15}, {300, 10},
+                                                      {500, 40}, {600, 5},  {800, 10}};
+  std::string pods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n";
+  for (uint64_t i = 0; i < tasks; ++i) {
+    const uint64_t kind = draw(0, 999);  // 133 CPU-only, 378 fractional, the rest whole
+    int gpus = 0, milli = 0;
+    if (kind >= 133 && kind < 511) {
+      uint64_t w = draw(0, 99);
+      for (const auto& [m, weight] : fractions) {
+        if (w < static_cast<uint64_t>(weight)) {
+          milli = m;
+          break;
+        }
+        w -= weight;
+      }
+      gpus = 1;
+    } else if (kind >= 511) {
+      const uint64_t g = draw(0, 99);
+      gpus = g < 80 ? 1 : g < 92 ? 2 : g < 98 ? 4 : 8;
+      milli = 1000;
+    }
+    const int64_t created = static_cast<int64_t>(draw(0, kSpan));
+    // Lasting 30 minutes to 6 hours (mean ~2.5 h): with the arrivals, ~1.2x the cluster.
+    const int64_t lasts = static_cast<int64_t>(1800 + draw(0, 19800));
+    const std::string qos = gpus > 0 && draw(0, 1) ? "LS" : "BE";
+    pods += "p" + std::to_string(i) + "," + std::to_string(1000 * draw(1, 8)) + "," +
+            std::to_string(1024 * draw(1, 32)) + "," + std::to_string(gpus) + "," +
+            std::to_string(milli) + ",V100M16," + qos + ",Running," + std::to_string(created) +
+            "," + std::to_string(created + lasts) + "," + std::to_string(created) + "\n";
+  }
+  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (uint32_t i = 0; i < kNodes; ++i) {
+    nodes += "n" + std::to_string(i) + ",96000,786432,8,V100M16\n";
+  }
+  return {pods, nodes};
+}
+
+// One sharing replay: tasks started within the arrivals' 6 hours, stranded pool capacity,
+// mean time in Plan per pass.
+nlohmann::json RunSharing(uint64_t tasks, bool shares) {
+  const auto [pods, nodes] = OpenbLists(tasks);
+  OpenbOptions o;
+  o.shares = shares;
+  o.mps_gpus = shares ? 3 : 0;
+  o.users = 1;
+  absl::StatusOr<OpenbTrace> trace = ConvertOpenbPods(pods, "openb-pods", o);
+  absl::StatusOr<std::vector<sched::NodeInfo>> cluster =
+      ParseClusterFile(*ConvertOpenbNodes(nodes, "openb-nodes", o), "openb-cluster");
+  if (!trace.ok() || !cluster.ok()) {
+    std::fprintf(stderr, "sharing round: %s %s\n", trace.status().ToString().c_str(),
+                 cluster.status().ToString().c_str());
+    std::exit(1);
+  }
+  Policy policy = Policy::Default();
+  for (sched::PriorityClass& c : policy.classes) {
+    if (c.name == "inference") c.gpu_sharing = "mps";
+  }
+  SimOptions options;
+  options.grace_ms = Time{policy.default_grace_seconds} * 1000;
+  options.sample_interval_ms = 60'000;
+  std::unique_ptr<Simulator> sim = SimulateTrace(*cluster, policy, trace->jobs, options, 0);
+  nlohmann::json out = Summarize(*sim)["mps"];
+  out["pass_ms"] =
+      sim->plans() ? sim->plan_seconds() * 1000 / static_cast<double>(sim->plans()) : 0;
+  out["plans"] = sim->plans();
+  out["view_jobs"] = sim->plans() ? static_cast<double>(sim->plan_view_jobs()) / sim->plans() : 0;
+  // Plan's time per job in its view (µs): with pools more jobs run, and every pass reads them.
+  out["us_per_view_job"] =
+      sim->plan_view_jobs() ? sim->plan_seconds() * 1e6 / static_cast<double>(sim->plan_view_jobs())
+                            : 0;
+  return out;
+}
+
 void Print(const char* name, uint32_t nodes, const Result& r) {
   std::printf(
       "%s: %u nodes, %llu jobs: submissions (%.0f simulated s) in %.1f wall s = %.0fx real "
@@ -188,7 +283,9 @@ int main(int argc, char** argv) {
       "days", "the trace's length", cxxopts::value<double>()->default_value("3"))(
       "skip-10k", "only the 1k-node cluster")("topology-jobs",
                                               "jobs in the topology round's trace (0: skip it)",
-                                              cxxopts::value<int64_t>()->default_value("20000"));
+                                              cxxopts::value<int64_t>()->default_value("20000"))(
+      "sharing-tasks", "tasks in the sharing round's openb-shaped workload (0: skip it)",
+      cxxopts::value<int64_t>()->default_value("8152"));
   const cxxopts::ParseResult flags = baton::bench::ParseFlags(opts, argc, argv);
   const auto jobs =
       static_cast<uint64_t>(baton::bench::FlagAtLeast<int64_t>(opts, flags, "jobs", 1));
@@ -196,6 +293,7 @@ int main(int argc, char** argv) {
   if (!(days > 0)) baton::bench::BadFlags(opts, "--days must be above 0");
   const bool skip_10k = flags.count("skip-10k") > 0;
   const auto tree_jobs = baton::bench::FlagAtLeast<int64_t>(opts, flags, "topology-jobs", 0);
+  const auto sharing_tasks = baton::bench::FlagAtLeast<int64_t>(opts, flags, "sharing-tasks", 0);
   // The figure is the submission window's: the drain after the last submit (a few long
   // jobs, few passes) would flatter it.
   baton::sim::Result small = baton::sim::RunOnce(1000, jobs, days, /*budget_s=*/0);
@@ -228,9 +326,37 @@ int main(int argc, char** argv) {
     wait_ratio = plain_wait > 0 ? with["wait_s"]["p95"].get<double>() / plain_wait : 0;
     jct_ratio = plain_jct > 0 ? with["jct_mean_s"].get<double>() / plain_jct : 0;
   }
+  double placed_ratio = 0, stranded = 0, pass_ratio = 0;
+  if (sharing_tasks > 0) {
+    nlohmann::json shared = baton::sim::RunSharing(static_cast<uint64_t>(sharing_tasks), true);
+    nlohmann::json whole = baton::sim::RunSharing(static_cast<uint64_t>(sharing_tasks), false);
+    auto line = [](const char* name, const nlohmann::json& r) {
+      std::printf(
+          "sharing %s: %llu of %llu tasks started within the 6 hours (%llu of %llu shares), "
+          "stranded pool capacity %.2f%%, %.2f ms per pass in Plan over %llu passes (%.0f "
+          "jobs in view on average, %.3f us per job in view)\n",
+          name, static_cast<unsigned long long>(r["tasks_placed"].get<uint64_t>()),
+          static_cast<unsigned long long>(r["tasks"].get<uint64_t>()),
+          static_cast<unsigned long long>(r["shares_placed"].get<uint64_t>()),
+          static_cast<unsigned long long>(r["shares"].get<uint64_t>()),
+          r["stranded_gpu_fraction"].get<double>() * 100, r["pass_ms"].get<double>(),
+          static_cast<unsigned long long>(r["plans"].get<uint64_t>()), r["view_jobs"].get<double>(),
+          r["us_per_view_job"].get<double>());
+    };
+    line("(3 of 8 GPUs MPS pools)", shared);
+    line("(every fraction on a whole GPU)", whole);
+    const double whole_placed = static_cast<double>(whole["tasks_placed"].get<uint64_t>());
+    placed_ratio = whole_placed > 0 ? shared["tasks_placed"].get<uint64_t>() / whole_placed : 0;
+    stranded = shared["stranded_gpu_fraction"].get<double>();
+    // Per job in the view: the share run holds more jobs running, and a pass reads each.
+    const double whole_us = whole["us_per_view_job"].get<double>();
+    pass_ratio = whole_us > 0 ? shared["us_per_view_job"].get<double>() / whole_us : 0;
+  }
   std::printf(
       "{\"sim_speedup\": %.1f, \"sim_speedup_10k\": %.1f, \"spread_gangs_fraction\": %.4f, "
-      "\"gang_wait_p95_topology_vs_plain\": %.3f, \"gang_jct_mean_topology_vs_plain\": %.3f}\n",
-      speedup, speedup_10k, spread, wait_ratio, jct_ratio);
+      "\"gang_wait_p95_topology_vs_plain\": %.3f, \"gang_jct_mean_topology_vs_plain\": %.3f, "
+      "\"tasks_placed_shared_vs_whole\": %.3f, \"stranded_gpu_fraction_shared\": %.4f, "
+      "\"pass_ms_shares_vs_whole\": %.3f}\n",
+      speedup, speedup_10k, spread, wait_ratio, jct_ratio, placed_ratio, stranded, pass_ratio);
   return 0;
 }

@@ -31,7 +31,8 @@ for path in "$bin_dir"/baton-bench-*; do
     baton-bench-isolation) expect "$name" 2 "--rounds must be at least 1" --rounds=0 ;;
     baton-bench-submit) expect "$name" 2 "--agents must be at least 1" --agents=0 ;;
     baton-bench-sim) expect "$name" 2 "--days must be above 0" --days=-1
-       expect "$name" 2 "--topology-jobs must be at least 0" --topology-jobs=-1 ;;
+       expect "$name" 2 "--topology-jobs must be at least 0" --topology-jobs=-1
+       expect "$name" 2 "--sharing-tasks must be at least 0" --sharing-tasks=-1 ;;
     baton-bench-checkpoint) ;;  # its own sizes are checked by its parser
     baton-bench-web) expect "$name" 2 "--jobs must be at least 1" --jobs=0
        expect "$name" 2 "streams" --streams=many ;;

@@ -30,26 +30,28 @@ uint64_t GroupMillis(const NodeHw& hw, const Shape& s) {
   return s.group_millis + uint64_t{GroupCores(hw, s) - s.group_cores} * 1000;
 }
 
-// Whether MPS pool entry e has room for the share shape: its units, its memory, and no
-// other user's shares (an MPS server runs as one uid).
-bool ShareFits(const NodeHw& hw, const NodeFree& f, const Shape& s, uint32_t e) {
-  const ShareFree& pool = f.share[ShareSlot(hw, e)];
+// Whether a pool has room for the share shape: its units, its memory, and no other
+// user's shares (an MPS server runs as one uid).
+bool ShareFits(const ShareFree& pool, const Shape& s) {
   return pool.units >= s.share && pool.mem_mib >= s.share_mem_mib &&
          (pool.owner == 0 || pool.owner == s.owner);
 }
 
 // The pool among `mask` the share leaves least of (units, then memory; best fit keeps
-// whole pools whole for bigger shares), lowest entry on ties.
+// whole pools whole for bigger shares), lowest entry on ties. Pools are walked in entry
+// order beside their index in NodeFree::share.
 uint64_t BestPool(const NodeHw& hw, const NodeFree& f, const Shape& s, uint64_t mask) {
   uint64_t best = 0;
   std::pair<uint32_t, uint32_t> least{~0u, ~0u};
-  for (; mask; mask &= mask - 1) {
-    auto e = static_cast<uint32_t>(std::countr_zero(mask));
-    const ShareFree& pool = f.share[ShareSlot(hw, e)];
+  uint32_t k = 0;
+  for (uint64_t rest = hw.mps; rest; rest &= rest - 1, ++k) {
+    const uint64_t bit = rest & (~rest + 1);
+    if (!(mask & bit)) continue;
+    const ShareFree& pool = f.share[k];
     std::pair<uint32_t, uint32_t> left{pool.units - s.share, pool.mem_mib - s.share_mem_mib};
     if (left < least) {
       least = left;
-      best = uint64_t{1} << e;
+      best = bit;
     }
   }
   return best;
@@ -257,9 +259,10 @@ uint64_t KindMask(const Pass& pass, uint32_t node, const NodeFree& f, const Shap
   m &= f.gpus;
   if (s.share) {
     m &= hw.mps;
-    for (uint64_t rest = m; rest; rest &= rest - 1) {
-      auto e = static_cast<uint32_t>(std::countr_zero(rest));
-      if (!ShareFits(hw, f, s, e)) m &= ~(uint64_t{1} << e);
+    uint32_t k = 0;
+    for (uint64_t rest = hw.mps; rest && m; rest &= rest - 1, ++k) {
+      const uint64_t bit = rest & (~rest + 1);
+      if ((m & bit) && !ShareFits(f.share[k], s)) m &= ~bit;
     }
   }
   return m;

@@ -26,7 +26,9 @@ uint16_t UserId(Pass& pass, const std::string& name) {
   return it->second;
 }
 
-uint32_t MiB(uint64_t bytes) { return static_cast<uint32_t>(std::min<uint64_t>(CeilDiv(bytes, 1 << 20), ~0u)); }
+uint32_t MiB(uint64_t bytes) {
+  return static_cast<uint32_t>(std::min<uint64_t>(CeilDiv(bytes, 1 << 20), ~0u));
+}
 
 uint32_t ClassId(const Pass& pass, const std::string& name) {
   auto it = pass.class_ids.find(name);
@@ -130,7 +132,8 @@ Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
   if (held.gpu_share_percent > 0 && (h.gpus & hw.mps) != 0) {  // a share of one pool
     uint64_t pools = h.gpus & hw.mps;
     h.gpus = pools & (~pools + 1);
-    h.share_slot = static_cast<uint8_t>(ShareSlot(hw, static_cast<uint32_t>(std::countr_zero(h.gpus))));
+    h.share_slot =
+        static_cast<uint8_t>(ShareSlot(hw, static_cast<uint32_t>(std::countr_zero(h.gpus))));
     h.share = static_cast<uint8_t>(std::min(held.gpu_share_percent, kShareUnits));
     h.share_mem_mib = MiB(held.gpu_memory_bytes);
   }
@@ -172,6 +175,9 @@ void BuildGangs(Pass& pass) {
   absl::flat_hash_map<std::string, uint32_t> node_ids;
   for (uint32_t i = 0; i < pass.view.nodes.size(); ++i) node_ids[pass.view.nodes[i].name] = i;
   pass.gangs.reserve(pass.view.running.size());
+  size_t held = 0;
+  for (const RunningGang& r : pass.view.running) held += r.nodes.size();
+  pass.holds.reserve(held);
   for (const RunningGang& r : pass.view.running) {
     Gang g;
     g.src = &r;

@@ -65,7 +65,7 @@ struct NodeHw {
   bool numa_aware = false;  // false: one domain, ranks get numa -1
   bool has_mig = false;
   bool schedulable = true;
-  uint64_t mps = 0;  // entries offered as MPS pools (at most kMaxMps of them)
+  uint64_t mps = 0;    // entries offered as MPS pools (at most kMaxMps of them)
   uint64_t whole = 0;  // entries that may be handed out whole
   uint64_t numa_gpus[kMaxNuma] = {};
   int32_t numa_id[kMaxNuma] = {};
@@ -200,7 +200,7 @@ struct Pass {
   absl::flat_hash_map<std::string, uint32_t> class_ids;
   std::vector<std::string> tenant_names;
   absl::flat_hash_map<std::string, uint16_t> user_ids;  // users of MPS shares, from 1
-  std::vector<double> tenant_key;  // decayed usage / weight
+  std::vector<double> tenant_key;                       // decayed usage / weight
   absl::flat_hash_map<std::string, uint32_t> tenant_ids;
   QuotaBook quota;
 
@@ -258,6 +258,14 @@ struct Pass {
   std::vector<int64_t> shape_feasible;     // per shape: nodes that could hold it; -1 unknown
   std::vector<std::string> shape_wait;     // per shape: the waiting-for-capacity text
   std::vector<int64_t> shape_min_domains;  // per shape: LargestDomain; -1 unknown
+  // The most units and MiB any MPS pool of a schedulable node has left (each on its own:
+  // a bound, not a pool's pair); -1: to be counted again (a share was placed).
+  int32_t most_pool_units = -1;
+  uint64_t most_pool_mib = 0;
+  // Share shapes no node took in this pass, with the class value they were tried at: room
+  // only shrinks within a pass, so a share asking at least as much of everything, no
+  // higher, finds none either (FindMigNodes).
+  std::vector<std::pair<uint32_t, int32_t>> shares_refused;
   struct QuotaText {
     int verdict = -1;
     Amount use;

@@ -116,6 +116,35 @@ uint64_t ShareLeft(const Pass& pass, uint32_t node, const NodeFree& before, cons
 // MIG gangs: the nodes with slices of the profile, fewest free slices first. MPS shares:
 // the nodes with a pool that has room, the one the share leaves least of first.
 std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_value, JobId job) {
+  if (s.share) {  // no pool has the units or the memory left: no node to visit
+    if (pass.most_pool_units < 0) {
+      pass.most_pool_units = 0;
+      pass.most_pool_mib = 0;
+      for (uint32_t node : pass.profile_nodes[s.profile]) {
+        const NodeHw& hw = pass.hw[node];
+        for (int k = 0; k < std::popcount(hw.mps); ++k) {
+          const ShareFree& pool = pass.free[node].share[k];
+          pass.most_pool_units = std::max<int32_t>(pass.most_pool_units, pool.units);
+          pass.most_pool_mib = std::max<uint64_t>(pass.most_pool_mib, pool.mem_mib);
+        }
+      }
+    }
+    if (s.share > static_cast<uint32_t>(pass.most_pool_units) ||
+        s.share_mem_mib > pass.most_pool_mib) {
+      return {};
+    }
+    const bool reserved =
+        std::any_of(pass.reserved_list.begin(), pass.reserved_list.end(),
+                    [&](uint32_t node) { return pass.reserved[node].job == job; });
+    for (const auto& [id, value] : pass.shares_refused) {
+      const Shape& f = pass.shapes[id];
+      if (!reserved && class_value <= value && f.filter == s.filter && f.owner == s.owner &&
+          f.model == s.model && f.service == s.service && f.share <= s.share &&
+          f.share_mem_mib <= s.share_mem_mib && f.cpu <= s.cpu && f.mem <= s.mem) {
+        return {};
+      }
+    }
+  }
   std::vector<std::pair<uint64_t, uint32_t>> fits;  // free slices (or what is left), node
   for (uint32_t node : pass.profile_nodes[s.profile]) {
     if (!Eligible(pass, s.filter, pass.hw[node].group) || !Usable(pass, node, class_value, job)) {
@@ -126,7 +155,10 @@ std::vector<uint32_t> FindMigNodes(Pass& pass, const Shape& s, int32_t class_val
     if (!FitNode(pass, node, trial, s, nullptr)) continue;
     fits.emplace_back(s.share ? ShareLeft(pass, node, pass.free[node], trial) : avail, node);
   }
-  if (fits.size() < s.nodes) return {};
+  if (fits.size() < s.nodes) {
+    if (s.share) pass.shares_refused.emplace_back(s.id, class_value);
+    return {};
+  }
   std::sort(fits.begin(), fits.end());
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < (s.topo_level >= 0 ? fits.size() : s.nodes); ++i) {
@@ -280,6 +312,7 @@ std::vector<NodePlacement> CommitGang(Pass& pass, NodeIndex& index, const Shape&
   std::vector<NodePlacement> out;
   for (uint32_t node : nodes) {
     out.push_back(CommitNode(pass, node, s));
+    if (s.share) pass.most_pool_units = -1;  // count again at the next share
     index.Update(pass, node);
   }
   return out;

@@ -118,6 +118,9 @@ std::vector<std::pair<double, uint32_t>> Search::Candidates(bool sorted) {
       }
       const NodeFree& f = pass_.free[node];
       auto have = static_cast<uint64_t>(std::popcount(KindMask(pass_, node, f, shape_)));
+      // Victims never free a pool's units (services are never evicted): a share needs a
+      // pool with room already, and victims only for the node's CPUs or memory.
+      if (shape_.share && have == 0) continue;
       uint64_t gpus = have, millis = f.millis, mem = f.mem;
       double youngest = std::numeric_limits<double>::infinity();
       for (uint32_t i = pass_.node_hold_begin[node]; i < pass_.node_hold_begin[node + 1]; ++i) {

@@ -49,8 +49,9 @@ bool Read(Problems& p, const YAML::Node& n, const std::string& key, T* out) {
 
 void ReadGroup(Problems& p, const YAML::Node& g, const std::string& w,
                std::vector<sched::NodeInfo>& out) {
-  static const char* kKeys[] = {"name",   "count", "gpus",   "gpu_model", "numa", "cpus",
-                                "memory", "pool",  "labels", "taints",    "mig"};
+  static const char* kKeys[] = {"name", "count",    "gpus",      "gpu_model", "numa",
+                                "cpus", "memory",   "pool",      "labels",    "taints",
+                                "mig",  "mps_gpus", "gpu_memory"};
   if (!g.IsMap()) return p.Add(g, w, "expected a map");
   for (const auto& kv : g) {
     std::string k = kv.first.Scalar();
@@ -86,6 +87,22 @@ void ReadGroup(Problems& p, const YAML::Node& g, const std::string& w,
     if (shape.mig_profile.empty() || shape.mig_slices == 0 || shape.mig_slices > 7) {
       p.Add(mig, w + ".mig", "needs a profile and 1 to 7 slices per GPU");
     }
+  }
+  std::string gpu_memory;
+  if (Read(p, g["gpu_memory"], w + ".gpu_memory", &gpu_memory)) {
+    absl::StatusOr<uint64_t> b = ParseBytes(gpu_memory);
+    if (!b.ok() || *b == 0) {
+      p.Add(g["gpu_memory"], w + ".gpu_memory", "'" + gpu_memory + "' is not a size");
+    }
+    if (b.ok()) shape.gpu_memory_bytes = *b;
+  }
+  Read(p, g["mps_gpus"], w + ".mps_gpus", &shape.mps_gpus);
+  if (shape.mps_gpus > shape.gpus) {
+    p.Add(g["mps_gpus"], w + ".mps_gpus",
+          "more MPS pools than the node's " + std::to_string(shape.gpus) + " GPUs");
+  }
+  if (shape.mps_gpus > 0 && !shape.mig_profile.empty()) {
+    p.Add(g["mps_gpus"], w + ".mps_gpus", "a GPU in MIG mode is never an MPS pool");
   }
   sched::NodeInfo proto = MakeNode(name, shape);
   Read(p, g["pool"], w + ".pool", &proto.pool);
@@ -159,6 +176,8 @@ sched::NodeInfo MakeNode(const std::string& name, const NodeShape& s) {
     gpu.uuid = name + "-g" + std::to_string(g);
     gpu.model = s.gpu_model;
     gpu.numa = static_cast<int32_t>(g * s.numa / s.gpus);
+    gpu.memory_bytes = s.gpu_memory_bytes;
+    gpu.mps = g < s.mps_gpus && s.mig_slices == 0;
     n.gpus.push_back(gpu);
     for (uint32_t k = 0; k < s.mig_slices; ++k) {
       sched::GpuInfo slice = gpu;

@@ -13,6 +13,8 @@
 //       labels: {zone: a}
 //       taints: [{key: dedicated, value: inference, effect: NoSchedule}]
 //       mig: {profile: 1g.18gb, slices: 7}   # every GPU cut into MIG slices
+//       gpu_memory: 80Gi     # each GPU's memory (MPS shares are counted against it)
+//       mps_gpus: 2          # the first 2 GPUs of each node offered as MPS pools
 //   switch_tree:             # optional: the network (docs/topology.md)
 //     nodes_per_leaf: 8      # the nodes, in file order, under leaf-1, leaf-2, ...
 //     leaves_per_spine: 32   # and the leaves under spine-1, spine-2, ...
@@ -61,6 +63,8 @@ struct NodeShape {
   uint64_t memory_bytes = 2ull << 40;
   std::string mig_profile;  // "": whole GPUs
   uint32_t mig_slices = 0;
+  uint64_t gpu_memory_bytes = 80ull << 30;
+  uint32_t mps_gpus = 0;  // the first this many GPUs are MPS pools (never with MIG)
 };
 sched::NodeInfo MakeNode(const std::string& name, const NodeShape& shape);
 

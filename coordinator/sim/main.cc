@@ -5,6 +5,7 @@
 //   baton-sim --cluster FILE --trace FILE --compare A.yaml B.yaml [--json]
 //   baton-sim generate --jobs N --days D --seed S [...] [-o FILE]
 //   baton-sim convert --from helios|philly LOG.csv [...] [-o FILE]
+//   baton-sim convert --from openb PODS.csv --nodes NODES.csv --cluster-out FILE [...] [-o FILE]
 // Exit codes: 0 ok, 1 error, 2 bad usage or input.
 #include <chrono>
 #include <cxxopts.hpp>
@@ -15,6 +16,7 @@
 #include "coordinator/policy_config.h"
 #include "coordinator/sim/cluster_file.h"
 #include "coordinator/sim/generate.h"
+#include "coordinator/sim/openb.h"
 #include "coordinator/sim/report.h"
 #include "coordinator/sim/trace.h"
 
@@ -102,12 +104,76 @@ int Generate(int argc, char** argv) {
   }
 }
 
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// --from openb: the pod list as a trace, the node list as a cluster file (openb.h).
+int ConvertOpenb(const cxxopts::ParseResult& r) {
+  if (!r.count("nodes") || !r.count("cluster-out")) {
+    return Fail(kUsage, "convert: --from openb needs --nodes and --cluster-out");
+  }
+  OpenbOptions o;
+  o.shares = !r.count("no-shares");
+  o.mps_gpus = r["mps-gpus"].as<uint32_t>();
+  o.users = r["users"].as<uint32_t>();
+  o.share_class = r["share-class"].as<std::string>();
+  o.ls_class = r["ls-class"].as<std::string>();
+  o.be_class = r["be-class"].as<std::string>();
+  absl::StatusOr<uint64_t> memory = ParseBytes(r["gpu-memory"].as<std::string>());
+  if (!memory.ok() || *memory == 0) return Fail(kUsage, "convert: --gpu-memory: not a size");
+  o.gpu_memory_bytes = *memory;
+  if (o.users == 0) return Fail(kUsage, "convert: --users: at least 1");
+  const std::string pods_path = r["log"].as<std::string>(),
+                    nodes_path = r["nodes"].as<std::string>();
+  std::optional<std::string> pods = ReadText(pods_path), nodes = ReadText(nodes_path);
+  if (!pods) return Fail(kUsage, "cannot read " + pods_path);
+  if (!nodes) return Fail(kUsage, "cannot read " + nodes_path);
+  absl::StatusOr<OpenbTrace> trace = ConvertOpenbPods(*pods, pods_path, o);
+  if (!trace.ok()) return Fail(kUsage, std::string(trace.status().message()));
+  absl::StatusOr<std::string> cluster = ConvertOpenbNodes(*nodes, nodes_path, o);
+  if (!cluster.ok()) return Fail(kUsage, std::string(cluster.status().message()));
+  const std::string cluster_out = r["cluster-out"].as<std::string>();
+  if (!Output(cluster_out, [&](std::ostream& out) { out << *cluster; })) {
+    return Fail(kError, "cannot write " + cluster_out);
+  }
+  if (trace->skipped > 0) {
+    std::cerr << "baton-sim convert: left out " << trace->skipped
+              << " pod(s) with no positive duration\n";
+  }
+  std::string out = r.count("output") ? r["output"].as<std::string>() : "";
+  if (!Output(out, [&](std::ostream& o2) { WriteTraceCsv(trace->jobs, o2); })) {
+    return Fail(kError, "cannot write " + out);
+  }
+  return kOk;
+}
+
 int Convert(int argc, char** argv) {
   cxxopts::Options opts("baton-sim convert",
-                        "A public job log (Helios cluster_log.csv, or a Philly-style CSV) as a "
-                        "baton-sim trace; docs/simulator.md maps the columns.");
-  opts.add_options()("from", "helios or philly", cxxopts::value<std::string>())(
-      "log", "the job log", cxxopts::value<std::string>())(
+                        "A public job log (Helios cluster_log.csv, a Philly-style CSV, or "
+                        "Alibaba's openb pod list with its node list) as a baton-sim trace; "
+                        "docs/simulator.md maps the columns.");
+  opts.add_options()("from", "helios, philly or openb", cxxopts::value<std::string>())(
+      "nodes", "openb: the node list (openb_node_list_*.csv)", cxxopts::value<std::string>())(
+      "cluster-out", "openb: the cluster file to write", cxxopts::value<std::string>())(
+      "mps-gpus", "openb: GPUs of each GPU node offered as MPS pools",
+      cxxopts::value<uint32_t>()->default_value("0"))(
+      "gpu-memory", "openb: each GPU's memory (openb has none; a share gets its part)",
+      cxxopts::value<std::string>()->default_value("16Gi"))(
+      "users", "openb: users the pods are spread over (an MPS pool holds one user's shares)",
+      cxxopts::value<uint32_t>()->default_value("1"))(
+      "no-shares", "openb: a fractional task asks for a whole GPU (the baseline)")(
+      "share-class", "openb: class of the shares (one that may share)",
+      cxxopts::value<std::string>()->default_value("inference"))(
+      "ls-class", "openb: class of whole-GPU LS and HP pods",
+      cxxopts::value<std::string>()->default_value("inference"))(
+      "be-class", "openb: class of the other pods",
+      cxxopts::value<std::string>()->default_value("experiment"))("log", "the job log",
+                                                                  cxxopts::value<std::string>())(
       "class", "priority class of every job",
       cxxopts::value<std::string>()->default_value("training"))(
       "gpus-per-node", "nodes of this many GPUs hold the gangs",
@@ -122,9 +188,12 @@ int Convert(int argc, char** argv) {
     auto r = opts.parse(argc, argv);
     if (r.count("help")) return (std::cout << opts.help(), kOk);
     if (!r.count("from") || !r.count("log")) return Fail(kUsage, "convert: --from and a log");
-    ConvertOptions c;
     std::string from = r["from"].as<std::string>();
-    if (from != "helios" && from != "philly") return Fail(kUsage, "convert: --from helios|philly");
+    if (from == "openb") return ConvertOpenb(r);
+    ConvertOptions c;
+    if (from != "helios" && from != "philly") {
+      return Fail(kUsage, "convert: --from helios|philly|openb");
+    }
     c.format = from == "helios" ? LogFormat::kHelios : LogFormat::kPhilly;
     c.priority_class = r["class"].as<std::string>();
     c.gpus_per_node = r["gpus-per-node"].as<uint32_t>();

@@ -126,6 +126,27 @@ nlohmann::json Gangs(const Simulator& sim, Time end) {
 
 }  // namespace
 
+// MPS shares: tasks started within the run (of every kind), shares among them, and the
+// pool capacity stranded (free units no waiting share fits, sampled) over the pools'.
+nlohmann::json Sharing(const Simulator& sim) {
+  uint64_t placed = 0, shares = 0, shares_placed = 0;
+  for (const auto& [id, j] : sim.jobs()) {
+    placed += j.first_start >= 0;
+    shares += j.gpu_share_percent > 0;
+    shares_placed += j.gpu_share_percent > 0 && j.first_start >= 0;
+  }
+  double stranded = 0, pools = 0;
+  for (const SimSample& s : sim.samples()) {
+    stranded += s.stranded_gpus;
+    pools += s.pool_gpus;
+  }
+  return {{"tasks", sim.jobs().size()},
+          {"tasks_placed", placed},
+          {"shares", shares},
+          {"shares_placed", shares_placed},
+          {"stranded_gpu_fraction", pools > 0 ? Round(stranded / pools, 1e-4) : 0.0}};
+}
+
 nlohmann::json Summarize(const Simulator& sim, const ReportOptions& options) {
   Time end = sim.now();
   double span_ms = static_cast<double>(end - sim.start());
@@ -183,6 +204,7 @@ nlohmann::json Summarize(const Simulator& sim, const ReportOptions& options) {
     if (j.infeasible) ++reasons[j.infeasible_reason];
   }
   for (const auto& [r, n] : reasons) out["infeasible_reasons"][r] = n;
+  out["mps"] = Sharing(sim);
   return out;
 }
 

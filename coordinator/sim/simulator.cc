@@ -29,11 +29,6 @@ bool Deferred(const sched::Decisions& d) {
   return false;
 }
 
-// GPUs held per tenant as the ledger takes them.
-std::map<std::string, double> AsDouble(const std::map<std::string, uint32_t>& gpus) {
-  return {gpus.begin(), gpus.end()};
-}
-
 uint32_t GpuSlots(const std::vector<sched::NodeInfo>& nodes) {
   uint32_t n = 0;
   for (const sched::NodeInfo& node : nodes) {
@@ -66,6 +61,7 @@ void Simulator::Submit(sched::PendingJob job, SimWork work) {
   rec.tenant = job.tenant;
   rec.priority_class = job.priority_class;
   rec.gpus = job.request.nodes * job.request.gpus_per_node;
+  rec.gpu_share_percent = job.request.gpu_share_percent;
   rec.nodes = job.request.nodes;
   rec.submitted = job.submitted;
   Live& live = live_[job.id];
@@ -232,14 +228,16 @@ Time Simulator::ProgressBy(const Live& live, Time t) const {
 }
 
 void Simulator::Hold(const Live& live, int sign) {
-  ledger_.Advance(now_, AsDouble(held_tenant_));  // charges what was held until now
-  int64_t d = sign * static_cast<int64_t>(live.gpus);
-  held_tenant_[live.spec.tenant] = static_cast<uint32_t>(held_tenant_[live.spec.tenant] + d);
-  held_class_[live.spec.priority_class] =
-      static_cast<uint32_t>(held_class_[live.spec.priority_class] + d);
-  busy_gpus_ = static_cast<uint32_t>(busy_gpus_ + d);
-  if (held_tenant_[live.spec.tenant] == 0) held_tenant_.erase(live.spec.tenant);
-  if (held_class_[live.spec.priority_class] == 0) held_class_.erase(live.spec.priority_class);
+  ledger_.Advance(now_, held_tenant_);  // charges what was held until now
+  const double d = sign * live.gpus;
+  auto add = [d](std::map<std::string, double>& held, const std::string& key) {
+    double& v = held[key];
+    v += d;
+    if (v < 1e-9) held.erase(key);  // sums of hundredths: gone once they cancel
+  };
+  add(held_tenant_, live.spec.tenant);
+  add(held_class_, live.spec.priority_class);
+  busy_gpus_ = std::max(0.0, busy_gpus_ + d);
 }
 
 void Simulator::Pass() {
@@ -254,7 +252,7 @@ void Simulator::Pass() {
     return;
   }
   ++plans_;
-  ledger_.Advance(now_, AsDouble(held_tenant_));
+  ledger_.Advance(now_, held_tenant_);
   view_.usage = ledger_.Snapshot();
   for (sched::RunningGang& g : view_.running) {
     const Live& l = live_.at(g.id);
@@ -265,6 +263,7 @@ void Simulator::Pass() {
   auto t0 = std::chrono::steady_clock::now();
   sched::Decisions d = sched::Plan(view_, policy_, now_);
   plan_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  plan_view_jobs_ += view_.running.size() + view_.pending.size();
   if (observer_) observer_(view_, now_, d);
   Apply(d);
 }
@@ -315,8 +314,9 @@ void Simulator::Start(const sched::Placement& p) {
   g.nodes = sched::ToHeld(view_, p);
   g.started = now_;
   g.evictions = l.spec.evictions;
+  g.user = l.spec.user;
   l.gpus = 0;
-  for (const sched::HeldNode& h : g.nodes) l.gpus += static_cast<uint32_t>(h.gpu_uuids.size());
+  for (const sched::HeldNode& h : g.nodes) l.gpus += sched::HeldGpus(h);
   ++l.attempt;
   l.running = true;
   l.evicted_at = -1;
@@ -391,7 +391,7 @@ void Simulator::Exit(JobId id, bool finished) {
     l.committed_ms += static_cast<Time>(k) * l.work.checkpoint_interval_ms;
     kept_until = l.progress_start + static_cast<Time>(k) * Period(l);
   }
-  rec.lost_gpu_ms += static_cast<double>(l.gpus) * static_cast<double>(now_ - kept_until);
+  rec.lost_gpu_ms += l.gpus * static_cast<double>(now_ - kept_until);
   l.spec.evictions = rec.evictions;
   l.spec.cooldown_until = now_ + l.cooldown_ms;
   l.spec.reserved_nodes.clear();
@@ -406,7 +406,49 @@ void Simulator::Sample() {
   s.running = static_cast<uint32_t>(view_.running.size());
   s.pending = static_cast<uint32_t>(view_.pending.size());
   s.tenant_gpus = held_tenant_;
+  Stranded(s);
   samples_.push_back(std::move(s));
+}
+
+// What is left of each MPS pool, and whether a waiting share fits it: a pool's free units
+// are stranded while shares wait and none of them fits what it has left (units, memory,
+// its one user). With no share waiting nothing is stranded: the capacity is idle.
+void Simulator::Stranded(SimSample& s) const {
+  struct Left {
+    uint32_t units = 100;
+    uint64_t mem = 0;
+    std::string user;
+  };
+  std::unordered_map<std::string, Left> pools;
+  for (const sched::NodeInfo& n : view_.nodes) {
+    for (const sched::GpuInfo& g : n.gpus) {
+      if (g.mps) pools[g.uuid].mem = g.memory_bytes;
+    }
+  }
+  s.pool_gpus = static_cast<double>(pools.size());
+  for (const sched::RunningGang& g : view_.running) {
+    for (const sched::HeldNode& h : g.nodes) {
+      if (h.gpu_share_percent == 0 || h.gpu_uuids.size() != 1) continue;
+      auto it = pools.find(h.gpu_uuids[0]);
+      if (it == pools.end()) continue;
+      it->second.units -= std::min(it->second.units, h.gpu_share_percent);
+      it->second.mem -= std::min(it->second.mem, h.gpu_memory_bytes);
+      it->second.user = g.user;
+    }
+  }
+  std::vector<const sched::PendingJob*> waiting;
+  for (const sched::PendingJob& j : view_.pending) {
+    if (j.request.gpu_share_percent > 0 && j.cooldown_until <= now_) waiting.push_back(&j);
+  }
+  if (waiting.empty()) return;
+  for (const auto& [uuid, left] : pools) {
+    if (left.units == 0) continue;
+    bool fits = std::any_of(waiting.begin(), waiting.end(), [&](const sched::PendingJob* j) {
+      return j->request.gpu_share_percent <= left.units &&
+             j->request.gpu_memory_bytes <= left.mem && (left.units == 100 || left.user == j->user);
+    });
+    if (!fits) s.stranded_gpus += left.units / 100.0;
+  }
 }
 
 }  // namespace baton::sim

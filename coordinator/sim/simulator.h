@@ -55,6 +55,7 @@ struct SimJob {
   std::string priority_class;
   uint32_t gpus = 0;  // all nodes together
   uint32_t nodes = 1;
+  uint32_t gpu_share_percent = 0;  // an MPS share of one GPU
   Time submitted = 0;
   Time first_start = -1;  // -1: never started
   Time finished_at = -1;  // -1: not finished
@@ -70,10 +71,14 @@ struct SimJob {
 // The cluster at one instant (timeline).
 struct SimSample {
   Time t = 0;
-  uint32_t busy_gpus = 0;
+  double busy_gpus = 0;  // an MPS share counts as its fraction of a GPU
   uint32_t running = 0;
   uint32_t pending = 0;
-  std::map<std::string, uint32_t> tenant_gpus;
+  std::map<std::string, double> tenant_gpus;
+  // MPS pool capacity no waiting share fits (units left where no pending share's units,
+  // memory and user fit), in GPUs; and the pools' whole capacity.
+  double stranded_gpus = 0;
+  double pool_gpus = 0;
 };
 
 class Simulator {
@@ -120,6 +125,9 @@ class Simulator {
   uint64_t plans() const { return plans_; }  // passes that ran Plan
   // Wall time spent inside Plan, for the benchmark's profile.
   double plan_seconds() const { return plan_seconds_; }
+  // Jobs in the view (running and pending) summed over the passes that ran Plan: Plan's
+  // cost grows with them, so time per job in view compares runs that hold more or less.
+  uint64_t plan_view_jobs() const { return plan_view_jobs_; }
 
  private:
   enum class Kind : uint8_t { kExit, kSubmit, kWake, kMinRuntime, kSample };
@@ -143,7 +151,7 @@ class Simulator {
     Time evicted_at = -1;     // -1: not evicted
     int64_t cooldown_ms = 0;  // of the pending eviction
     uint32_t attempt = 0;
-    uint32_t gpus = 0;
+    double gpus = 0;  // held: whole GPUs and slices one each, an MPS share its fraction
     int32_t class_value = 0;
     bool running = false;
     double slow = 1;  // wall time per unit of progress in this attempt (the slowdown)
@@ -171,6 +179,7 @@ class Simulator {
   // Leaves beyond the fewest a placement of this many nodes needs.
   uint32_t ExtraLeaves(const sched::Placement& p) const;
   void Sample();
+  void Stranded(SimSample& s) const;
 
   sched::ClusterView view_;
   sched::Policy policy_;
@@ -186,9 +195,9 @@ class Simulator {
   std::unordered_map<JobId, Live> live_;
   std::unordered_map<JobId, size_t> running_index_;  // view_.running position
   std::map<JobId, SimJob> jobs_;
-  std::map<std::string, uint32_t> held_tenant_, held_class_;
+  std::map<std::string, double> held_tenant_, held_class_;
   std::map<std::string, double> gpu_ms_, class_gpu_ms_;
-  uint32_t busy_gpus_ = 0;
+  double busy_gpus_ = 0;
   uint32_t total_gpus_ = 0;
   uint64_t to_submit_ = 0;
   std::vector<JobId> reserved_;  // pending jobs holding a preemption reservation
@@ -201,6 +210,7 @@ class Simulator {
   uint64_t passes_ = 0;
   uint64_t plans_ = 0;
   double plan_seconds_ = 0;
+  uint64_t plan_view_jobs_ = 0;
 };
 
 }  // namespace baton::sim

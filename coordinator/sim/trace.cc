@@ -23,9 +23,17 @@ const std::vector<std::string>& Required() {
   return k;
 }
 const std::vector<std::string>& Optional() {
-  static const std::vector<std::string> k = {"id",          "checkpoint_cost", "restart_cost",
-                                             "pool",        "cpus_per_node",   "memory_per_node",
-                                             "mig_profile", "gpu_model"};
+  static const std::vector<std::string> k = {"id",
+                                             "checkpoint_cost",
+                                             "restart_cost",
+                                             "pool",
+                                             "cpus_per_node",
+                                             "memory_per_node",
+                                             "mig_profile",
+                                             "gpu_model",
+                                             "gpu_share",
+                                             "gpu_memory",
+                                             "user"};
   return k;
 }
 
@@ -135,6 +143,23 @@ void SetField(TraceJob& job, const std::string& column, const std::string& v, in
   if (column == "pool") return name(&job.pool);
   if (column == "mig_profile") return void(job.mig_profile = v);
   if (column == "gpu_model") return void(job.gpu_model = v);
+  if (column == "user") return name(&job.user);
+  if (column == "gpu_share") {
+    std::string n = v;
+    if (!n.empty() && n.back() == '%') n.pop_back();
+    uint64_t percent = 0;
+    if (!ParseCount(n, 100, &percent) || percent == 0) {
+      return p.Add(line, column, "'" + v + "' is not a share from 1 to 100%");
+    }
+    job.gpu_share_percent = static_cast<uint32_t>(percent);
+    return;
+  }
+  if (column == "gpu_memory") {
+    absl::StatusOr<uint64_t> q = ParseBytes(v);
+    if (!q.ok() || *q == 0) return p.Add(line, column, "'" + v + "' is not a size");
+    job.gpu_memory_bytes = *q;
+    return;
+  }
   if (column == "cpus_per_node" || column == "memory_per_node") {
     absl::StatusOr<uint64_t> q = column == "cpus_per_node" ? ParseCpuMillis(v) : ParseBytes(v);
     if (!q.ok()) return p.Add(line, column, "'" + v + "' is not a valid quantity");
@@ -149,6 +174,14 @@ void Finish(TraceJob& job, const std::set<std::string>& given, int line, TracePr
   if (given.count("tenant") && job.tenant.empty()) p.Add(line, "tenant", "empty");
   if (given.count("class") && job.priority_class.empty()) p.Add(line, "class", "empty");
   if (job.duration_ms == 0 && given.count("duration")) p.Add(line, "duration", "must be above 0");
+  if (job.gpu_share_percent > 0) {
+    if (job.gpu_memory_bytes == 0) p.Add(line, "gpu_share", "a share needs its gpu_memory");
+    if (job.nodes != 1 || job.gpus_per_node != 1) {
+      p.Add(line, "gpu_share", "a share is of one GPU on one node (nodes 1, gpus_per_node 1)");
+    }
+    if (!job.mig_profile.empty())
+      p.Add(line, "gpu_share", "a share is of a whole GPU, not a slice");
+  }
   job.line = line;
 }
 
@@ -251,6 +284,7 @@ uint32_t NodesThatFit(const TraceJob& job, const std::vector<sched::NodeInfo>& n
       if (job.mig_profile.empty()) {
         for (const sched::GpuInfo& s : node.gpus) parent = parent || s.parent_uuid == g.uuid;
       }
+      if (g.mps != (job.gpu_share_percent > 0)) continue;  // pools take shares only
       if (g.mig_profile == job.mig_profile && !parent &&
           g.model.find(job.gpu_model) != std::string::npos) {
         ++gpus;
@@ -289,7 +323,7 @@ absl::StatusOr<std::vector<TraceJob>> LoadTrace(const std::string& path) {
 
 void WriteTraceCsv(const std::vector<TraceJob>& jobs, std::ostream& out) {
   out << "id,submit,tenant,class,nodes,gpus_per_node,duration,checkpoint_interval,"
-         "checkpoint_cost,restart_cost,pool\n";
+         "checkpoint_cost,restart_cost,pool,gpu_model,gpu_share,gpu_memory,user\n";
   auto s = [](Time ms) {
     std::ostringstream o;
     o << ms / 1000;
@@ -300,7 +334,9 @@ void WriteTraceCsv(const std::vector<TraceJob>& jobs, std::ostream& out) {
     out << j.id << "," << s(j.submit_ms) << "," << j.tenant << "," << j.priority_class << ","
         << j.nodes << "," << j.gpus_per_node << "," << s(j.duration_ms) << ","
         << s(j.checkpoint_interval_ms) << "," << s(j.checkpoint_cost_ms) << ","
-        << s(j.restart_cost_ms) << "," << j.pool << "\n";
+        << s(j.restart_cost_ms) << "," << j.pool << "," << j.gpu_model << ","
+        << (j.gpu_share_percent ? std::to_string(j.gpu_share_percent) : "") << ","
+        << (j.gpu_memory_bytes ? std::to_string(j.gpu_memory_bytes) : "") << "," << j.user << "\n";
   }
 }
 
@@ -308,14 +344,15 @@ absl::Status CheckTrace(const std::vector<TraceJob>& jobs, const std::string& so
                         const std::vector<sched::NodeInfo>& nodes, const Policy& policy) {
   TraceProblems p(source);
   std::set<JobId> ids;
-  std::map<std::tuple<std::string, uint32_t, std::string, std::string>, uint32_t> fit;
+  std::map<std::tuple<std::string, uint32_t, std::string, std::string, bool>, uint32_t> fit;
   for (const TraceJob& j : jobs) {
     if (!ids.insert(j.id).second) p.Add(j.line, "id", std::to_string(j.id) + " is used twice");
     if (!policy.Find(j.priority_class)) {
       p.Add(j.line, "class", "'" + j.priority_class + "' is not a class of the policy");
     }
     std::string pool = j.pool.empty() ? policy.default_pool : j.pool;
-    auto key = std::make_tuple(pool, j.gpus_per_node, j.mig_profile, j.gpu_model);
+    auto key =
+        std::make_tuple(pool, j.gpus_per_node, j.mig_profile, j.gpu_model, j.gpu_share_percent > 0);
     auto it = fit.find(key);
     if (it == fit.end()) {
       it = fit.emplace(key, NodesThatFit(j, nodes, pool, policy.default_pool)).first;
@@ -365,6 +402,9 @@ sched::PendingJob ToPending(const TraceJob& job, const Policy& policy,
   r.mig_profile = job.mig_profile;
   r.gpu_model = job.gpu_model;
   r.mpi = job.nodes > 1 && job.mig_profile.empty();
+  r.gpu_share_percent = job.gpu_share_percent;
+  r.gpu_memory_bytes = job.gpu_memory_bytes;
+  p.user = job.user.empty() ? job.tenant : job.user;
   r.pool = job.pool;
   auto it = tolerations.find(job.pool.empty() ? policy.default_pool : job.pool);
   if (it != tolerations.end()) r.tolerations = it->second;

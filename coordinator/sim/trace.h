@@ -3,7 +3,9 @@
 // (a number, or a duration like "2h"). Columns:
 //   required: submit, tenant, class, nodes, gpus_per_node, duration, checkpoint_interval
 //   optional: id, checkpoint_cost, restart_cost, pool, cpus_per_node, memory_per_node,
-//             mig_profile, gpu_model
+//             mig_profile, gpu_model, gpu_share (an MPS share of one GPU: "25" or "25%"),
+//             gpu_memory (its GPU memory, "20Gi"; needed with gpu_share), user (whom it
+//             runs as: an MPS pool holds one user's shares; default the tenant)
 // Every problem is named with the file, line and column. Read by baton-sim; written by
 // its generator and converter. Pure functions; thread-safe.
 #pragma once
@@ -37,7 +39,10 @@ struct TraceJob {
   uint64_t memory_bytes_per_node = 0;  // 0: the policy's default per rank
   std::string mig_profile;
   std::string gpu_model;
-  int line = 0;  // where it was read, for later errors
+  uint32_t gpu_share_percent = 0;  // an MPS share of one GPU (gpus_per_node 1); 0: none
+  uint64_t gpu_memory_bytes = 0;
+  std::string user;  // "": the tenant
+  int line = 0;      // where it was read, for later errors
 };
 
 // Reads CSV or JSONL (by the first character that is not a space: '{' is JSONL).

@@ -99,7 +99,7 @@ uint32_t Peak(const Simulator& sim, const std::string& tenant) {
   uint32_t most = 0;
   for (const SimSample& s : sim.samples()) {
     auto it = s.tenant_gpus.find(tenant);
-    if (it != s.tenant_gpus.end()) most = std::max(most, it->second);
+    if (it != s.tenant_gpus.end()) most = std::max(most, static_cast<uint32_t>(it->second));
   }
   return most;
 }
