@@ -222,10 +222,9 @@ std::pair<std::string, std::string> OpenbLists(uint64_t tasks) {
   return {pods, nodes};
 }
 
-// One sharing replay: tasks started within the arrivals' 6 hours, stranded pool capacity,
-// mean time in Plan per pass.
-nlohmann::json RunSharing(uint64_t tasks, bool shares) {
-  const auto [pods, nodes] = OpenbLists(tasks);
+// One sharing replay, ready to run: the workload converted with or without shares.
+std::unique_ptr<Simulator> SharingSim(const std::string& pods, const std::string& nodes,
+                                      bool shares) {
   OpenbOptions o;
   o.shares = shares;
   o.mps_gpus = shares ? 3 : 0;
@@ -245,16 +244,22 @@ nlohmann::json RunSharing(uint64_t tasks, bool shares) {
   SimOptions options;
   options.grace_ms = Time{policy.default_grace_seconds} * 1000;
   options.sample_interval_ms = 60'000;
-  std::unique_ptr<Simulator> sim = SimulateTrace(*cluster, policy, trace->jobs, options, 0);
-  nlohmann::json out = Summarize(*sim)["mps"];
-  out["pass_ms"] =
-      sim->plans() ? sim->plan_seconds() * 1000 / static_cast<double>(sim->plans()) : 0;
-  out["plans"] = sim->plans();
-  out["view_jobs"] = sim->plans() ? static_cast<double>(sim->plan_view_jobs()) / sim->plans() : 0;
+  auto sim = std::make_unique<Simulator>(*cluster, policy, options);
+  PoolTolerations tolerations = TolerationsByPool(*cluster, policy.default_pool);
+  for (const TraceJob& j : trace->jobs) sim->Submit(ToPending(j, policy, tolerations), WorkOf(j));
+  return sim;
+}
+
+// A replay's figures: tasks started within the arrivals' 6 hours, stranded pool capacity,
+// time in Plan per pass and per job in its view.
+nlohmann::json SharingFigures(const Simulator& s) {
+  nlohmann::json out = Summarize(s)["mps"];
+  out["pass_ms"] = s.plans() ? s.plan_seconds() * 1000 / static_cast<double>(s.plans()) : 0;
+  out["plans"] = s.plans();
+  out["view_jobs"] = s.plans() ? static_cast<double>(s.plan_view_jobs()) / s.plans() : 0;
   // Plan's time per job in its view (µs): with pools more jobs run, and every pass reads them.
   out["us_per_view_job"] =
-      sim->plan_view_jobs() ? sim->plan_seconds() * 1e6 / static_cast<double>(sim->plan_view_jobs())
-                            : 0;
+      s.plan_view_jobs() ? s.plan_seconds() * 1e6 / static_cast<double>(s.plan_view_jobs()) : 0;
   return out;
 }
 
@@ -328,8 +333,17 @@ int main(int argc, char** argv) {
   }
   double placed_ratio = 0, stranded = 0, pass_ratio = 0;
   if (sharing_tasks > 0) {
-    nlohmann::json shared = baton::sim::RunSharing(static_cast<uint64_t>(sharing_tasks), true);
-    nlohmann::json whole = baton::sim::RunSharing(static_cast<uint64_t>(sharing_tasks), false);
+    // Both replays advance together, ten simulated minutes at a time, so that each side's
+    // time in Plan is measured under the same machine conditions (interleaved).
+    const auto [pods, nodes] = baton::sim::OpenbLists(static_cast<uint64_t>(sharing_tasks));
+    auto with = baton::sim::SharingSim(pods, nodes, true);
+    auto without = baton::sim::SharingSim(pods, nodes, false);
+    for (baton::sim::Time t = 0; t <= 6 * 3'600'000; t += 600'000) {
+      with->RunUntil(t);
+      without->RunUntil(t);
+    }
+    nlohmann::json shared = baton::sim::SharingFigures(*with);
+    nlohmann::json whole = baton::sim::SharingFigures(*without);
     auto line = [](const char* name, const nlohmann::json& r) {
       std::printf(
           "sharing %s: %llu of %llu tasks started within the 6 hours (%llu of %llu shares), "
