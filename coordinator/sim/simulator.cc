@@ -441,7 +441,8 @@ void Simulator::Stranded(SimSample& s) const {
     if (j.request.gpu_share_percent > 0 && j.cooldown_until <= now_) waiting.push_back(&j);
   }
   if (waiting.empty()) return;
-  for (const auto& [uuid, left] : pools) {
+  for (const auto& pool : pools) {
+    const Left& left = pool.second;  // not a structured binding: clang 14's lambdas refuse one
     if (left.units == 0) continue;
     bool fits = std::any_of(waiting.begin(), waiting.end(), [&](const sched::PendingJob* j) {
       return j->request.gpu_share_percent <= left.units &&
