@@ -122,8 +122,7 @@ class Checker {
           Problem(id + (n.gpus[g].mps ? " took an MPS pool whole" : " got a share of a whole GPU"));
         }
       }
-      if (np.gpu_share_percent != r.gpu_share_percent ||
-          np.gpu_memory_bytes < r.gpu_memory_bytes) {
+      if (np.gpu_share_percent != r.gpu_share_percent || np.gpu_memory_bytes < r.gpu_memory_bytes) {
         Problem(id + " placed with a share other than its request on " + n.name);
       }
       if (IsService(j.priority_class)) CheckWholeCores(id, n, np);
@@ -167,8 +166,9 @@ class Checker {
       if (kinds.size() > 1) Problem("training and inference share GPU " + phys);
     }
     for (const auto& [uuid, pool] : use.pools) {
+      const std::string& name = uuid;  // clang 14's lambdas capture no structured binding
       auto gpu = std::find_if(n.gpus.begin(), n.gpus.end(),
-                              [&](const GpuInfo& g) { return g.uuid == uuid; });
+                              [&](const GpuInfo& g) { return g.uuid == name; });
       if (gpu == n.gpus.end() || !gpu->mps) Problem("a share of " + uuid + ", not an MPS pool");
       if (pool.units > 100) Problem("MPS pool " + uuid + " over 100 units");
       if (gpu != n.gpus.end() && pool.mem > gpu->memory_bytes) {
