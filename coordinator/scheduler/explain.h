@@ -42,7 +42,7 @@ struct TenantShare {
   double usage_gpu_seconds = 0;  // decayed
   double usage_share = 0;        // of every tenant's decayed usage, 0..1
   double weight_share = 0;       // of the weights of the tenants shown, 0..1
-  double running_gpus = 0;  // an MPS share counts as its fraction of a GPU
+  double running_gpus = 0;       // an MPS share counts as its fraction of a GPU
   double pending_gpus = 0;
   std::optional<Resources> nominal;
 };

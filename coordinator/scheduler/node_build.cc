@@ -208,8 +208,7 @@ Amount BuildNodes(Pass& pass) {
       if (pass.entry_profile[hw.gpu_base + e]) slices |= uint64_t{1} << e;
     }
     capacity += Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices | hw.mps)) * kGpuUnits,
-                       n.cpu_millis,
-                       n.memory_bytes};
+                       n.cpu_millis, n.memory_bytes};
   }
   IndexProfilesAndClasses(pass);
   BuildTopology(pass);

@@ -42,11 +42,11 @@ Agent::Agent(AgentOptions options, v1::Inventory inventory, Clock* clock,
                     : std::make_unique<Isolator>(inventory_, ClassOptions(), nullptr, nullptr)),
       observer_(observer ? observer : NoObserver()),
       pump_(options_.max_log_bytes) {
-  for (const v1::Gpu& g : inventory_.gpus()) {
-    if (g.mps_pool() && !mps_) {
-      mps_ = std::make_unique<MpsPools>(
-          options_.data_dir + "/mps", std::make_unique<RealCommandRunner>(), options_.mps_control);
-    }
+  // The node's MPS pools: only where the inventory offers any (--mps-gpus).
+  if (std::any_of(inventory_.gpus().begin(), inventory_.gpus().end(),
+                  [](const v1::Gpu& g) { return g.mps_pool(); })) {
+    mps_ = std::make_unique<MpsPools>(options_.data_dir + "/mps",
+                                      std::make_unique<RealCommandRunner>(), options_.mps_control);
   }
 }
 

@@ -122,7 +122,8 @@ TEST(SchedulerShares, APoolNeverGoesWholeAndAShareNeverTakesAWholeGpu) {
   ClusterView v;
   v.nodes = {PoolNode("p", 2, {1})};
   v.pending = {MakeJob(1, "a", "training", {.gpus = 1}), MakeJob(2, "a", "training", {.gpus = 1}),
-               MakeJob(3, "a", "inference", {.gpus = 1}), Share(4, "alice", 100, 80 * testing::kGi)};
+               MakeJob(3, "a", "inference", {.gpus = 1}),
+               Share(4, "alice", 100, 80 * testing::kGi)};
   Decisions d = Plan(v, SharingPolicy(), testing::kNow);
   std::vector<uint32_t> whole;
   for (JobId j : {1, 2, 3}) {

@@ -91,16 +91,16 @@ absl::Status MpsPools::SetLimitsLocked(const std::string& uuid, const Pool& pool
     uint32_t pid = 0;
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &pid)) continue;
     const std::string p = std::to_string(pid);
-    for (const std::string& c : {"set_active_thread_percentage " + p + " " + std::to_string(percent),
-                                 "set_device_pinned_mem_limit " + p + " 0 " + mem}) {
+    for (const std::string& c :
+         {"set_active_thread_percentage " + p + " " + std::to_string(percent),
+          "set_device_pinned_mem_limit " + p + " 0 " + mem}) {
       if (auto s = SendLocked(uuid, c); !s.ok()) return s.status();
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, std::string>> MpsPools::Acquire(uint64_t job,
-                                                                     uint32_t attempt,
+absl::StatusOr<std::map<std::string, std::string>> MpsPools::Acquire(uint64_t job, uint32_t attempt,
                                                                      const MpsShare& share) {
   if (share.percent == 0 || share.percent > 100 || share.memory_bytes == 0) {
     return absl::InvalidArgumentError("an MPS share needs 1-100% and its GPU memory");
