@@ -2,7 +2,7 @@
 
 namespace baton {
 
-void FinishedJobs::Add(v1::Job job, std::vector<v1::Event> events, uint64_t commit) {
+void FinishedJobs::Add(v1::Job job, EventList events, uint64_t commit) {
   const uint64_t id = job.id();
   entries_[id] = Entry{std::move(job), std::move(events)};
   order_.emplace_back(id, commit);

@@ -13,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include "coordinator/event_list.h"
 #include "proto/api.pb.h"
 
 namespace baton {
@@ -21,13 +22,13 @@ class FinishedJobs {
  public:
   struct Entry {
     v1::Job job;
-    std::vector<v1::Event> events;
+    EventList events;
   };
 
   explicit FinishedJobs(size_t capacity) : capacity_(capacity) {}
 
   // `job` finished in the commit numbered `commit`.
-  void Add(v1::Job job, std::vector<v1::Event> events, uint64_t commit);
+  void Add(v1::Job job, EventList events, uint64_t commit);
   const Entry* Find(uint64_t id) const;
   // Retention deleted it.
   void Erase(uint64_t id) { entries_.erase(id); }

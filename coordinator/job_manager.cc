@@ -108,7 +108,7 @@ absl::Status JobManager::Recover() {
     }
   }
   for (auto& ev : snap->events) {
-    if (JobEntry* e = jobs_.Find(ev.job_id())) e->events.push_back(std::move(ev));
+    if (JobEntry* e = jobs_.Find(ev.job_id())) e->events.push_back(ev);
   }
   const absl::Time mono = clock_->Monotonic();
   for (auto& node : snap->nodes) {
@@ -178,11 +178,9 @@ void JobManager::CommitLocked(Txn txn) {
 absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto copy = [with_events](const v1::Job& job, const std::vector<v1::Event>& events) {
+    auto copy = [with_events](const v1::Job& job, const EventList& events) {
       v1::Job out = job;
-      if (with_events) {
-        for (const auto& ev : events) *out.add_events() = ev;
-      }
+      if (with_events) events.AppendTo(out.mutable_events());
       return out;
     };
     if (const JobEntry* e = jobs_.Find(id)) return copy(e->job, e->events);
@@ -238,7 +236,7 @@ void JobManager::NoteEvent(JobEntry& e, v1::JobState to, const std::string& reas
   ev.set_code(code);
   ev = LogLocked(std::move(ev), &e.job, txn);
   txn.batch.events.push_back(ev);
-  e.events.push_back(std::move(ev));
+  e.events.push_back(ev);
   e.job.set_message(reason);
   e.said_wait = -1;
   txn.touched.insert(e.job.id());
@@ -467,7 +465,7 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
     lock.unlock();
     return done(may);
   }
-  const CancelAction action = DecideCancel(e.job, e.live.has_value());
+  const CancelAction action = DecideCancel(e.job, e.live != nullptr);
   if (action == CancelAction::kAlready || action == CancelAction::kRefused) {
     const v1::JobState state = e.job.state();
     lock.unlock();
@@ -483,7 +481,7 @@ void JobManager::Cancel(const Caller& caller, uint64_t job_id, std::string reaso
 
 void JobManager::CancelLocked(JobEntry& e, const std::string& user, const std::string& why,
                               Txn& txn) {
-  const CancelAction action = DecideCancel(e.job, e.live.has_value());
+  const CancelAction action = DecideCancel(e.job, e.live != nullptr);
   if (action == CancelAction::kAlready || action == CancelAction::kRefused) return;
   if (action == CancelAction::kStop) {
     e.job.set_cancel_requested_by(user);

@@ -80,7 +80,7 @@ void JobTable::SetState(JobEntry& e, v1::JobState to) {
 }
 
 void JobTable::StartAttempt(JobEntry& e, LiveAttempt a) {
-  e.live = std::move(a);
+  e.live = std::make_unique<LiveAttempt>(std::move(a));
   live_.insert(e.job.id());
 }
 
@@ -103,7 +103,7 @@ std::vector<uint64_t> JobTable::LiveOn(const std::string& node) const {
 }
 
 LiveAttempt JobTable::EndAttempt(JobEntry& e) {
-  LiveAttempt a = std::move(e.live.value());
+  LiveAttempt a = std::move(*e.live);
   e.live.reset();
   live_.erase(e.job.id());
   return a;

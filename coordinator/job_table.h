@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,18 +18,21 @@
 #include <vector>
 
 #include "coordinator/attempt_tracker.h"
+#include "coordinator/event_list.h"
 #include "coordinator/usage/rollup.h"
 #include "proto/api.pb.h"
 
 namespace baton {
 
+// A million of these wait in a large queue: what is rare (a live attempt) is held by pointer
+// and events are packed (issue 51's memory per pending job).
 struct JobEntry {
   v1::Job job;
-  std::vector<v1::Event> events;
-  std::optional<LiveAttempt> live;  // set between StartAttempt and EndAttempt
-  std::string exec_secret;          // the current attempt's (store.proto; never in the public Job)
-  int said_wait = -1;   // the sched::Outcome of the last wait logged; -1 after any event
-  usage::Mark charged;  // what of the record the usage rollup has been charged with
+  EventList events;
+  std::unique_ptr<LiveAttempt> live;  // set between StartAttempt and EndAttempt
+  std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
+  int said_wait = -1;       // the sched::Outcome of the last wait logged; -1 after any event
+  usage::Mark charged;      // what of the record the usage rollup has been charged with
 };
 
 // PENDING and COOLDOWN jobs wait in the queue (admission counts them).

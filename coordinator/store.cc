@@ -85,9 +85,32 @@ absl::StatusOr<Msg> Parse(std::string_view value, std::string_view what, std::st
 
 // Records of older versions held attempts' exec secrets in the job itself: a field public
 // messages no longer know, which must never be relayed to a client.
+// (Message::DiscardUnknownFields would do, but through reflection it turns every map into
+// its repeated form and keeps both: 1.7 KiB more per job of a typical spec, resident.)
+// Maps are skipped (Job's map strings to strings or numbers: no unknown fields inside),
+// and no message gets an unknown-field set it did not have.
+void DiscardUnknown(google::protobuf::Message& msg) {
+  const google::protobuf::Reflection* r = msg.GetReflection();
+  if (!r->GetUnknownFields(msg).empty()) r->MutableUnknownFields(&msg)->Clear();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  r->ListFields(msg, &fields);
+  for (const google::protobuf::FieldDescriptor* f : fields) {
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE || f->is_map()) {
+      continue;
+    }
+    if (!f->is_repeated()) {
+      DiscardUnknown(*r->MutableMessage(&msg, f));
+      continue;
+    }
+    for (int i = 0, n = r->FieldSize(msg, f); i < n; ++i) {
+      DiscardUnknown(*r->MutableRepeatedMessage(&msg, f, i));
+    }
+  }
+}
+
 absl::StatusOr<v1::Job> ParseJob(std::string_view value, std::string_view key) {
   auto job = Parse<v1::Job>(value, "job", key);
-  if (job.ok()) job->DiscardUnknownFields();
+  if (job.ok()) DiscardUnknown(*job);
   return job;
 }
 
@@ -110,6 +133,34 @@ absl::Status ParseInto(std::string_view value, std::string_view what, std::strin
   out->push_back(std::move(*msg));
   return absl::OkStatus();
 }
+
+// A forward iterator over one family that moves to keys in increasing order: a few Next()s
+// when the key is near (dense ids), a Seek when it is far.
+class Cursor {
+ public:
+  explicit Cursor(rocksdb::Iterator* it) : it_(it) { it_->SeekToFirst(); }
+  // Positions at the first key >= `target` (never backwards); false past the end.
+  bool MoveTo(std::string_view target) {
+    const rocksdb::Slice want(target.data(), target.size());
+    for (int step = 0; it_->Valid() && it_->key().compare(want) < 0; ++step) {
+      if (step == kNextsBeforeSeek) {
+        it_->Seek(want);
+        break;
+      }
+      it_->Next();
+    }
+    return it_->Valid();
+  }
+  bool valid() const { return it_->Valid(); }
+  void Next() { it_->Next(); }
+  std::string_view key() const { return {it_->key().data(), it_->key().size()}; }
+  std::string_view value() const { return {it_->value().data(), it_->value().size()}; }
+  rocksdb::Status status() const { return it_->status(); }
+
+ private:
+  static constexpr int kNextsBeforeSeek = 8;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
 
 }  // namespace
 
@@ -389,29 +440,40 @@ absl::StatusOr<StoreSnapshot> Store::Load() const {
   StoreSnapshot snap;
   // Unfinished jobs only, each with its events and exec secret: finished ones are read
   // when asked (ReadJob, ScanFinished), so start-up does not grow with history.
+  // One forward cursor per family, moved along the live ids in order: a restart with a
+  // million pending jobs reads them in a few sequential scans, not a million seeks of new
+  // iterators.
+  Cursor jobs(db_->NewIterator(rocksdb::ReadOptions(), handles_[kJobs]));
+  Cursor events(db_->NewIterator(rocksdb::ReadOptions(), handles_[kEvents]));
   absl::Status s = LoadFamily(handles_[kLive], [&](std::string_view k, std::string_view) {
-    std::string record;
-    rocksdb::Slice key(k.data(), k.size());
-    rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), handles_[kJobs], key, &record);
-    if (!g.ok()) {
-      return g.IsNotFound()
+    if (!jobs.MoveTo(k) || jobs.key() != k) {
+      return jobs.status().ok()
                  ? absl::DataLossError("store: live job '" + std::string(k) + "' has no record")
-                 : FromRocks(g, "store read job");
+                 : FromRocks(jobs.status(), "store read job");
     }
-    auto job = ParseJob(record, k);
+    auto job = ParseJob(jobs.value(), k);
     if (!job.ok()) return job.status();
-    uint64_t id = job->id();
     snap.jobs.push_back(std::move(*job));
-    absl::Status events = ScanPrefix(handles_[kEvents], std::string(k) + "/",
-                                     [&](std::string_view ek, std::string_view ev) {
-                                       return ParseInto(ev, "event", ek, &snap.events);
-                                     });
-    if (!events.ok()) return events;
-    std::string secret;
-    g = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], kSecretPrefix + PaddedKey(id), &secret);
-    if (g.ok())
-      return ParseInto(secret, "exec secret", kSecretPrefix + PaddedKey(id), &snap.secrets);
-    return g.IsNotFound() ? absl::OkStatus() : FromRocks(g, "store read exec secret");
+    const std::string prefix = std::string(k) + "/";
+    for (events.MoveTo(prefix); events.valid() && events.key().starts_with(prefix); events.Next()) {
+      if (absl::Status e = ParseInto(events.value(), "event", events.key(), &snap.events);
+          !e.ok()) {
+        return e;
+      }
+    }
+    return FromRocks(events.status(), "store read events");
+  });
+  if (!s.ok()) return s;
+  // Exec secrets of unfinished jobs (those of finished ones are deleted with their end,
+  // but a store may hold a stale one: only live jobs' are kept).
+  s = ScanMeta(kSecretPrefix, [&](std::string_view k, std::string_view v) {
+    auto secret = Parse<v1::StoredExecSecret>(v, "exec secret", k);
+    if (!secret.ok()) return secret.status();
+    const uint64_t id = secret->job_id();
+    auto live = std::lower_bound(snap.jobs.begin(), snap.jobs.end(), id,
+                                 [](const v1::Job& j, uint64_t want) { return j.id() < want; });
+    if (live != snap.jobs.end() && live->id() == id) snap.secrets.push_back(std::move(*secret));
+    return absl::OkStatus();
   });
   if (!s.ok()) return s;
   s = LoadFamily(handles_[kNodes], [&](std::string_view k, std::string_view v) {

@@ -1,8 +1,10 @@
 #include "coordinator/store.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "common/ids.h"
+#include "coordinator/event_list.h"
 #include "gtest/gtest.h"
 #include "tests/util/temp_dir.h"
 
@@ -79,6 +81,91 @@ TEST(Store, StoresJobsWithoutTheirEvents) {
   b.jobs.push_back(j);
   ASSERT_TRUE((*store)->Commit(b).ok());
   EXPECT_EQ((*store)->Load()->jobs[0].events_size(), 0);
+}
+
+// Load reads the live jobs with forward cursors: jobs far apart among finished ones (a
+// seek), next to each other (a step), each with its own events and exec secret and none of
+// the finished ones'.
+TEST(Store, LoadsLiveJobsAmongFinishedOnesWithTheirOwnEventsAndSecrets) {
+  TempDir dir;
+  auto store = Store::Open(dir.Sub("db"), {});
+  ASSERT_TRUE(store.ok());
+  StoreBatch b;
+  const std::vector<uint64_t> live = {2, 3, 40, 41, 500, 999};
+  for (uint64_t id = 1; id <= 1000; ++id) {
+    const bool is_live = std::count(live.begin(), live.end(), id) > 0;
+    b.jobs.push_back(MakeJob(id, is_live ? v1::JOB_STATE_PENDING : v1::JOB_STATE_SUCCEEDED));
+    for (uint64_t seq = 1; seq <= id % 3 + 1; ++seq) b.events.push_back(MakeEvent(id, seq));
+    v1::StoredExecSecret secret;
+    secret.set_job_id(id);
+    secret.set_attempt(1);
+    secret.set_secret("s" + std::to_string(id));
+    if (id % 2 == 1) b.secrets.push_back(secret);
+  }
+  ASSERT_TRUE((*store)->Commit(b).ok());
+  auto snap = (*store)->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  std::vector<uint64_t> ids, event_ids, secret_ids;
+  for (const auto& j : snap->jobs) ids.push_back(j.id());
+  for (const auto& e : snap->events) event_ids.push_back(e.job_id());
+  for (const auto& s : snap->secrets) secret_ids.push_back(s.job_id());
+  EXPECT_EQ(ids, live);
+  EXPECT_EQ(event_ids, (std::vector<uint64_t>{2, 2, 2, 3, 40, 40, 41, 41, 41, 500, 500, 500, 999}));
+  EXPECT_EQ(secret_ids, (std::vector<uint64_t>{3, 41, 999}));
+}
+
+// Records of older versions held an attempt's exec secret in a field the public messages no
+// longer know: loaded or read, it is gone, and the rest of the job (its env map) is whole.
+TEST(Store, AnOldRecordsUnknownFieldsAreDroppedAndItsMapsKept) {
+  TempDir dir;
+  auto store = Store::Open(dir.Sub("db"), {});
+  ASSERT_TRUE(store.ok());
+  v1::Job old = MakeJob(7, v1::JOB_STATE_PENDING);
+  (*old.mutable_spec()->mutable_env())["DATA"] = "/datasets/imagenet";
+  v1::Attempt* attempt = old.add_attempts();
+  attempt->GetReflection()->MutableUnknownFields(attempt)->AddLengthDelimited(11, "exec-s3cret");
+  old.GetReflection()->MutableUnknownFields(&old)->AddVarint(999, 1);
+  StoreBatch b;
+  b.jobs.push_back(old);
+  ASSERT_TRUE((*store)->Commit(b).ok());
+  auto snap = (*store)->Load();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  auto read = (*store)->ReadJob(7, /*with_events=*/false);
+  ASSERT_TRUE(read.ok()) << read.status();
+  for (const v1::Job& job : {snap->jobs.at(0), *read}) {
+    EXPECT_EQ(job.SerializeAsString().find("exec-s3cret"), std::string::npos);
+    EXPECT_TRUE(job.GetReflection()->GetUnknownFields(job).empty());
+    EXPECT_EQ(job.spec().env().at("DATA"), "/datasets/imagenet");
+    EXPECT_EQ(job.attempts_size(), 1);
+  }
+}
+
+// A job's events packed in memory come back as they went in, in order, each whole.
+TEST(EventList, GivesBackEveryEventInOrderAndWhole) {
+  EventList list;
+  EXPECT_TRUE(list.empty());
+  std::vector<v1::Event> in;
+  for (uint64_t seq = 1; seq <= 300; ++seq) {
+    v1::Event ev = MakeEvent(5, seq);
+    ev.set_reason(std::string(seq, 'r'));  // lengths across the one-byte varint boundary
+    ev.set_time_ms(1'700'000'000'000 + static_cast<int64_t>(seq));
+    list.push_back(ev);
+    in.push_back(ev);
+  }
+  list.push_back(v1::Event());  // an empty record is an event too
+  in.emplace_back();
+  ASSERT_EQ(list.size(), in.size());
+  std::vector<v1::Event> out = list.ToVector();
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].SerializeAsString(), in[i].SerializeAsString()) << "event " << i;
+  }
+  v1::Job job;
+  *job.add_events() = MakeEvent(5, 0);
+  EventList(std::vector<v1::Event>{MakeEvent(5, 1), MakeEvent(5, 2)})
+      .AppendTo(job.mutable_events());
+  ASSERT_EQ(job.events_size(), 3);
+  EXPECT_EQ(job.events(2).reason(), "e2");
 }
 
 TEST(Store, OneProcessOwnsTheDirectory) {

@@ -1,0 +1,40 @@
+#include "coordinator/event_list.h"
+
+#include <stdexcept>
+
+#include "google/protobuf/io/coded_stream.h"
+
+namespace baton {
+
+void EventList::push_back(const v1::Event& ev) {
+  const size_t n = ev.ByteSizeLong();
+  const size_t at = packed_.size();
+  const size_t prefix = google::protobuf::io::CodedOutputStream::VarintSize64(n);
+  packed_.resize(at + prefix + n);
+  auto* p = reinterpret_cast<uint8_t*>(packed_.data() + at);
+  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(n, p);
+  ev.SerializeWithCachedSizesToArray(p);
+  ++size_;
+}
+
+void EventList::AppendTo(google::protobuf::RepeatedPtrField<v1::Event>* out) const {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(packed_.data()),
+                                            static_cast<int>(packed_.size()));
+  for (size_t i = 0; i < size_; ++i) {
+    uint64_t n = 0;
+    if (!in.ReadVarint64(&n)) throw std::logic_error("EventList: a length does not parse");
+    const auto limit = in.PushLimit(static_cast<int>(n));
+    if (!out->Add()->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+      throw std::logic_error("EventList: an event does not parse");
+    }
+    in.PopLimit(limit);
+  }
+}
+
+std::vector<v1::Event> EventList::ToVector() const {
+  google::protobuf::RepeatedPtrField<v1::Event> all;
+  AppendTo(&all);
+  return {std::make_move_iterator(all.begin()), std::make_move_iterator(all.end())};
+}
+
+}  // namespace baton
