@@ -1,6 +1,8 @@
 #include "coordinator/event_list.h"
 
+#include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "google/protobuf/io/coded_stream.h"
 
@@ -17,6 +19,16 @@ void EventList::push_back(const v1::Event& ev) {
   ++size_;
 }
 
+void EventList::AppendRecord(std::string_view record) {
+  const size_t at = packed_.size();
+  const size_t prefix = google::protobuf::io::CodedOutputStream::VarintSize64(record.size());
+  packed_.resize(at + prefix + record.size());
+  auto* p = reinterpret_cast<uint8_t*>(packed_.data() + at);
+  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(record.size(), p);
+  std::memcpy(p, record.data(), record.size());
+  ++size_;
+}
+
 void EventList::AppendTo(google::protobuf::RepeatedPtrField<v1::Event>* out) const {
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(packed_.data()),
                                             static_cast<int>(packed_.size()));
@@ -24,8 +36,11 @@ void EventList::AppendTo(google::protobuf::RepeatedPtrField<v1::Event>* out) con
     uint64_t n = 0;
     if (!in.ReadVarint64(&n)) throw std::logic_error("EventList: a length does not parse");
     const auto limit = in.PushLimit(static_cast<int>(n));
-    if (!out->Add()->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
-      throw std::logic_error("EventList: an event does not parse");
+    v1::Event* ev = out->Add();
+    if (!ev->ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+      ev->Clear();
+      ev->set_reason("(a stored event record of " + std::to_string(n) + " bytes does not parse)");
+      in.Skip(in.BytesUntilLimit());
     }
     in.PopLimit(limit);
   }

@@ -2,11 +2,13 @@
 // string. An unfinished job keeps its events for `baton status` (they are also in the
 // store, but the newest may not be durable yet); a million pending jobs with a submit
 // event each keep ~60 bytes apiece this way instead of ~260 as parsed messages.
-// Only events this process parsed or made are packed, so unpacking cannot fail.
+// A record that does not parse (only AppendRecord takes one unparsed: a stored event read
+// at start-up) comes back as an event saying so, never as an error.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/api.pb.h"
@@ -21,6 +23,8 @@ class EventList {
   }
 
   void push_back(const v1::Event& ev);
+  // An event's wire form as stored, appended without parsing it.
+  void AppendRecord(std::string_view record);
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // Every event, oldest first, appended to `out` (a Job's `events`).

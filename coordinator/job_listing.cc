@@ -74,14 +74,14 @@ void JobListing::Consider(const v1::Job& job) {
   if (!after_ || at > *after_) memory_.emplace_back(at, &job);
 }
 
-void JobListing::Take() {
+void JobListing::Take(const Copy& copy) {
   std::sort(memory_.begin(), memory_.end(), kByPosition);
   size_t bytes = 0;
   for (const auto& [at, job] : memory_) {
     bool full = PageFull(picked_.size(), bytes);
-    picked_.emplace_back(at, *job);  // when full: the first of the next page
+    picked_.emplace_back(at, copy(*job));  // when full: the first of the next page
     if (full) break;
-    bytes += job->ByteSizeLong();
+    bytes += picked_.back().second.ByteSizeLong();
   }
   memory_.clear();
 }

@@ -44,8 +44,10 @@ class JobListing {
   // A job in memory (unfinished, or finished and perhaps not yet stored): a candidate when
   // it matches the filters and comes after the token. It must stay until Take.
   void Consider(const v1::Job& job);
-  // Copies the candidates the page can hold (and one more: whether another page follows).
-  void Take();
+  // Copies the candidates the page can hold (and one more: whether another page follows),
+  // each as `copy` makes it (the JobManager's: the whole record of a packed job).
+  using Copy = std::function<v1::Job(const v1::Job&)>;
+  void Take(const Copy& copy = [](const v1::Job& job) { return job; });
   // Without the caller's lock: the rest of history, a page's worth, from the store (a
   // finished job both in memory and stored is listed once). Nothing when finished jobs
   // are not asked for.

@@ -2,6 +2,8 @@
 // Agent traffic lives in job_manager_agents.cc, placement in job_manager_schedule.cc.
 #include "coordinator/job_manager.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <csignal>
 #include <optional>
@@ -62,7 +64,7 @@ JobManager::~JobManager() { Stop(); }
 
 absl::Status JobManager::Recover() {
   const absl::Time began = absl::Now();
-  auto snap = store_->Load();
+  auto snap = store_->Load({.pack_specs = true});
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
   event_log_.Recover(snap->last_log_seq);
@@ -90,12 +92,14 @@ absl::Status JobManager::Recover() {
   usage_saved_ = clock_->Now();
   next_job_id_ = snap->next_job_id;
   const absl::Time now = clock_->Now();
-  for (auto& job : snap->jobs) {
-    uint64_t id = job.id();
+  for (size_t i = 0; i < snap->jobs.size(); ++i) {
+    v1::Job& job = snap->jobs[i];
+    const uint64_t id = job.id();
     next_job_id_ = std::max(next_job_id_, id + 1);
     submit_keys_.Add(job.user(), job.idempotency_key(), id,
                      absl::FromUnixMillis(job.submitted_ms()));
-    JobEntry& e = jobs_.Add(std::move(job));
+    JobEntry& e = jobs_.Add(std::move(job), std::move(snap->packed_specs[i]));
+    e.events = std::move(snap->packed_events[i]);
     e.charged = usage::MarkOf(e.job);  // charged in the writes that stored it
     if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
       jobs_.StartAttempt(e, std::move(*a));
@@ -120,6 +124,12 @@ absl::Status JobManager::Recover() {
   Txn txn;
   RecoverDependenciesLocked(txn);
   if (!txn.touched.empty()) CommitLocked(std::move(txn));
+  *snap = StoreSnapshot();
+#ifdef __GLIBC__
+  // What loading freed (the snapshot, split records) goes back to the system rather than
+  // staying resident for the process's life.
+  malloc_trim(0);
+#endif
   spdlog::info(
       "recovered {} unfinished jobs ({} pending, {} with live attempts), {} nodes in {:.3f} s "
       "(finished jobs are read from the store when asked)",
@@ -150,10 +160,10 @@ void JobManager::CommitLocked(Txn txn) {
   for (uint64_t id : txn.touched) {
     JobEntry* e = jobs_.Find(id);
     if (e == nullptr) continue;  // finished in an earlier Txn: nothing changes it
-    v1::Job& job = e->job;
-    job.set_version(job.version() + 1);
-    txn.batch.jobs.push_back(job);
-    changed.push_back(job);
+    e->job.set_version(e->job.version() + 1);
+    v1::Job whole = JobTable::Whole(*e);
+    txn.batch.jobs.push_back(whole);
+    changed.push_back(std::move(whole));
   }
   const uint64_t number = ++txns_;
   committer_.Enqueue(std::move(txn.batch),
@@ -178,12 +188,11 @@ void JobManager::CommitLocked(Txn txn) {
 absl::StatusOr<v1::Job> JobManager::Lookup(uint64_t id, bool with_events) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto copy = [with_events](const v1::Job& job, const EventList& events) {
-      v1::Job out = job;
-      if (with_events) events.AppendTo(out.mutable_events());
-      return out;
+    auto copy = [with_events](v1::Job job, const EventList& events) {
+      if (with_events) events.AppendTo(job.mutable_events());
+      return job;
     };
-    if (const JobEntry* e = jobs_.Find(id)) return copy(e->job, e->events);
+    if (const JobEntry* e = jobs_.Find(id)) return copy(JobTable::Whole(*e), e->events);
     if (const FinishedJobs::Entry* e = finished_.Find(id)) return copy(e->job, e->events);
     if (std::optional<v1::Job> task = UnmadeTaskLocked(id)) return *task;
   }
@@ -383,7 +392,10 @@ absl::StatusOr<v1::ListResponse> JobManager::List(const Caller& caller,
     if (listing.finished_wanted()) {
       finished_.ForEach([&](const FinishedJobs::Entry& e) { listing.Consider(e.job); });
     }
-    listing.Take();
+    listing.Take([this](const v1::Job& job) {
+      const JobEntry* e = jobs_.Find(job.id());
+      return e != nullptr && &e->job == &job ? JobTable::Whole(*e) : job;
+    });
     if (req.page_token().empty()) {
       for (v1::JobArray& a : UnfinishedArraysLocked(caller)) {
         if (req.tenant().empty() || a.spec().tenant() == req.tenant()) {
@@ -581,7 +593,7 @@ void JobManager::CommitAudited(StoreBatch batch, v1::Event audit, std::function<
 absl::StatusOr<uint64_t> JobManager::Watch(uint64_t job_id,
                                            std::function<void(const v1::Job&)> fn) {
   std::unique_lock<std::mutex> lock(mu_);  // no change can slip between snapshot and watch
-  if (const JobEntry* e = jobs_.Find(job_id)) return watch_.Add(e->job, std::move(fn));
+  if (const JobEntry* e = jobs_.Find(job_id)) return watch_.Add(JobTable::Whole(*e), std::move(fn));
   // Finished (it changes no more: one call) or unknown.
   lock.unlock();
   BATON_ASSIGN_OR_RETURN(v1::Job job, Lookup(job_id, /*with_events=*/false));

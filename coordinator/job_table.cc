@@ -3,10 +3,40 @@
 #include <stdexcept>
 #include <utility>
 
+#include "coordinator/packed_spec.h"
+
 namespace baton {
 
 bool WaitsInQueue(v1::JobState s) {
   return s == v1::JOB_STATE_PENDING || s == v1::JOB_STATE_COOLDOWN;
+}
+
+namespace {
+
+void Unpack(const std::string& packed, v1::JobSpec* spec) {
+  if (!UnpackSpec(packed, spec)) throw std::logic_error("JobTable: a packed spec is corrupt");
+}
+
+void Unpack(JobEntry& e) {
+  Unpack(e.packed_spec, e.job.mutable_spec());
+  std::string().swap(e.packed_spec);
+}
+
+// Env and command move out of the spec into the entry's packed string (packed_spec.h),
+// with what was packed before.
+void Pack(JobEntry& e) {
+  v1::JobSpec* spec = e.job.mutable_spec();
+  if (spec->env().empty() && spec->command().empty()) return;  // none, or packed already
+  Unpack(e);
+  e.packed_spec = PackSpec(spec);
+}
+
+}  // namespace
+
+v1::Job JobTable::Whole(const JobEntry& e) {
+  v1::Job out = e.job;
+  Unpack(e.packed_spec, out.mutable_spec());
+  return out;
 }
 
 JobTable::QueueKey JobTable::KeyOf(const v1::Job& job) const {
@@ -17,7 +47,7 @@ void JobTable::Index(const v1::Job& job, int sign) {
   const v1::JobState s = job.state();
   if (s == v1::JOB_STATE_PENDING) {
     if (sign > 0) {
-      queue_.insert(queued_as_[job.id()] = KeyOf(job));
+      queue_.insert(queued_as_.insert_or_assign(queued_as_.end(), job.id(), KeyOf(job))->second);
     } else if (auto it = queued_as_.find(job.id()); it != queued_as_.end()) {
       queue_.erase(it->second);
       queued_as_.erase(it);
@@ -39,11 +69,17 @@ void JobTable::Index(const v1::Job& job, int sign) {
   }
 }
 
-JobEntry& JobTable::Add(v1::Job job) {
+JobEntry& JobTable::Add(v1::Job job, std::string packed_spec) {
   const uint64_t id = job.id();
-  auto [it, added] = jobs_.try_emplace(id);
+  // Ids mostly come in order (a restart loads them so; new jobs get the next): a hint at
+  // the end makes each insert constant time.
+  const size_t before = jobs_.size();
+  auto it = jobs_.try_emplace(jobs_.end(), id);
+  const bool added = jobs_.size() > before;
   if (!added) throw std::logic_error("JobTable::Add: job " + std::to_string(id) + " exists");
   it->second.job = std::move(job);
+  it->second.packed_spec = std::move(packed_spec);
+  Pack(it->second);
   Index(it->second.job, +1);
   return it->second;
 }
@@ -68,6 +104,7 @@ JobEntry JobTable::Remove(uint64_t id) {
                            (it == jobs_.end() ? " is not here" : " has a live attempt"));
   }
   Index(it->second.job, -1);
+  Unpack(it->second);
   JobEntry e = std::move(it->second);
   jobs_.erase(it);
   return e;
@@ -81,6 +118,7 @@ void JobTable::SetState(JobEntry& e, v1::JobState to) {
 
 void JobTable::StartAttempt(JobEntry& e, LiveAttempt a) {
   e.live = std::make_unique<LiveAttempt>(std::move(a));
+  Unpack(e);
   live_.insert(e.job.id());
 }
 
@@ -106,6 +144,7 @@ LiveAttempt JobTable::EndAttempt(JobEntry& e) {
   LiveAttempt a = std::move(*e.live);
   e.live.reset();
   live_.erase(e.job.id());
+  Pack(e);
   return a;
 }
 

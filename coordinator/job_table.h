@@ -24,10 +24,14 @@
 
 namespace baton {
 
-// A million of these wait in a large queue: what is rare (a live attempt) is held by pointer
-// and events are packed (issue 51's memory per pending job).
+// A million of these wait in a large queue (issue 51's memory per pending job): what is
+// rare (a live attempt) is held by pointer, events are packed, and so are the parts of the
+// spec only a launch or a reader of the whole record needs (env and command) while no
+// attempt is live. So `job.spec()` has no env and no command then: the whole record is
+// JobTable::Whole(entry) (commits, status, listings and watches read that).
 struct JobEntry {
   v1::Job job;
+  std::string packed_spec;  // a JobSpec of the spec's env and command; "" while live
   EventList events;
   std::unique_ptr<LiveAttempt> live;  // set between StartAttempt and EndAttempt
   std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
@@ -47,21 +51,27 @@ class JobTable {
 
   explicit JobTable(ClassValue class_value) : class_value_(std::move(class_value)) {}
 
-  // Adds `job` (a new id) indexed by its state, with no live attempt.
-  JobEntry& Add(v1::Job job);
+  // Adds `job` (a new id) indexed by its state, with no live attempt (its spec packed);
+  // `packed_spec`: its env and command already packed (Store::Load's split records).
+  JobEntry& Add(v1::Job job, std::string packed_spec = "");
   JobEntry* Find(uint64_t id);
   const JobEntry* Find(uint64_t id) const;
   JobEntry& at(uint64_t id);  // the job must be here
   const JobEntry& at(uint64_t id) const;
-  // Takes a job out, with its place in every index; it must have no live attempt.
+  // Takes a job out, with its place in every index, whole (nothing packed); it must have no
+  // live attempt.
   JobEntry Remove(uint64_t id);
 
   // Sets the job's state, moving it between the indexes.
   void SetState(JobEntry& e, v1::JobState to);
-  // The job holds resources from now on (`a` replaces any attempt before it).
+  // The job holds resources from now on (`a` replaces any attempt before it); its spec is
+  // whole while the attempt lives (launches read it).
   void StartAttempt(JobEntry& e, LiveAttempt a);
-  // Its attempt has ended: returned, and the job leaves the live set.
+  // Its attempt has ended: returned, and the job leaves the live set (its spec packed).
   LiveAttempt EndAttempt(JobEntry& e);
+
+  // The job's whole record: its spec with the packed env and command put back.
+  static v1::Job Whole(const JobEntry& e);
 
   // Class values changed (a new policy): the queued jobs are keyed again.
   void Reorder();

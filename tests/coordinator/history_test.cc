@@ -3,9 +3,12 @@
 // live work, not history.
 #include "tests/util/history.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "common/ids.h"
 #include "coordinator/finished_jobs.h"
@@ -143,6 +146,81 @@ TEST(History, AMillionFinishedJobsStayInTheStoreAndAreServedWhenAsked) {
   EXPECT_EQ(Ids(*first), (std::vector<uint64_t>{*id, 1, 2}));
   all.set_page_token(first->next_page_token());
   EXPECT_EQ(Ids(*h.jm().List(Admin(), all)), (std::vector<uint64_t>{3, 4, 5}));
+}
+
+// A restart with a large queue (issue 51): every pending job is back, in the queue's order
+// (class, then submit time, then id), whole (its packed env and command), with its events
+// and its tenant's fair-share standing. 200,000 jobs here; baton-bench-restart times a
+// million.
+TEST(History, ALargeQueueComesBackInOrderWholeAndWithItsFairShare) {
+  TempDir dir;
+  constexpr uint64_t kJobs = 200'000;
+  const std::vector<std::string> classes = {"training", "experiment", "labeling"};
+  const std::vector<std::string> tenants = {"vision", "speech"};
+  FakeClock clock;
+  {
+    StoreOptions fast;
+    fast.bulk = true;
+    auto store = Store::Open(dir.Sub("db"), fast);
+    ASSERT_TRUE(store.ok()) << store.status();
+    PendingOptions pending;
+    pending.jobs = kJobs;
+    pending.tenants = tenants;
+    pending.priority_classes = classes;
+    ASSERT_TRUE(WritePendingJobs(**store, pending).ok());
+    StoreBatch usage;
+    usage.usage.emplace();
+    usage.usage->set_as_of_ms(clock.NowMs());
+    (*usage.usage->mutable_gpu_seconds())["vision"] = 360'000;
+    (*usage.usage->mutable_gpu_seconds())["speech"] = 36'000;
+    ASSERT_TRUE((*store)->Commit(usage).ok());
+  }
+  LoadCounter counter;
+  Harness h(TestOptions(), dir.path(), &counter);
+  EXPECT_EQ(counter.loaded.load(), kJobs);
+
+  // The order the queue must have, computed here from what was written.
+  const Policy policy = TestPolicy();
+  std::vector<std::tuple<int32_t, int64_t, uint64_t>> want;
+  for (uint64_t id = 1; id <= kJobs; ++id) {
+    want.emplace_back(-policy.Find(classes[id % classes.size()])->value,
+                      int64_t{1'700'000'000'000} + static_cast<int64_t>(id), id);
+  }
+  std::sort(want.begin(), want.end());
+  std::vector<uint64_t> want_ids;
+  for (const auto& w : want) want_ids.push_back(std::get<2>(w));
+  EXPECT_EQ(ListAll(h.jm(), {}), want_ids);
+
+  // Whole: a job's spec and its submit event, as written.
+  for (uint64_t id : {uint64_t{1}, kJobs / 2, kJobs}) {
+    auto job = h.jm().Get(Admin(), id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state(), v1::JOB_STATE_PENDING);
+    EXPECT_EQ(job->spec().tenant(), tenants[id % tenants.size()]);
+    ASSERT_EQ(job->spec().command_size(), 5);
+    EXPECT_EQ(job->spec().command(4), "--resume");
+    ASSERT_EQ(job->spec().env_size(), 10);
+    EXPECT_EQ(job->spec().env().at("BATON_SWEEP_VAR_3"),
+              "value-" + std::to_string(id % 1000) + "-3");
+    ASSERT_EQ(job->events_size(), 1);
+    EXPECT_EQ(job->events(0).reason(), "submitted by user-" + std::to_string(id % 13));
+  }
+
+  // Fair share: the ledger as stored (no time has passed on the clock).
+  std::map<std::string, double> usage;
+  const v1::SharesResponse shares = h.jm().Shares();
+  for (const auto& t : shares.tenants()) usage[t.tenant()] = t.usage_gpu_seconds();
+  EXPECT_NEAR(usage["vision"], 360'000, 1);
+  EXPECT_NEAR(usage["speech"], 36'000, 1);
+
+  // And the queue works on: a cancel of a waiting job stores it whole.
+  ASSERT_TRUE(h.Cancel(kJobs / 2, Admin()).ok());
+  h.Restart();
+  auto cancelled = h.jm().Get(Admin(), kJobs / 2);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled->spec().env_size(), 10) << "a packed spec is stored whole";
+  EXPECT_EQ(cancelled->spec().command(0), "python3");
 }
 
 // Finished jobs leave memory; everything a user does with them still works, across

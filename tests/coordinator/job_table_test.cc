@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "coordinator/packed_spec.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 // Its own namespace: the unity build puts several tests' helpers in one unit.
@@ -227,6 +229,109 @@ TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
       ASSERT_EQ(t.Waiting(tenant), waiting[tenant]) << "step " << step << " tenant " << tenant;
     }
   }
+}
+
+// A job's spec with everything packed_spec.h moves, and fields around them.
+v1::Job FullJob(uint64_t id, std::mt19937& rng) {
+  v1::Job job = MakeJob(id, "batch", 1'000 + static_cast<int64_t>(id));
+  v1::JobSpec* spec = job.mutable_spec();
+  spec->set_name("sweep-" + std::to_string(id));
+  for (uint32_t w = 0, n = rng() % 6; w < n; ++w) {
+    spec->add_command(w == 0 ? "python3" : "--arg-" + std::to_string(rng() % 1000));
+  }
+  for (uint32_t v = 0, n = rng() % 12; v < n; ++v) {
+    (*spec->mutable_env())["VAR_" + std::to_string(v)] = std::string(rng() % 300, 'x');
+  }
+  (*spec->mutable_node_selector())["zone"] = "a";
+  spec->set_gpus_per_node(rng() % 9);
+  spec->add_after()->set_job(id + 1);
+  job.add_attempts()->set_number(1);
+  job.set_message("waiting");
+  return job;
+}
+
+bool Same(const v1::Job& a, const v1::Job& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+// A stored record split at the wire level is the record PackSpec makes of the parsed job,
+// and the two halves put together are the job, whatever its spec holds.
+TEST(PackedSpec, ASplitRecordIsThePackedJobAndPutsBackWhole) {
+  std::mt19937 rng(7);
+  for (uint64_t id = 1; id <= 300; ++id) {
+    const v1::Job job = FullJob(id, rng);
+    std::string rest, packed;
+    ASSERT_TRUE(SplitJobRecord(job.SerializeAsString(), &rest, &packed)) << id;
+    v1::Job hot;
+    ASSERT_TRUE(hot.ParseFromString(rest)) << id;
+    v1::Job by_pack = job;
+    const std::string packed_by_pack = PackSpec(by_pack.mutable_spec());
+    EXPECT_TRUE(Same(hot, by_pack)) << id;
+    EXPECT_TRUE(hot.spec().env().empty() && hot.spec().command().empty()) << id;
+    v1::JobSpec a, b;
+    ASSERT_TRUE(a.ParseFromString(packed) && b.ParseFromString(packed_by_pack)) << id;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b)) << id;
+    ASSERT_TRUE(UnpackSpec(packed, hot.mutable_spec())) << id;
+    EXPECT_TRUE(Same(hot, job)) << id << ": " << hot.DebugString() << " vs " << job.DebugString();
+  }
+  std::string rest, packed;
+  const std::string record = FullJob(1, rng).SerializeAsString();
+  EXPECT_FALSE(SplitJobRecord(record.substr(0, record.size() - 3), &rest, &packed))
+      << "a cut record";
+  EXPECT_FALSE(SplitJobRecord("\x12\x05\xff\xff", &rest, &packed)) << "a spec cut short";
+  v1::JobSpec spec;
+  EXPECT_FALSE(UnpackSpec("\xa2\x01\x7f", &spec)) << "an env entry cut short";
+}
+
+// The wire-level check that decides whether a loaded record's unknown fields are walked
+// away: none in a record this version wrote, one at any depth found.
+TEST(PackedSpec, UnknownFieldsAreFoundAtAnyDepthOnTheWire) {
+  std::mt19937 rng(11);
+  v1::Job job = FullJob(1, rng);
+  EXPECT_FALSE(HasUnknownFields(job.SerializeAsString(), v1::Job::descriptor()));
+  v1::NodeAssignment* deep = job.mutable_attempts(0)->add_placement();
+  deep->set_node("n1");
+  EXPECT_FALSE(HasUnknownFields(job.SerializeAsString(), v1::Job::descriptor()));
+  deep->GetReflection()->MutableUnknownFields(deep)->AddLengthDelimited(999, "secret");
+  EXPECT_TRUE(HasUnknownFields(job.SerializeAsString(), v1::Job::descriptor()));
+}
+
+// While no attempt lives, a job's env and command are packed; every way out of the table
+// (Whole, a live attempt, Remove) gives them back exactly, and what changed meanwhile stays.
+TEST(JobTable, AWaitingJobsSpecIsPackedAndEveryWayOutIsWhole) {
+  Classes classes;
+  JobTable t(classes.fn());
+  std::mt19937 rng(3);
+  v1::Job job = FullJob(1, rng);
+  (*job.mutable_spec()->mutable_env())["DATA"] = "/datasets/imagenet";
+  job.mutable_spec()->add_command("train.py");
+  JobEntry& e = t.Add(job);
+  EXPECT_TRUE(e.job.spec().env().empty()) << "packed while it waits";
+  EXPECT_TRUE(e.job.spec().command().empty());
+  EXPECT_FALSE(e.packed_spec.empty());
+  EXPECT_TRUE(Same(JobTable::Whole(e), job));
+  e.job.set_message("changed while packed");
+  job.set_message("changed while packed");
+  t.StartAttempt(e, LiveAttempt{});
+  EXPECT_TRUE(Same(e.job, job)) << "whole while live: launches read it";
+  EXPECT_TRUE(e.packed_spec.empty());
+  (*e.job.mutable_spec()->mutable_env())["RESTARTED"] = "1";  // as a relaunch might write
+  (*job.mutable_spec()->mutable_env())["RESTARTED"] = "1";
+  t.EndAttempt(e);
+  EXPECT_TRUE(e.job.spec().env().empty());
+  EXPECT_TRUE(Same(JobTable::Whole(e), job));
+  t.SetState(e, v1::JOB_STATE_CANCELLED);
+  job.set_state(v1::JOB_STATE_CANCELLED);
+  EXPECT_TRUE(Same(t.Remove(1).job, job)) << "a finished job leaves whole";
+  // Added already packed (a split stored record) and then packed again: nothing doubles.
+  v1::Job hot = FullJob(2, rng);
+  std::string packed = PackSpec(hot.mutable_spec());
+  v1::Job whole = hot;
+  ASSERT_TRUE(UnpackSpec(packed, whole.mutable_spec()));
+  JobEntry& f = t.Add(hot, packed);
+  t.StartAttempt(f, LiveAttempt{});
+  t.EndAttempt(f);
+  EXPECT_TRUE(Same(JobTable::Whole(f), whole));
 }
 
 }  // namespace

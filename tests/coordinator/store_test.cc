@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "coordinator/event_list.h"
+#include "coordinator/packed_spec.h"
 #include "gtest/gtest.h"
 #include "tests/util/temp_dir.h"
 
@@ -103,15 +104,31 @@ TEST(Store, LoadsLiveJobsAmongFinishedOnesWithTheirOwnEventsAndSecrets) {
     if (id % 2 == 1) b.secrets.push_back(secret);
   }
   ASSERT_TRUE((*store)->Commit(b).ok());
-  auto snap = (*store)->Load();
-  ASSERT_TRUE(snap.ok()) << snap.status();
-  std::vector<uint64_t> ids, event_ids, secret_ids;
-  for (const auto& j : snap->jobs) ids.push_back(j.id());
-  for (const auto& e : snap->events) event_ids.push_back(e.job_id());
-  for (const auto& s : snap->secrets) secret_ids.push_back(s.job_id());
-  EXPECT_EQ(ids, live);
-  EXPECT_EQ(event_ids, (std::vector<uint64_t>{2, 2, 2, 3, 40, 40, 41, 41, 41, 500, 500, 500, 999}));
-  EXPECT_EQ(secret_ids, (std::vector<uint64_t>{3, 41, 999}));
+  // On one thread, and in ranges on several (as a large queue is), the same.
+  for (uint64_t per_thread : {50'000, 1}) {
+    for (bool pack : {false, true}) {
+      auto snap = (*store)->Load({.pack_specs = pack, .jobs_per_thread = per_thread});
+      ASSERT_TRUE(snap.ok()) << snap.status();
+      std::vector<uint64_t> ids, event_ids, secret_ids;
+      for (const auto& j : snap->jobs) ids.push_back(j.id());
+      for (const auto& e : snap->events) event_ids.push_back(e.job_id());
+      for (size_t i = 0; i < snap->packed_events.size(); ++i) {
+        for (const auto& e : snap->packed_events[i].ToVector()) event_ids.push_back(e.job_id());
+      }
+      for (const auto& s : snap->secrets) secret_ids.push_back(s.job_id());
+      EXPECT_EQ(ids, live) << per_thread << pack;
+      EXPECT_EQ(event_ids,
+                (std::vector<uint64_t>{2, 2, 2, 3, 40, 40, 41, 41, 41, 500, 500, 500, 999}));
+      EXPECT_EQ(secret_ids, (std::vector<uint64_t>{3, 41, 999}));
+      ASSERT_EQ(snap->packed_specs.size(), pack ? live.size() : 0u);
+      for (size_t i = 0; i < snap->packed_specs.size(); ++i) {
+        EXPECT_TRUE(snap->jobs[i].spec().command().empty()) << "packed beside it";
+        v1::JobSpec spec;
+        ASSERT_TRUE(UnpackSpec(snap->packed_specs[i], &spec));
+        EXPECT_EQ(spec.command(0), "true");
+      }
+    }
+  }
 }
 
 // Records of older versions held an attempt's exec secret in a field the public messages no
@@ -166,6 +183,17 @@ TEST(EventList, GivesBackEveryEventInOrderAndWhole) {
       .AppendTo(job.mutable_events());
   ASSERT_EQ(job.events_size(), 3);
   EXPECT_EQ(job.events(2).reason(), "e2");
+  // Stored records appended unparsed (a restart's load): one that does not parse says so
+  // and the rest come back.
+  EventList stored;
+  stored.AppendRecord(MakeEvent(6, 1).SerializeAsString());
+  stored.AppendRecord("\x0a\x7f");  // a field cut short
+  stored.AppendRecord(MakeEvent(6, 3).SerializeAsString());
+  out = stored.ToVector();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].reason(), "e1");
+  EXPECT_EQ(out[1].reason(), "(a stored event record of 2 bytes does not parse)");
+  EXPECT_EQ(out[2].reason(), "e3");
 }
 
 TEST(Store, OneProcessOwnsTheDirectory) {

@@ -102,6 +102,12 @@ absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
       store, options.jobs, options.batch_jobs, [&](uint64_t id, StoreBatch& batch) {
         const int64_t t = options.start_ms + static_cast<int64_t>(id);
         const std::string user = "user-" + std::to_string(id % 13);
+        const std::string& tenant =
+            options.tenants.empty() ? options.tenant : options.tenants[id % options.tenants.size()];
+        const std::string& cls =
+            options.priority_classes.empty()
+                ? options.priority_class
+                : options.priority_classes[id % options.priority_classes.size()];
         v1::Job job;
         job.set_id(id);
         job.set_state(v1::JOB_STATE_PENDING);
@@ -110,8 +116,8 @@ absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
         job.set_version(1);
         v1::JobSpec* spec = job.mutable_spec();
         spec->set_name("sweep-" + std::to_string(id));
-        spec->set_tenant(options.tenant);
-        spec->set_priority_class(options.priority_class);
+        spec->set_tenant(tenant);
+        spec->set_priority_class(cls);
         for (const char* word :
              {"python3", "train.py", "--config", "configs/base.yaml", "--resume"}) {
           spec->add_command(word);
@@ -134,7 +140,7 @@ absl::Status WritePendingJobs(Store& store, const PendingOptions& options) {
         ev.set_to(v1::JOB_STATE_PENDING);
         ev.set_reason("submitted by " + user);
         ev.set_actor(user);
-        AddTransition(batch, std::move(ev), options.tenant, options.priority_class, &log_seq);
+        AddTransition(batch, std::move(ev), tenant, cls, &log_seq);
       });
 }
 

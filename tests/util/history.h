@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "coordinator/store.h"
@@ -32,6 +33,9 @@ struct PendingOptions {
   uint64_t jobs = 1'000'000;      // pending jobs, ids 1..jobs
   std::string tenant = "vision";  // every job's tenant and class: the policy's
   std::string priority_class = "training";
+  // When set, job i's tenant and class are these, cycled by id (tenants[i % n]).
+  std::vector<std::string> tenants;
+  std::vector<std::string> priority_classes;
   int64_t start_ms = 1'700'000'000'000;  // job i is submitted at start_ms + i
   uint64_t batch_jobs = 1000;            // jobs per WriteBatch
 };
