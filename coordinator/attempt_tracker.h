@@ -37,6 +37,7 @@ struct LiveAttempt {
   // When each node's part ended, as its agent reported it (the node's clock): with every
   // node's, the attempt's end is theirs, not when we heard.
   std::map<std::string, absl::Time> node_end;
+  std::string exec_secret;  // what `baton-agent exec` must present (store.proto; never public)
 
   // True when no node's part runs or launches any more.
   bool AllExited() const;

@@ -107,8 +107,8 @@ absl::Status JobManager::Recover() {
   }
   for (auto& secret : snap->secrets) {
     JobEntry* e = jobs_.Find(secret.job_id());
-    if (e != nullptr && static_cast<int>(secret.attempt()) == e->job.attempts_size()) {
-      e->exec_secret = std::move(*secret.mutable_secret());
+    if (e != nullptr && e->live && static_cast<int>(secret.attempt()) == e->job.attempts_size()) {
+      e->live->exec_secret = std::move(*secret.mutable_secret());
     }
   }
   for (auto& ev : snap->events) {

@@ -63,13 +63,13 @@ void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
   v1::Attempt record = NewAttempt(jobs_, nodes_.all(), e.job, placement, view, clock_->Now());
   for (const std::string& d : placement.topology_domains) record.add_topology_domains(d);
   record.set_topology_min_domains(placement.topology_min_domains);
-  e.exec_secret = RandomHex128();  // what `baton-agent exec` must present
+  LiveAttempt live;
+  live.exec_secret = RandomHex128();  // what `baton-agent exec` must present
   v1::StoredExecSecret secret;
   secret.set_job_id(e.job.id());
   secret.set_attempt(record.number());
-  secret.set_secret(e.exec_secret);
+  secret.set_secret(live.exec_secret);
   txn.batch.secrets.push_back(std::move(secret));
-  LiveAttempt live;
   std::string where;
   for (const auto& p : record.placement()) {
     live.nodes[p.node()] = Phase::kLaunching;
@@ -220,7 +220,7 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
     addresses.push_back(n == nullptr ? "" : n->node.address());
   }
   v1::CoordinatorCommand cmd = LaunchCommand(
-      e.job, node_rank, e.exec_secret, LaunchTermsOf(policy_.policy, e.job.spec()), addresses);
+      e.job, node_rank, e.live ? e.live->exec_secret : "", LaunchTermsOf(policy_.policy, e.job.spec()), addresses);
   ArrayOfTaskLocked(e.job, cmd.mutable_launch()->mutable_array());
   return cmd;
 }

@@ -43,14 +43,14 @@ JobTable::QueueKey JobTable::KeyOf(const v1::Job& job) const {
   return {-class_value_(job.spec().priority_class()), job.submitted_ms(), job.id()};
 }
 
-void JobTable::Index(const v1::Job& job, int sign) {
+void JobTable::Index(JobEntry& e, int sign) {
+  const v1::Job& job = e.job;
   const v1::JobState s = job.state();
   if (s == v1::JOB_STATE_PENDING) {
     if (sign > 0) {
-      queue_.insert(queued_as_.insert_or_assign(queued_as_.end(), job.id(), KeyOf(job))->second);
-    } else if (auto it = queued_as_.find(job.id()); it != queued_as_.end()) {
-      queue_.erase(it->second);
-      queued_as_.erase(it);
+      queue_.insert(e.queued_as = KeyOf(job));
+    } else {
+      queue_.erase(e.queued_as);
     }
   }
   if (s == v1::JOB_STATE_COOLDOWN) {
@@ -80,7 +80,7 @@ JobEntry& JobTable::Add(v1::Job job, std::string packed_spec) {
   it->second.job = std::move(job);
   it->second.packed_spec = std::move(packed_spec);
   Pack(it->second);
-  Index(it->second.job, +1);
+  Index(it->second, +1);
   return it->second;
 }
 
@@ -103,7 +103,7 @@ JobEntry JobTable::Remove(uint64_t id) {
     throw std::logic_error("JobTable::Remove: job " + std::to_string(id) +
                            (it == jobs_.end() ? " is not here" : " has a live attempt"));
   }
-  Index(it->second.job, -1);
+  Index(it->second, -1);
   Unpack(it->second);
   JobEntry e = std::move(it->second);
   jobs_.erase(it);
@@ -111,9 +111,9 @@ JobEntry JobTable::Remove(uint64_t id) {
 }
 
 void JobTable::SetState(JobEntry& e, v1::JobState to) {
-  Index(e.job, -1);
+  Index(e, -1);
   e.job.set_state(to);
-  Index(e.job, +1);
+  Index(e, +1);
 }
 
 void JobTable::StartAttempt(JobEntry& e, LiveAttempt a) {
@@ -149,8 +149,13 @@ LiveAttempt JobTable::EndAttempt(JobEntry& e) {
 }
 
 void JobTable::Reorder() {
+  std::vector<uint64_t> queued;
+  for (const QueueKey& key : queue_) queued.push_back(std::get<2>(key));
   queue_.clear();
-  for (auto& [id, key] : queued_as_) queue_.insert(key = KeyOf(jobs_.at(id).job));
+  for (uint64_t id : queued) {
+    JobEntry& e = jobs_.at(id);
+    queue_.insert(e.queued_as = KeyOf(e.job));
+  }
 }
 
 uint32_t JobTable::Waiting(const std::string& tenant) const {

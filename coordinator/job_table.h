@@ -29,13 +29,16 @@ namespace baton {
 // spec only a launch or a reader of the whole record needs (env and command) while no
 // attempt is live. So `job.spec()` has no env and no command then: the whole record is
 // JobTable::Whole(entry) (commits, status, listings and watches read that).
+// (-class value, submitted_ms, id): the queue's order.
+using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
+
 struct JobEntry {
   v1::Job job;
   std::string packed_spec;  // a JobSpec of the spec's env and command; "" while live
   EventList events;
   std::unique_ptr<LiveAttempt> live;  // set between StartAttempt and EndAttempt
-  std::string exec_secret;  // the current attempt's (store.proto; never in the public Job)
-  int said_wait = -1;       // the sched::Outcome of the last wait logged; -1 after any event
+  QueueKey queued_as{};  // while PENDING: its key in the queue when it was queued (JobTable)
+  int said_wait = -1;    // the sched::Outcome of the last wait logged; -1 after any event
   usage::Mark charged;      // what of the record the usage rollup has been charged with
 };
 
@@ -44,8 +47,7 @@ bool WaitsInQueue(v1::JobState s);
 
 class JobTable {
  public:
-  // (-class value, submitted_ms, id): the queue's order.
-  using QueueKey = std::tuple<int32_t, int64_t, uint64_t>;
+  using QueueKey = baton::QueueKey;
   // A job's priority class value (higher is served first), as the policy says now.
   using ClassValue = std::function<int32_t(const std::string& priority_class)>;
 
@@ -89,12 +91,11 @@ class JobTable {
 
  private:
   QueueKey KeyOf(const v1::Job& job) const;
-  void Index(const v1::Job& job, int sign);  // adds (+1) or takes out (-1) by its state
+  void Index(JobEntry& e, int sign);  // adds (+1) or takes out (-1) by its state
 
   ClassValue class_value_;
   std::map<uint64_t, JobEntry> jobs_;
   std::set<QueueKey> queue_;
-  std::map<uint64_t, QueueKey> queued_as_;  // each queued job's key when it was queued
   std::set<uint64_t> cooldown_;
   std::set<uint64_t> live_;
   std::map<std::string, uint32_t> waiting_;  // tenant -> PENDING + COOLDOWN jobs
