@@ -64,7 +64,17 @@ JobManager::~JobManager() { Stop(); }
 
 absl::Status JobManager::Recover() {
   const absl::Time began = absl::Now();
-  auto snap = store_->Load({.pack_specs = true});
+  // Each job's entry is made on the thread that loads it; the table adopts them after.
+  std::vector<std::map<uint64_t, JobEntry>> loaded(Store::kMaxLoadThreads);
+  auto snap = store_->Load(
+      {.pack_specs = true,
+       .sink = [&loaded](size_t part, v1::Job job, std::string packed, EventList events) {
+         std::map<uint64_t, JobEntry>& entries = loaded[part];
+         JobEntry& e = entries.try_emplace(entries.end(), job.id())->second;
+         e.job = std::move(job);
+         e.packed_spec = std::move(packed);
+         e.events = std::move(events);
+       }});
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
   event_log_.Recover(snap->last_log_seq);
@@ -92,18 +102,17 @@ absl::Status JobManager::Recover() {
   usage_saved_ = clock_->Now();
   next_job_id_ = snap->next_job_id;
   const absl::Time now = clock_->Now();
-  for (size_t i = 0; i < snap->jobs.size(); ++i) {
-    v1::Job& job = snap->jobs[i];
-    const uint64_t id = job.id();
-    next_job_id_ = std::max(next_job_id_, id + 1);
-    submit_keys_.Add(job.user(), job.idempotency_key(), id,
-                     absl::FromUnixMillis(job.submitted_ms()));
-    JobEntry& e = jobs_.Add(std::move(job), std::move(snap->packed_specs[i]));
-    e.events = std::move(snap->packed_events[i]);
-    e.charged = usage::MarkOf(e.job);  // charged in the writes that stored it
-    if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
-      jobs_.StartAttempt(e, std::move(*a));
-    }
+  for (auto& entries : loaded) {
+    jobs_.Adopt(std::move(entries), [&](JobEntry& e) {
+      const uint64_t id = e.job.id();
+      next_job_id_ = std::max(next_job_id_, id + 1);
+      submit_keys_.Add(e.job.user(), e.job.idempotency_key(), id,
+                       absl::FromUnixMillis(e.job.submitted_ms()));
+      e.charged = usage::MarkOf(e.job);  // charged in the writes that stored it
+      if (std::optional<LiveAttempt> a = RecoverAttempt(e.job, now)) {
+        jobs_.StartAttempt(e, std::move(*a));
+      }
+    });
   }
   for (auto& secret : snap->secrets) {
     JobEntry* e = jobs_.Find(secret.job_id());

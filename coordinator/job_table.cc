@@ -84,6 +84,22 @@ JobEntry& JobTable::Add(v1::Job job, std::string packed_spec) {
   return it->second;
 }
 
+void JobTable::Adopt(std::map<uint64_t, JobEntry> entries,
+                     const std::function<void(JobEntry&)>& fn) {
+  if (!entries.empty() && !jobs_.empty() && entries.begin()->first <= jobs_.rbegin()->first) {
+    throw std::logic_error("JobTable::Adopt: job " + std::to_string(entries.begin()->first) +
+                           " is not above every job here");
+  }
+  while (!entries.empty()) {
+    auto it = jobs_.insert(jobs_.end(), entries.extract(entries.begin()));
+    JobEntry& e = it->second;
+    if (e.live) throw std::logic_error("JobTable::Adopt: a job with a live attempt");
+    Pack(e);
+    Index(e, +1);
+    fn(e);
+  }
+}
+
 JobEntry* JobTable::Find(uint64_t id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;

@@ -39,7 +39,7 @@ struct JobEntry {
   std::unique_ptr<LiveAttempt> live;  // set between StartAttempt and EndAttempt
   QueueKey queued_as{};  // while PENDING: its key in the queue when it was queued (JobTable)
   int said_wait = -1;    // the sched::Outcome of the last wait logged; -1 after any event
-  usage::Mark charged;      // what of the record the usage rollup has been charged with
+  usage::Mark charged;   // what of the record the usage rollup has been charged with
 };
 
 // PENDING and COOLDOWN jobs wait in the queue (admission counts them).
@@ -56,6 +56,11 @@ class JobTable {
   // Adds `job` (a new id) indexed by its state, with no live attempt (its spec packed);
   // `packed_spec`: its env and command already packed (Store::Load's split records).
   JobEntry& Add(v1::Job job, std::string packed_spec = "");
+  // Adds every entry of `entries` (new ids, above every id here; jobs with no live attempt,
+  // their specs packed as Add packs them), moving the map's nodes in (no copy, no
+  // allocation), then calls `fn` on each, in id order. A restart builds the entries on its
+  // loading threads and adopts them here.
+  void Adopt(std::map<uint64_t, JobEntry> entries, const std::function<void(JobEntry&)>& fn);
   JobEntry* Find(uint64_t id);
   const JobEntry* Find(uint64_t id) const;
   JobEntry& at(uint64_t id);  // the job must be here

@@ -138,6 +138,9 @@ absl::Status ParseInto(std::string_view value, std::string_view what, std::strin
   return absl::OkStatus();
 }
 
+uint64_t IdOf(uint64_t id) { return id; }
+uint64_t IdOf(const v1::Job& job) { return job.id(); }
+
 // The id of a zero-padded job key; 0 (no job's) when it is not one.
 uint64_t IdOfKey(const rocksdb::Slice& key) {
   uint64_t id = 0;
@@ -447,7 +450,7 @@ absl::StatusOr<std::vector<v1::StoredToken>> Store::LoadTokens() const {
   return tokens;
 }
 
-absl::Status Store::LoadLive(const LoadOptions& options, const std::string& from,
+absl::Status Store::LoadLive(const LoadOptions& options, size_t part_index, const std::string& from,
                              const std::string& to, StoreSnapshot* part) const {
   // One forward cursor per family, moved along the live ids in order: a restart with a
   // million pending jobs reads them in a few sequential scans, not a million seeks of new
@@ -471,22 +474,32 @@ absl::Status Store::LoadLive(const LoadOptions& options, const std::string& from
         return absl::DataLossError("store: job record '" + std::string(k) + "' does not parse");
       }
       record = rest;
-      part->packed_specs.push_back(packed);
+      if (!options.sink) part->packed_specs.push_back(packed);
     }
     auto job = ParseJob(record, k);
     if (!job.ok()) return job.status();
-    part->jobs.push_back(std::move(*job));
+    EventList sunk_events;
+    if (options.sink) {
+      part->sunk.push_back(job->id());
+    } else {
+      part->jobs.push_back(std::move(*job));
+    }
     const std::string prefix = std::string(k) + "/";
-    if (options.pack_specs) part->packed_events.emplace_back();
+    if (options.pack_specs && !options.sink) part->packed_events.emplace_back();
+    EventList& packed_events = options.sink ? sunk_events : part->packed_events.back();
     for (events.MoveTo(prefix); events.valid() && events.key().starts_with(prefix); events.Next()) {
-      if (options.pack_specs) {
-        part->packed_events.back().AppendRecord(events.value());
+      if (options.pack_specs || options.sink) {
+        packed_events.AppendRecord(events.value());
       } else if (absl::Status e = ParseInto(events.value(), "event", events.key(), &part->events);
                  !e.ok()) {
         return e;
       }
     }
     if (!events.status().ok()) return FromRocks(events.status(), "store read events");
+    if (options.sink) {
+      options.sink(part_index, std::move(*job), options.pack_specs ? packed : "",
+                   std::move(sunk_events));
+    }
   }
   return FromRocks(live->status(), "store scan live jobs");
 }
@@ -510,7 +523,8 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
     const uint64_t last = it->Valid() ? IdOfKey(it->key()) : 0;
     const uint64_t per = std::max<uint64_t>(options.jobs_per_thread, 1);
     const uint64_t threads = std::clamp<uint64_t>(
-        std::min<uint64_t>(std::thread::hardware_concurrency(), live_jobs / per), 1, 8);
+        std::min<uint64_t>(std::thread::hardware_concurrency(), live_jobs / per), 1,
+        kMaxLoadThreads);
     if (first > 0 && last > first) {
       for (uint64_t t = 1; t < threads; ++t) {
         bounds.push_back(PaddedKey(first + (last - first) / threads * t));
@@ -530,7 +544,7 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
           parts[i].packed_events.reserve(share);
         }
         status[i] =
-            LoadLive(options, bounds[i], i + 1 < bounds.size() ? bounds[i + 1] : "", &parts[i]);
+            LoadLive(options, i, bounds[i], i + 1 < bounds.size() ? bounds[i + 1] : "", &parts[i]);
       };
       if (i + 1 < bounds.size()) {
         workers.emplace_back(load);
@@ -558,6 +572,7 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
       std::move(p.packed_events.begin(), p.packed_events.end(),
                 std::back_inserter(snap.packed_events));
       std::move(p.events.begin(), p.events.end(), std::back_inserter(snap.events));
+      snap.sunk.insert(snap.sunk.end(), p.sunk.begin(), p.sunk.end());
       std::vector<v1::Job>().swap(p.jobs);  // freed as we go
     }
   }
@@ -568,9 +583,12 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
     auto secret = Parse<v1::StoredExecSecret>(v, "exec secret", k);
     if (!secret.ok()) return secret.status();
     const uint64_t id = secret->job_id();
-    auto live = std::lower_bound(snap.jobs.begin(), snap.jobs.end(), id,
-                                 [](const v1::Job& j, uint64_t want) { return j.id() < want; });
-    if (live != snap.jobs.end() && live->id() == id) snap.secrets.push_back(std::move(*secret));
+    const bool live =
+        options.sink
+            ? std::binary_search(snap.sunk.begin(), snap.sunk.end(), id)
+            : std::binary_search(snap.jobs.begin(), snap.jobs.end(), id,
+                                 [](const auto& a, const auto& b) { return IdOf(a) < IdOf(b); });
+    if (live) snap.secrets.push_back(std::move(*secret));
     return absl::OkStatus();
   });
   if (!s.ok()) return s;

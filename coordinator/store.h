@@ -75,6 +75,7 @@ struct StoreSnapshot {
   std::vector<std::string> packed_specs;
   // With pack_specs: jobs[i]'s events as stored, packed unparsed; `events` is then empty.
   std::vector<EventList> packed_events;
+  std::vector<uint64_t> sunk;     // with LoadOptions::sink: the ids handed to it, in order
   std::vector<v1::Event> events;  // theirs, ordered by (job id, seq)
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
@@ -145,7 +146,15 @@ class Store {
     // A queue this long is read on one thread; a longer one on one more thread per this
     // many jobs (up to the cores, at most 8), in id ranges joined in order.
     uint64_t jobs_per_thread = 50'000;
+    // When set, each live job goes to it instead of into `jobs` (and packed_specs,
+    // packed_events), on the thread loading its id range: `part` numbers the ranges in id
+    // order (< kMaxLoadThreads), and a range's jobs come from one thread, in id order. So
+    // a caller builds its own records of them in parallel (JobManager::Recover).
+    using Sink =
+        std::function<void(size_t part, v1::Job job, std::string packed, EventList events)>;
+    Sink sink;
   };
+  static constexpr size_t kMaxLoadThreads = 8;
   absl::StatusOr<StoreSnapshot> Load() const { return Load(LoadOptions()); }
   absl::StatusOr<StoreSnapshot> Load(const LoadOptions& options) const;
   // One job's record (any state), with its events if asked; NotFound when not stored.
@@ -179,8 +188,8 @@ class Store {
  private:
   Store() = default;
   // The live jobs with keys in [from, to) ("" to: to the end) into `part` (Load's ranges).
-  absl::Status LoadLive(const LoadOptions& options, const std::string& from, const std::string& to,
-                        StoreSnapshot* part) const;
+  absl::Status LoadLive(const LoadOptions& options, size_t part_index, const std::string& from,
+                        const std::string& to, StoreSnapshot* part) const;
   // Builds the `live` and `ended` indexes of a store written before them (once).
   absl::Status BuildIndexes();
   absl::Status ScanPrefix(
