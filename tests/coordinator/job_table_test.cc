@@ -231,6 +231,31 @@ TEST(JobTable, TheIndexesAlwaysEqualWhatTheJobsSay) {
   }
 }
 
+// A restart's entries, built elsewhere, join the table whole and indexed, in id order.
+TEST(JobTable, AdoptedEntriesAreIndexedAndPackedAndMustComeAfterTheRest) {
+  Classes classes;
+  JobTable t(classes.fn());
+  t.Add(MakeJob(1, "batch", 5));
+  std::map<uint64_t, JobEntry> loaded;
+  for (uint64_t id : {7, 3, 5}) {
+    JobEntry& e = loaded[id];
+    e.job = MakeJob(id, id == 5 ? "prod" : "batch", static_cast<int64_t>(id), id == 7 ? "u" : "t",
+                    id == 3 ? v1::JOB_STATE_COOLDOWN : v1::JOB_STATE_PENDING);
+    e.job.mutable_spec()->add_command("train.py");
+  }
+  std::vector<uint64_t> seen;
+  t.Adopt(std::move(loaded), [&](JobEntry& e) { seen.push_back(e.job.id()); });
+  EXPECT_EQ(seen, (std::vector<uint64_t>{3, 5, 7}));
+  EXPECT_EQ(QueuedIds(t), (std::vector<uint64_t>{5, 1, 7}));
+  EXPECT_EQ(t.cooldown(), std::set<uint64_t>{3});
+  EXPECT_EQ(t.Waiting("t"), 3u);
+  EXPECT_TRUE(t.at(5).job.spec().command().empty()) << "packed as Add packs";
+  EXPECT_EQ(JobTable::Whole(t.at(5)).spec().command(0), "train.py");
+  std::map<uint64_t, JobEntry> old;
+  old[2].job = MakeJob(2, "batch", 1);
+  EXPECT_THROW(t.Adopt(std::move(old), [](JobEntry&) {}), std::logic_error);
+}
+
 // A job's spec with everything packed_spec.h moves, and fields around them.
 v1::Job FullJob(uint64_t id, std::mt19937& rng) {
   v1::Job job = MakeJob(id, "batch", 1'000 + static_cast<int64_t>(id));
