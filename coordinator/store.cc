@@ -486,10 +486,12 @@ absl::Status Store::LoadLive(const LoadOptions& options, size_t part_index, cons
     }
     const std::string prefix = std::string(k) + "/";
     if (options.pack_specs && !options.sink) part->packed_events.emplace_back();
-    EventList& packed_events = options.sink ? sunk_events : part->packed_events.back();
+    EventList* packed_events = options.sink         ? &sunk_events
+                               : options.pack_specs ? &part->packed_events.back()
+                                                    : nullptr;
     for (events.MoveTo(prefix); events.valid() && events.key().starts_with(prefix); events.Next()) {
-      if (options.pack_specs || options.sink) {
-        packed_events.AppendRecord(events.value());
+      if (packed_events != nullptr) {
+        packed_events->AppendRecord(events.value());
       } else if (absl::Status e = ParseInto(events.value(), "event", events.key(), &part->events);
                  !e.ok()) {
         return e;
