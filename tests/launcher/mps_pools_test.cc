@@ -42,8 +42,10 @@ class MpsPoolsTest : public ::testing::Test {
     in >> pid;
     return pid;
   }
+  // Waits up to 10 s: a loaded or sanitized run is slow to see the daemon exit (its
+  // adopter reaps it).
   static bool Gone(pid_t pid) {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 1000; ++i) {
       if (pid <= 0 || ::kill(pid, 0) != 0) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
