@@ -8,25 +8,20 @@
 
 namespace baton {
 
-void EventList::push_back(const v1::Event& ev) {
-  const size_t n = ev.ByteSizeLong();
+uint8_t* EventList::Append(size_t n) {
   const size_t at = packed_.size();
-  const size_t prefix = google::protobuf::io::CodedOutputStream::VarintSize64(n);
-  packed_.resize(at + prefix + n);
-  auto* p = reinterpret_cast<uint8_t*>(packed_.data() + at);
-  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(n, p);
-  ev.SerializeWithCachedSizesToArray(p);
+  packed_.resize(at + google::protobuf::io::CodedOutputStream::VarintSize64(n) + n);
   ++size_;
+  return google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(
+      n, reinterpret_cast<uint8_t*>(packed_.data() + at));
+}
+
+void EventList::push_back(const v1::Event& ev) {
+  ev.SerializeWithCachedSizesToArray(Append(ev.ByteSizeLong()));
 }
 
 void EventList::AppendRecord(std::string_view record) {
-  const size_t at = packed_.size();
-  const size_t prefix = google::protobuf::io::CodedOutputStream::VarintSize64(record.size());
-  packed_.resize(at + prefix + record.size());
-  auto* p = reinterpret_cast<uint8_t*>(packed_.data() + at);
-  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(record.size(), p);
-  std::memcpy(p, record.data(), record.size());
-  ++size_;
+  std::memcpy(Append(record.size()), record.data(), record.size());
 }
 
 void EventList::AppendTo(google::protobuf::RepeatedPtrField<v1::Event>* out) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,9 @@ class EventList {
   std::vector<v1::Event> ToVector() const;
 
  private:
+  // Room for one more record of `n` bytes, its length written before it: where it goes.
+  uint8_t* Append(size_t n);
+
   std::string packed_;
   size_t size_ = 0;
 };

@@ -67,14 +67,13 @@ absl::Status JobManager::Recover() {
   // Each job's entry is made on the thread that loads it; the table adopts them after.
   std::vector<std::map<uint64_t, JobEntry>> loaded(Store::kMaxLoadThreads);
   auto snap = store_->Load(
-      {.pack_specs = true,
-       .sink = [&loaded](size_t part, v1::Job job, std::string packed, EventList events) {
-         std::map<uint64_t, JobEntry>& entries = loaded[part];
-         JobEntry& e = entries.try_emplace(entries.end(), job.id())->second;
-         e.job = std::move(job);
-         e.packed_spec = std::move(packed);
-         e.events = std::move(events);
-       }});
+      {.sink = [&loaded](size_t part, v1::Job job, std::string packed, EventList events) {
+        std::map<uint64_t, JobEntry>& entries = loaded[part];
+        JobEntry& e = entries.try_emplace(entries.end(), job.id())->second;
+        e.job = std::move(job);
+        e.packed_spec = std::move(packed);
+        e.events = std::move(events);
+      }});
   if (!snap.ok()) return snap.status();
   std::lock_guard<std::mutex> lock(mu_);
   event_log_.Recover(snap->last_log_seq);
@@ -119,9 +118,6 @@ absl::Status JobManager::Recover() {
     if (e != nullptr && e->live && static_cast<int>(secret.attempt()) == e->job.attempts_size()) {
       e->live->exec_secret = std::move(*secret.mutable_secret());
     }
-  }
-  for (auto& ev : snap->events) {
-    if (JobEntry* e = jobs_.Find(ev.job_id())) e->events.push_back(ev);
   }
   const absl::Time mono = clock_->Monotonic();
   for (auto& node : snap->nodes) {

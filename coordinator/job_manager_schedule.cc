@@ -219,8 +219,9 @@ v1::CoordinatorCommand JobManager::LaunchCommandLocked(const JobEntry& e,
     const NodeRegistry::Entry* n = nodes_.Find(p.node());
     addresses.push_back(n == nullptr ? "" : n->node.address());
   }
-  v1::CoordinatorCommand cmd = LaunchCommand(
-      e.job, node_rank, e.live ? e.live->exec_secret : "", LaunchTermsOf(policy_.policy, e.job.spec()), addresses);
+  v1::CoordinatorCommand cmd =
+      LaunchCommand(e.job, node_rank, e.live ? e.live->exec_secret : "",
+                    LaunchTermsOf(policy_.policy, e.job.spec()), addresses);
   ArrayOfTaskLocked(e.job, cmd.mutable_launch()->mutable_array());
   return cmd;
 }

@@ -69,7 +69,7 @@ void JobTable::Index(JobEntry& e, int sign) {
   }
 }
 
-JobEntry& JobTable::Add(v1::Job job, std::string packed_spec) {
+JobEntry& JobTable::Add(v1::Job job) {
   const uint64_t id = job.id();
   // Ids mostly come in order (a restart loads them so; new jobs get the next): a hint at
   // the end makes each insert constant time.
@@ -78,7 +78,6 @@ JobEntry& JobTable::Add(v1::Job job, std::string packed_spec) {
   const bool added = jobs_.size() > before;
   if (!added) throw std::logic_error("JobTable::Add: job " + std::to_string(id) + " exists");
   it->second.job = std::move(job);
-  it->second.packed_spec = std::move(packed_spec);
   Pack(it->second);
   Index(it->second, +1);
   return it->second;

@@ -53,13 +53,12 @@ class JobTable {
 
   explicit JobTable(ClassValue class_value) : class_value_(std::move(class_value)) {}
 
-  // Adds `job` (a new id) indexed by its state, with no live attempt (its spec packed);
-  // `packed_spec`: its env and command already packed (Store::Load's split records).
-  JobEntry& Add(v1::Job job, std::string packed_spec = "");
+  // Adds `job` (a new id) indexed by its state, with no live attempt (its spec packed).
+  JobEntry& Add(v1::Job job);
   // Adds every entry of `entries` (new ids, above every id here; jobs with no live attempt,
-  // their specs packed as Add packs them), moving the map's nodes in (no copy, no
-  // allocation), then calls `fn` on each, in id order. A restart builds the entries on its
-  // loading threads and adopts them here.
+  // their specs packed as Add packs them, or already: Store::Load's split records), moving the
+  // map's nodes in (no copy, no allocation), then calls `fn` on each, in id order. A restart builds
+  // the entries on its loading threads and adopts them here.
   void Adopt(std::map<uint64_t, JobEntry> entries, const std::function<void(JobEntry&)>& fn);
   JobEntry* Find(uint64_t id);
   const JobEntry* Find(uint64_t id) const;

@@ -138,9 +138,6 @@ absl::Status ParseInto(std::string_view value, std::string_view what, std::strin
   return absl::OkStatus();
 }
 
-uint64_t IdOf(uint64_t id) { return id; }
-uint64_t IdOf(const v1::Job& job) { return job.id(); }
-
 // The id of a zero-padded job key; 0 (no job's) when it is not one.
 uint64_t IdOfKey(const rocksdb::Slice& key) {
   uint64_t id = 0;
@@ -457,9 +454,10 @@ absl::Status Store::LoadLive(const LoadOptions& options, size_t part_index, cons
   // iterators.
   Cursor jobs(db_->NewIterator(rocksdb::ReadOptions(), handles_[kJobs]));
   Cursor events(db_->NewIterator(rocksdb::ReadOptions(), handles_[kEvents]));
+  Cursor secrets(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
   std::unique_ptr<rocksdb::Iterator> live(
       db_->NewIterator(rocksdb::ReadOptions(), handles_[kLive]));
-  std::string rest, packed;  // a split record (pack_specs)
+  std::string rest, packed;  // a split record (sink)
   for (live->Seek(from); live->Valid() && (to.empty() || live->key().compare(to) < 0);
        live->Next()) {
     const std::string_view k(live->key().data(), live->key().size());
@@ -469,45 +467,41 @@ absl::Status Store::LoadLive(const LoadOptions& options, size_t part_index, cons
                  : FromRocks(jobs.status(), "store read job");
     }
     std::string_view record = jobs.value();
-    if (options.pack_specs) {
+    if (options.sink) {
       if (!SplitJobRecord(record, &rest, &packed)) {
         return absl::DataLossError("store: job record '" + std::string(k) + "' does not parse");
       }
       record = rest;
-      if (!options.sink) part->packed_specs.push_back(packed);
     }
     auto job = ParseJob(record, k);
     if (!job.ok()) return job.status();
     EventList sunk_events;
-    if (options.sink) {
-      part->sunk.push_back(job->id());
-    } else {
-      part->jobs.push_back(std::move(*job));
-    }
     const std::string prefix = std::string(k) + "/";
-    if (options.pack_specs && !options.sink) part->packed_events.emplace_back();
-    EventList* packed_events = options.sink         ? &sunk_events
-                               : options.pack_specs ? &part->packed_events.back()
-                                                    : nullptr;
     for (events.MoveTo(prefix); events.valid() && events.key().starts_with(prefix); events.Next()) {
-      if (packed_events != nullptr) {
-        packed_events->AppendRecord(events.value());
+      if (options.sink) {
+        sunk_events.AppendRecord(events.value());
       } else if (absl::Status e = ParseInto(events.value(), "event", events.key(), &part->events);
                  !e.ok()) {
         return e;
       }
     }
     if (!events.status().ok()) return FromRocks(events.status(), "store read events");
+    // Its exec secret, once it has been launched (a finished job's is deleted with it).
+    const std::string secret = kSecretPrefix + std::string(k);
+    if (secrets.MoveTo(secret) && secrets.key() == secret) {
+      BATON_RETURN_IF_ERROR(ParseInto(secrets.value(), "exec secret", secret, &part->secrets));
+    }
+    if (!secrets.status().ok()) return FromRocks(secrets.status(), "store read exec secret");
     if (options.sink) {
-      options.sink(part_index, std::move(*job), options.pack_specs ? packed : "",
-                   std::move(sunk_events));
+      options.sink(part_index, std::move(*job), packed, std::move(sunk_events));
+    } else {
+      part->jobs.push_back(std::move(*job));
     }
   }
   return FromRocks(live->status(), "store scan live jobs");
 }
 
 absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
-  StoreSnapshot snap;
   // Unfinished jobs only, each with its events and exec secret: finished ones are read
   // when asked (ReadJob, ScanFinished), so start-up does not grow with history. A large
   // queue is read in id ranges on several threads (parsing and the new heap's page faults
@@ -539,12 +533,7 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
     std::vector<std::thread> workers;
     for (size_t i = 0; i < bounds.size(); ++i) {
       auto load = [&, i] {
-        const uint64_t share = live_jobs / bounds.size() + 1;
-        parts[i].jobs.reserve(share);
-        if (options.pack_specs) {
-          parts[i].packed_specs.reserve(share);
-          parts[i].packed_events.reserve(share);
-        }
+        if (!options.sink) parts[i].jobs.reserve(live_jobs / bounds.size() + 1);
         status[i] =
             LoadLive(options, i, bounds[i], i + 1 < bounds.size() ? bounds[i + 1] : "", &parts[i]);
       };
@@ -559,42 +548,15 @@ absl::StatusOr<StoreSnapshot> Store::Load(const LoadOptions& options) const {
   for (const absl::Status& st : status) {
     if (!st.ok()) return st;
   }
-  if (parts.size() == 1) {
-    snap = std::move(parts[0]);
-  } else {
-    size_t n = 0;
-    for (const auto& p : parts) n += p.jobs.size();
-    snap.jobs.reserve(n);
-    snap.packed_specs.reserve(options.pack_specs ? n : 0);
-    snap.packed_events.reserve(options.pack_specs ? n : 0);
-    for (auto& p : parts) {
-      std::move(p.jobs.begin(), p.jobs.end(), std::back_inserter(snap.jobs));
-      std::move(p.packed_specs.begin(), p.packed_specs.end(),
-                std::back_inserter(snap.packed_specs));
-      std::move(p.packed_events.begin(), p.packed_events.end(),
-                std::back_inserter(snap.packed_events));
-      std::move(p.events.begin(), p.events.end(), std::back_inserter(snap.events));
-      snap.sunk.insert(snap.sunk.end(), p.sunk.begin(), p.sunk.end());
-      std::vector<v1::Job>().swap(p.jobs);  // freed as we go
-    }
+  StoreSnapshot snap = std::move(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    StoreSnapshot& p = parts[i];
+    std::move(p.jobs.begin(), p.jobs.end(), std::back_inserter(snap.jobs));
+    std::move(p.events.begin(), p.events.end(), std::back_inserter(snap.events));
+    std::move(p.secrets.begin(), p.secrets.end(), std::back_inserter(snap.secrets));
+    p = StoreSnapshot();  // freed as we go
   }
-  absl::Status s;
-  // Exec secrets of unfinished jobs (those of finished ones are deleted with their end,
-  // but a store may hold a stale one: only live jobs' are kept).
-  s = ScanMeta(kSecretPrefix, [&](std::string_view k, std::string_view v) {
-    auto secret = Parse<v1::StoredExecSecret>(v, "exec secret", k);
-    if (!secret.ok()) return secret.status();
-    const uint64_t id = secret->job_id();
-    const bool live =
-        options.sink
-            ? std::binary_search(snap.sunk.begin(), snap.sunk.end(), id)
-            : std::binary_search(snap.jobs.begin(), snap.jobs.end(), id,
-                                 [](const auto& a, const auto& b) { return IdOf(a) < IdOf(b); });
-    if (live) snap.secrets.push_back(std::move(*secret));
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
-  s = LoadFamily(handles_[kNodes], [&](std::string_view k, std::string_view v) {
+  absl::Status s = LoadFamily(handles_[kNodes], [&](std::string_view k, std::string_view v) {
     return ParseInto(v, "node", k, &snap.nodes);
   });
   if (!s.ok()) return s;

@@ -69,14 +69,10 @@ struct StoreBatch {
 // ReadJob and ScanFinished read them when asked, so start-up time follows live work,
 // not history.
 struct StoreSnapshot {
-  std::vector<v1::Job> jobs;  // every unfinished job, in id order
-  // With LoadOptions::pack_specs: jobs[i]'s env and command, packed (packed_spec.h), which
-  // jobs[i].spec() then lacks; else empty.
-  std::vector<std::string> packed_specs;
-  // With pack_specs: jobs[i]'s events as stored, packed unparsed; `events` is then empty.
-  std::vector<EventList> packed_events;
-  std::vector<uint64_t> sunk;     // with LoadOptions::sink: the ids handed to it, in order
-  std::vector<v1::Event> events;  // theirs, ordered by (job id, seq)
+  // Every unfinished job, in id order, and their events, ordered by (job id, seq); both
+  // empty when LoadOptions::sink took them.
+  std::vector<v1::Job> jobs;
+  std::vector<v1::Event> events;
   std::vector<v1::Node> nodes;
   uint64_t next_job_id = 1;
   std::optional<v1::PolicyVersion> policy;    // the newest stored version
@@ -139,17 +135,15 @@ class Store {
   // Bytes free for us on the store's filesystem (statvfs; UINT64_MAX when unknown).
   uint64_t FreeBytes() const;
   struct LoadOptions {
-    // Each job's env and command, and its events, come packed beside it, never parsed
-    // (JobManager::Recover: a million pending jobs load in a fraction of the time and
-    // memory).
-    bool pack_specs = false;
     // A queue this long is read on one thread; a longer one on one more thread per this
     // many jobs (up to the cores, at most 8), in id ranges joined in order.
     uint64_t jobs_per_thread = 50'000;
-    // When set, each live job goes to it instead of into `jobs` (and packed_specs,
-    // packed_events), on the thread loading its id range: `part` numbers the ranges in id
-    // order (< kMaxLoadThreads), and a range's jobs come from one thread, in id order. So
-    // a caller builds its own records of them in parallel (JobManager::Recover).
+    // When set, each live job goes to it instead of into `jobs` and `events`, on the thread
+    // loading its id range: `part` numbers the ranges in id order (< kMaxLoadThreads), and
+    // a range's jobs come from one thread, in id order. Its spec's env and command come
+    // packed beside it (packed_spec.h: split from the record, never parsed) and its events
+    // as stored, unparsed. So JobManager::Recover builds its entries in parallel, in a
+    // fraction of the time and memory.
     using Sink =
         std::function<void(size_t part, v1::Job job, std::string packed, EventList events)>;
     Sink sink;

@@ -353,7 +353,11 @@ TEST(JobTable, AWaitingJobsSpecIsPackedAndEveryWayOutIsWhole) {
   std::string packed = PackSpec(hot.mutable_spec());
   v1::Job whole = hot;
   ASSERT_TRUE(UnpackSpec(packed, whole.mutable_spec()));
-  JobEntry& f = t.Add(hot, packed);
+  std::map<uint64_t, JobEntry> split;
+  split[2].job = hot;
+  split[2].packed_spec = packed;
+  t.Adopt(std::move(split), [](JobEntry&) {});
+  JobEntry& f = t.at(2);
   t.StartAttempt(f, LiveAttempt{});
   t.EndAttempt(f);
   EXPECT_TRUE(Same(JobTable::Whole(f), whole));

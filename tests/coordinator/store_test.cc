@@ -104,27 +104,45 @@ TEST(Store, LoadsLiveJobsAmongFinishedOnesWithTheirOwnEventsAndSecrets) {
     if (id % 2 == 1) b.secrets.push_back(secret);
   }
   ASSERT_TRUE((*store)->Commit(b).ok());
-  // On one thread, and in ranges on several (as a large queue is), the same.
+  // On one thread, and in ranges on several (as a large queue is), the same; into the
+  // snapshot, and to a sink (each range's jobs in order, ranges numbered in id order).
   for (uint64_t per_thread : {50'000, 1}) {
     for (bool pack : {false, true}) {
-      auto snap = (*store)->Load({.pack_specs = pack, .jobs_per_thread = per_thread});
+      struct Sunk {
+        v1::Job job;
+        std::string packed;
+        EventList events;
+      };
+      std::vector<std::vector<Sunk>> parts(Store::kMaxLoadThreads);
+      Store::LoadOptions options{.jobs_per_thread = per_thread};
+      if (pack) {
+        options.sink = [&parts](size_t part, v1::Job job, std::string packed, EventList events) {
+          parts[part].push_back({std::move(job), std::move(packed), std::move(events)});
+        };
+      }
+      auto snap = (*store)->Load(options);
       ASSERT_TRUE(snap.ok()) << snap.status();
+      std::vector<Sunk> sunk;
+      for (auto& part : parts) {
+        for (auto& one : part) sunk.push_back(std::move(one));
+      }
       std::vector<uint64_t> ids, event_ids, secret_ids;
       for (const auto& j : snap->jobs) ids.push_back(j.id());
+      for (const auto& one : sunk) ids.push_back(one.job.id());
       for (const auto& e : snap->events) event_ids.push_back(e.job_id());
-      for (size_t i = 0; i < snap->packed_events.size(); ++i) {
-        for (const auto& e : snap->packed_events[i].ToVector()) event_ids.push_back(e.job_id());
+      for (const auto& one : sunk) {
+        for (const auto& e : one.events.ToVector()) event_ids.push_back(e.job_id());
       }
       for (const auto& s : snap->secrets) secret_ids.push_back(s.job_id());
       EXPECT_EQ(ids, live) << per_thread << pack;
       EXPECT_EQ(event_ids,
                 (std::vector<uint64_t>{2, 2, 2, 3, 40, 40, 41, 41, 41, 500, 500, 500, 999}));
       EXPECT_EQ(secret_ids, (std::vector<uint64_t>{3, 41, 999}));
-      ASSERT_EQ(snap->packed_specs.size(), pack ? live.size() : 0u);
-      for (size_t i = 0; i < snap->packed_specs.size(); ++i) {
-        EXPECT_TRUE(snap->jobs[i].spec().command().empty()) << "packed beside it";
+      ASSERT_EQ(sunk.size(), pack ? live.size() : 0u);
+      for (const auto& one : sunk) {
+        EXPECT_TRUE(one.job.spec().command().empty()) << "packed beside it";
         v1::JobSpec spec;
-        ASSERT_TRUE(UnpackSpec(snap->packed_specs[i], &spec));
+        ASSERT_TRUE(UnpackSpec(one.packed, &spec));
         EXPECT_EQ(spec.command(0), "true");
       }
     }
