@@ -3,6 +3,7 @@
 // now), in the same store write; Tick deletes rollup days past --usage-retention; Usage and
 // History read the store outside the lock.
 
+#include "common/status.h"
 #include "coordinator/access.h"
 #include "coordinator/job_manager.h"
 #include "coordinator/usage/report.h"
