@@ -23,15 +23,16 @@
 
 #include "bench/bench_flags.h"
 #include "coordinator/scheduler/plan.h"
+#include "coordinator/scheduler/scheduler.h"
 
 namespace baton::sched {
 namespace {
 
 constexpr uint64_t kGi = 1ull << 30;
 constexpr Time kNow = 1'000'000'000'000;
-constexpr uint32_t kTenants = 8;
-
 struct Gen {
+  explicit Gen(uint32_t t) : tenants(t) {}
+  uint32_t tenants;  // batch tenants "team0".., besides "serve"
   std::mt19937_64 rng{42};
   uint64_t Int(uint64_t lo, uint64_t hi) {
     return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
@@ -39,7 +40,7 @@ struct Gen {
   bool Chance(double p) { return std::bernoulli_distribution(p)(rng); }
 };
 
-Policy BenchPolicy(uint32_t nodes) {
+Policy BenchPolicy(uint32_t nodes, uint32_t tenants) {
   Policy p;
   auto cls = [](const char* name, int32_t value, bool service) {
     PriorityClass c;
@@ -54,8 +55,8 @@ Policy BenchPolicy(uint32_t nodes) {
                cls("labeling", 500, false), cls("training", 300, false),
                cls("experiment", 100, false)};
   // Nominal quotas share 80% of the default pool's GPUs; serving lends nothing.
-  uint32_t per = nodes * 8 * 9 / 10 * 8 / 10 / kTenants;
-  for (uint32_t t = 0; t < kTenants; ++t) {
+  uint32_t per = nodes * 8 * 9 / 10 * 8 / 10 / tenants;
+  for (uint32_t t = 0; t < tenants; ++t) {
     TenantPolicy tp;
     tp.name = "team" + std::to_string(t);
     tp.weight = 1 + t % 4;
@@ -129,7 +130,7 @@ RunningGang Gang(Gen& g, JobId id, bool inference) {
   static const char* kBatch[] = {"labeling", "training", "training", "experiment", "experiment"};
   RunningGang r;
   r.id = id;
-  r.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, kTenants - 1));
+  r.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, g.tenants - 1));
   r.priority_class = inference ? "inference" : kBatch[g.Int(0, 4)];
   r.started = kNow - static_cast<Time>(g.Int(0, 6 * 3'600'000));
   if (g.Chance(0.7)) r.last_checkpoint = r.started + static_cast<Time>(g.Int(0, kNow - r.started));
@@ -179,7 +180,7 @@ PendingJob Pending(Gen& g, JobId id, Tree tree) {
                      : cls < 0.15 ? "labeling"
                      : cls < 0.7  ? "training"
                                   : "experiment";
-  j.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, kTenants - 1));
+  j.tenant = inference ? "serve" : "team" + std::to_string(g.Int(0, g.tenants - 1));
   auto [nodes, gpus] = g.Chance(0.01) ? std::pair{16u, 8u} : kShapes[g.Int(0, kShapes.size() - 1)];
   if (inference) nodes = 1;
   JobRequest& r = j.request;
@@ -204,13 +205,13 @@ PendingJob Pending(Gen& g, JobId id, Tree tree) {
   return j;
 }
 
-ClusterView MakeCluster(uint32_t nodes, uint32_t pending, bool smt, Tree tree) {
-  Gen g;
+ClusterView MakeCluster(uint32_t nodes, uint32_t pending, bool smt, Tree tree, uint32_t tenants) {
+  Gen g(tenants);
   ClusterView v;
   for (uint32_t i = 0; i < nodes; ++i) v.nodes.push_back(BenchNode(i, smt, tree));
   FillRunning(g, v);
   for (JobId id = 0; id < pending; ++id) v.pending.push_back(Pending(g, 10'000'000 + id, tree));
-  for (uint32_t t = 0; t < kTenants; ++t) {
+  for (uint32_t t = 0; t < tenants; ++t) {
     v.usage["team" + std::to_string(t)] = static_cast<double>(g.Int(0, 10'000'000));
   }
   return v;
@@ -226,13 +227,14 @@ struct Case {
 };
 
 Case MakeCase(const char* label, uint32_t nodes, uint32_t pending, bool smt = false,
-              Tree tree = Tree::kNone) {
-  Policy policy = BenchPolicy(nodes);
+              Tree tree = Tree::kNone, uint32_t tenants = 8) {
+  Policy policy = BenchPolicy(nodes, tenants);
   if (tree != Tree::kNone) {
     policy.topology_levels = {{"leaf", "topology.baton.io/leaf"},
                               {"spine", "topology.baton.io/spine"}};
   }
-  return Case{label, nodes, pending, MakeCluster(nodes, pending, smt, tree), policy, {}, {}};
+  return Case{label,  nodes, pending, MakeCluster(nodes, pending, smt, tree, tenants),
+              policy, {},    {}};
 }
 
 // Placed topology-bound gangs, and those spread over more leaves than they need.
@@ -280,8 +282,116 @@ void Report(const Case& c) {
   std::printf("\n");
 }
 
+double Ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+// The Scheduler (the world kept between passes) on a case's world: its first pass (the
+// node tables built and every job interned), the next pass after the stated change (1%
+// of the jobs: half of them end, as many arrive; 0.1% of the nodes disconnect), and the
+// pass after a change of jobs only. Each pass is checked against Plan on the same world.
+struct Incremental {
+  std::vector<double> first, after_change, after_jobs;
+  bool same = true;  // every timed pass decided as Plan did
+};
+
+std::vector<PendingJob> Arrivals(const Case& c, JobId from, uint32_t n, uint64_t seed) {
+  Gen g(static_cast<uint32_t>(c.policy.tenants.size() - 1));
+  g.rng.seed(seed);
+  std::vector<PendingJob> out;
+  for (JobId id = from; id < from + n; ++id) out.push_back(Pending(g, id, Tree::kNone));
+  return out;
+}
+
+bool SamePass(const Decisions& a, const Decisions& b) {
+  if (a.placements.size() != b.placements.size() || a.evictions.size() != b.evictions.size() ||
+      a.reservations.size() != b.reservations.size() || a.outcomes.size() != b.outcomes.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.outcomes.size(); ++i) {
+    const JobOutcome &x = a.outcomes[i], &y = b.outcomes[i];
+    if (x.job != y.job || x.outcome != y.outcome || x.reason != y.reason) return false;
+  }
+  for (size_t i = 0; i < a.placements.size(); ++i) {
+    if (a.placements[i].job != b.placements[i].job) return false;
+    for (size_t k = 0; k < a.placements[i].nodes.size(); ++k) {
+      if (a.placements[i].nodes[k].node != b.placements[i].nodes[k].node) return false;
+    }
+  }
+  return true;
+}
+
+void TimeIncremental(const Case& c, Incremental& out, int rep, bool check) {
+  Scheduler s(c.policy);
+  for (const NodeInfo& n : c.view.nodes) s.UpsertNode(n);
+  for (const RunningGang& g : c.view.running) s.UpsertRunning(g);
+  for (const PendingJob& j : c.view.pending) s.UpsertPending(j);
+  s.SetUsage(c.view.usage);
+  auto t0 = std::chrono::steady_clock::now();
+  Decisions d = s.Plan(kNow);
+  out.first.push_back(Ms(t0));
+  if (check) out.same &= SamePass(d, Plan(s.View(), c.policy, kNow));
+  d = Decisions{};
+  // The stated change: 1% of the jobs (every 200th ends; as many arrive), 0.1% of nodes.
+  JobId next = 900'000'000 + static_cast<JobId>(rep) * 10'000'000;
+  auto change_jobs = [&](uint32_t offset) {
+    uint32_t n = 0;
+    for (size_t i = offset; i < c.view.pending.size(); i += 200, ++n) {
+      s.RemovePending(c.view.pending[i].id);
+    }
+    for (PendingJob& j : Arrivals(c, next, n, next)) s.UpsertPending(std::move(j));
+    next += n;
+  };
+  change_jobs(0);
+  for (size_t i = 7; i < c.view.nodes.size(); i += 1000) {
+    NodeInfo n = c.view.nodes[i];
+    n.schedulable = false;
+    s.UpsertNode(std::move(n));
+  }
+  t0 = std::chrono::steady_clock::now();
+  d = s.Plan(kNow + 1000);
+  out.after_change.push_back(Ms(t0));
+  if (check) out.same &= SamePass(d, Plan(s.View(), c.policy, kNow + 1000));
+  d = Decisions{};
+  change_jobs(100);
+  t0 = std::chrono::steady_clock::now();
+  d = s.Plan(kNow + 2000);
+  out.after_jobs.push_back(Ms(t0));
+  if (check) out.same &= SamePass(d, Plan(s.View(), c.policy, kNow + 2000));
+}
+
+void ReportIncremental(const char* label, const Incremental& r) {
+  std::printf(
+      "  %s, Scheduler: first pass %.1f ms, after the change %.1f ms, after jobs alone %.1f "
+      "ms (medians of %zu); %s\n",
+      label, Median(r.first), Median(r.after_change), Median(r.after_jobs), r.first.size(),
+      r.same ? "decisions as Plan's" : "DECISIONS DIFFER FROM PLAN'S");
+}
+
+// The Scheduler's keys, and Plan's at 100k x 1M (only when it ran).
+std::string IncrementalJson(const Incremental& large, const Case& huge, const Incremental& h) {
+  char buf[1024];
+  int n = std::snprintf(
+      buf, sizeof buf,
+      "\"scheduler_first_pass_ms_10k_nodes_100k_jobs\": %.1f, "
+      "\"pass_ms_10k_nodes_100k_jobs_after_change\": %.1f, "
+      "\"pass_ms_10k_nodes_100k_jobs_after_job_change\": %.1f, \"scheduler_same_as_plan\": %s",
+      Median(large.first), Median(large.after_change), Median(large.after_jobs),
+      large.same && h.same ? "true" : "false");
+  if (!huge.ms.empty()) {
+    std::snprintf(buf + n, sizeof buf - n,
+                  ", \"pass_ms_100k_nodes_1m_jobs_plan\": %.1f, "
+                  "\"pass_ms_100k_nodes_1m_jobs\": %.1f, "
+                  "\"pass_ms_100k_nodes_1m_jobs_after_change\": %.1f, "
+                  "\"pass_ms_100k_nodes_1m_jobs_after_job_change\": %.1f",
+                  Median(huge.ms), Median(h.first), Median(h.after_change), Median(h.after_jobs));
+  }
+  return buf;
+}
+
 // --only: builds and times just the matching cases, so that a profile shows one of them.
-int Only(const std::string& only, int reps) {
+int Only(const std::string& only, int reps, bool incremental) {
   const struct {
     const char* label;
     uint32_t nodes, pending;
@@ -291,12 +401,18 @@ int Only(const std::string& only, int reps) {
                 {"large", 10'000, 100'000, false, Tree::kNone},
                 {"large, SMT", 10'000, 100'000, true, Tree::kNone},
                 {"large, tree, no topology asked", 10'000, 100'000, false, Tree::kPlain},
-                {"large, tree, gangs ask for a leaf", 10'000, 100'000, false, Tree::kTopology}};
+                {"large, tree, gangs ask for a leaf", 10'000, 100'000, false, Tree::kTopology},
+                {"huge", 100'000, 1'000'000, false, Tree::kNone}};
   for (const auto& k : kCases) {
     if (std::string(k.label).find(only) == std::string::npos) continue;
-    Case c = MakeCase(k.label, k.nodes, k.pending, k.smt, k.tree);
-    for (int i = 0; i < reps; ++i) TimePass(c);
+    Case c = MakeCase(k.label, k.nodes, k.pending, k.smt, k.tree, k.nodes >= 100'000 ? 128 : 8);
+    Incremental inc;
+    for (int i = 0; i < reps; ++i) {
+      TimePass(c);
+      if (incremental) TimeIncremental(c, inc, i, /*check=*/false);
+    }
     Report(c);
+    if (incremental) ReportIncremental(k.label, inc);
   }
   return 0;
 }
@@ -305,10 +421,17 @@ int Main(int argc, char** argv) {
   cxxopts::Options opts("baton-bench-scheduler", "one scheduling pass on 1k and 10k nodes");
   opts.add_options()("reps", "passes timed per size", cxxopts::value<int>()->default_value("7"))(
       "only", "time only the cases whose label contains this text (for a profiler; no JSON)",
-      cxxopts::value<std::string>()->default_value(""));
+      cxxopts::value<std::string>()->default_value(""))(
+      "incremental", "with --only: time the Scheduler too",
+      cxxopts::value<bool>()->default_value("false"))(
+      "huge-reps", "repetitions at 100,000 nodes x 1,000,000 jobs (0: leave it out)",
+      cxxopts::value<int>()->default_value("3"));
   const cxxopts::ParseResult flags = bench::ParseFlags(opts, argc, argv);
   const int reps = bench::FlagAtLeast(opts, flags, "reps", 1);
-  if (const auto only = flags["only"].as<std::string>(); !only.empty()) return Only(only, reps);
+  if (const auto only = flags["only"].as<std::string>(); !only.empty()) {
+    return Only(only, reps, flags["incremental"].as<bool>());
+  }
+  const int huge_reps = flags["huge-reps"].as<int>();
   Case small = MakeCase("small", 1'000, 10'000);
   Case large = MakeCase("large", 10'000, 100'000);
   // The same cluster and queue on 2-way SMT nodes (inference charged whole cores).
@@ -325,8 +448,24 @@ int Main(int argc, char** argv) {
     TimePass(tree_plain);  // each right before its peer: see `paired` below
     TimePass(tree);
   }
+  // The Scheduler on the large world, then the huge one (100 tenants and more, so that
+  // no tenant's quota is what holds its jobs), after the interleaved Plan passes: a
+  // Scheduler holds a copy of its world.
+  Incremental large_inc, huge_inc;
+  for (int i = 0; i < reps; ++i) TimeIncremental(large, large_inc, i, /*check=*/i == 0);
+  Case huge = huge_reps > 0 ? MakeCase("huge", 100'000, 1'000'000, false, Tree::kNone, 128)
+                            : Case{"huge", 0, 0, {}, {}, {}, {}};
+  for (int i = 0; i < huge_reps; ++i) {
+    TimePass(huge);
+    TimeIncremental(huge, huge_inc, i, /*check=*/i == 0);
+  }
   Report(small);
   Report(large);
+  ReportIncremental("large", large_inc);
+  if (huge_reps > 0) {
+    Report(huge);
+    ReportIncremental("huge", huge_inc);
+  }
   Report(large_smt);
   Report(tree_plain);
   Report(tree);
@@ -350,9 +489,9 @@ int Main(int argc, char** argv) {
       "{\"pass_ms_10k_nodes_100k_jobs\": %.1f, \"us_per_job\": %.3f, \"growth_ratio\": %.2f, "
       "\"pass_ms_1k_nodes_10k_jobs\": %.1f, \"pass_ms_10k_smt_nodes_100k_jobs\": %.1f, "
       "\"smt_vs_plain\": %.2f, \"pass_ms_10k_nodes_100k_jobs_topology\": %.1f, "
-      "\"topology_vs_plain\": %.2f}\n",
+      "\"topology_vs_plain\": %.2f, %s}\n",
       large_ms, large_ms * 1000 / 100'000, growth, small_ms, smt_ms, paired(large_smt, large),
-      tree_ms, paired(tree, tree_plain));
+      tree_ms, paired(tree, tree_plain), IncrementalJson(large_inc, huge, huge_inc).c_str());
   return 0;
 }
 

@@ -171,6 +171,8 @@ void IndexHolds(Pass& pass) {
   }
 }
 
+}  // namespace
+
 void BuildGangs(Pass& pass) {
   absl::flat_hash_map<std::string, uint32_t> node_ids;
   for (uint32_t i = 0; i < pass.view.nodes.size(); ++i) node_ids[pass.view.nodes[i].name] = i;
@@ -208,8 +210,6 @@ void BuildGangs(Pass& pass) {
   }
   IndexHolds(pass);
 }
-
-}  // namespace
 
 void Release(const Hold& h, NodeFree& f) {
   if (h.share) {  // the pool's bit stays set: its units, memory and owner go back
@@ -274,7 +274,8 @@ uint32_t FilterId(Pass& pass, absl::flat_hash_map<std::string, uint32_t>& ids,
   if (added) {
     Filter f;
     f.pool = NormalPool(pass, r.pool);
-    f.request = &r;
+    f.selector = r.selector;
+    f.tolerations = r.tolerations;
     f.eligible.assign(pass.groups.size(), -1);
     pass.filters.push_back(std::move(f));
   }
@@ -357,55 +358,67 @@ std::tuple<int32_t, bool, bool> TopologyOf(const Pass& pass, const Job& j, const
   return {level, required, required && t.wait_ms > 0};
 }
 
+}  // namespace
+
+Job JobInterner::Intern(Pass& pass, const PendingJob& p) {
+  Job j;
+  j.src = &p;
+  j.id = p.id;
+  j.submitted = p.submitted;
+  j.cooldown_until = p.cooldown_until;
+  j.has_reserved_nodes = !p.reserved_nodes.empty();
+  j.held = !p.held.empty() || !p.waits_for.empty();
+  j.cls = ClassId(pass, p.priority_class);
+  j.tenant = TenantId(pass, p.tenant);
+  bool service = j.cls != kNone && pass.classes[j.cls]->service;
+  const JobRequest& r = p.request;
+  uint32_t filter = FilterId(pass, filter_ids_, r);
+  auto [level, required, relaxes] = TopologyOf(pass, j, r);
+  if (j.cls != kNone && !pass.topo.empty()) {
+    const TopologyRequest& t = EffectiveTopology(*pass.classes[j.cls], r);
+    j.timed = t.required && t.wait_ms > 0;
+  }
+  uint16_t owner = r.gpu_share_percent > 0 ? UserId(pass, p.user) : 0;
+  ShapeKey key{filter,
+               r.nodes,
+               r.ranks_per_node,
+               r.gpus_per_node,
+               r.cpu_millis_per_node,
+               r.memory_bytes_per_node,
+               ProfileId(pass, KindOf(r)),
+               ModelId(pass, r.gpu_model),
+               service,
+               r.mpi,
+               level,
+               required,
+               relaxes,
+               r.gpu_share_percent,
+               r.gpu_share_percent > 0 ? r.gpu_memory_bytes : 0,
+               owner};
+  auto [it, added] = shape_ids_.try_emplace(key, pass.shapes.size());
+  if (added) {
+    pass.shapes.push_back(MakeShape(pass, r, filter, service, owner));
+    pass.shapes.back().topo_level = level;
+    pass.shapes.back().topo_required = required;
+    pass.shapes.back().topo_relaxes = relaxes;
+  }
+  j.shape = it->second;
+  return j;
+}
+
+namespace {
+
 void BuildJobs(Pass& pass) {
-  using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t,
-                         int32_t, bool, bool, int32_t, bool, bool, uint32_t, uint64_t, uint16_t>;
-  absl::flat_hash_map<std::string, uint32_t> filter_ids;
-  absl::flat_hash_map<Key, uint32_t> shape_ids;
+  JobInterner interner;
   pass.jobs.reserve(pass.view.pending.size());
   for (const PendingJob& p : pass.view.pending) {
-    Job j;
-    j.src = &p;
-    j.id = p.id;
-    j.submitted = p.submitted;
-    j.cooldown_until = p.cooldown_until;
-    j.has_reserved_nodes = !p.reserved_nodes.empty();
-    j.held = !p.held.empty() || !p.waits_for.empty();
+    Job j = interner.Intern(pass, p);
     j.awaits_victims = !pass.awaited.empty() && pass.awaited.contains(p.id);
-    j.cls = ClassId(pass, p.priority_class);
-    j.tenant = TenantId(pass, p.tenant);
-    bool service = j.cls != kNone && pass.classes[j.cls]->service;
-    const JobRequest& r = p.request;
-    uint32_t filter = FilterId(pass, filter_ids, r);
-    auto [level, required, relaxes] = TopologyOf(pass, j, r);
-    uint16_t owner = r.gpu_share_percent > 0 ? UserId(pass, p.user) : 0;
-    Key key{filter,
-            r.nodes,
-            r.ranks_per_node,
-            r.gpus_per_node,
-            r.cpu_millis_per_node,
-            r.memory_bytes_per_node,
-            ProfileId(pass, KindOf(r)),
-            ModelId(pass, r.gpu_model),
-            service,
-            r.mpi,
-            level,
-            required,
-            relaxes,
-            r.gpu_share_percent,
-            r.gpu_share_percent > 0 ? r.gpu_memory_bytes : 0,
-            owner};
-    auto [it, added] = shape_ids.try_emplace(key, pass.shapes.size());
-    if (added) {
-      pass.shapes.push_back(MakeShape(pass, r, filter, service, owner));
-      pass.shapes.back().topo_level = level;
-      pass.shapes.back().topo_required = required;
-      pass.shapes.back().topo_relaxes = relaxes;
-    }
-    j.shape = it->second;
     pass.jobs.push_back(j);
   }
 }
+
+}  // namespace
 
 void BuildQuota(Pass& pass, const Amount& capacity) {
   std::vector<TenantQuota> quotas;
@@ -451,14 +464,16 @@ void IndexVictims(Pass& pass) {
   }
 }
 
-}  // namespace
-
-void BuildPass(Pass& pass) {
+void InternPolicy(Pass& pass) {
   for (const PriorityClass& c : pass.policy.classes) {
     pass.class_ids.emplace(c.name, static_cast<uint32_t>(pass.classes.size()));
     pass.classes.push_back(&c);
   }
   for (const TenantPolicy& t : pass.policy.tenants) TenantId(pass, t.name);
+}
+
+void BuildPass(Pass& pass) {
+  InternPolicy(pass);
   Amount capacity = BuildNodes(pass);
   BuildGangs(pass);
   BuildJobs(pass);
@@ -473,12 +488,12 @@ bool Eligible(Pass& pass, uint32_t filter, uint32_t group) {
   const Group& g = pass.groups[group];
   const NodeInfo& n = pass.view.nodes[g.first_node];
   bool ok = f.pool == g.pool;
-  for (auto it = f.request->selector.begin(); ok && it != f.request->selector.end(); ++it) {
+  for (auto it = f.selector.begin(); ok && it != f.selector.end(); ++it) {
     auto label = n.labels.find(it->first);
     ok = label != n.labels.end() && label->second == it->second;
   }
   for (size_t i = 0; ok && i < n.taints.size(); ++i) {
-    ok = Tolerates(n.taints[i], f.request->tolerations);
+    ok = Tolerates(n.taints[i], f.tolerations);
   }
   known = ok ? 1 : 0;
   return ok;

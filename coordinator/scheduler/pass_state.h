@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "coordinator/scheduler/cluster_view.h"
+#include "coordinator/scheduler/decisions.h"
 #include "coordinator/scheduler/policy.h"
 #include "coordinator/scheduler/quota.h"
 
@@ -92,10 +94,11 @@ struct Group {
 
 struct Filter {
   std::string pool;
-  const JobRequest* request = nullptr;  // selector and tolerations (first job seen)
-  std::vector<int8_t> eligible;         // per group: -1 unknown, 0, 1
-  bool listed = false;                  // `groups` computed
-  std::vector<uint32_t> groups;         // the eligible groups, ascending
+  std::map<std::string, std::string> selector;  // of the jobs with this filter
+  std::vector<Toleration> tolerations;
+  std::vector<int8_t> eligible;  // per group: -1 unknown, 0, 1
+  bool listed = false;           // `groups` computed
+  std::vector<uint32_t> groups;  // the eligible groups, ascending
   // The lowest group_min_victim and group_min_quota_victim over `groups` (preemption.cc);
   // `victims_known` once computed.
   bool victims_known = false;
@@ -178,6 +181,7 @@ struct Job {
   bool holds = false;               // room is held for it from before this pass (plan.cc)
   bool borrower = false;            // its tenant would go over nominal (order.cc)
   bool held = false;                // src->held or src->waits_for is not empty: never started
+  bool timed = false;  // its shape depends on the time: a required topology that relaxes
   uint32_t cls = kNone;
   uint32_t tenant = 0;
   uint32_t shape = 0;
@@ -189,27 +193,17 @@ struct NodeReservation {
 };
 constexpr JobId kNoJob = 0;
 
-struct Pass {
-  Pass(const ClusterView& v, const Policy& p, Time t) : view(v), policy(p), now(t) {}
-
-  const ClusterView& view;
-  const Policy& policy;
-  Time now;
-
+// What a pass builds from the nodes and interns of the jobs: the same from pass to pass
+// while no node changes, so Scheduler (scheduler.h) keeps it and copies it into each pass.
+struct PassTables {
   std::vector<const PriorityClass*> classes;
   absl::flat_hash_map<std::string, uint32_t> class_ids;
   std::vector<std::string> tenant_names;
   absl::flat_hash_map<std::string, uint16_t> user_ids;  // users of MPS shares, from 1
-  std::vector<double> tenant_key;                       // decayed usage / weight
   absl::flat_hash_map<std::string, uint32_t> tenant_ids;
-  QuotaBook quota;
 
   std::vector<NodeHw> hw;
-  std::vector<NodeFree> free;
-  std::vector<NodeReservation> reserved;
-  // Every node reserved in this pass, in the order reserved (a node may appear more than
-  // once; `reserved` says whether it still is): placement's counts leave them out.
-  std::vector<uint32_t> reserved_list;
+  std::vector<NodeFree> free;                     // capacity; a pass takes the holds off
   std::vector<std::vector<uint8_t>> cores_taken;  // per node; empty: none taken
   std::vector<uint16_t> entry_profile;            // 0: whole GPU; else profile id + 1
   std::vector<uint16_t> entry_model;
@@ -227,6 +221,21 @@ struct Pass {
   std::vector<Filter> filters;
   std::vector<Shape> shapes;
   absl::flat_hash_map<uint64_t, int8_t> alignable;  // (hw, shape) -> 0/1
+};
+
+struct Pass : PassTables {
+  Pass(const ClusterView& v, const Policy& p, Time t) : view(v), policy(p), now(t) {}
+
+  const ClusterView& view;
+  const Policy& policy;
+  Time now;
+
+  std::vector<double> tenant_key;  // decayed usage / weight
+  QuotaBook quota;
+  std::vector<NodeReservation> reserved;
+  // Every node reserved in this pass, in the order reserved (a node may appear more than
+  // once; `reserved` says whether it still is): placement's counts leave them out.
+  std::vector<uint32_t> reserved_list;
 
   std::vector<Gang> gangs;
   std::vector<Hold> holds;
@@ -282,6 +291,32 @@ inline const Amount& Ask(const Pass& pass, const Job& job) { return pass.shapes[
 void BuildPass(Pass& pass);
 // The node part of BuildPass (node_build.cc); returns the schedulable capacity.
 Amount BuildNodes(Pass& pass);
+// The parts of BuildPass that Scheduler calls on its own: classes and the policy's
+// tenants (first, before anything else is interned); the gangs of view.running with
+// their holds applied; quotas (after gangs and jobs) and the victim index.
+void InternPolicy(Pass& pass);
+void BuildGangs(Pass& pass);
+void BuildQuota(Pass& pass, const Amount& capacity);
+void IndexVictims(Pass& pass);
+
+// The walk of Plan (plan.cc) over a built pass.
+Decisions PlanPass(Pass& pass);
+
+// Interns pending jobs into a pass's tables (filters, shapes, tenants, users): BuildPass
+// makes one per pass, Scheduler keeps one beside its tables from pass to pass.
+class JobInterner {
+ public:
+  // The job as the pass reads it, at `pass.now` (only a `timed` job depends on it);
+  // `awaits_victims` is left false.
+  Job Intern(Pass& pass, const PendingJob& p);
+
+ private:
+  using ShapeKey =
+      std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, int32_t, int32_t, bool,
+                 bool, int32_t, bool, bool, uint32_t, uint64_t, uint16_t>;
+  absl::flat_hash_map<std::string, uint32_t> filter_ids_;
+  absl::flat_hash_map<ShapeKey, uint32_t> shape_ids_;
+};
 void IndexProfilesAndClasses(Pass& pass);
 
 // Node facts shared by the modules.

@@ -257,14 +257,19 @@ void Planner::ReleaseHeld(JobId id) {
 }
 
 }  // namespace
+
+Decisions PlanPass(Pass& pass) {
+  Decisions out;
+  Planner(pass, out).Run();
+  return out;
+}
+
 }  // namespace internal
 
 Decisions Plan(const ClusterView& view, const Policy& policy, Time now) {
   internal::Pass pass(view, policy, now);
   internal::BuildPass(pass);
-  Decisions out;
-  internal::Planner(pass, out).Run();
-  return out;
+  return internal::PlanPass(pass);
 }
 
 }  // namespace baton::sched
