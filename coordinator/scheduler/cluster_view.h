@@ -18,6 +18,7 @@ using JobId = uint64_t;
 // value matches too (an empty toleration effect tolerates every effect).
 struct Taint {
   std::string key, value, effect;
+  friend bool operator==(const Taint&, const Taint&) = default;
 };
 
 struct Toleration {
@@ -39,6 +40,7 @@ struct GpuInfo {
   // units and `memory_bytes`, go to inference jobs of one owner at a time; never whole.
   bool mps = false;
   uint64_t memory_bytes = 0;  // its memory; an MPS pool's shares are counted against it
+  friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 
 struct NumaInfo {
@@ -48,6 +50,7 @@ struct NumaInfo {
   // The physical core of each of `cpus` (an id unique on the node): SMT siblings share
   // one. Empty: each CPU is a core of its own. Inference's exclusive CPUs are whole cores.
   std::vector<uint32_t> core;
+  friend bool operator==(const NumaInfo&, const NumaInfo&) = default;
 };
 
 // A CPU without a known core is a core of its own: an id apart from any core's.
@@ -70,6 +73,7 @@ struct NodeInfo {
   // CPUs of its largest physical core (SMT siblings), set with `NumaInfo.core`; inference
   // holds whole cores, so its CPUs here round up to a multiple of this.
   uint32_t smt = 1;
+  friend bool operator==(const NodeInfo&, const NodeInfo&) = default;
 };
 
 // Where a gang's nodes sit in the network's switch tree (docs/topology.md): within one

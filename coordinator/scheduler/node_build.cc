@@ -202,17 +202,44 @@ Amount BuildNodes(Pass& pass) {
       pass.hw_capacity.push_back(cap);
     }
     pass.free[i] = cap;
-    if (!n.schedulable) continue;
-    uint64_t slices = 0;
-    for (uint32_t e = 0; e < hw.gpu_count; ++e) {
-      if (pass.entry_profile[hw.gpu_base + e]) slices |= uint64_t{1} << e;
-    }
-    capacity += Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices | hw.mps)) * kGpuUnits,
-                       n.cpu_millis, n.memory_bytes};
+    if (n.schedulable) capacity += NodeCapacity(pass, i);
   }
   IndexProfilesAndClasses(pass);
   BuildTopology(pass);
   return capacity;
+}
+
+Amount NodeCapacity(const Pass& pass, uint32_t node) {
+  const NodeHw& hw = pass.hw[node];
+  const NodeInfo& n = pass.view.nodes[node];
+  uint64_t slices = 0;
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    if (pass.entry_profile[hw.gpu_base + e]) slices |= uint64_t{1} << e;
+  }
+  return Amount{static_cast<uint64_t>(std::popcount(hw.whole | slices | hw.mps)) * kGpuUnits,
+                n.cpu_millis, n.memory_bytes};
+}
+
+void SetSchedulable(Pass& pass, uint32_t node, bool schedulable) {
+  NodeHw& hw = pass.hw[node];
+  if (hw.schedulable == schedulable) return;
+  hw.schedulable = schedulable;
+  uint32_t& count = pass.hw_group_schedulable[hw.group * pass.hw_rep.size() + hw.hw];
+  schedulable ? ++count : --count;
+  if (!(hw.has_mig || hw.mps)) return;
+  std::vector<bool> seen(pass.profiles.size(), false);
+  for (uint32_t e = 0; e < hw.gpu_count; ++e) {
+    uint16_t p = pass.entry_profile[hw.gpu_base + e];
+    if (!p || seen[p - 1]) continue;
+    seen[p - 1] = true;
+    std::vector<uint32_t>& nodes = pass.profile_nodes[p - 1];  // ascending
+    auto at = std::lower_bound(nodes.begin(), nodes.end(), node);
+    if (schedulable) {
+      nodes.insert(at, node);
+    } else if (at != nodes.end() && *at == node) {
+      nodes.erase(at);
+    }
+  }
 }
 
 void IndexProfilesAndClasses(Pass& pass) {

@@ -318,6 +318,11 @@ class JobInterner {
   absl::flat_hash_map<ShapeKey, uint32_t> shape_ids_;
 };
 void IndexProfilesAndClasses(Pass& pass);
+// A node's part of the schedulable capacity, counted for it while it is schedulable.
+Amount NodeCapacity(const Pass& pass, uint32_t node);
+// A built node connected again or no more (NodeInfo::schedulable), as BuildNodes would
+// have built it: the counts and lists of schedulable nodes follow (not the capacity).
+void SetSchedulable(Pass& pass, uint32_t node, bool schedulable);
 
 // Node facts shared by the modules.
 const std::string& NormalPool(const Pass& pass, const std::string& pool);

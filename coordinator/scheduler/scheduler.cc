@@ -42,9 +42,11 @@ struct Scheduler::State {
   std::vector<Job> queue;
   std::vector<JobId> arrived;
   absl::flat_hash_set<JobId> left;
-  size_t timed = 0;  // jobs in `queue` whose shape depends on the time
+  size_t timed = 0;               // jobs in `queue` whose shape depends on the time
+  std::vector<uint32_t> flipped;  // nodes whose `schedulable` changed since the last pass
 
   void Rebuild(Time now);
+  void ApplyNodeFlips();
   void ApplyQueueChanges(Time now);
   void RetimeJobs(Time now);
   Decisions Run(Time now);
@@ -66,6 +68,19 @@ void Scheduler::State::Rebuild(Time now) {
   std::sort(queue.begin(), queue.end(), SubmittedBefore);
   arrived.clear();
   left.clear();
+  flipped.clear();
+}
+
+void Scheduler::State::ApplyNodeFlips() {
+  if (flipped.empty()) return;
+  for (uint32_t node : flipped) {
+    internal::SetSchedulable(*base, node, view.nodes[node].schedulable);
+  }
+  flipped.clear();
+  capacity = internal::Amount{};
+  for (uint32_t i = 0; i < view.nodes.size(); ++i) {
+    if (base->hw[i].schedulable) capacity += internal::NodeCapacity(*base, i);
+  }
 }
 
 // Drops the jobs that left and merges in those that arrived: one walk of the queue.
@@ -112,6 +127,7 @@ Decisions Scheduler::State::Run(Time now) {
   if (!base) {
     Rebuild(now);
   } else {
+    ApplyNodeFlips();
     ApplyQueueChanges(now);
   }
   RetimeJobs(now);
@@ -136,9 +152,22 @@ void Scheduler::UpsertNode(NodeInfo node) {
   auto [it, added] = s.node_index.try_emplace(node.name, s.view.nodes.size());
   if (added) {
     s.view.nodes.push_back(std::move(node));
-  } else {
-    s.view.nodes[it->second] = std::move(node);
+    s.base.reset();
+    return;
   }
+  NodeInfo& old = s.view.nodes[it->second];
+  // Connected again or no more, and nothing else: the built tables follow at the next
+  // pass. Anything else may move it to another group or hardware class: built again.
+  bool schedulable = node.schedulable;
+  node.schedulable = old.schedulable;
+  if (node == old) {
+    if (schedulable == old.schedulable) return;
+    old.schedulable = schedulable;
+    s.flipped.push_back(it->second);
+    return;
+  }
+  node.schedulable = schedulable;
+  old = std::move(node);
   s.base.reset();
 }
 
