@@ -85,9 +85,51 @@ void MarkBorrowers(Pass& pass) {
   }
 }
 
+// Within each class, the jobs that stay within nominal before those that borrow, each
+// in the order they had.
+void BorrowersLast(Pass& pass) {
+  MarkBorrowers(pass);
+  std::vector<Job> borrowers;
+  for (auto begin = pass.jobs.begin(); begin != pass.jobs.end();) {
+    auto end =
+        std::find_if(begin, pass.jobs.end(), [&](const Job& j) { return j.cls != begin->cls; });
+    borrowers.clear();
+    auto out = begin;
+    for (auto it = begin; it != end; ++it) {
+      if (it->borrower) {
+        borrowers.push_back(*it);
+      } else {
+        *out++ = *it;
+      }
+    }
+    std::copy(borrowers.begin(), borrowers.end(), out);
+    begin = end;
+  }
+}
+
 }  // namespace
 
+void OrderFromSubmission(Pass& pass, const std::vector<Job>& by_submission) {
+  std::vector<uint32_t> class_rank = ClassRanks(pass), share_rank = ShareRanks(pass);
+  uint32_t shares = 1;
+  for (uint32_t r : share_rank) shares = std::max(shares, r + 1);
+  auto bucket = [&](const Job& j) {
+    size_t c = j.cls == kNone ? pass.classes.size() : class_rank[j.cls];
+    return c * shares + share_rank[j.tenant];
+  };
+  std::vector<size_t> at((pass.classes.size() + 1) * shares + 1, 0);
+  for (const Job& j : by_submission) ++at[bucket(j) + 1];
+  for (size_t b = 1; b < at.size(); ++b) at[b] += at[b - 1];
+  pass.jobs.resize(by_submission.size());
+  for (const Job& j : by_submission) pass.jobs[at[bucket(j)]++] = j;
+  pass.jobs_ordered = true;
+}
+
 void OrderQueue(Pass& pass) {
+  if (pass.jobs_ordered) {
+    BorrowersLast(pass);
+    return;
+  }
   std::vector<uint32_t> class_rank = ClassRanks(pass), share_rank = ShareRanks(pass);
   std::vector<Key> keys;
   keys.reserve(pass.jobs.size());
@@ -106,13 +148,7 @@ void OrderQueue(Pass& pass) {
   queue.reserve(keys.size());
   for (const Key& k : keys) queue.push_back(pass.jobs[k.job]);
   pass.jobs.swap(queue);
-  MarkBorrowers(pass);
-  for (auto begin = pass.jobs.begin(); begin != pass.jobs.end();) {
-    auto end =
-        std::find_if(begin, pass.jobs.end(), [&](const Job& j) { return j.cls != begin->cls; });
-    std::stable_partition(begin, end, [](const Job& j) { return !j.borrower; });
-    begin = end;
-  }
+  BorrowersLast(pass);
 }
 
 }  // namespace baton::sched::internal

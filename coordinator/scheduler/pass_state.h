@@ -251,6 +251,7 @@ struct Pass : PassTables {
   };
   std::vector<HoldBrief> hold_brief;
   std::vector<Job> jobs;               // view.pending, same order; plan.cc puts them in queue order
+  bool jobs_ordered = false;           // jobs are in queue order but for borrowers (order.h)
   absl::flat_hash_set<JobId> awaited;  // preemptors that leaving gangs make room for
   std::vector<Amount> leaving;         // per tenant: what its evicting gangs still hold
   // Per tenant: what its running gangs borrowed at the start of the pass. Reclaim takes

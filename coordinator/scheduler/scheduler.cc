@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "coordinator/scheduler/order.h"
 #include "coordinator/scheduler/pass_state.h"
 
 namespace baton::sched {
@@ -43,6 +44,7 @@ struct Scheduler::State {
   std::vector<JobId> arrived;
   absl::flat_hash_set<JobId> left;
   size_t timed = 0;               // jobs in `queue` whose shape depends on the time
+  std::vector<Job> jobs_buffer;   // the last pass's Pass::jobs, kept for its memory
   std::vector<uint32_t> flipped;  // nodes whose `schedulable` changed since the last pass
 
   void Rebuild(Time now);
@@ -135,13 +137,16 @@ Decisions Scheduler::State::Run(Time now) {
   static_cast<internal::PassTables&>(pass) = *base;
   pass.reserved.assign(view.nodes.size(), internal::NodeReservation{});
   internal::BuildGangs(pass);
-  pass.jobs = queue;
+  internal::BuildQuota(pass, capacity);  // reads no job; the order reads its shares
+  internal::IndexVictims(pass);
+  pass.jobs = std::move(jobs_buffer);  // its memory again: no page is touched anew
+  internal::OrderFromSubmission(pass, queue);
   if (!pass.awaited.empty()) {
     for (Job& j : pass.jobs) j.awaits_victims = pass.awaited.contains(j.id);
   }
-  internal::BuildQuota(pass, capacity);
-  internal::IndexVictims(pass);
-  return internal::PlanPass(pass);
+  Decisions out = internal::PlanPass(pass);
+  jobs_buffer = std::move(pass.jobs);
+  return out;
 }
 
 Scheduler::Scheduler(Policy policy) : state_(std::make_unique<State>(std::move(policy))) {}
