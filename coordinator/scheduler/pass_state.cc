@@ -121,14 +121,15 @@ void ChargeRanks(Pass& pass, uint32_t node, const HeldNode& held, Hold& h) {
   }
 }
 
-Hold MakeHold(Pass& pass, uint32_t node, const HeldNode& held, bool service) {
+// `gpus`: the entries the held uuids name (HeldGpus).
+Hold MakeHold(Pass& pass, uint32_t node, uint64_t gpus, const HeldNode& held, bool service) {
   const NodeHw& hw = pass.hw[node];
   Hold h;
   h.node = node;
   h.millis = held.cpu_millis;
   h.mem = held.memory_bytes;
   h.service = service;
-  h.gpus = HeldGpus(hw, pass.view.nodes[node], held);
+  h.gpus = gpus;
   if (held.gpu_share_percent > 0 && (h.gpus & hw.mps) != 0) {  // a share of one pool
     uint64_t pools = h.gpus & hw.mps;
     h.gpus = pools & (~pools + 1);
@@ -173,29 +174,54 @@ void IndexHolds(Pass& pass) {
 
 }  // namespace
 
+GangRefs ResolveGang(Pass& pass, const RunningGang& r,
+                     const absl::flat_hash_map<std::string, uint32_t>& node_ids) {
+  GangRefs f;
+  f.cls = ClassId(pass, r.priority_class);
+  f.tenant = TenantId(pass, r.tenant);
+  for (const HeldNode& held : r.nodes) {
+    auto it = node_ids.find(held.node);
+    uint32_t node = it == node_ids.end() ? kNone : it->second;
+    f.nodes.push_back(node);
+    f.gpus.push_back(node == kNone ? 0 : HeldGpus(pass.hw[node], pass.view.nodes[node], held));
+    if (held.gpu_share_percent > 0 && f.owner == 0) f.owner = UserId(pass, r.user);
+  }
+  return f;
+}
+
 void BuildGangs(Pass& pass) {
   absl::flat_hash_map<std::string, uint32_t> node_ids;
   for (uint32_t i = 0; i < pass.view.nodes.size(); ++i) node_ids[pass.view.nodes[i].name] = i;
+  std::vector<GangRefs> refs;
+  refs.reserve(pass.view.running.size());
+  for (const RunningGang& r : pass.view.running) refs.push_back(ResolveGang(pass, r, node_ids));
+  BuildGangs(pass, refs);
+}
+
+void BuildGangs(Pass& pass, const std::vector<GangRefs>& refs) {
+  pass.gangs.clear();
+  pass.holds.clear();
   pass.gangs.reserve(pass.view.running.size());
   size_t held = 0;
   for (const RunningGang& r : pass.view.running) held += r.nodes.size();
   pass.holds.reserve(held);
-  for (const RunningGang& r : pass.view.running) {
+  for (size_t i = 0; i < pass.view.running.size(); ++i) {
+    const RunningGang& r = pass.view.running[i];
+    const GangRefs& f = refs[i];
     Gang g;
     g.src = &r;
-    g.cls = ClassId(pass, r.priority_class);
-    g.tenant = TenantId(pass, r.tenant);
+    g.cls = f.cls;
+    g.tenant = f.tenant;
     g.evicting = r.evicting;
     if (r.evicting && r.evicting_for != kNoJob) pass.awaited.insert(r.evicting_for);
     const PriorityClass* cls = g.cls == kNone ? nullptr : pass.classes[g.cls];
     bool service = cls && cls->service;
     g.hold_begin = static_cast<uint32_t>(pass.holds.size());
-    for (const HeldNode& held : r.nodes) {
-      auto it = node_ids.find(held.node);
-      if (it == node_ids.end()) continue;
-      Hold h = MakeHold(pass, it->second, held, service);
+    for (size_t k = 0; k < r.nodes.size(); ++k) {
+      if (f.nodes[k] == kNone) continue;
+      Hold h = MakeHold(pass, f.nodes[k], f.gpus[k], r.nodes[k], service);
       h.gang = static_cast<uint32_t>(pass.gangs.size());
-      if (h.share) h.owner = UserId(pass, r.user);
+      if (h.share) h.owner = f.owner;
       Reapply(h, pass.free[h.node]);
       uint64_t units = h.share ? h.share : std::popcount(h.gpus) * kGpuUnits;
       g.amount += Amount{units, h.millis, h.mem};

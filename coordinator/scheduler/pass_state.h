@@ -297,6 +297,19 @@ Amount BuildNodes(Pass& pass);
 // their holds applied; quotas (after gangs and jobs) and the victim index.
 void InternPolicy(Pass& pass);
 void BuildGangs(Pass& pass);
+// What BuildGangs looks up by name for one gang, which Scheduler keeps while the node
+// tables stay: class, tenant, the user of its MPS shares; per HeldNode its node (kNone:
+// not in the view) and the GPU entries its uuids name.
+struct GangRefs {
+  uint32_t cls = kNone, tenant = 0;
+  uint16_t owner = 0;
+  std::vector<uint32_t> nodes;
+  std::vector<uint64_t> gpus;
+};
+GangRefs ResolveGang(Pass& pass, const RunningGang& r,
+                     const absl::flat_hash_map<std::string, uint32_t>& node_ids);
+// BuildGangs with each gang of view.running resolved (`refs` in the same order).
+void BuildGangs(Pass& pass, const std::vector<GangRefs>& refs);
 void BuildQuota(Pass& pass, const Amount& capacity);
 void IndexVictims(Pass& pass);
 

@@ -43,14 +43,24 @@ struct Scheduler::State {
   std::vector<Job> queue;
   std::vector<JobId> arrived;
   absl::flat_hash_set<JobId> left;
-  size_t timed = 0;               // jobs in `queue` whose shape depends on the time
-  std::vector<Job> jobs_buffer;   // the last pass's Pass::jobs, kept for its memory
+  size_t timed = 0;  // jobs in `queue` whose shape depends on the time
+  // Per gang of view.running: its names resolved in `base`, and whether that is current.
+  std::vector<internal::GangRefs> gang_refs;
+  std::vector<uint8_t> gang_resolved;
+  struct Buffers {
+    std::vector<Job> jobs;
+    std::vector<internal::Gang> gangs;
+    std::vector<internal::Hold> holds;
+    std::vector<uint32_t> node_holds;
+    std::vector<Pass::HoldBrief> hold_brief;
+  } buffers;                      // the last pass's arrays, kept for their memory
   std::vector<uint32_t> flipped;  // nodes whose `schedulable` changed since the last pass
 
   void Rebuild(Time now);
   void ApplyNodeFlips();
   void ApplyQueueChanges(Time now);
   void RetimeJobs(Time now);
+  void ResolveGangs();
   Decisions Run(Time now);
 };
 
@@ -71,6 +81,7 @@ void Scheduler::State::Rebuild(Time now) {
   arrived.clear();
   left.clear();
   flipped.clear();
+  std::fill(gang_resolved.begin(), gang_resolved.end(), 0);
 }
 
 void Scheduler::State::ApplyNodeFlips() {
@@ -133,20 +144,41 @@ Decisions Scheduler::State::Run(Time now) {
     ApplyQueueChanges(now);
   }
   RetimeJobs(now);
+  ResolveGangs();  // before the tables are copied: it interns new tenants and users
   Pass pass(view, policy, now);
   static_cast<internal::PassTables&>(pass) = *base;
   pass.reserved.assign(view.nodes.size(), internal::NodeReservation{});
-  internal::BuildGangs(pass);
+  // The last pass's arrays, for their memory: a million jobs' worth of fresh pages costs
+  // more than the pass's work on them.
+  pass.jobs.swap(buffers.jobs);
+  pass.gangs.swap(buffers.gangs);
+  pass.holds.swap(buffers.holds);
+  pass.node_holds.swap(buffers.node_holds);
+  pass.hold_brief.swap(buffers.hold_brief);
+  internal::BuildGangs(pass, gang_refs);
   internal::BuildQuota(pass, capacity);  // reads no job; the order reads its shares
   internal::IndexVictims(pass);
-  pass.jobs = std::move(jobs_buffer);  // its memory again: no page is touched anew
   internal::OrderFromSubmission(pass, queue);
   if (!pass.awaited.empty()) {
     for (Job& j : pass.jobs) j.awaits_victims = pass.awaited.contains(j.id);
   }
   Decisions out = internal::PlanPass(pass);
-  jobs_buffer = std::move(pass.jobs);
+  buffers.jobs.swap(pass.jobs);
+  buffers.gangs.swap(pass.gangs);
+  buffers.holds.swap(pass.holds);
+  buffers.node_holds.swap(pass.node_holds);
+  buffers.hold_brief.swap(pass.hold_brief);
   return out;
+}
+
+// Names looked up once per gang: again only for gangs that changed, or all of them when
+// the node tables were built again.
+void Scheduler::State::ResolveGangs() {
+  for (uint32_t i = 0; i < view.running.size(); ++i) {
+    if (gang_resolved[i]) continue;
+    gang_refs[i] = internal::ResolveGang(*base, view.running[i], node_index);
+    gang_resolved[i] = 1;
+  }
 }
 
 Scheduler::Scheduler(Policy policy) : state_(std::make_unique<State>(std::move(policy))) {}
@@ -191,8 +223,11 @@ void Scheduler::UpsertRunning(RunningGang gang) {
   auto [it, added] = s.running_index.try_emplace(gang.id, s.view.running.size());
   if (added) {
     s.view.running.push_back(std::move(gang));
+    s.gang_refs.emplace_back();
+    s.gang_resolved.push_back(0);
   } else {
     s.view.running[it->second] = std::move(gang);
+    s.gang_resolved[it->second] = 0;
   }
 }
 
@@ -204,9 +239,13 @@ void Scheduler::RemoveRunning(JobId id) {
   s.running_index.erase(it);
   if (at + 1 != s.view.running.size()) {
     s.view.running[at] = std::move(s.view.running.back());
+    s.gang_refs[at] = std::move(s.gang_refs.back());
+    s.gang_resolved[at] = s.gang_resolved.back();
     s.running_index[s.view.running[at].id] = at;
   }
   s.view.running.pop_back();
+  s.gang_refs.pop_back();
+  s.gang_resolved.pop_back();
 }
 
 void Scheduler::UpsertPending(PendingJob job) {

@@ -156,6 +156,14 @@ void Change(Random& r, Twin& t, JobId& next_id, int& next_node, Time now) {
     j.held = j.held.empty() && r.Chance(0.5) ? "held by bob" : "";
     t.UpsertPending(j);
   }
+  if (!v.running.empty() && r.Chance(0.2)) {  // a node of a leaving gang confirmed its exit
+    RunningGang g = r.Pick(v.running);
+    if (g.nodes.size() > 1) {
+      g.nodes.erase(g.nodes.begin() + static_cast<ptrdiff_t>(r.Int(0, g.nodes.size() - 1)));
+      g.evicting = true;
+      t.UpsertRunning(g);
+    }
+  }
   if (!v.running.empty() && r.Chance(0.4)) {  // a gang ends
     t.RemoveRunning(r.Pick(v.running).id);
   }
