@@ -56,6 +56,7 @@ struct Scheduler::State {
   } buffers;                      // the last pass's arrays, kept for their memory
   std::vector<uint32_t> flipped;  // nodes whose `schedulable` changed since the last pass
 
+  void Prepare(Time now);
   void Rebuild(Time now);
   void ApplyNodeFlips();
   void ApplyQueueChanges(Time now);
@@ -136,7 +137,7 @@ void Scheduler::State::RetimeJobs(Time now) {
   }
 }
 
-Decisions Scheduler::State::Run(Time now) {
+void Scheduler::State::Prepare(Time now) {
   if (!base) {
     Rebuild(now);
   } else {
@@ -145,6 +146,10 @@ Decisions Scheduler::State::Run(Time now) {
   }
   RetimeJobs(now);
   ResolveGangs();  // before the tables are copied: it interns new tenants and users
+}
+
+Decisions Scheduler::State::Run(Time now) {
+  Prepare(now);
   Pass pass(view, policy, now);
   static_cast<internal::PassTables&>(pass) = *base;
   pass.reserved.assign(view.nodes.size(), internal::NodeReservation{});
@@ -268,6 +273,7 @@ void Scheduler::SetUsage(std::map<std::string, double> usage) {
   state_->view.usage = std::move(usage);
 }
 
+void Scheduler::Prepare(Time now) { state_->Prepare(now); }
 Decisions Scheduler::Plan(Time now) { return state_->Run(now); }
 
 ClusterView Scheduler::View() const {

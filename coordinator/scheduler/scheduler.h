@@ -40,6 +40,11 @@ class Scheduler {
   // Decayed GPU-seconds per tenant (UsageLedger::Snapshot), as ClusterView::usage.
   void SetUsage(std::map<std::string, double> usage);
 
+  // Takes in the changes since the last pass: the node tables built (again, if a node
+  // changed other than connecting or disconnecting), arrived jobs interned, gangs'
+  // names resolved. Plan does it first; a caller that has just loaded its world (a
+  // restart) may call it then, so that the first pass is only a pass.
+  void Prepare(Time now);
   // One pass at `now`. Decisions name nodes by their index in View().nodes.
   Decisions Plan(Time now);
   // The world as a ClusterView: nodes in order, gangs and pending jobs in an order of
