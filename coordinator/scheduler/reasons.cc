@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/resources.h"
 #include "coordinator/scheduler/fit.h"
@@ -108,8 +109,12 @@ const std::string& InfeasibleReason(Pass& pass, const Job& job) {
 }
 
 std::string CooldownReason(const Pass& pass, const Job& job) {
-  return "cooling down after " + std::to_string(job.src->evictions) +
-         " eviction(s): " + FormatDurationMs(job.src->cooldown_until - pass.now) + " left";
+  // One string built in place: a queue holds thousands of jobs in cooldown.
+  std::string out;
+  out.reserve(64);
+  absl::StrAppend(&out, "cooling down after ", job.src->evictions,
+                  " eviction(s): ", FormatDurationMs(job.src->cooldown_until - pass.now), " left");
+  return out;
 }
 
 // The text names the tenant's use, which changes only when it gets room: one text per
