@@ -12,11 +12,15 @@
 // pending jobs come in id order, which is submission order, as the coordinator keeps its queue.
 // Ends with one JSON line (keys in docs/benchmarks.md).
 //   baton-bench-scheduler [--reps=7]   (flags for other benchmarks are ignored)
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -363,8 +367,11 @@ void ApplyDecisions(const Case& c, const Decisions& d, Time now, Mirror& m, Sche
   }
 }
 
-void TimeIncremental(const Case& c, Incremental& out, int rep, bool check) {
-  Scheduler s(c.policy);
+void TimeIncremental(const Case& c, Incremental& out, int rep, bool check,
+                     Scheduler* given = nullptr) {
+  std::unique_ptr<Scheduler> own;
+  if (given == nullptr) own = std::make_unique<Scheduler>(c.policy);
+  Scheduler& s = given ? *given : *own;
   Mirror m;
   for (const NodeInfo& n : c.view.nodes) s.UpsertNode(n);
   for (const RunningGang& g : c.view.running) {
@@ -449,6 +456,130 @@ std::string IncrementalJson(const Incremental& large, const Case& huge, const In
   return buf;
 }
 
+// --curves: the Scheduler's pass and memory against the cluster's size and the queue's,
+// 1,000-100,000 nodes x 10,000-1,000,000 pending jobs (128 tenants), as a table, an SVG
+// plot (--plot) and the JSON line. Per point, the median of `reps` repetitions of
+// TimeIncremental; memory is the heap in use (mallinfo2) that the Scheduler holds after
+// its first pass: its copy of the world, the built tables, the pass's kept arrays.
+struct CurvePoint {
+  uint32_t nodes = 0, jobs = 0;
+  double first_ms = 0, after_ms = 0, plan_ms = 0;
+  double bytes = 0;
+};
+
+uint64_t HeapInUse() { return mallinfo2().uordblks; }
+
+// Log-log lines, one per node count, of `value` against pending jobs, in a box at
+// (x0, y0) of size w x h.
+void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts, double (*value)(const CurvePoint&),
+              const char* title, const char* unit, double x0, double y0, double w, double h) {
+  double lo = 1e300, hi = 0;
+  for (const CurvePoint& p : pts) {
+    lo = std::min(lo, value(p));
+    hi = std::max(hi, value(p));
+  }
+  lo = std::pow(10, std::floor(std::log10(std::max(lo, 1e-3))));
+  hi = std::pow(10, std::ceil(std::log10(std::max(hi, lo * 10))));
+  auto x = [&](double jobs) { return x0 + w * (std::log10(jobs) - 4) / 2; };
+  auto y = [&](double v) {
+    return y0 + h - h * (std::log10(std::max(v, lo)) - std::log10(lo)) /
+                        (std::log10(hi) - std::log10(lo));
+  };
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "<rect x='%.0f' y='%.0f' width='%.0f' height='%.0f' fill='none' stroke='#888'/>"
+                "<text x='%.0f' y='%.0f' font-size='14'>%s</text>\n",
+                x0, y0, w, h, x0, y0 - 8, title);
+  svg += buf;
+  for (double d = lo; d <= hi * 1.001; d *= 10) {
+    std::snprintf(buf, sizeof buf,
+                  "<line x1='%.0f' y1='%.1f' x2='%.0f' y2='%.1f' stroke='#ddd'/>"
+                  "<text x='%.0f' y='%.1f' font-size='11' text-anchor='end'>%g %s</text>\n",
+                  x0, y(d), x0 + w, y(d), x0 - 4, y(d) + 4, d, unit);
+    svg += buf;
+  }
+  for (double jobs : {1e4, 1e5, 1e6}) {
+    std::snprintf(buf, sizeof buf,
+                  "<text x='%.1f' y='%.0f' font-size='11' text-anchor='middle'>%gk jobs</text>\n",
+                  x(jobs), y0 + h + 14, jobs / 1000);
+    svg += buf;
+  }
+  const char* colors[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
+  std::vector<uint32_t> sizes;
+  for (const CurvePoint& p : pts) {
+    if (std::find(sizes.begin(), sizes.end(), p.nodes) == sizes.end()) sizes.push_back(p.nodes);
+  }
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::string path;
+    for (const CurvePoint& p : pts) {
+      if (p.nodes != sizes[k]) continue;
+      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path.empty() ? "" : " ", x(p.jobs),
+                    y(value(p)));
+      path += buf;
+    }
+    std::snprintf(buf, sizeof buf,
+                  "<polyline fill='none' stroke='%s' stroke-width='2' points='%s'/>"
+                  "<text x='%.0f' y='%.0f' font-size='11' fill='%s'>%uk nodes</text>\n",
+                  colors[k % 4], path.c_str(), x0 + 8, y0 + 16 + 14 * k, colors[k % 4],
+                  sizes[k] / 1000);
+    svg += buf;
+  }
+}
+
+int Curves(int reps, const std::string& plot) {
+  std::vector<CurvePoint> pts;
+  for (uint32_t nodes : {1'000u, 10'000u, 100'000u}) {
+    for (uint32_t jobs : {10'000u, 100'000u, 1'000'000u}) {
+      Case c = MakeCase("curve", nodes, jobs, false, Tree::kNone, 128);
+      Incremental inc;
+      std::vector<double> bytes;
+      for (int i = 0; i < reps; ++i) {
+        TimePass(c);
+        c.decisions = Decisions{};
+        uint64_t before = HeapInUse();
+        Scheduler s(c.policy);
+        TimeIncremental(c, inc, i, /*check=*/false, &s);
+        bytes.push_back(static_cast<double>(HeapInUse() - before));
+      }
+      CurvePoint p{nodes, jobs, Median(inc.first), Median(inc.after_change), Median(c.ms),
+                   Median(bytes)};
+      std::printf("%7u nodes %9u jobs: Plan %8.1f ms; Scheduler first pass %8.1f ms, after "
+                  "the change %8.1f ms; %7.1f MiB (%.0f bytes per pending job)\n",
+                  nodes, jobs, p.plan_ms, p.first_ms, p.after_ms, p.bytes / (1 << 20),
+                  p.bytes / jobs);
+      std::fflush(stdout);
+      pts.push_back(p);
+    }
+  }
+  std::string svg =
+      "<svg xmlns='http://www.w3.org/2000/svg' width='900' height='380' "
+      "font-family='sans-serif'>\n";
+  SvgPanel(svg, pts, [](const CurvePoint& p) { return p.first_ms; },
+           "Scheduler pass (ms), first pass on a fresh state", "ms", 80, 40, 330, 290);
+  SvgPanel(svg, pts, [](const CurvePoint& p) { return p.bytes / (1 << 20); },
+           "Scheduler heap in use (MiB)", "MiB", 540, 40, 330, 290);
+  svg += "</svg>\n";
+  if (!plot.empty()) {
+    if (FILE* f = std::fopen(plot.c_str(), "w")) {
+      std::fputs(svg.c_str(), f);
+      std::fclose(f);
+      std::printf("plot written to %s\n", plot.c_str());
+    }
+  }
+  std::string json = "{\"scheduler_curve\": [";
+  for (size_t i = 0; i < pts.size(); ++i) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"nodes\": %u, \"jobs\": %u, \"plan_ms\": %.1f, \"pass_ms\": %.1f, "
+                  "\"after_change_ms\": %.1f, \"heap_bytes\": %.0f}",
+                  i ? ", " : "", pts[i].nodes, pts[i].jobs, pts[i].plan_ms, pts[i].first_ms,
+                  pts[i].after_ms, pts[i].bytes);
+    json += buf;
+  }
+  std::printf("%s]}\n", json.c_str());
+  return 0;
+}
+
 // --only: builds and times just the matching cases, so that a profile shows one of them.
 int Only(const std::string& only, int reps, bool incremental) {
   const struct {
@@ -484,11 +615,18 @@ int Main(int argc, char** argv) {
       "incremental", "with --only: time the Scheduler too",
       cxxopts::value<bool>()->default_value("false"))(
       "huge-reps", "repetitions at 100,000 nodes x 1,000,000 jobs (0: leave it out)",
-      cxxopts::value<int>()->default_value("3"));
+      cxxopts::value<int>()->default_value("3"))(
+      "curves", "instead: the Scheduler's pass and memory over 1k-100k nodes x 10k-1M jobs",
+      cxxopts::value<bool>()->default_value("false"))(
+      "plot", "with --curves: write the SVG plot here",
+      cxxopts::value<std::string>()->default_value("scheduler-curves.svg"));
   const cxxopts::ParseResult flags = bench::ParseFlags(opts, argc, argv);
   const int reps = bench::FlagAtLeast(opts, flags, "reps", 1);
   if (const auto only = flags["only"].as<std::string>(); !only.empty()) {
     return Only(only, reps, flags["incremental"].as<bool>());
+  }
+  if (flags["curves"].as<bool>()) {
+    return Curves(flags.count("reps") ? reps : 3, flags["plot"].as<std::string>());
   }
   const int huge_reps = flags["huge-reps"].as<int>();
   Case small = MakeCase("small", 1'000, 10'000);
