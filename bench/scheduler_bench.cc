@@ -321,7 +321,7 @@ bool SamePass(const Decisions& a, const Decisions& b) {
   }
   for (size_t i = 0; i < a.outcomes.size(); ++i) {
     const JobOutcome &x = a.outcomes[i], &y = b.outcomes[i];
-    if (x.job != y.job || x.outcome != y.outcome || x.reason != y.reason) return false;
+    if (x.job != y.job || x.outcome != y.outcome || x.reason.str() != y.reason.str()) return false;
   }
   for (size_t i = 0; i < a.placements.size(); ++i) {
     if (a.placements[i].job != b.placements[i].job) return false;
@@ -471,8 +471,9 @@ uint64_t HeapInUse() { return mallinfo2().uordblks; }
 
 // Log-log lines, one per node count, of `value` against pending jobs, in a box at
 // (x0, y0) of size w x h.
-void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts, double (*value)(const CurvePoint&),
-              const char* title, const char* unit, double x0, double y0, double w, double h) {
+void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts,
+              double (*value)(const CurvePoint&), const char* title, const char* unit, double x0,
+              double y0, double w, double h) {
   double lo = 1e300, hi = 0;
   for (const CurvePoint& p : pts) {
     lo = std::min(lo, value(p));
@@ -482,8 +483,8 @@ void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts, double (*val
   hi = std::pow(10, std::ceil(std::log10(std::max(hi, lo * 10))));
   auto x = [&](double jobs) { return x0 + w * (std::log10(jobs) - 4) / 2; };
   auto y = [&](double v) {
-    return y0 + h - h * (std::log10(std::max(v, lo)) - std::log10(lo)) /
-                        (std::log10(hi) - std::log10(lo));
+    return y0 + h -
+           h * (std::log10(std::max(v, lo)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
   };
   char buf[512];
   std::snprintf(buf, sizeof buf,
@@ -541,12 +542,12 @@ int Curves(int reps, const std::string& plot) {
         TimeIncremental(c, inc, i, /*check=*/false, &s);
         bytes.push_back(static_cast<double>(HeapInUse() - before));
       }
-      CurvePoint p{nodes, jobs, Median(inc.first), Median(inc.after_change), Median(c.ms),
-                   Median(bytes)};
-      std::printf("%7u nodes %9u jobs: Plan %8.1f ms; Scheduler first pass %8.1f ms, after "
-                  "the change %8.1f ms; %7.1f MiB (%.0f bytes per pending job)\n",
-                  nodes, jobs, p.plan_ms, p.first_ms, p.after_ms, p.bytes / (1 << 20),
-                  p.bytes / jobs);
+      CurvePoint p{nodes,        jobs,         Median(inc.first), Median(inc.after_change),
+                   Median(c.ms), Median(bytes)};
+      std::printf(
+          "%7u nodes %9u jobs: Plan %8.1f ms; Scheduler first pass %8.1f ms, after "
+          "the change %8.1f ms; %7.1f MiB (%.0f bytes per pending job)\n",
+          nodes, jobs, p.plan_ms, p.first_ms, p.after_ms, p.bytes / (1 << 20), p.bytes / jobs);
       std::fflush(stdout);
       pts.push_back(p);
     }
@@ -554,10 +555,12 @@ int Curves(int reps, const std::string& plot) {
   std::string svg =
       "<svg xmlns='http://www.w3.org/2000/svg' width='900' height='380' "
       "font-family='sans-serif'>\n";
-  SvgPanel(svg, pts, [](const CurvePoint& p) { return p.first_ms; },
-           "Scheduler pass (ms), first pass on a fresh state", "ms", 80, 40, 330, 290);
-  SvgPanel(svg, pts, [](const CurvePoint& p) { return p.bytes / (1 << 20); },
-           "Scheduler heap in use (MiB)", "MiB", 540, 40, 330, 290);
+  SvgPanel(
+      svg, pts, [](const CurvePoint& p) { return p.first_ms; },
+      "Scheduler pass (ms), first pass on a fresh state", "ms", 80, 40, 330, 290);
+  SvgPanel(
+      svg, pts, [](const CurvePoint& p) { return p.bytes / (1 << 20); },
+      "Scheduler heap in use (MiB)", "MiB", 540, 40, 330, 290);
   svg += "</svg>\n";
   if (!plot.empty()) {
     if (FILE* f = std::fopen(plot.c_str(), "w")) {

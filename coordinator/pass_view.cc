@@ -174,13 +174,13 @@ std::optional<v1::Event> NoteWait(JobEntry& e, const sched::JobOutcome& o) {
   if (o.outcome == sched::Outcome::kPlaced || e.job.state() != v1::JOB_STATE_PENDING) {
     return std::nullopt;
   }
-  e.job.set_message(o.reason);
+  e.job.set_message(o.reason.str());
   const int kind = static_cast<int>(o.outcome);
   if (e.said_wait == kind) return std::nullopt;
   e.said_wait = kind;
   std::string code(sched::OutcomeName(o.outcome));  // "waiting for quota" -> waiting_for_quota
   std::replace(code.begin(), code.end(), ' ', '_');
-  v1::Event ev = events::Scheduling(e.job, code, o.reason);
+  v1::Event ev = events::Scheduling(e.job, code, o.reason.str());
   if (o.outcome == sched::Outcome::kWaitForQuota) ev.set_kind(v1::EVENT_KIND_QUOTA_REFUSAL);
   return ev;
 }

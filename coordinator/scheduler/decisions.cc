@@ -2,6 +2,11 @@
 
 namespace baton::sched {
 
+const std::string& Reason::Empty() {
+  static const std::string* empty = new std::string();
+  return *empty;
+}
+
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
     case Outcome::kPlaced:

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "coordinator/scheduler/cluster_view.h"
@@ -71,11 +74,33 @@ struct Reservation {
   std::vector<uint32_t> nodes;  // indices into ClusterView::nodes, held for `job` alone
 };
 
+// An outcome's text, read as a std::string. Jobs that wait for one reason (their tenant's
+// quota, room for their shape, a rule they break) share one text: a pass over a million
+// jobs makes a text per tenant and shape, not one per job. Immutable once made.
+class Reason {
+ public:
+  Reason() = default;
+  Reason(std::string text)  // NOLINT(google-explicit-constructor): reads as a string
+      : text_(std::make_shared<const std::string>(std::move(text))) {}
+  Reason(const char* text) : Reason(std::string(text)) {}  // NOLINT
+  const std::string& str() const { return text_ ? *text_ : Empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT
+  operator std::string_view() const { return str(); }    // NOLINT
+  bool empty() const { return str().empty(); }
+  size_t find(std::string_view part, size_t from = 0) const { return str().find(part, from); }
+  friend bool operator==(const Reason& a, std::string_view b) { return a.str() == b; }
+  friend std::ostream& operator<<(std::ostream& out, const Reason& r) { return out << r.str(); }
+
+ private:
+  static const std::string& Empty();
+  std::shared_ptr<const std::string> text_;
+};
+
 struct JobOutcome {
   JobId job = 0;
   Outcome outcome = Outcome::kWaitForCapacity;
   uint32_t position = 0;  // 1-based place in the queue this pass
-  std::string reason;     // human: why it waits, or where it goes
+  Reason reason;          // human: why it waits, or where it goes
 };
 
 struct Decisions {

@@ -266,7 +266,7 @@ struct Pass : PassTables {
   // quota (possible borrowers). INT64_MAX: none.
   std::vector<int64_t> group_min_victim, group_min_quota_victim;
   std::vector<int64_t> shape_feasible;     // per shape: nodes that could hold it; -1 unknown
-  std::vector<std::string> shape_wait;     // per shape: the waiting-for-capacity text
+  std::vector<Reason> shape_wait;          // per shape: the waiting-for-capacity text
   std::vector<int64_t> shape_min_domains;  // per shape: LargestDomain; -1 unknown
   // The most units and MiB any MPS pool of a schedulable node has left (each on its own:
   // a bound, not a pool's pair); -1: to be counted again (a share was placed).
@@ -279,11 +279,11 @@ struct Pass : PassTables {
   struct QuotaText {
     int verdict = -1;
     Amount use;
-    std::string text;
+    Reason text;
   };
   std::vector<QuotaText> quota_text;  // per tenant: the last waiting-for-quota text
   // Per (shape, class, tenant): why such a job can never run, "" when it can.
-  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> infeasible;
+  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, Reason> infeasible;
 };
 
 inline const Amount& Ask(const Pass& pass, const Job& job) { return pass.shapes[job.shape].ask; }

@@ -20,7 +20,7 @@ namespace {
 
 struct Verdict {
   Outcome outcome;
-  std::string reason;
+  Reason reason;
 };
 
 class Planner {
@@ -111,7 +111,7 @@ Verdict Planner::Decide(const Job& job) {
   if (job.cls == kNone) {
     return {Outcome::kInfeasible, "unknown priority class '" + p.priority_class + "'"};
   }
-  if (const std::string& why = InfeasibleReason(pass_, job); !why.empty()) {
+  if (const Reason& why = InfeasibleReason(pass_, job); !why.empty()) {
     return {Outcome::kInfeasible, why};
   }
   if (job.held) {
@@ -157,7 +157,9 @@ Verdict Planner::Contend(const Job& job, bool within) {
     return {Outcome::kReserved,
             HeadOfLineReason(pass_, job, out_.reservations.back(), deferred_) + NumaRuleNote(job)};
   }
-  return {Outcome::kWaitForCapacity, CapacityReason(pass_, job, deferred_) + NumaRuleNote(job)};
+  Reason why = CapacityReason(pass_, job, deferred_);
+  std::string note = NumaRuleNote(job);
+  return {Outcome::kWaitForCapacity, note.empty() ? why : Reason(why.str() + note)};
 }
 
 // Would the gang fit now without the policy's inference_numa_exclusive? Then the rule is

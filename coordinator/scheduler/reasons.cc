@@ -102,9 +102,12 @@ std::string Uncached(Pass& pass, const Job& job) {
 
 }  // namespace
 
-const std::string& InfeasibleReason(Pass& pass, const Job& job) {
+const Reason& InfeasibleReason(Pass& pass, const Job& job) {
   auto [it, added] = pass.infeasible.try_emplace({job.shape, job.cls, job.tenant});
-  if (added) it->second = Uncached(pass, job);
+  if (added) {
+    std::string why = Uncached(pass, job);
+    if (!why.empty()) it->second = Reason(std::move(why));
+  }
   return it->second;
 }
 
@@ -119,7 +122,7 @@ std::string CooldownReason(const Pass& pass, const Job& job) {
 
 // The text names the tenant's use, which changes only when it gets room: one text per
 // tenant and verdict until then.
-std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
+Reason QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) {
   if (pass.quota_text.empty()) pass.quota_text.resize(pass.tenant_names.size());
   Pass::QuotaText& cached = pass.quota_text[job.tenant];
   const Amount& use = pass.quota.Use(job.tenant);
@@ -139,8 +142,8 @@ std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict) 
     default:
       text += "; this job would borrow, and other tenants lend no more right now";
   }
-  cached = Pass::QuotaText{static_cast<int>(verdict), use, text};
-  return text;
+  cached = Pass::QuotaText{static_cast<int>(verdict), use, Reason(std::move(text))};
+  return cached.text;
 }
 
 std::string PlacedReason(const Pass& pass, const Job& job, const Placement& placement) {
@@ -185,18 +188,19 @@ std::string HeadOfLineReason(Pass& pass, const Job& job, const Reservation& r,
   return out + (preemption_deferred ? kDeferred : "");
 }
 
-std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred) {
+Reason CapacityReason(Pass& pass, const Job& job, bool preemption_deferred) {
   if (pass.shape_wait.empty()) pass.shape_wait.resize(pass.shapes.size());
-  std::string& text = pass.shape_wait[job.shape];
-  if (text.empty()) {
+  Reason& cached = pass.shape_wait[job.shape];
+  if (cached.empty()) {
     const Shape& s = pass.shapes[job.shape];
-    text = "waiting for capacity: " + Describe(pass, s, job.src->request) + " free";
+    std::string text = "waiting for capacity: " + Describe(pass, s, job.src->request) + " free";
     if (s.topo_level >= 0 && s.topo_required) {
       text += " under one " + pass.policy.topology_levels[s.topo_level].name + "; " +
               LargestFree(pass, s);
     }
+    cached = Reason(std::move(text));
   }
-  return preemption_deferred ? text + kDeferred : text;
+  return preemption_deferred ? Reason(cached.str() + kDeferred) : cached;
 }
 
 Eviction MakeEviction(const Pass& pass, const Gang& victim, const Job& preemptor,

@@ -15,15 +15,17 @@ namespace baton::sched::internal {
 
 // Why the job can never run here ("" when it can): policy limits, MIG rules, pool
 // classes, its tenant's quota, or no node able to hold it.
-const std::string& InfeasibleReason(Pass& pass, const Job& job);
+const Reason& InfeasibleReason(Pass& pass, const Job& job);
 std::string CooldownReason(const Pass& pass, const Job& job);
-std::string QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict);
+// The same text (shared) for every job of a tenant while the tenant's use stays.
+Reason QuotaReason(Pass& pass, const Job& job, QuotaBook::Verdict verdict);
 std::string PlacedReason(const Pass& pass, const Job& job, const Placement& placement);
 std::string AwaitingReason(uint32_t victims_leaving);
 std::string PreemptingReason(const std::vector<Eviction>& evictions, JobId preemptor);
 std::string HeadOfLineReason(Pass& pass, const Job& job, const Reservation& r,
                              bool preemption_deferred);
-std::string CapacityReason(Pass& pass, const Job& job, bool preemption_deferred);
+// One text (shared) per shape, another where a preemption search was deferred.
+Reason CapacityReason(Pass& pass, const Job& job, bool preemption_deferred);
 Eviction MakeEviction(const Pass& pass, const Gang& victim, const Job& preemptor,
                       EvictionReason reason);
 

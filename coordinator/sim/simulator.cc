@@ -283,7 +283,7 @@ void Simulator::Apply(const sched::Decisions& d) {
     if (o.outcome != sched::Outcome::kInfeasible) continue;
     SimJob& rec = jobs_[o.job];
     rec.infeasible = true;
-    rec.infeasible_reason = o.reason;
+    rec.infeasible_reason = o.reason.str();
     gone.insert(o.job);
   }
   for (const sched::Eviction& e : d.evictions) Evict(e);

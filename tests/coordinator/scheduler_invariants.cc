@@ -259,10 +259,10 @@ std::string DiffOutcomes(const Decisions& a, const Decisions& b) {
   if (a.outcomes.size() != b.outcomes.size()) return "outcome counts differ";
   for (size_t i = 0; i < a.outcomes.size(); ++i) {
     const JobOutcome &x = a.outcomes[i], &y = b.outcomes[i];
-    if (x.job != y.job || x.outcome != y.outcome || x.reason != y.reason ||
+    if (x.job != y.job || x.outcome != y.outcome || x.reason.str() != y.reason.str() ||
         x.position != y.position) {
       return "outcome " + std::to_string(i) + " differs: job " + std::to_string(x.job) + " vs " +
-             std::to_string(y.job) + ": " + x.reason + " | " + y.reason;
+             std::to_string(y.job) + ": " + x.reason.str() + " | " + y.reason.str();
     }
   }
   return "";
@@ -355,7 +355,7 @@ std::string DescribePass(const ClusterView& view, const Decisions& d) {
   }
   for (const JobOutcome& o : d.outcomes) {
     out += "outcome " + std::to_string(o.job) + ": " + std::string(OutcomeName(o.outcome)) + " — " +
-           o.reason + "\n";
+           o.reason.str() + "\n";
   }
   for (const Placement& p : d.placements) {
     out += "placed " + std::to_string(p.job);
