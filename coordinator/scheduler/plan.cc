@@ -36,6 +36,7 @@ class Planner {
 
   void HoldReservations();
   Verdict Decide(const Job& job);
+  QuotaBook::Verdict CheckQuota(const Job& job, bool borrows);
   Verdict Admit(const Job& job, bool within);
   Verdict Contend(const Job& job, bool within);
   bool TryPlace(const Job& job);
@@ -51,6 +52,13 @@ class Planner {
   Decisions& out_;
   std::vector<int64_t> place_failed_;  // per shape: highest class value that found no room
   absl::flat_hash_set<PreemptKey> preempt_failed_;
+  // Per (tenant, shape, may borrow): the quota verdict and the book's version it holds
+  // for. Most of a big queue waits for quota, tenant by tenant, shape by shape.
+  struct QuotaMemo {
+    uint64_t version = ~uint64_t{0};
+    QuotaBook::Verdict verdict = QuotaBook::Verdict::kWithin;
+  };
+  absl::flat_hash_map<uint64_t, QuotaMemo> quota_memo_;
   uint32_t searches_ = 0;
   bool deferred_ = false;  // the last preemption search was refused for the budget
   std::set<std::string> head_pools_;
@@ -120,11 +128,20 @@ Verdict Planner::Decide(const Job& job) {
   }
   if (job.cooldown_until > pass_.now) return {Outcome::kInCooldown, CooldownReason(pass_, job)};
   const PriorityClass& cls = *pass_.classes[job.cls];
-  QuotaBook::Verdict q = pass_.quota.Check(job.tenant, Ask(pass_, job), cls.preemptible);
+  QuotaBook::Verdict q = CheckQuota(job, cls.preemptible);
   if (q != QuotaBook::Verdict::kWithin && q != QuotaBook::Verdict::kBorrow) {
     return {Outcome::kWaitForQuota, QuotaReason(pass_, job, q)};
   }
   return Admit(job, q == QuotaBook::Verdict::kWithin);
+}
+
+QuotaBook::Verdict Planner::CheckQuota(const Job& job, bool borrows) {
+  QuotaMemo& m = quota_memo_[uint64_t{job.tenant} << 33 | uint64_t{job.shape} << 1 | borrows];
+  if (m.version != pass_.quota.version()) {
+    m.verdict = pass_.quota.Check(job.tenant, Ask(pass_, job), borrows);
+    m.version = pass_.quota.version();
+  }
+  return m.verdict;
 }
 
 Verdict Planner::Admit(const Job& job, bool within) {

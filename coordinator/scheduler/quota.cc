@@ -38,6 +38,7 @@ Amount QuotaBook::Borrowed(uint32_t t) const {
 bool QuotaBook::Borrowing(uint32_t t) const { return !Borrowed(t).IsZero(); }
 
 void QuotaBook::Add(uint32_t t, const Amount& a) {
+  ++version_;
   Amount before_lends = Lends(t, use_[t]);
   Amount before_borrow = Borrowed(t);
   use_[t] += a;

@@ -70,6 +70,8 @@ class QuotaBook {
   Amount Borrowed(uint32_t tenant) const;  // use beyond nominal
   const Amount& Use(uint32_t tenant) const { return use_[tenant]; }
   const TenantQuota& Quota(uint32_t tenant) const { return quota_[tenant]; }
+  // Counts Adds: a verdict stays the same while it does not move.
+  uint64_t version() const { return version_; }
 
  private:
   Amount Lends(uint32_t tenant, const Amount& use) const;
@@ -79,6 +81,7 @@ class QuotaBook {
   Amount unassigned_;      // capacity no tenant holds nominally
   Amount lendable_;        // unassigned_ + what every lender lends now
   Amount borrowed_total_;  // what every tenant uses beyond its nominal
+  uint64_t version_ = 0;
 };
 
 }  // namespace baton::sched::internal
