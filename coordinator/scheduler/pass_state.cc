@@ -186,6 +186,16 @@ GangRefs ResolveGang(Pass& pass, const RunningGang& r,
     f.gpus.push_back(node == kNone ? 0 : HeldGpus(pass.hw[node], pass.view.nodes[node], held));
     if (held.gpu_share_percent > 0 && f.owner == 0) f.owner = UserId(pass, r.user);
   }
+  // A gang that is not inference holds no cores of its own: its holds read the node's
+  // hardware only, and are made here once.
+  if (f.cls == kNone || !pass.classes[f.cls]->service) {
+    f.training = true;
+    for (size_t k = 0; k < r.nodes.size(); ++k) {
+      if (f.nodes[k] == kNone) continue;
+      f.holds.push_back(MakeHold(pass, f.nodes[k], f.gpus[k], r.nodes[k], false));
+      if (f.holds.back().share) f.holds.back().owner = f.owner;
+    }
+  }
   return f;
 }
 
@@ -217,15 +227,22 @@ void BuildGangs(Pass& pass, const std::vector<GangRefs>& refs) {
     const PriorityClass* cls = g.cls == kNone ? nullptr : pass.classes[g.cls];
     bool service = cls && cls->service;
     g.hold_begin = static_cast<uint32_t>(pass.holds.size());
-    for (size_t k = 0; k < r.nodes.size(); ++k) {
-      if (f.nodes[k] == kNone) continue;
-      Hold h = MakeHold(pass, f.nodes[k], f.gpus[k], r.nodes[k], service);
+    auto add = [&](Hold h) {
       h.gang = static_cast<uint32_t>(pass.gangs.size());
-      if (h.share) h.owner = f.owner;
       Reapply(h, pass.free[h.node]);
       uint64_t units = h.share ? h.share : std::popcount(h.gpus) * kGpuUnits;
       g.amount += Amount{units, h.millis, h.mem};
       pass.holds.push_back(h);
+    };
+    if (f.training) {
+      for (const Hold& h : f.holds) add(h);
+    } else {  // inference: its ranks take their cores on the pass's nodes
+      for (size_t k = 0; k < r.nodes.size(); ++k) {
+        if (f.nodes[k] == kNone) continue;
+        Hold h = MakeHold(pass, f.nodes[k], f.gpus[k], r.nodes[k], service);
+        if (h.share) h.owner = f.owner;
+        add(h);
+      }
     }
     g.hold_end = static_cast<uint32_t>(pass.holds.size());
     Time since = std::max(r.started, r.last_checkpoint);

@@ -305,6 +305,10 @@ struct GangRefs {
   uint16_t owner = 0;
   std::vector<uint32_t> nodes;
   std::vector<uint64_t> gpus;
+  // Not inference: its holds, made once (they read the nodes' hardware only; an
+  // inference gang's take cores on the pass's nodes, and are made in each pass).
+  bool training = false;
+  std::vector<Hold> holds;
 };
 GangRefs ResolveGang(Pass& pass, const RunningGang& r,
                      const absl::flat_hash_map<std::string, uint32_t>& node_ids);
