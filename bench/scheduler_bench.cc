@@ -294,14 +294,15 @@ double Ms(std::chrono::steady_clock::time_point since) {
 
 // The Scheduler (the world kept between passes) on a case's world: its state built from
 // the world (Prepare: the node tables, every job interned, every gang's names looked up);
-// its first pass over that fresh state (nothing of an earlier pass to reuse); then, with
-// that pass's decisions applied as the coordinator applies them (placed jobs run,
-// victims leave, preemption reservations go back to their jobs), the next pass after the
-// stated change (1% of the jobs: half of them end, as many arrive; 0.1% of the nodes
-// disconnect); and the pass after that, with a change of jobs alone. Each timed pass is
-// checked against Plan on the same world where asked.
+// its first pass over that fresh state (nothing of an earlier pass to reuse); then, each
+// pass's decisions applied as the coordinator applies them (placed jobs run, victims
+// leave, preemption reservations go back to their jobs): the next pass (which takes in
+// the thousands of gangs the first started), the pass after the stated change (1% of the
+// jobs: half of them end, as many arrive; 0.1% of the nodes disconnect), and the pass
+// after that, with a change of jobs alone. Each timed pass is checked against Plan on
+// the same world where asked.
 struct Incremental {
-  std::vector<double> build, first, after_change, after_jobs;
+  std::vector<double> build, first, settle, after_change, after_jobs;
   std::vector<double> absorb;  // of the passes after a change: taking the change in
   bool same = true;            // every checked pass decided as Plan did
 };
@@ -389,13 +390,16 @@ void TimeIncremental(const Case& c, Incremental& out, int rep, bool check,
   auto timed = [&](Time now, std::vector<double>& into) {
     auto t = std::chrono::steady_clock::now();
     s.Prepare(now);  // the changes taken in: part of the pass, timed apart as well
-    if (&into != &out.first) out.absorb.push_back(Ms(t));
+    if (&into == &out.after_change) out.absorb.push_back(Ms(t));
     Decisions d = s.Plan(now);
     into.push_back(Ms(t));
     if (check) out.same &= SamePass(d, Plan(s.View(), c.policy, now));
     ApplyDecisions(c, d, now, m, s);
   };
   timed(kNow, out.first);
+  // The pass after a cold start takes in what it started (thousands of gangs at once) and
+  // places what is left: timed apart, so that the next is a pass after the stated change.
+  timed(kNow + 500, out.settle);
   // The stated change: 1% of the jobs (every 200th ends; as many arrive), 0.1% of nodes.
   JobId next = 900'000'000 + static_cast<JobId>(rep) * 10'000'000;
   auto change_jobs = [&](uint32_t offset) {
@@ -423,11 +427,11 @@ void TimeIncremental(const Case& c, Incremental& out, int rep, bool check,
 
 void ReportIncremental(const char* label, const Incremental& r) {
   std::printf(
-      "  %s, Scheduler: state built in %.1f ms; first pass %.1f ms; with its decisions "
-      "applied, the next after the change %.1f ms, after jobs alone %.1f ms (medians of %zu; "
-      "taking a change in: %.1f ms); %s\n",
-      label, Median(r.build), Median(r.first), Median(r.after_change), Median(r.after_jobs),
-      r.first.size(), Median(r.absorb),
+      "  %s, Scheduler: state built in %.1f ms; first pass %.1f ms; with each pass's "
+      "decisions applied, the next %.1f ms, then after the change %.1f ms (%.1f ms of it "
+      "taking the change in), after jobs alone %.1f ms (medians of %zu); %s\n",
+      label, Median(r.build), Median(r.first), Median(r.settle), Median(r.after_change),
+      Median(r.absorb), Median(r.after_jobs), r.first.size(),
       r.same ? "decisions as Plan's" : "DECISIONS DIFFER FROM PLAN'S");
 }
 
@@ -439,18 +443,21 @@ std::string IncrementalJson(const Incremental& large, const Case& huge, const In
       buf, sizeof buf,
       "\"scheduler_build_ms_10k_nodes_100k_jobs\": %.1f, "
       "\"scheduler_pass_ms_10k_nodes_100k_jobs\": %.1f, "
+      "\"scheduler_second_pass_ms_10k_nodes_100k_jobs\": %.1f, "
       "\"pass_ms_10k_nodes_100k_jobs_after_change\": %.1f, "
       "\"pass_ms_10k_nodes_100k_jobs_after_job_change\": %.1f, \"scheduler_same_as_plan\": %s",
-      Median(large.build), Median(large.first), Median(large.after_change),
+      Median(large.build), Median(large.first), Median(large.settle), Median(large.after_change),
       Median(large.after_jobs), large.same && h.same ? "true" : "false");
   if (!huge.ms.empty()) {
     std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n),
                   ", \"pass_ms_100k_nodes_1m_jobs\": %.1f, "
                   "\"scheduler_build_ms_100k_nodes_1m_jobs\": %.1f, "
                   "\"scheduler_pass_ms_100k_nodes_1m_jobs\": %.1f, "
+                  "\"scheduler_second_pass_ms_100k_nodes_1m_jobs\": %.1f, "
                   "\"pass_ms_100k_nodes_1m_jobs_after_change\": %.1f, "
                   "\"pass_ms_100k_nodes_1m_jobs_after_job_change\": %.1f",
-                  Median(huge.ms), Median(h.build), Median(h.first), Median(h.after_change),
+                  Median(huge.ms), Median(h.build), Median(h.first), Median(h.settle),
+                  Median(h.after_change),
                   Median(h.after_jobs));
   }
   return buf;
