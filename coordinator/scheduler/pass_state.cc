@@ -126,6 +126,7 @@ Hold MakeHold(Pass& pass, uint32_t node, uint64_t gpus, const HeldNode& held, bo
   const NodeHw& hw = pass.hw[node];
   Hold h;
   h.node = node;
+  h.numa_count = static_cast<uint8_t>(hw.numa_count);
   h.millis = held.cpu_millis;
   h.mem = held.memory_bytes;
   h.service = service;
@@ -266,7 +267,7 @@ void Release(const Hold& h, NodeFree& f) {
   if (!h.share) (h.service ? f.service_held : f.training_held) &= ~h.gpus;
   f.millis += h.millis;
   f.mem += h.mem;
-  for (uint32_t k = 0; k < kMaxNuma; ++k) {
+  for (uint32_t k = 0; k < h.numa_count; ++k) {
     f.numa[k].millis += h.numa_millis[k];
     f.numa[k].mem += h.numa_mem[k];
     if (!h.service) f.numa[k].training_ranks -= std::min(f.numa[k].training_ranks, h.numa_ranks[k]);
@@ -286,7 +287,7 @@ void Reapply(const Hold& h, NodeFree& f) {
   if (!h.share) (h.service ? f.service_held : f.training_held) |= h.gpus;
   f.millis = Sub(f.millis, h.millis);
   f.mem = Sub(f.mem, h.mem);
-  for (uint32_t k = 0; k < kMaxNuma; ++k) {
+  for (uint32_t k = 0; k < h.numa_count; ++k) {
     f.numa[k].millis = Sub(f.numa[k].millis, h.numa_millis[k]);
     f.numa[k].mem = Sub(f.numa[k].mem, h.numa_mem[k]);
     if (!h.service) f.numa[k].training_ranks += h.numa_ranks[k];

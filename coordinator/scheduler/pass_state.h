@@ -155,6 +155,7 @@ struct Hold {
   uint64_t numa_millis[kMaxNuma] = {};
   uint64_t numa_mem[kMaxNuma] = {};
   uint32_t numa_ranks[kMaxNuma] = {};  // ranks bound to each NUMA node
+  uint8_t numa_count = kMaxNuma;       // its node's NUMA slots (the rest are zero)
 };
 
 struct Gang {
