@@ -171,18 +171,25 @@ int64_t DeadlineMs(int64_t now_ms, absl::Duration wait) {
 std::string FormatDurationMs(int64_t ms) {
   if (ms < 0) ms = 0;
   int64_t s = ms / 1000;
-  char buf[48];
-  long long ls = static_cast<long long>(s);
   if (s < 60) {
+    char buf[48];
     std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
-  } else if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", ls / 60, ls % 60);
-  } else if (s < 86400) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", ls / 3600, (ls % 3600) / 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lldd%02lldh", ls / 86400, (ls % 86400) / 3600);
+    return buf;
   }
-  return buf;
+  // "<big><unit><small, two digits><unit>", as printf's "%lld%c%02lld%c" would make it,
+  // without printf: the scheduler writes one for every job in cooldown at every pass.
+  auto two_units = [](int64_t big, char big_unit, int64_t small, char small_unit) {
+    char buf[32];
+    char* end = std::to_chars(buf, buf + 20, big).ptr;
+    *end++ = big_unit;
+    *end++ = static_cast<char>('0' + small / 10);
+    *end++ = static_cast<char>('0' + small % 10);
+    *end++ = small_unit;
+    return std::string(buf, end);
+  };
+  if (s < 3600) return two_units(s / 60, 'm', s % 60, 's');
+  if (s < 86400) return two_units(s / 3600, 'h', (s % 3600) / 60, 'm');
+  return two_units(s / 86400, 'd', (s % 86400) / 3600, 'h');
 }
 
 }  // namespace baton

@@ -1,6 +1,8 @@
 #include "common/resources.h"
 
+#include <cstdio>
 #include <limits>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -60,6 +62,29 @@ TEST(Resources, FormatsForPeople) {
   EXPECT_EQ(FormatBytes(100), "100");
   EXPECT_EQ(FormatDurationMs(93'000), "1m33s");
   EXPECT_EQ(FormatDurationMs(1'500), "1.5s");
+  EXPECT_EQ(FormatDurationMs(60'000), "1m00s");
+  EXPECT_EQ(FormatDurationMs(3'900'000), "1h05m");
+  EXPECT_EQ(FormatDurationMs(183'600'000), "2d03h");
+  EXPECT_EQ(FormatDurationMs(-5), "0.0s");
+}
+
+// Minutes, hours and days are written without printf: the same text as printf's.
+TEST(Resources, DurationsAsPrintfWritesThem) {
+  auto printf_way = [](int64_t ms) {
+    long long s = ms / 1000;
+    char buf[48];
+    if (s < 3600) {
+      std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    } else if (s < 86400) {
+      std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+    } else {
+      std::snprintf(buf, sizeof buf, "%lldd%02lldh", s / 86400, (s % 86400) / 3600);
+    }
+    return std::string(buf);
+  };
+  for (int64_t ms = 60'000; ms < 400LL * 86'400'000; ms = ms * 5 / 4 + 997) {
+    ASSERT_EQ(FormatDurationMs(ms), printf_way(ms)) << ms;
+  }
 }
 
 TEST(Resources, FitAndArithmeticSaturate) {
