@@ -34,6 +34,12 @@ class Search {
         borrowing_(!who.within_nominal),
         kind_(pass.gangs.size(), kNot),
         evicted_(pass.gangs.size(), 0) {
+    // Whether each tenant borrows, as the search starts (nothing reclaimed yet): KindOf
+    // asks it of every gang.
+    borrows_at_start_.resize(pass.tenant_names.size());
+    for (uint32_t t = 0; t < borrows_at_start_.size(); ++t) {
+      borrows_at_start_[t] = ReclaimLeft(t, {});
+    }
     for (uint32_t g = 0; g < pass.gangs.size(); ++g) kind_[g] = KindOf(pass.gangs[g]);
     reclaimed_.resize(pass.tenant_names.size());
   }
@@ -60,9 +66,10 @@ class Search {
   const PriorityClass& cls_;
   bool borrowing_;
   std::vector<uint8_t> kind_;
-  std::vector<uint8_t> evicted_;   // chosen by the walk so far
-  std::vector<uint32_t> touched_;  // the gangs evicted_ marks: what ClearWalk resets
-  std::vector<Amount> reclaimed_;  // per tenant, by the walk so far
+  std::vector<uint8_t> borrows_at_start_;  // per tenant: ReclaimLeft(tenant, {}) at the start
+  std::vector<uint8_t> evicted_;           // chosen by the walk so far
+  std::vector<uint32_t> touched_;          // the gangs evicted_ marks: what ClearWalk resets
+  std::vector<Amount> reclaimed_;          // per tenant, by the walk so far
   // Forgets the last walk's choices (cheaper than refilling evicted_, one byte per gang,
   // for every domain a topology-bound search tries).
   void ClearWalk() {
@@ -81,7 +88,7 @@ Kind Search::KindOf(const Gang& g) const {
   if (g.protected_ && !cls_.evicts_within_min_runtime) return kNot;
   const PriorityClass& vc = *pass_.classes[g.cls];
   if (!vc.preemptible || g.src->id == job_.src->id) return kNot;
-  bool victim_borrows = ReclaimLeft(g.tenant, {});
+  bool victim_borrows = borrows_at_start_[g.tenant];
   bool own = g.tenant == job_.tenant;
   if (cls_.may_preempt && vc.value < cls_.value && (!borrowing_ || own || victim_borrows)) {
     return kByClass;
