@@ -480,9 +480,15 @@ void BuildQuota(Pass& pass, const Amount& capacity) {
   }
   pass.quota = QuotaBook(std::move(quotas), capacity);
   pass.leaving.resize(pass.tenant_names.size());
+  // What each tenant's gangs hold, added to the book once per tenant: the book's state is
+  // its tenants' totals, whatever the order they came in.
+  std::vector<Amount> held(pass.tenant_names.size());
   for (const Gang& g : pass.gangs) {
-    pass.quota.Add(g.tenant, g.amount);
+    held[g.tenant] += g.amount;
     if (g.evicting) pass.leaving[g.tenant] += g.amount;
+  }
+  for (uint32_t t = 0; t < held.size(); ++t) {
+    if (!held[t].IsZero()) pass.quota.Add(t, held[t]);
   }
   for (uint32_t t = 0; t < pass.tenant_names.size(); ++t) {
     pass.start_borrowed.push_back(pass.quota.Borrowed(t));
