@@ -284,7 +284,8 @@ struct Pass : PassTables {
   };
   std::vector<QuotaText> quota_text;  // per tenant: the last waiting-for-quota text
   // Per (shape, class, tenant): why such a job can never run, "" when it can.
-  absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, Reason> infeasible;
+  // Indexed by shape, then keyed by class << 32 | tenant (a 64-bit key hashes faster).
+  std::vector<absl::flat_hash_map<uint64_t, Reason>> infeasible;
 };
 
 inline const Amount& Ask(const Pass& pass, const Job& job) { return pass.shapes[job.shape].ask; }

@@ -103,7 +103,8 @@ std::string Uncached(Pass& pass, const Job& job) {
 }  // namespace
 
 const Reason& InfeasibleReason(Pass& pass, const Job& job) {
-  auto [it, added] = pass.infeasible.try_emplace({job.shape, job.cls, job.tenant});
+  if (pass.infeasible.size() <= job.shape) pass.infeasible.resize(pass.shapes.size());
+  auto [it, added] = pass.infeasible[job.shape].try_emplace(uint64_t{job.cls} << 32 | job.tenant);
   if (added) {
     std::string why = Uncached(pass, job);
     if (!why.empty()) it->second = Reason(std::move(why));
