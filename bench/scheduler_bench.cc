@@ -457,8 +457,7 @@ std::string IncrementalJson(const Incremental& large, const Case& huge, const In
                   "\"pass_ms_100k_nodes_1m_jobs_after_change\": %.1f, "
                   "\"pass_ms_100k_nodes_1m_jobs_after_job_change\": %.1f",
                   Median(huge.ms), Median(h.build), Median(h.first), Median(h.settle),
-                  Median(h.after_change),
-                  Median(h.after_jobs));
+                  Median(h.after_change), Median(h.after_jobs));
   }
   return buf;
 }
@@ -480,11 +479,11 @@ uint64_t HeapInUse() { return mallinfo2().uordblks; }
 // (x0, y0) of size w x h.
 void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts,
               double (*value)(const CurvePoint&), const char* title, const char* unit, double x0,
-              double y0, double w, double h) {
+              double y0, double w, double h, double (*dashed)(const CurvePoint&) = nullptr) {
   double lo = 1e300, hi = 0;
   for (const CurvePoint& p : pts) {
-    lo = std::min(lo, value(p));
-    hi = std::max(hi, value(p));
+    lo = std::min({lo, value(p), dashed ? dashed(p) : value(p)});
+    hi = std::max({hi, value(p), dashed ? dashed(p) : value(p)});
   }
   lo = std::pow(10, std::floor(std::log10(std::max(lo, 1e-3))));
   hi = std::pow(10, std::ceil(std::log10(std::max(hi, lo * 10))));
@@ -508,8 +507,11 @@ void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts,
   }
   for (double jobs : {1e4, 1e5, 1e6}) {
     std::snprintf(buf, sizeof buf,
-                  "<text x='%.1f' y='%.0f' font-size='11' text-anchor='middle'>%gk jobs</text>\n",
-                  x(jobs), y0 + h + 14, jobs / 1000);
+                  "<text x='%.1f' y='%.0f' font-size='11' text-anchor='middle'>%s jobs</text>\n",
+                  x(jobs), y0 + h + 14,
+                  jobs >= 1e6   ? "1M"
+                  : jobs >= 1e5 ? "100k"
+                                : "10k");
     svg += buf;
   }
   const char* colors[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a"};
@@ -530,6 +532,19 @@ void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts,
                   "<text x='%.0f' y='%.0f' font-size='11' fill='%s'>%uk nodes</text>\n",
                   colors[k % 4], path.c_str(), x0 + 8, y0 + 16 + 14 * k, colors[k % 4],
                   sizes[k] / 1000);
+    svg += buf;
+    if (dashed == nullptr) continue;
+    path.clear();
+    for (const CurvePoint& p : pts) {
+      if (p.nodes != sizes[k]) continue;
+      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path.empty() ? "" : " ", x(p.jobs),
+                    y(dashed(p)));
+      path += buf;
+    }
+    std::snprintf(buf, sizeof buf,
+                  "<polyline fill='none' stroke='%s' stroke-width='1.5' stroke-dasharray='5,4' "
+                  "points='%s'/>\n",
+                  colors[k % 4], path.c_str());
     svg += buf;
   }
 }
@@ -564,7 +579,8 @@ int Curves(int reps, const std::string& plot) {
       "font-family='sans-serif'>\n";
   SvgPanel(
       svg, pts, [](const CurvePoint& p) { return p.first_ms; },
-      "Scheduler pass (ms), first pass on a fresh state", "ms", 80, 40, 330, 290);
+      "Scheduler pass (ms); dashed: after a change", "ms", 80, 40, 330, 290,
+      [](const CurvePoint& p) { return p.after_ms; });
   SvgPanel(
       svg, pts, [](const CurvePoint& p) { return p.bytes / (1 << 20); },
       "Scheduler heap in use (MiB)", "MiB", 540, 40, 330, 290);
