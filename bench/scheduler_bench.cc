@@ -520,31 +520,22 @@ void SvgPanel(std::string& svg, const std::vector<CurvePoint>& pts,
     if (std::find(sizes.begin(), sizes.end(), p.nodes) == sizes.end()) sizes.push_back(p.nodes);
   }
   for (size_t k = 0; k < sizes.size(); ++k) {
-    std::string path;
-    for (const CurvePoint& p : pts) {
-      if (p.nodes != sizes[k]) continue;
-      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path.empty() ? "" : " ", x(p.jobs),
-                    y(value(p)));
-      path += buf;
-    }
+    // One node count's points as a polyline of `of`, drawn with `style`.
+    auto line = [&](double (*of)(const CurvePoint&), const char* style) {
+      std::string path;
+      for (const CurvePoint& p : pts) {
+        if (p.nodes != sizes[k]) continue;
+        std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path.empty() ? "" : " ", x(p.jobs), y(of(p)));
+        path += buf;
+      }
+      svg += "<polyline fill='none' stroke='" + std::string(colors[k % 4]) + "' " + style +
+             " points='" + path + "'/>\n";
+    };
+    line(value, "stroke-width='2'");
+    if (dashed != nullptr) line(dashed, "stroke-width='1.5' stroke-dasharray='5,4'");
     std::snprintf(buf, sizeof buf,
-                  "<polyline fill='none' stroke='%s' stroke-width='2' points='%s'/>"
-                  "<text x='%.0f' y='%.0f' font-size='11' fill='%s'>%uk nodes</text>\n",
-                  colors[k % 4], path.c_str(), x0 + 8, y0 + 16 + 14 * k, colors[k % 4],
-                  sizes[k] / 1000);
-    svg += buf;
-    if (dashed == nullptr) continue;
-    path.clear();
-    for (const CurvePoint& p : pts) {
-      if (p.nodes != sizes[k]) continue;
-      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", path.empty() ? "" : " ", x(p.jobs),
-                    y(dashed(p)));
-      path += buf;
-    }
-    std::snprintf(buf, sizeof buf,
-                  "<polyline fill='none' stroke='%s' stroke-width='1.5' stroke-dasharray='5,4' "
-                  "points='%s'/>\n",
-                  colors[k % 4], path.c_str());
+                  "<text x='%.0f' y='%.0f' font-size='11' fill='%s'>%uk nodes</text>\n", x0 + 8,
+                  y0 + 16 + 14 * k, colors[k % 4], sizes[k] / 1000);
     svg += buf;
   }
 }
