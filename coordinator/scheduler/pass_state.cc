@@ -178,6 +178,7 @@ void IndexHolds(Pass& pass) {
 GangRefs ResolveGang(Pass& pass, const RunningGang& r,
                      const absl::flat_hash_map<std::string, uint32_t>& node_ids) {
   GangRefs f;
+  f.resolved = true;
   f.cls = ClassId(pass, r.priority_class);
   f.tenant = TenantId(pass, r.tenant);
   for (const HeldNode& held : r.nodes) {

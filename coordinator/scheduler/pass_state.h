@@ -303,6 +303,7 @@ void BuildGangs(Pass& pass);
 // tables stay: class, tenant, the user of its MPS shares; per HeldNode its node (kNone:
 // not in the view) and the GPU entries its uuids name.
 struct GangRefs {
+  bool resolved = false;  // false: not looked up yet (or to look up again)
   uint32_t cls = kNone, tenant = 0;
   uint16_t owner = 0;
   std::vector<uint32_t> nodes;

@@ -44,9 +44,8 @@ struct Scheduler::State {
   std::vector<JobId> arrived;
   absl::flat_hash_set<JobId> left;
   size_t timed = 0;  // jobs in `queue` whose shape depends on the time
-  // Per gang of view.running: its names resolved in `base`, and whether that is current.
+  // Per gang of view.running: its names resolved in `base` (GangRefs::resolved: current).
   std::vector<internal::GangRefs> gang_refs;
-  std::vector<uint8_t> gang_resolved;
   struct Buffers {
     std::vector<Job> jobs;
     std::vector<internal::Gang> gangs;
@@ -82,7 +81,7 @@ void Scheduler::State::Rebuild(Time now) {
   arrived.clear();
   left.clear();
   flipped.clear();
-  std::fill(gang_resolved.begin(), gang_resolved.end(), 0);
+  for (internal::GangRefs& f : gang_refs) f = {};
 }
 
 void Scheduler::State::ApplyNodeFlips() {
@@ -180,9 +179,8 @@ Decisions Scheduler::State::Run(Time now) {
 // the node tables were built again.
 void Scheduler::State::ResolveGangs() {
   for (uint32_t i = 0; i < view.running.size(); ++i) {
-    if (gang_resolved[i]) continue;
-    gang_refs[i] = internal::ResolveGang(*base, view.running[i], node_index);
-    gang_resolved[i] = 1;
+    if (!gang_refs[i].resolved)
+      gang_refs[i] = internal::ResolveGang(*base, view.running[i], node_index);
   }
 }
 
@@ -229,10 +227,9 @@ void Scheduler::UpsertRunning(RunningGang gang) {
   if (added) {
     s.view.running.push_back(std::move(gang));
     s.gang_refs.emplace_back();
-    s.gang_resolved.push_back(0);
   } else {
     s.view.running[it->second] = std::move(gang);
-    s.gang_resolved[it->second] = 0;
+    s.gang_refs[it->second] = {};
   }
 }
 
@@ -245,12 +242,10 @@ void Scheduler::RemoveRunning(JobId id) {
   if (at + 1 != s.view.running.size()) {
     s.view.running[at] = std::move(s.view.running.back());
     s.gang_refs[at] = std::move(s.gang_refs.back());
-    s.gang_resolved[at] = s.gang_resolved.back();
     s.running_index[s.view.running[at].id] = at;
   }
   s.view.running.pop_back();
   s.gang_refs.pop_back();
-  s.gang_resolved.pop_back();
 }
 
 void Scheduler::UpsertPending(PendingJob job) {
