@@ -6,16 +6,23 @@
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,10 +205,45 @@ inline v1::JobSpec TrivialSpec() {
   return spec;
 }
 
-// Durable submits of TrivialSpec() through the API from `threads` threads (over four
-// connections) for `seconds`; completed submits per second. Each connection is made
-// (and, for replicas, has found the leader) before the clock starts.
-inline double ApiSubmits(const Daemons& d, const std::string& target, int threads, double seconds) {
+// CPU time (user + system) that process `pid` has used, in seconds; 0 when unreadable.
+inline double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state … cmajflt (fields 3–13)
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// This process's CPU time (user + system, all threads), in seconds.
+inline double SelfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// What an API phase measured.
+struct ApiRun {
+  double per_s = 0;          // acknowledged (durable) submits per second
+  double server_cpu_us = 0;  // the coordinator's CPU per submit (when its pid is known)
+  double client_cpu_us = 0;  // this process's CPU per submit (the clients, gRPC's threads)
+  uint64_t failed = 0;
+};
+
+// Durable submits of TrivialSpec() through the API for `seconds`, with `in_flight` calls
+// outstanding at all times (the concurrent clients) over four connections: gRPC's
+// callback API, each reply starting the next call, so that the clients cost what the
+// calls cost and no thread per call waits on the CPUs the coordinator needs. Each
+// connection is made (and, for replicas, has found the leader) before the clock starts.
+// `ping`: the API's empty authenticated RPC (Ping) instead, the RPC layer's own rate under
+// the same clients (a submit's peer).
+inline ApiRun ApiSubmitRun(const Daemons& d, const std::string& target, int in_flight,
+                           double seconds, pid_t server = -1, bool ping = false) {
   using Clock = std::chrono::steady_clock;
   std::string token = d.Token();
   std::vector<Api> stubs;
@@ -216,23 +258,63 @@ inline double ApiSubmits(const Daemons& d, const std::string& target, int thread
     if (!s.ok())
       std::fprintf(stderr, "api: no coordinator answers: %s\n", s.error_message().c_str());
   }
-  std::atomic<uint64_t> done{0}, failed{0};
-  auto start = Clock::now();
-  auto end =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      v1::JobSpec spec = TrivialSpec();
-      uint64_t id;
-      while (Clock::now() < end) {
-        (Call(stubs[t % stubs.size()], spec, &id).ok() ? done : failed)++;
-      }
-    });
+  struct Flight {
+    std::mutex mu;
+    std::condition_variable cv;
+    int outstanding = 0;
+    std::atomic<uint64_t> done{0}, failed{0};
+    Clock::time_point end;
+    v1::SubmitRequest req;
+  } f;
+  *f.req.mutable_spec() = TrivialSpec();
+  // One call; its reply starts the next until the time is up.
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::SubmitResponse resp;
+    v1::PingResponse pong;
+  };
+  const v1::PingRequest ping_req;
+  std::function<void(const Api*)> start = [&](const Api* api) {
+    auto* call = new Call;
+    api->Prepare(&call->ctx);
+    auto then = [&, call, api](grpc::Status s) {
+      delete call;
+      (s.ok() ? f.done : f.failed)++;
+      if (Clock::now() < f.end) return start(api);
+      std::lock_guard<std::mutex> lock(f.mu);
+      if (--f.outstanding == 0) f.cv.notify_all();
+    };
+    if (ping) {
+      api->stub->async()->Ping(&call->ctx, &ping_req, &call->pong, then);
+    } else {
+      api->stub->async()->Submit(&call->ctx, &f.req, &call->resp, then);
+    }
+  };
+  const double cpu0 = SelfCpuSeconds(), server0 = server > 0 ? ProcessCpuSeconds(server) : 0;
+  auto begin = Clock::now();
+  f.end =
+      begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  f.outstanding = in_flight;
+  for (int i = 0; i < in_flight; ++i) start(&stubs[i % stubs.size()]);
+  {
+    std::unique_lock<std::mutex> lock(f.mu);
+    f.cv.wait(lock, [&] { return f.outstanding == 0; });
   }
-  for (auto& th : pool) th.join();
-  if (failed) std::fprintf(stderr, "api: %llu submits failed\n", (unsigned long long)failed.load());
-  return done / std::chrono::duration<double>(Clock::now() - start).count();
+  ApiRun run;
+  const double secs = std::chrono::duration<double>(Clock::now() - begin).count();
+  run.failed = f.failed;
+  run.per_s = f.done / secs;
+  if (f.done > 0) {
+    run.client_cpu_us = (SelfCpuSeconds() - cpu0) * 1e6 / f.done;
+    if (server > 0) run.server_cpu_us = (ProcessCpuSeconds(server) - server0) * 1e6 / f.done;
+  }
+  if (f.failed) std::fprintf(stderr, "api: %llu submits failed\n", (unsigned long long)run.failed);
+  return run;
+}
+
+inline double ApiSubmits(const Daemons& d, const std::string& target, int in_flight,
+                         double seconds) {
+  return ApiSubmitRun(d, target, in_flight, seconds).per_s;
 }
 
 // Whether no job is left unfinished: one job's worth of listing (unfinished jobs come

@@ -12,11 +12,11 @@
 // (which waits until another replica answers as leader), median over both clusters' reps.
 // lost_acknowledged_submits, duplicate_jobs and jobs_restarted_by_failover are summed
 // over every rep (target 0).
-// api_submits_per_s_ha: durable submits through the API (service token, TLS) from
-// --api-threads threads to three fresh replicas on a three-member etcd with TLS, against
-// api_submits_per_s_single: the same load on one coordinator alone (same TLS, token,
-// policy and tmpfs), interleaved three times; ha_vs_single_submit_rate = the medians'
-// ratio. --api-only runs this phase alone.
+// api_submits_per_s_ha: durable submits through the API (service token, TLS), --api-threads
+// calls in flight (gRPC's callback API, ApiSubmitRun in daemons.h), to three fresh replicas on a
+// three-member etcd with TLS, against api_submits_per_s_single: the same load on one coordinator
+// alone (same TLS, token, policy and tmpfs), interleaved three times; ha_vs_single_submit_rate =
+// the medians' ratio. --api-only runs this phase alone.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -145,7 +145,7 @@ ApiRates RunApi(int reps, int threads, double seconds) {
       ha = baton::bench::ApiSubmits(d, list, threads, seconds);
     }
     std::printf(
-        "API submits, repetition %d (%d threads, token + TLS, each durable): one "
+        "API submits, repetition %d (%d in flight, token + TLS, each durable): one "
         "coordinator %.0f /s, three replicas on etcd %.0f /s (%.3f)\n",
         rep + 1, threads, single, ha, single > 0 ? ha / single : 0);
     if (single <= 0 || ha <= 0) out.ok = false;
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   opts.add_options()("pending", "jobs queued before the first kill",
                      cxxopts::value<int>()->default_value("10000"))(
       "reps", "leader kills per TTL", cxxopts::value<int>()->default_value("3"))(
-      "api-threads", "client threads of the API submit phase",
+      "api-threads", "API submits in flight at all times (the concurrent clients)",
       cxxopts::value<int>()->default_value("256"))("api-seconds", "each API submit run",
                                                    cxxopts::value<double>()->default_value("5"))(
       "api-only", "only the API submit phase (its keys alone in the JSON line)");

@@ -6,9 +6,14 @@
 //   1. `baton submit` processes vs `baton-rpc-floor` processes (one empty RPC, linked the
 //      same way, paying the same TLS handshake and MUNGE credential), interleaved:
 //      p50/p99 and p50 ÷ floor p50;
-//   2. durable submits through the API from 16 client threads: submits/s, with the
-//      per-tenant fair-use limits on (far above the load) and off, interleaved three
-//      times each: throttle_overhead_ratio = on ÷ off (median of the pairs);
+//   2. durable submits through the API, --api-clients (64) calls in flight at all times
+//      (gRPC's callback API over four connections): submits/s, with the per-tenant
+//      fair-use limits on (far above the load) and off, and the API's empty authenticated
+//      RPC (Ping) under the same clients, interleaved three times each:
+//      throttle_overhead_ratio = on ÷ off (median of the pairs), api_vs_empty_rpc; the
+//      coordinator's and the clients' CPU per call (they share the machine's cores); then
+//      the group-commit limit: the store alone (Committer over RocksDB, synced) taking a
+//      submit's batch from as many submitters, three times (api_vs_group_commit_limit);
 //   3. 1,000 trivial jobs on 16 agents, submit to all SUCCEEDED: jobs/s, against its floor:
 //      the same number of jobs' own processes (baton-keeper and `true`, started as the agent
 //      starts them, Spawn in process.h) from 16 threads with no daemon at all, before and
@@ -34,16 +39,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "bench/bench_flags.h"
 #include "bench/daemons.h"
+#include "common/daemon.h"
+#include "coordinator/committer.h"
+#include "coordinator/store.h"
 #include "coordinator/usage/rollup.h"
 #include "launcher/agent/process.h"
 #include "proto/api.grpc.pb.h"
@@ -366,14 +377,80 @@ AccountingFigures AccountingQueries(const std::string& dir, int reps, uint32_t c
   return out;
 }
 
+// Durable submits per second through the store alone: a Committer over RocksDB (synced,
+// group commit) in `dir`, with `in_flight` submits' batches outstanding at all times, each
+// completion enqueueing the next (as the API's clients do). A batch is what a submit
+// writes: the job record (TrivialSpec, as submitted), its first event, the event's entry
+// in the global log, the next job id. 0 when the store does not open.
+double GroupCommitLimit(const std::string& dir, int in_flight, double seconds) {
+  std::filesystem::create_directories(dir);
+  auto store = baton::Store::Open(dir + "/store", baton::StoreOptions());
+  if (!store.ok()) {
+    std::fprintf(stderr, "group commit: %s\n", store.status().ToString().c_str());
+    return 0;
+  }
+  std::atomic<uint64_t> next_id{1}, done{0};
+  std::atomic<int> outstanding{in_flight};
+  std::mutex mu;
+  std::condition_variable cv;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
+  const auto begin = Clock::now();
+  {
+    baton::Committer committer(store->get());
+    std::function<void()> submit = [&] {
+      const uint64_t id = next_id++;
+      baton::StoreBatch batch;
+      v1::Job& job = batch.jobs.emplace_back();
+      job.set_id(id);
+      *job.mutable_spec() = baton::bench::TrivialSpec();
+      job.mutable_spec()->set_tenant("bench");
+      job.mutable_spec()->set_priority_class("batch");
+      job.set_user("root");
+      job.set_state(v1::JOB_STATE_PENDING);
+      job.set_submitted_ms(absl::ToUnixMillis(absl::Now()));
+      job.set_version(1);
+      v1::Event& ev = batch.events.emplace_back();
+      ev.set_job_id(id);
+      ev.set_seq(1);
+      ev.set_time_ms(job.submitted_ms());
+      ev.set_to(v1::JOB_STATE_PENDING);
+      ev.set_reason("submitted by root");
+      ev.set_actor("root");
+      ev.set_kind(v1::EVENT_KIND_TRANSITION);
+      ev.set_tenant("bench");
+      ev.set_priority_class("batch");
+      ev.set_log_seq(id);
+      batch.log.push_back(ev);
+      batch.next_job_id = id + 1;
+      committer.Enqueue(std::move(batch), [&] {
+        ++done;
+        if (Clock::now() < end) return submit();
+        std::lock_guard<std::mutex> lock(mu);
+        if (--outstanding == 0) cv.notify_all();
+      });
+    };
+    for (int i = 0; i < in_flight; ++i) submit();
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return outstanding.load() == 0; });
+  }
+  const double rate = done / std::chrono::duration<double>(Clock::now() - begin).count();
+  store->reset();
+  std::filesystem::remove_all(dir);
+  return rate;
+}
+
 int main(int argc, char** argv) {
+  // The clients share the coordinator's two cores: no lock-order graph in them either.
+  baton::DisableMutexDeadlockDetection();
   cxxopts::Options opts("baton-bench-submit", "submit cost and throughput");
   opts.add_options()("dir", "data dir (on the disk under test)",
                      cxxopts::value<std::string>()->default_value("/var/tmp"))(
       "cli-submits", "sequential baton submit processes",
-      cxxopts::value<int>()->default_value("1000"))("api-threads", "client threads",
-                                                    cxxopts::value<int>()->default_value("16"))(
-      "api-seconds", "duration of the API phase", cxxopts::value<double>()->default_value("5"))(
+      cxxopts::value<int>()->default_value("1000"))(
+      "api-clients", "API submits in flight at all times (concurrent clients)",
+      cxxopts::value<int>()->default_value("64"))("api-seconds", "duration of the API phase",
+                                                  cxxopts::value<double>()->default_value("5"))(
       "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
       "e2e-jobs", "trivial jobs for the end-to-end phase",
       cxxopts::value<int>()->default_value("1000"))(
@@ -387,7 +464,7 @@ int main(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value("cli,api,e2e,arrays,accounting"));
   const cxxopts::ParseResult r = baton::bench::ParseFlags(opts, argc, argv);
   for (const char* name :
-       {"cli-submits", "api-threads", "agents", "e2e-jobs", "array-reps", "accounting-reps"}) {
+       {"cli-submits", "api-clients", "agents", "e2e-jobs", "array-reps", "accounting-reps"}) {
     baton::bench::FlagAtLeast(opts, r, name, 1);
   }
   std::set<std::string> phases;
@@ -468,33 +545,68 @@ int main(int argc, char** argv) {
     return 1;
   }
   limits_off.replace(rate_at, std::string("submit_rate: 1000000").size(), "submit_rate: 0");
-  std::vector<double> api_on, api_off, throttle_ratios;
+  const int clients = r["api-clients"].as<int>();
+  std::vector<double> api_on, api_off, throttle_ratios, server_cpu, client_cpu;
+  std::vector<double> pings, ping_server_cpu, ping_client_cpu;
   for (int rep = 0; rep < (want("api") ? 3 : 0); ++rep) {
     double rate[2] = {0, 0};
     for (int off = 0; off < 2; ++off) {
       Daemons d(dir + "/api" + std::to_string(rep) + (off ? "-off" : "-on"),
                 off ? limits_off : baton::testing::BenchPolicy());
       std::string target = d.StartCoordinator();
-      rate[off] = ApiSubmits(d, target, r["api-threads"].as<int>(), r["api-seconds"].as<double>());
+      baton::bench::ApiRun run = baton::bench::ApiSubmitRun(
+          d, target, clients, r["api-seconds"].as<double>(), d.coordinator_pid());
+      rate[off] = run.per_s;
+      if (off == 0) {
+        server_cpu.push_back(run.server_cpu_us);
+        client_cpu.push_back(run.client_cpu_us);
+      }
+    }
+    {
+      Daemons d(dir + "/api" + std::to_string(rep) + "-ping");
+      std::string target = d.StartCoordinator();
+      baton::bench::ApiRun run = baton::bench::ApiSubmitRun(
+          d, target, clients, r["api-seconds"].as<double>(), d.coordinator_pid(), /*ping=*/true);
+      pings.push_back(run.per_s);
+      ping_server_cpu.push_back(run.server_cpu_us);
+      ping_client_cpu.push_back(run.client_cpu_us);
     }
     api_on.push_back(rate[0]);
     api_off.push_back(rate[1]);
     throttle_ratios.push_back(rate[1] > 0 ? rate[0] / rate[1] : 0);
-    std::printf("API submits, repetition %d: limits on %.0f /s, off %.0f /s (%.3f)\n", rep + 1,
-                rate[0], rate[1], throttle_ratios.back());
+    std::printf(
+        "API submits, repetition %d: limits on %.0f /s (coordinator %.0f us of CPU per submit, "
+        "clients %.0f us), off %.0f /s (%.3f); empty RPC %.0f /s (coordinator %.0f us, clients "
+        "%.0f us)\n",
+        rep + 1, rate[0], server_cpu.back(), client_cpu.back(), rate[1], throttle_ratios.back(),
+        pings.back(), ping_server_cpu.back(), ping_client_cpu.back());
   }
-  double api_rate = Percentile(api_on, 0.5);
-  double throttle_overhead = Percentile(throttle_ratios, 0.5);
-  // With every client waiting on the same group commit, 16 threads can at best complete
-  // 16 submits per fdatasync.
-  double group_limit = r["api-threads"].as<int>() * 1000.0 / fsync_ms;
   if (want("api")) {
-    std::printf("API submits (%d threads, each durable): %.0f /s (group-commit limit %.0f /s)\n",
-                r["api-threads"].as<int>(), api_rate, group_limit);
+    // The group-commit limit: the store alone (RocksDB, synced, the committer's group
+    // commit) taking each submit's batch from as many concurrent submitters, on the same
+    // disk, measured between the API's repetitions' daemons (no daemon runs beside it).
+    std::vector<double> limits;
+    for (int rep = 0; rep < 3; ++rep) {
+      limits.push_back(GroupCommitLimit(dir + "/commit" + std::to_string(rep), clients,
+                                        r["api-seconds"].as<double>()));
+    }
+    double api_rate = Percentile(api_on, 0.5), group_limit = Percentile(limits, 0.5);
+    std::printf(
+        "API submits (%d in flight, token + TLS, each durable): %.0f /s; the group-commit "
+        "limit (the store alone, %d submitters) %.0f /s (%.3f)\n",
+        clients, api_rate, clients, group_limit, group_limit > 0 ? api_rate / group_limit : 0);
     figure("api_submits_per_s", api_rate, 1);
-    figure("api_vs_group_commit_limit", api_rate / group_limit);
-    figure("throttle_overhead_ratio", throttle_overhead);
+    figure("group_commit_submits_per_s", group_limit, 1);
+    figure("api_vs_group_commit_limit", group_limit > 0 ? api_rate / group_limit : 0);
+    figure("throttle_overhead_ratio", Percentile(throttle_ratios, 0.5));
     figure("api_submits_per_s_limits_off", Percentile(api_off, 0.5), 1);
+    figure("api_clients", clients, 0);
+    figure("api_server_cpu_us_per_submit", Percentile(server_cpu, 0.5), 1);
+    figure("api_client_cpu_us_per_submit", Percentile(client_cpu, 0.5), 1);
+    figure("api_empty_rpc_per_s", Percentile(pings, 0.5), 1);
+    figure("api_vs_empty_rpc", Percentile(pings, 0.5) > 0 ? api_rate / Percentile(pings, 0.5) : 0);
+    figure("api_empty_rpc_server_cpu_us", Percentile(ping_server_cpu, 0.5), 1);
+    figure("api_empty_rpc_client_cpu_us", Percentile(ping_client_cpu, 0.5), 1);
   }
 
   // 3. End to end on many agents, between two runs of its floor.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 
 namespace baton {
@@ -29,6 +30,10 @@ sigset_t StopSignals() {
 void BlockStopSignals() {
   sigset_t set = StopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void DisableMutexDeadlockDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 int WaitForStopSignal() {

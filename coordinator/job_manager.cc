@@ -166,9 +166,8 @@ void JobManager::CommitLocked(Txn txn) {
     JobEntry* e = jobs_.Find(id);
     if (e == nullptr) continue;  // finished in an earlier Txn: nothing changes it
     e->job.set_version(e->job.version() + 1);
-    v1::Job whole = JobTable::Whole(*e);
-    txn.batch.jobs.push_back(whole);
-    changed.push_back(std::move(whole));
+    txn.batch.jobs.push_back(JobTable::Whole(*e));
+    if (watch_.Watches(id)) changed.push_back(txn.batch.jobs.back());
   }
   const uint64_t number = ++txns_;
   committer_.Enqueue(std::move(txn.batch),

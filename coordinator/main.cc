@@ -514,6 +514,7 @@ absl::Status RunStandby(Flags& flags, baton::Store* store, const baton::TlsMater
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "restore") return Restore(argc, argv);
   baton::BlockStopSignals();
+  baton::DisableMutexDeadlockDetection();
   // Big buffers (a page of jobs, its JSON, a snapshot) from the heap, and freed memory
   // kept for the next one, up to 64 MiB: glibc's defaults map each buffer over 128 KiB
   // fresh and give free memory back at once, so that every 2 MiB page of `baton queue` or

@@ -29,9 +29,19 @@ void SchedulerDriver::Stop() {
 void SchedulerDriver::Kick() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Already dirty: the loop has not yet started the pass that will see this change (it
+    // clears the flag first), and it waits only for the spacing or a tick. A wake-up here
+    // would cost a context switch per change (each submit kicks) and change nothing.
+    if (dirty_) return;
     dirty_ = true;
+    ++kicks_woken_;
   }
   cv_.notify_one();
+}
+
+uint64_t SchedulerDriver::kicks_woken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kicks_woken_;
 }
 
 void SchedulerDriver::Loop() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -32,8 +33,11 @@ class SchedulerDriver {
   void Start();
   // Waits for a tick or pass under way; none starts after.
   void Stop();
-  // Something changed: a pass runs as soon as the spacing allows.
+  // Something changed: a pass runs as soon as the spacing allows. Cheap when a pass is
+  // already wanted (no wake-up: every submit kicks).
   void Kick();
+  // How many Kicks woke the driver's thread (tests).
+  uint64_t kicks_woken() const;
 
  private:
   void Loop();
@@ -41,8 +45,9 @@ class SchedulerDriver {
   Clock* const clock_;
   const Options options_;
   const std::function<void()> tick_, pass_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
+  uint64_t kicks_woken_ = 0;
   bool dirty_ = true;  // a pass is wanted
   bool stopping_ = false;
   std::thread thread_;

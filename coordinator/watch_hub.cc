@@ -35,6 +35,11 @@ void WatchHub::Notify(const std::vector<v1::Job>& changed) {
   }
 }
 
+bool WatchHub::Watches(uint64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_.contains(job_id);
+}
+
 size_t WatchHub::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return watchers_.size();

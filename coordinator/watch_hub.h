@@ -28,6 +28,10 @@ class WatchHub {
   void Remove(uint64_t token);
   // Each job's watchers get it.
   void Notify(const std::vector<v1::Job>& changed);
+  // Whether the job has a watcher now: a change of a job nobody watches need not be kept
+  // for Notify (a copy of the whole job per change, at every submit). A watcher added
+  // after this answered got the job as it was then, this change included.
+  bool Watches(uint64_t job_id) const;
   size_t size() const;
 
  private:

@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
     return baton::RunExecClient(std::vector<std::string>(argv + 2, argv + argc));
   }
   baton::BlockStopSignals();
+  baton::DisableMutexDeadlockDetection();
   Flags flags;
   try {
     flags = ParseFlags(argc, argv);

@@ -56,6 +56,9 @@ TEST(SchedulerDriver, KicksWithinTheSpacingShareOnePassAndLongPassesSpaceTheNext
   ASSERT_TRUE(PollUntil([&] { return c.passes == 2; })) << "the kicks' pass never ran";
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(c.passes, 2) << "five kicks, more than one pass";
+  // Only the first of them woke the driver's thread: the rest found a pass already wanted
+  // (each submit kicks; a wake-up each was a context switch per submit).
+  EXPECT_EQ(c.driver.kicks_woken(), 1u);
 
   c.pass_cost = absl::Milliseconds(300);  // the next pass takes 300 ms: 600 ms apart
   c.clock.Advance(absl::Milliseconds(100));

@@ -21,11 +21,14 @@ TEST(WatchHub, AWatcherGetsItsJobsVersionsUntilRemoved) {
   uint64_t b = hub.Add(Version(2, 7), [&](const v1::Job& j) { seen_b.push_back(j.version()); });
   EXPECT_NE(a, b);
   EXPECT_EQ(seen_a, std::vector<uint64_t>{3}) << "the current version first";
+  EXPECT_TRUE(hub.Watches(1));
+  EXPECT_FALSE(hub.Watches(3)) << "nobody watches job 3";
   hub.Notify({Version(1, 4), Version(3, 1)});
   hub.Notify({Version(2, 8), Version(1, 5)});
   EXPECT_EQ(seen_a, (std::vector<uint64_t>{3, 4, 5}));
   EXPECT_EQ(seen_b, (std::vector<uint64_t>{7, 8}));
   hub.Remove(a);
+  EXPECT_FALSE(hub.Watches(1)) << "its only watcher is gone";
   hub.Notify({Version(1, 6)});
   EXPECT_EQ(seen_a.back(), 5u) << "nothing after Remove";
   EXPECT_EQ(hub.size(), 1u);
