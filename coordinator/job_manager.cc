@@ -124,6 +124,7 @@ absl::Status JobManager::Recover() {
     // A fresh lease + margin to reconnect after our restart.
     observer_->OnNodeLoaded(nodes_.Load(std::move(node), mono).node);
   }
+  shape_.reset();
   for (const auto& [id, e] : jobs_.all()) observer_->OnJobLoaded(e.job);
   RecoverArraysLocked(std::move(snap->arrays));
   Txn txn;
@@ -148,6 +149,11 @@ void JobManager::Start() { driver_.Start(); }
 void JobManager::Stop() {
   driver_.Stop();
   committer_.Flush();
+}
+
+const ClusterShape& JobManager::ShapeLocked() const {
+  if (!shape_) shape_ = ShapeOf(nodes_.all());
+  return *shape_;
 }
 
 int32_t JobManager::ClassValueLocked(const std::string& priority_class) const {
@@ -299,9 +305,8 @@ void JobManager::Submit(const Caller& caller, v1::JobSpec spec, const std::strin
     return;
   }
   const bool array = spec.has_array();
-  absl::Status valid =
-      array ? ValidateArraySpecLocked(caller, &spec)
-            : ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &spec);
+  absl::Status valid = array ? ValidateArraySpecLocked(caller, &spec)
+                             : ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &spec);
   const bool has_tenant = valid.ok();
   std::vector<v1::JobState> dep_states;
   if (valid.ok() && spec.after_size() > 0) {

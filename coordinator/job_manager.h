@@ -335,6 +335,7 @@ class JobManager {
   // Tasks of the tenant's arrays not yet ended; arrays with tasks still to be made.
   uint32_t ArrayTasksLeftLocked(const std::string& tenant) const;
   uint32_t ArraysWaitingLocked(const std::string& tenant) const;
+  const ClusterShape& ShapeLocked() const;
   // An array's spec checked (shape, and as its task with the longest %A/%a substitution)
   // and defaulted; then what admission allows for it.
   absl::Status ValidateArraySpecLocked(const Caller& caller, v1::JobSpec* spec) const;
@@ -445,6 +446,10 @@ class JobManager {
   absl::Time usage_saved_ = absl::InfinitePast();  // when Tick last stored the ledger
   absl::Time retention_checked_ = absl::InfinitePast();  // when Tick last deleted expired jobs
   NodeRegistry nodes_;  // its table under mu_; its links also read by effects after commit
+  // ShapeOf(nodes_) as submits check specs against it: a walk over every node's GPUs,
+  // kept until a node is loaded or registers (the only changes of inventory or pool), not
+  // made again at every submit (at 100,000 nodes, milliseconds under the lock).
+  mutable std::optional<ClusterShape> shape_;
   uint64_t next_job_id_ = 1;
   deps::DependentsIndex dependents_;       // who waits for which job (unsettled dependencies)
   std::map<uint64_t, ArrayState> arrays_;  // every array, by id

@@ -76,6 +76,7 @@ absl::Status JobManager::AgentRegister(const v1::Register& reg, std::shared_ptr<
   n.node.set_state(v1::NODE_STATE_READY);
   n.node.set_last_seen_ms(clock_->NowMs());
   n.node.set_pool(reg.pool());
+  shape_.reset();  // its inventory or pool may be new
   *n.node.mutable_labels() = reg.labels();
   *n.node.mutable_taints() = reg.taints();
   *n.node.mutable_isolation() = reg.isolation();

@@ -60,8 +60,7 @@ absl::Status JobManager::ValidateArraySpecLocked(const Caller& caller, v1::JobSp
   // Checked as its task with the longest substitution (the largest id and index): every
   // other task's name and paths are no longer, with the same characters.
   v1::JobSpec probe = arrays::TaskSpec(*spec, next_job_id_, a.last());
-  BATON_RETURN_IF_ERROR(
-      ValidateAndDefaultSpec(caller, policy_.policy, ShapeOf(nodes_.all()), &probe));
+  BATON_RETURN_IF_ERROR(ValidateAndDefaultSpec(caller, policy_.policy, ShapeLocked(), &probe));
   // The templates stay in the array's spec; a default (the name from argv[0]) is kept.
   auto templated = [](const std::string& s) { return s.find('%') != std::string::npos; };
   if (templated(spec->name())) probe.set_name(spec->name());

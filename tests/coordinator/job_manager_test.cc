@@ -388,6 +388,25 @@ TEST(JobManager, StopsJobsPastTheirMaxRuntime) {
   EXPECT_NE(job.message().find("max runtime"), std::string::npos);
 }
 
+// A spec is checked against the nodes as they are now. The JobManager keeps the cluster's
+// shape between submits; a node that registers (new, or again with other GPUs) makes it
+// anew, so a spec refused as too large is accepted once a node that fits it is there.
+TEST(JobManager, SpecsAreCheckedAgainstTheNodesRegisteredSoFar) {
+  Harness h;
+  h.Connect("n1", 4);
+  auto refused = h.Submit(Spec(1, 8));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("the largest node has 4"), std::string::npos)
+      << refused.status();
+  h.Connect("n2", 8);
+  EXPECT_TRUE(h.Submit(Spec(1, 8)).ok()) << "n2 has 8 GPUs";
+  auto two = h.Submit(Spec(2, 8));
+  ASSERT_EQ(two.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(two.status().message().find("the cluster has 1"), std::string::npos) << two.status();
+  h.Connect("n1", 8);  // registers again, with 8 GPUs now
+  EXPECT_TRUE(h.Submit(Spec(2, 8)).ok()) << "two nodes with 8 GPUs";
+}
+
 TEST(JobManager, WatchersSeeEveryChangeUntilTheEnd) {
   Harness h;
   h.Connect("n1");
