@@ -4,7 +4,6 @@
 // certificates), and Prometheus metrics (/metrics, /healthz) on --metrics-listen.
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -515,13 +514,11 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "restore") return Restore(argc, argv);
   baton::BlockStopSignals();
   baton::DisableMutexDeadlockDetection();
-  // Big buffers (a page of jobs, its JSON, a snapshot) from the heap, and freed memory
-  // kept for the next one, up to 64 MiB: glibc's defaults map each buffer over 128 KiB
-  // fresh and give free memory back at once, so that every 2 MiB page of `baton queue` or
-  // of the dashboard's queue faulted its memory in again (measured: half of the queue
-  // endpoint's time in the coordinator; baton-bench-web, docs/benchmarks.md).
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // The allocator is jemalloc (coordinator/CMakeLists.txt). It serves big buffers (a page
+  // of jobs, its JSON, a snapshot) from memory it keeps: freed pages go back to the system
+  // only after seconds unused (its dirty_decay_ms), so every 2 MiB page of `baton queue` or
+  // of the dashboard's queue does not fault its memory in again, as glibc's defaults made
+  // it do (half of the queue endpoint's time; baton-bench-web, docs/benchmarks.md).
   auto flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
     std::cerr << "baton-coordinator: " << flags.status().message() << "\n";

@@ -13,7 +13,7 @@ PACKAGES=(
   librocksdb-dev libcxxopts-dev libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin libabsl-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev
-  libxxhash-dev libhwloc-dev
+  libxxhash-dev libhwloc-dev libjemalloc-dev
   prometheus-cpp-dev libcpp-httplib-dev
   nftables iproute2 iperf3 fio procps util-linux prometheus
   munge libmunge-dev libssl-dev openssl

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/allocator.h"
+
 namespace baton::web {
 
 ElasticPool::ElasticPool(size_t min_threads, size_t max_threads, absl::Duration idle)
@@ -44,6 +46,7 @@ void ElasticPool::Work() {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  ThreadCacheOff();  // a thread per connection, mostly waiting: no cache of its own
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     ++idle_count_;
