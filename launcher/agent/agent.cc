@@ -391,13 +391,17 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
                       s.ToString());
       }
     }
+    std::vector<Key> mps_faulted;
     if (r.finishing && mps_) {  // its MPS share: the pool's daemon stops after its last
+      // Its GPU's daemon found dead now: the fault ended it, and every client of that GPU.
+      mps_faulted = mps_->Check();
       if (auto s = mps_->Release(r.key.first, r.key.second); !s.ok()) {
         spdlog::error("job {} attempt {}: releasing its MPS share: {}", r.key.first, r.key.second,
                       s.ToString());
       }
     }
     std::lock_guard<std::mutex> lock(mu_);
+    NoteMpsFaultsLocked(mps_faulted);
     if (r.finishing) {
       observer_->OnAttemptEnded(r.key.first, r.key.second);
       limits_changed_ |= r.inference;  // training widened again when inference left
@@ -411,6 +415,13 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
       run.finishing = false;
       if (run.report.phase() != v1::AttemptReport::PHASE_REJECTED) {
         run.report.set_phase(v1::AttemptReport::PHASE_EXITED);
+      }
+      if (run.mps_fault && (run.report.exit_code() != 0 || run.report.term_signal() != 0)) {
+        const std::string how = run.report.message();
+        run.report.set_message(
+            "the MPS server of its GPU failed (the agent found the GPU's MPS control daemon "
+            "dead and started it again); every client of that GPU ended" +
+            (how.empty() ? std::string() : ": " + how));
       }
       spdlog::info("job {} attempt {}: exited (code {}, signal {})", r.key.first, r.key.second,
                    run.report.exit_code(), run.report.term_signal());
@@ -553,9 +564,18 @@ void Agent::CheckMpsDaemons() {
   if (!mps_) return;
   // A dead control daemon took its server and every client of the pool with it; it is
   // started again for the shares that remain (their attempts end as their processes do).
-  for (const auto& [job, attempt] : mps_->Check()) {
-    spdlog::error("job {} attempt {}: the MPS daemon of its GPU had died; started again", job,
-                  attempt);
+  std::vector<Key> faulted = mps_->Check();
+  if (faulted.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  NoteMpsFaultsLocked(faulted);
+}
+
+void Agent::NoteMpsFaultsLocked(const std::vector<Key>& attempts) {
+  for (const Key& key : attempts) {
+    spdlog::error("job {} attempt {}: the MPS daemon of its GPU had died; started again", key.first,
+                  key.second);
+    auto it = attempts_.find(key);
+    if (it != attempts_.end()) it->second.mps_fault = true;
   }
 }
 

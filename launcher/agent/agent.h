@@ -151,6 +151,8 @@ class Agent {
     std::string progress_file;  // the checkpoint library's progress note (rank 0)
     bool adopted = false;       // found running at start: not our children
     bool inference = false;     // isolated as inference: its start and end re-limit training
+    // Its GPU's MPS server failed while it ran (NoteMpsFaultsLocked): its failure is that.
+    bool mps_fault = false;
     std::vector<std::string> cgroup_procs;  // every process of the attempt joins these
     // mpi mode, nodes after the first: Open MPI's daemon arrives through Exec.
     bool awaiting_exec = false;
@@ -240,6 +242,9 @@ class Agent {
   AttemptRequest IsolationRequest(const v1::Launch& l) const;
   // Restarts MPS daemons that died while shares remain (on the stats interval).
   void CheckMpsDaemons();
+  // The attempts whose GPU's MPS daemon was found dead (MpsPools::Check): that fault ended
+  // every client of the GPU, so each such attempt's end is reported as the fault's.
+  void NoteMpsFaultsLocked(const std::vector<Key>& attempts);
   // An attempt's MPS share of its one GPU from the node's pools: the clients' environment.
   // FailedPrecondition when that GPU is not an MPS pool here.
   absl::StatusOr<std::map<std::string, std::string>> AcquireShare(const v1::Launch& l);

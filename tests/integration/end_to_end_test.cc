@@ -492,14 +492,16 @@ TEST(EndToEndShares, SharesOfOneUserRunTogetherOnAnMpsPoolUnderItsDaemon) {
   ASSERT_TRUE(cluster.AddAgent(
       /*gpus=*/2, {"--mps-gpus", "0", "--mps-control",
                    std::string(BATON_SOURCE_DIR) + "/tests/launcher/fake_mps_control.sh"}));
-  auto share = [&](const std::string& percent, const std::string& memory) {
+  auto share = [&](const std::string& percent, const std::string& memory,
+                   const std::string& sleep = "60") {
     return SubmittedId(cluster.Baton(
         {"submit", "-q", "--class", "inference", "--gpu-share", percent, "--gpu-mem", memory,
          "--cpus", "1", "--", "sh", "-c",
-         "echo share=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE pipe=$CUDA_MPS_PIPE_DIRECTORY; sleep 60"},
+         "echo share=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE pipe=$CUDA_MPS_PIPE_DIRECTORY; sleep " +
+             sleep},
         kBob));
   };
-  const uint64_t a = share("60%", "20Gi"), b = share("40%", "20Gi");
+  const uint64_t a = share("60%", "20Gi", "61"), b = share("40%", "20Gi");
   ASSERT_TRUE(cluster.WaitForState(a, "JOB_STATE_RUNNING")) << cluster.Describe(a);
   ASSERT_TRUE(cluster.WaitForState(b, "JOB_STATE_RUNNING")) << cluster.Describe(b);
   std::optional<v1::Job> ja = cluster.GetJob(a), jb = cluster.GetJob(b);
@@ -526,6 +528,29 @@ TEST(EndToEndShares, SharesOfOneUserRunTogetherOnAnMpsPoolUnderItsDaemon) {
   EXPECT_NE(log.find("share=60 pipe=" + cluster.dir() + "/n1/mps/" + gpu + "/pipe"),
             std::string::npos)
       << log;
+  // An MPS server fault: the GPU's control daemon dies, and every client of the GPU with
+  // it (here job a's process, killed after the daemon). The agent finds the daemon dead,
+  // starts it again, and reports a's end as the fault's, not as the job's own failure.
+  const std::string pidfile =
+      cluster.dir() + "/n1/mps/" + gpu + "/pipe/nvidia-cuda-mps-control.pid";
+  const std::string daemon = ReadFile(pidfile);
+  ASSERT_FALSE(daemon.empty()) << pidfile;
+  ASSERT_EQ(kill(std::stoi(daemon), SIGKILL), 0);
+  ASSERT_EQ(testing::RunProcess({"pkill", "-KILL", "-f", "sleep 61"}, {}).exit_code, 0);
+  CommandResult status;
+  for (int i = 0; i < 100; ++i) {
+    status = cluster.Baton({"status", std::to_string(a)}, kBob);
+    if (status.out.find("MPS server of its GPU failed") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(status.out.find("the MPS server of its GPU failed"), std::string::npos) << status.out;
+  bool again = false;  // the daemon was started again for the shares that remain
+  for (int i = 0; i < 100 && !again; ++i) {
+    const std::string now = ReadFile(pidfile);
+    again = !now.empty() && now != daemon && kill(std::stoi(now), 0) == 0;
+    if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(again) << "no new MPS daemon for b's share";
   for (uint64_t id : {a, b, c}) cluster.Baton({"cancel", std::to_string(id)}, kBob);
 }
 

@@ -6,6 +6,8 @@
 #include "launcher/agent/mps/mps_pools.h"
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -120,6 +122,34 @@ TEST_F(MpsPoolsTest, ADaemonThatDiedIsStartedAgainAndItsSharesAreNamed) {
   std::vector<std::string> log = Log(pools, "GPU-a");
   EXPECT_EQ(std::count(log.begin(), log.end(), "start gpu=GPU-a"), 2);
   EXPECT_EQ(log.back(), "get_server_list") << "its limits set again";
+  ASSERT_TRUE(pools.Release(7, 2).ok());
+}
+
+// A daemon that died but is not reaped yet (a zombie: its parent, init for a detached
+// daemon, may reap late) still answers kill(pid, 0); it is dead all the same.
+TEST_F(MpsPoolsTest, ADeadDaemonNotYetReapedIsDead) {
+  MpsPools pools = Pools();
+  ASSERT_TRUE(pools.Acquire(7, 2, {"GPU-a", 50, kGi}).ok());
+  const pid_t zombie = fork();  // exits at once and is not reaped until the end
+  ASSERT_GE(zombie, 0);
+  if (zombie == 0) _exit(0);
+  bool dead = false;
+  for (int i = 0; i < 500 && !dead; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    dead = line.find(") Z") != std::string::npos;
+    if (!dead) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(dead) << "the child never became a zombie";
+  ASSERT_EQ(::kill(zombie, 0), 0) << "a zombie answers kill(0)";
+  const pid_t daemon = DaemonPid(pools, "GPU-a");
+  std::ofstream(pools.PipeDir("GPU-a") + "/nvidia-cuda-mps-control.pid")
+      << zombie << "\n";  // the pool's daemon is now one that died
+  EXPECT_THAT(pools.Check(), ElementsAre(std::pair<uint64_t, uint32_t>{7, 2}));
+  EXPECT_NE(DaemonPid(pools, "GPU-a"), zombie) << "started again";
+  waitpid(zombie, nullptr, 0);
+  ::kill(daemon, SIGKILL);  // the first daemon, no longer the pool's
   ASSERT_TRUE(pools.Release(7, 2).ok());
 }
 

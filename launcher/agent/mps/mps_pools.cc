@@ -39,7 +39,16 @@ bool MpsPools::AliveLocked(const std::string& uuid) const {
   // The control daemon keeps its pid in its pipe directory.
   std::ifstream in(PipeDir(uuid) + "/nvidia-cuda-mps-control.pid");
   long pid = 0;
-  return (in >> pid) && pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  if (!(in >> pid) || pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A daemon that died but is not reaped yet (it runs detached, so its parent is init,
+  // which may reap late) still answers kill(0): a zombie is dead.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ||
+         (line[close + 2] != 'Z' && line[close + 2] != 'X');
 }
 
 absl::Status MpsPools::StartLocked(const std::string& uuid) {
