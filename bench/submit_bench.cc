@@ -6,7 +6,7 @@
 //   1. `baton submit` processes vs `baton-rpc-floor` processes (one empty RPC, linked the
 //      same way, paying the same TLS handshake and MUNGE credential), interleaved:
 //      p50/p99 and p50 ÷ floor p50;
-//   2. durable submits through the API, --api-clients (64) calls in flight at all times
+//   2. durable submits through the API, --api-clients (512) calls in flight at all times
 //      (gRPC's callback API over four connections): submits/s, with the per-tenant
 //      fair-use limits on (far above the load) and off, and the API's empty authenticated
 //      RPC (Ping) under the same clients, interleaved three times each:
@@ -449,7 +449,7 @@ int main(int argc, char** argv) {
       "cli-submits", "sequential baton submit processes",
       cxxopts::value<int>()->default_value("1000"))(
       "api-clients", "API submits in flight at all times (concurrent clients)",
-      cxxopts::value<int>()->default_value("64"))("api-seconds", "duration of the API phase",
+      cxxopts::value<int>()->default_value("512"))("api-seconds", "duration of the API phase",
                                                   cxxopts::value<double>()->default_value("5"))(
       "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
       "e2e-jobs", "trivial jobs for the end-to-end phase",
