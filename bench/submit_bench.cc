@@ -231,30 +231,14 @@ ArrayFigures ArraySubmits(const std::string& dir, int reps) {
   return out;
 }
 
-// CPU seconds process `pid` has used (utime + stime); -1 when unreadable.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string f;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {  // fields 14 and 15: utime, stime
-    if (i == 14) utime = std::stod(f);
-    if (i == 15) stime = std::stod(f);
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // Waits (at most `limit`) until `pid` uses under 5% of a core over a second: a store filled
 // in bulk is compacted at its first open, and queries measured beside that measure it.
 void WaitSettled(pid_t pid, std::chrono::seconds limit) {
   const auto until = Clock::now() + limit;
-  double last = CpuSeconds(pid);
+  double last = baton::bench::ProcessCpuSeconds(pid);
   while (Clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    const double now = CpuSeconds(pid);
+    const double now = baton::bench::ProcessCpuSeconds(pid);
     if (now - last < 0.05) return;
     last = now;
   }
@@ -450,7 +434,7 @@ int main(int argc, char** argv) {
       cxxopts::value<int>()->default_value("1000"))(
       "api-clients", "API submits in flight at all times (concurrent clients)",
       cxxopts::value<int>()->default_value("512"))("api-seconds", "duration of the API phase",
-                                                  cxxopts::value<double>()->default_value("5"))(
+                                                   cxxopts::value<double>()->default_value("5"))(
       "agents", "agents for the end-to-end phase", cxxopts::value<int>()->default_value("16"))(
       "e2e-jobs", "trivial jobs for the end-to-end phase",
       cxxopts::value<int>()->default_value("1000"))(

@@ -17,18 +17,6 @@
 #include "spdlog/spdlog.h"
 
 namespace baton {
-namespace {
-
-// A pid that is gone or a zombie waiting for init: the process has ended.
-bool Alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
-}
-
-}  // namespace
-
 void Agent::RecoverAttempts() {
   auto live = isolator_->Recover();
   if (!live.ok()) {
@@ -139,11 +127,11 @@ std::vector<Agent::Exit> Agent::PollAdopted() {
   std::vector<Exit> exits;
   for (const Probe& p : probes) {
     for (pid_t pid : p.pids) {
-      if (Alive(pid)) continue;
+      if (ProcessAlive(pid)) continue;
       // Not our child: its keeper wrote down how it ended.
       std::optional<ExitStatus> recorded = ReadExitFile(JobDir(p.key.first, p.key.second), pid);
       auto keeper = p.keepers.find(pid);
-      if (!recorded && keeper != p.keepers.end() && Alive(keeper->second)) continue;  // soon
+      if (!recorded && keeper != p.keepers.end() && ProcessAlive(keeper->second)) continue;  // soon
       Exit& e = exits.emplace_back(Exit{p.key, pid, recorded.value_or(ExitStatus{})});
       e.unknown = !recorded;
     }

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -231,6 +232,13 @@ const std::string& KeeperProgram() {
 }
 
 pid_t KeeperZygotePid() { return Zygote::Get().pid(); }
+
+bool ProcessAlive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] != 'Z';
+}
 
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid) {
   // The keeper (root) wrote it in the agent's job dir; read it as carefully as any other.

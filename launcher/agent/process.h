@@ -84,6 +84,10 @@ const std::string& KeeperProgram();
 // environment leaves it out (every keeper exec'd, as before it).
 pid_t KeeperZygotePid();
 
+// Whether `pid` runs: false when it is gone or a zombie not reaped yet (a detached
+// process's parent is init, which may reap late; /proc/<pid>/stat says Z).
+bool ProcessAlive(pid_t pid);
+
 // What a keeper recorded for `pid` in `exit_dir`; nullopt while there is no record.
 std::optional<ExitStatus> ReadExitFile(const std::string& exit_dir, pid_t pid);
 

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "launcher/agent/process.h"
 
 namespace baton {
 namespace {
@@ -40,15 +41,9 @@ bool MpsPools::AliveLocked(const std::string& uuid) const {
   std::ifstream in(PipeDir(uuid) + "/nvidia-cuda-mps-control.pid");
   long pid = 0;
   if (!(in >> pid) || pid <= 0) return false;
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
   // A daemon that died but is not reaped yet (it runs detached, so its parent is init,
-  // which may reap late) still answers kill(0): a zombie is dead.
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const size_t close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ||
-         (line[close + 2] != 'Z' && line[close + 2] != 'X');
+  // which may reap late) is dead too.
+  return ProcessAlive(static_cast<pid_t>(pid));
 }
 
 absl::Status MpsPools::StartLocked(const std::string& uuid) {
