@@ -26,7 +26,7 @@ v1::CoordinatorCommand LaunchCommand(const v1::Job& job, uint32_t node_rank,
   *l->mutable_placement() = a.placement();
   l->set_node_rank(node_rank);
   l->set_master_port(a.master_port());
-  l->set_user(job.user());
+  l->set_user(a.run_as().empty() ? job.user() : a.run_as());  // an MPS service user, or the owner
   l->set_exec_secret(exec_secret);
   l->set_kind(terms.kind);
   l->set_allow_root(terms.allow_root);

@@ -24,8 +24,9 @@ namespace baton {
 
 sched::ClusterView JobManager::ViewWithUsageLocked(absl::Time now,
                                                    sched::UsageLedger& ledger) const {
-  sched::ClusterView view = ViewOf(jobs_, nodes_.all(), reserved_nodes_, now,
-                                   [this](uint64_t id) { return arrays_.contains(id); });
+  sched::ClusterView view = ViewOf(
+      jobs_, nodes_.all(), reserved_nodes_, now,
+      [this](uint64_t id) { return arrays_.contains(id); }, &policy_.policy);
   ledger.Advance(absl::ToUnixMillis(now), sched::RunningGpusByTenant(view));
   view.usage = ledger.Snapshot();
   return view;
@@ -61,6 +62,7 @@ void JobManager::SchedulePass() {
 void JobManager::PlaceLocked(JobEntry& e, const sched::Placement& placement,
                              const sched::ClusterView& view, Txn& txn) {
   v1::Attempt record = NewAttempt(jobs_, nodes_.all(), e.job, placement, view, clock_->Now());
+  record.set_run_as(ServiceUserFor(policy_.policy, e.job.spec()));  // "": its owner
   for (const std::string& d : placement.topology_domains) record.add_topology_domains(d);
   record.set_topology_min_domains(placement.topology_min_domains);
   LiveAttempt live;

@@ -19,7 +19,7 @@ sched::RunningGang GangOf(const JobEntry& e, const v1::Attempt& a, const LiveAtt
   g.tenant = e.job.spec().tenant();
   g.priority_class = e.job.spec().priority_class();
   const uint32_t share = e.job.spec().gpu_share_percent();
-  if (share > 0) g.user = e.job.user();  // read for MPS pools only
+  if (share > 0) g.user = RunAsOf(e.job, a);  // read for MPS pools only
   for (const auto& p : a.placement()) {
     if (live != nullptr) {
       auto phase = live->nodes.find(p.node());
@@ -35,6 +35,14 @@ sched::RunningGang GangOf(const JobEntry& e, const v1::Attempt& a, const LiveAtt
 }
 
 }  // namespace
+
+std::string ServiceUserFor(const sched::Policy& policy, const v1::JobSpec& spec) {
+  return spec.gpu_share_percent() > 0 ? policy.ShareUser(spec.priority_class()) : "";
+}
+
+const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a) {
+  return a.run_as().empty() ? job.user() : a.run_as();
+}
 
 ClusterShape ShapeOf(const NodeRegistry::Table& nodes) {
   ClusterShape shape;
@@ -79,7 +87,8 @@ bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::
 
 sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
                           const ReservedNodes& reserved, absl::Time now,
-                          const std::function<bool(uint64_t)>& is_array) {
+                          const std::function<bool(uint64_t)>& is_array,
+                          const sched::Policy* policy) {
   sched::ClusterView view;
   for (const auto& [name, n] : nodes) {
     if (n.node.state() != v1::NODE_STATE_LOST) view.nodes.push_back(NodeInfoOf(n.node));
@@ -104,7 +113,10 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
     pj.tenant = e.job.spec().tenant();
     pj.priority_class = e.job.spec().priority_class();
     pj.request = RequestOf(e.job.spec());
-    if (pj.request.gpu_share_percent > 0) pj.user = e.job.user();  // read for MPS pools only
+    if (pj.request.gpu_share_percent > 0) {  // read for MPS pools only
+      pj.user = policy != nullptr ? ServiceUserFor(*policy, e.job.spec()) : "";
+      if (pj.user.empty()) pj.user = e.job.user();
+    }
     pj.submitted = e.job.submitted_ms();
     pj.cooldown_until = e.job.cooldown_until_ms();
     pj.evictions = e.job.evictions();
@@ -215,7 +227,7 @@ std::vector<v1::Node> NodesOf(const JobTable& jobs, const NodeRegistry::Table& n
         pool->set_allocated_percent(pool->allocated_percent() + share);
         pool->set_allocated_memory_bytes(pool->allocated_memory_bytes() +
                                          e.job.spec().gpu_memory_bytes());
-        pool->set_user(e.job.user());
+        pool->set_user(RunAsOf(e.job, a));
         pool->add_jobs(id);
       } else {
         n.set_allocated_gpus(n.allocated_gpus() + p.gpu_ids_size());

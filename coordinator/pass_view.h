@@ -16,6 +16,7 @@
 #include "coordinator/node_registry.h"
 #include "coordinator/scheduler/cluster_view.h"
 #include "coordinator/scheduler/decisions.h"
+#include "coordinator/scheduler/policy.h"
 #include "coordinator/spec_validation.h"
 
 namespace baton {
@@ -34,10 +35,20 @@ bool HoldsForRestart(const JobEntry& e, const NodeRegistry::Table& nodes, absl::
 // The scheduler's input at `now`: the nodes not lost, every gang holding resources (live
 // attempts by the nodes where they still run, services held for their restart), and the
 // queue in its order with each job's reservation. Tenants' usage is not filled in.
-// `is_array` says which ids are arrays (a dependency's wait text names them so).
+// `is_array` says which ids are arrays (a dependency's wait text names them so). A waiting
+// share runs as the MPS service user its class names in `policy` (none: its owner); a
+// running one as its attempt ran (RunAsOf).
 sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes,
                           const ReservedNodes& reserved, absl::Time now,
-                          const std::function<bool(uint64_t)>& is_array = {});
+                          const std::function<bool(uint64_t)>& is_array = {},
+                          const sched::Policy* policy = nullptr);
+
+// The MPS service user a share of `spec` runs as under `policy` (its class's mps_user), or
+// "" when it runs as its owner (not a share, or a class naming none).
+std::string ServiceUserFor(const sched::Policy& policy, const v1::JobSpec& spec);
+
+// Whom attempt `a` of `job` runs as: its run_as (a service user), else the job's owner.
+const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a);
 
 // Every known node as `baton nodes` shows it: its record, with what the live attempts'
 // parts that still run there take of it (CPU, memory, GPUs), their jobs, and their

@@ -147,7 +147,7 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
              {"name", "value", "preemptible", "service", "may_preempt", "cooldown", "cooldown_cap",
               "min_runtime", "tenants", "pids_limit", "stop_after_disconnect",
               "evicts_within_min_runtime", "restart_backoff", "restart_backoff_cap",
-              "healthy_after", "topology", "gpu_sharing"})) {
+              "healthy_after", "topology", "gpu_sharing", "mps_user"})) {
     return c;
   }
   if (const YAML::Node t = n["topology"];
@@ -180,6 +180,7 @@ PriorityClass ParseClass(Reader& r, const YAML::Node& n, const std::string& wher
            &c.evicts_within_min_runtime);
   r.Scalar(n["gpu_sharing"], where + ".gpu_sharing", &c.gpu_sharing);
   if (c.gpu_sharing == "none") c.gpu_sharing.clear();
+  r.Scalar(n["mps_user"], where + ".mps_user", &c.mps_user);
   if (!n["name"]) r.problems().Add(where, "a class needs a name");
   if (!n["value"]) r.problems().Add(where, "a class needs a value");
   return c;
@@ -512,6 +513,14 @@ void CheckClasses(const Policy& p, Problems& out) {
       out.Add(w + ".gpu_sharing",
               "mps only for service (inference) classes: training never shares a GPU");
     }
+    if (!c.mps_user.empty() && c.gpu_sharing != "mps") {
+      out.Add(w + ".mps_user", "an MPS service user needs gpu_sharing: mps");
+    } else if (!c.mps_user.empty() && !IsValidName(c.mps_user)) {
+      out.Add(w + ".mps_user",
+              "'" + c.mps_user + "' is not a user name ([A-Za-z0-9][A-Za-z0-9._-]{0,62})");
+    } else if (c.mps_user == "root") {
+      out.Add(w + ".mps_user", "shares never run as root");
+    }
     if (!c.topology.level.empty() && sched::TopologyLevelIndex(p, c.topology.level) < 0) {
       out.Add(w + ".topology.level", "'" + c.topology.level + "' is not one of topology.levels");
     }
@@ -727,6 +736,10 @@ std::string DescribePolicyChange(const Policy& before, const Policy& after) {
       parts.push_back("class " + c.name + ": gpu_sharing " +
                       (old->gpu_sharing.empty() ? "none" : old->gpu_sharing) + " -> " +
                       (c.gpu_sharing.empty() ? "none" : c.gpu_sharing));
+    } else if (old->mps_user != c.mps_user) {
+      parts.push_back("class " + c.name + ": mps_user " +
+                      (old->mps_user.empty() ? "(each owner)" : old->mps_user) + " -> " +
+                      (c.mps_user.empty() ? "(each owner)" : c.mps_user));
     }
   }
   for (const auto& c : before.classes) {

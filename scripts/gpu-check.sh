@@ -14,14 +14,26 @@
 #   train_mlp_2rank_nccl  train_mlp_direct on 2 ranks with NCCL ends with the weights hash
 #                         and the losses of the same run summed on the CPUs
 #   gpu_ctest             ctest -L gpu in that build: every test passes, none skipped
+#   mps                   CUDA MPS on GPU 0 (tests/gpu/mps_client) under a private control
+#                         daemon (its own pipe and log directories, limits on its side as
+#                         the agent sets them: 25% of the threads, 4096 MiB a client), quit
+#                         after, also on a failure or a signal: the memory limit enforced,
+#                         two clients at 25% at once, a client that raises its own
+#                         CUDA_MPS_* variables, two processes of one job, and a client's
+#                         fault seen by another, as figures; "skipped" (mps_skipped: why)
+#                         without nvidia-cuda-mps-control, with GPU 0 in MIG mode or its
+#                         compute mode Prohibited. About 30 s; its steps' timeouts end
+#                         within 60 s, stopping the daemon aside
 # Progress goes to stderr, logs to <build>/gpu-check/; stdout ends with one JSON line:
 #   {"gpu_check":true,"gpus":1,"model":"NVIDIA H200",…,"nccl_allreduce":"pass",
 #    "nccl_busbw_gb_per_s":2.5,…,"seconds":87}
-# where each check is "pass" or "fail" (with "<check>_error" saying why). Exit 0 when
-# every check passed, 1 when one failed. On a machine without an NVIDIA GPU (no
-# nvidia-smi, or it lists none) it exits 0 at once, building nothing:
+# where each check is "pass" or "fail" (with "<check>_error" saying why), or "skipped"
+# (mps) or "disabled" (mig) where the machine cannot have it. Exit 0 when no check
+# failed, 1 when one did. On a machine without an NVIDIA GPU (no nvidia-smi, or it lists
+# none) it exits 0 at once, building nothing:
 #   {"gpu_check":null,"skipped":"no NVIDIA GPU: nvidia-smi not found","seconds":0}
-# Nothing changes the GPUs' settings: nvidia-smi and NVML are only queried.
+# Nothing changes the GPUs' settings: nvidia-smi and NVML are only queried, and the mps
+# check starts and stops its own MPS daemon, setting that daemon's limits only.
 #   scripts/gpu-check.sh                       every check
 #   scripts/gpu-check.sh --only mig,nvml_inventory
 #   scripts/gpu-check.sh --no-build            use GPU_BUILD_DIR as it is
@@ -30,7 +42,8 @@
 #                                              without Debian's packages
 # GPU_BUILD_DIR (default build-gpu/); BATON_JOBS: build parallelism (default nproc);
 # BATON_DEPS (default .deps/): a prefix searched first for absl, GoogleTest and xxhash.h.
-# BATON_NVIDIA_SMI and BATON_NVML_LIBRARY replace nvidia-smi and libnvidia-ml.so.1 (tests).
+# BATON_NVIDIA_SMI, BATON_NVML_LIBRARY and BATON_MPS_CONTROL replace nvidia-smi,
+# libnvidia-ml.so.1 and nvidia-cuda-mps-control (tests).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export LC_ALL=C  # one collation for sort and comm
@@ -41,7 +54,8 @@ BUILD_DIR=${GPU_BUILD_DIR:-build-gpu}
 JOBS=${BATON_JOBS:-$(nproc)}
 DEPS=${BATON_DEPS:-.deps}
 SMI=${BATON_NVIDIA_SMI:-nvidia-smi}
-ALL_CHECKS=(nccl_allreduce nvml_inventory mig train_mlp_2rank_nccl gpu_ctest)
+MPS_CONTROL=${BATON_MPS_CONTROL:-nvidia-cuda-mps-control}
+ALL_CHECKS=(nccl_allreduce nvml_inventory mig train_mlp_2rank_nccl mps gpu_ctest)
 CHECKS=("${ALL_CHECKS[@]}")
 BUILD=1
 LOGS=
@@ -162,6 +176,10 @@ targets_for_checks() {
   wanted nccl_allreduce && t+=(nccl_allreduce_check)
   { wanted nvml_inventory || wanted mig; } && t+=(gpu_inventory)
   wanted train_mlp_2rank_nccl && t+=(train_mlp_direct)
+  # mps_client exists where CMake found a working nvcc (tests/gpu/CMakeLists.txt).
+  if wanted mps && grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+    t+=(mps_client)
+  fi
   if wanted gpu_ctest; then
     mapfile -t -O "${#t[@]}" t < <(ctest --test-dir "$BUILD_DIR" -N -L gpu 2>/dev/null |
       sed -n 's/^ *Test *#[0-9]*: *//p')
@@ -442,6 +460,373 @@ check_gpu_ctest() {
   fi
 }
 
+# ---- mps: CUDA MPS on GPU 0 under a private control daemon, stopped after. ----
+# Its pipe and log directories are its own (under $LOGS), so no other daemon is touched,
+# and only the daemon's own limits are set (as the agent's MpsPools sets them); the GPU's
+# compute mode and MIG mode are only read.
+MPS_PCT=25        # set_default_active_thread_percentage
+MPS_MEM_MIB=4096  # set_default_device_pinned_mem_limit 0 <MiB>M
+MPS_DIR='' MPS_PIPE='' MPS_LOG='' MPS_UUID='' MPS_DAEMON_PID='' MPS_END=0 MPS_PID=''
+MPS_BG=()  # clients started in the background and not waited for yet
+# mps_left LIMIT: seconds a step may take, LIMIT at most, within the check's own end.
+mps_left() {
+  local l=$((MPS_END - $(elapsed)))
+  [ "$l" -ge 2 ] || l=2
+  [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+# mps_ctl COMMAND: one command to the private daemon; its answer on stdout (and in the log).
+mps_ctl() {
+  local out rc
+  out=$(printf '%s\n' "$1" | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOG \
+    timeout -k 2 10 "$MPS_CONTROL" 2>&1)
+  rc=$?
+  printf '> %s\n%s\n(exit %s)\n' "$1" "$out" "$rc" >>"$MPS_DIR/control.txt"
+  printf '%s\n' "$out"
+  return $rc
+}
+# mps_answers: the private daemon answers a command (a client of none says it found none).
+mps_answers() {
+  local out
+  out=$(mps_ctl get_server_list) && ! grep -qiE 'cannot|error|fail|not found' <<<"$out"
+}
+# mps_alive: the live (not zombie) processes of the private daemon: the pid it wrote, and
+# any nvidia-cuda-mps-* process (its server), whose environment names its pipe directory.
+mps_alive() {
+  local p comm st
+  for p in $MPS_DAEMON_PID /proc/[0-9]*; do
+    p=${p#/proc/}
+    read -r comm 2>/dev/null <"/proc/$p/comm" || continue
+    [[ $comm == nvidia-cuda-mps* ]] || [ "$p" = "$MPS_DAEMON_PID" ] || continue
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
+      grep -qxF "CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE" || continue
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d ' ' -f 1)
+    [ -z "$st" ] || [ "$st" = Z ] || echo "$p"
+  done | sort -u
+}
+# mps_stop: `quit` to the private daemon, then up to 10 s for it and its server to go;
+# mps_daemon_stopped says whether they went. What is still there after that is ours: it is
+# killed by pid, and the check fails. Runs once (the EXIT trap calls it too).
+mps_stop() {
+  [ -n "$MPS_PIPE" ] || return 0
+  local i alive
+  # Clients still running (a signal came): their timeouts pass the TERM on.
+  [ "${#MPS_BG[@]}" = 0 ] || kill "${MPS_BG[@]}" 2>/dev/null
+  MPS_BG=()
+  mps_ctl quit >/dev/null
+  for ((i = 0; i < 50; i++)); do
+    alive=$(mps_alive)
+    [ -n "$alive" ] || break
+    sleep 0.2
+  done
+  if [ -z "$alive" ]; then
+    put mps_daemon_stopped true
+  else
+    put mps_daemon_stopped false
+    put_str mps_daemon_left "$(echo "$alive" | paste -sd ' ' -)"
+    # shellcheck disable=SC2086 # one word per pid
+    kill $alive 2>/dev/null
+  fi
+  case $MPS_PIPE in /tmp/baton-mps.*) rm -rf "$MPS_PIPE" ;; esac
+  MPS_PIPE=
+  trap - EXIT INT TERM HUP
+}
+# mps_client [--bg] TAG LIMIT [VAR=VALUE...] -- ARGS...: $BIN/mps_client as a client of the
+# private daemon, under LIMIT seconds; its JSON line in $MPS_DIR/TAG.json, its stderr in
+# TAG.err. --bg: in the background, its pid in MPS_PID and MPS_BG.
+mps_client() {
+  local bg=0
+  [ "$1" != --bg ] || { bg=1; shift; }
+  local tag=$1 limit=$2
+  local env=(CUDA_VISIBLE_DEVICES="${MPS_UUID:-0}" CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE"
+    CUDA_MPS_LOG_DIRECTORY="$MPS_LOG")
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  local cmd=(env -u CUDA_MPS_ACTIVE_THREAD_PERCENTAGE -u CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+    "${env[@]}" timeout -k 2 "$limit" "$BIN/mps_client" "$@")
+  if [ "$bg" = 0 ]; then
+    "${cmd[@]}" >"$MPS_DIR/$tag.json" 2>"$MPS_DIR/$tag.err"
+  else
+    "${cmd[@]}" >"$MPS_DIR/$tag.json" 2>"$MPS_DIR/$tag.err" &
+    MPS_PID=$!
+    MPS_BG+=("$MPS_PID")
+  fi
+}
+# mps_wait PID: the client's exit status, once it is done.
+mps_wait() {
+  wait "$1"
+  local rc=$?
+  local p rest=()
+  for p in "${MPS_BG[@]}"; do [ "$p" = "$1" ] || rest+=("$p"); done
+  MPS_BG=("${rest[@]}")
+  return $rc
+}
+# mps_num TAG KEY / mps_str TAG KEY: a value of the client's JSON line (null / "" if none).
+mps_num() { json_number "$(grep '^{' "$MPS_DIR/$1.json" 2>/dev/null | tail -n 1)" "$2"; }
+mps_str() { grep '^{' "$MPS_DIR/$1.json" 2>/dev/null | tail -n 1 | sed -n "s/.*\"$2\":\"\\([^\"]*\\)\".*/\\1/p"; }
+mps_ok() { grep -q '"ok":true' "$MPS_DIR/$1.json" 2>/dev/null; }
+# mps_why TAG: why a client failed: its error, else its stderr's first line.
+mps_why() {
+  local e
+  e=$(mps_str "$1" error)
+  [ -n "$e" ] || e=$(grep -m 1 . "$MPS_DIR/$1.err" 2>/dev/null)
+  echo "$1: ${e:-no output (timed out or killed)}"
+}
+# mps_go FILE TAG...: FILE appears once each client is ready or done (20 s at most).
+mps_go() {
+  local file=$1 i t n
+  shift
+  for ((i = 0; i < 200; i++)); do
+    n=0
+    for t in "$@"; do
+      if grep -q '^mps_client: ready' "$MPS_DIR/$t.err" 2>/dev/null || [ -s "$MPS_DIR/$t.json" ]; then
+        n=$((n + 1))
+      fi
+    done
+    [ "$n" -lt $# ] || break
+    sleep 0.1
+  done
+  touch "$file"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "null" && b != "null" && b > 0) printf "%.3f", a / b; else print "null" }'; }
+
+check_mps() {
+  local why mode mig0
+  MPS_UUID=$(awk -F', ' '$1 == 0 { print $2 }' <<<"$SMI_QUERY")
+  mig0=$(awk -F', ' '$1 == 0 { print $5 }' <<<"$SMI_QUERY")
+  if ! command -v "$MPS_CONTROL" >/dev/null 2>&1; then
+    why="MPS unavailable: $MPS_CONTROL not found"
+  elif [ "$mig0" = Enabled ]; then
+    why="GPU 0 is in MIG mode"
+  elif ! mode=$("$SMI" --query-gpu=compute_mode --format=csv,noheader 2>&1); then
+    why="GPU 0's compute mode unknown: $(echo "$mode" | head -n 1)"
+  else
+    mode=$(echo "$mode" | head -n 1)
+    put_str mps_compute_mode "$mode"
+    [ "$mode" != Prohibited ] || why="GPU 0's compute mode is Prohibited"
+  fi
+  if [ -n "${why:-}" ]; then
+    put_str mps skipped
+    put_str mps_skipped "$why"
+    say "mps: skipped: $why"
+    return
+  fi
+  [ -x "$BIN/mps_client" ] || { result mps fail "$BIN/mps_client not built (no CUDA compiler?)"; return; }
+  MPS_END=$(($(elapsed) + $(left 60) - 12))  # 12 s kept for stopping the daemon
+  if ! MPS_DIR=$(mktemp -d "$LOGS/mps.XXXXXX"); then
+    result mps fail "mktemp under $LOGS failed"
+    return
+  fi
+  MPS_DIR=$(cd "$MPS_DIR" && pwd)
+  MPS_LOG=$MPS_DIR/log
+  MPS_PIPE=$MPS_DIR/pipe
+  # The pipe directory holds UNIX sockets (108 bytes a path at most): a short one if need be.
+  [ "${#MPS_PIPE}" -le 80 ] || MPS_PIPE=$(mktemp -d /tmp/baton-mps.XXXXXX)
+  mkdir -p "$MPS_PIPE" "$MPS_LOG"
+  local errors=() go
+
+  # The whole GPU first, with no daemon (a pipe directory where none runs): the baseline.
+  say "mps: one client on the whole GPU, without MPS"
+  mps_client full "$(mps_left 10)" CUDA_MPS_PIPE_DIRECTORY="$MPS_DIR/no-daemon" -- --spin-ms 1500 ||
+    say "mps: $(mps_why full)"
+  local full
+  full=$(mps_num full blocks_per_s)
+  put mps_full_sms "$(mps_num full sms)"
+  put mps_full_blocks_per_s "$full"
+
+  # The private daemon, GPU 0 only, with the limits on its side.
+  say "mps: private control daemon on GPU 0 (${MPS_UUID:-0}): ${MPS_PCT}% of the threads, ${MPS_MEM_MIB} MiB a client"
+  trap 'mps_stop >/dev/null 2>&1' EXIT
+  trap 'exit 129' HUP
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  CUDA_VISIBLE_DEVICES="${MPS_UUID:-0}" CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE \
+    CUDA_MPS_LOG_DIRECTORY=$MPS_LOG timeout -k 2 10 "$MPS_CONTROL" -d >"$MPS_DIR/daemon.txt" 2>&1
+  # Started: its pid written and its control pipe answering (5 s at most).
+  local i up=0
+  for ((i = 0; i < 50; i++)); do
+    MPS_DAEMON_PID=$(cat "$MPS_PIPE/nvidia-cuda-mps-control.pid" 2>/dev/null)
+    if [ -n "$MPS_DAEMON_PID" ] && mps_answers; then up=1; break; fi
+    sleep 0.1
+  done
+  if [ "$up" = 0 ]; then
+    local said
+    said=$(cat "$MPS_DIR/daemon.txt" "$MPS_LOG/control.log" 2>/dev/null | grep . | tail -n 2 | paste -sd ' ' -)
+    put mps_daemon_started false
+    mps_stop
+    result mps fail "the MPS control daemon did not start or answer: ${said:-no output}"
+    return
+  fi
+  put mps_daemon_started true
+  mps_ctl "set_default_active_thread_percentage $MPS_PCT" >/dev/null
+  mps_ctl "set_default_device_pinned_mem_limit 0 ${MPS_MEM_MIB}M" >/dev/null
+  put_str mps_default_thread_pct "$(mps_ctl get_default_active_thread_percentage | head -n 1)"
+  put_str mps_default_mem_limit "$(mps_ctl 'get_default_device_pinned_mem_limit 0' | head -n 1)"
+  put mps_mem_limit_mib "$MPS_MEM_MIB"
+
+  # 1. The memory limit: a client asking 8192 MiB gets at most the limit.
+  say "mps: a client asks for 8192 MiB"
+  local got enforced=false
+  mps_client mem "$(mps_left 15)" -- --alloc-mib 8192 || say "mps: $(mps_why mem)"
+  got=$(mps_num mem alloc_mib)
+  put mps_mem_got_mib "$got"
+  put mps_mem_total_mib "$(mps_num mem mem_total_mib)"
+  put_str mps_mem_error "$(mps_str mem alloc_error)"
+  if ! mps_ok mem; then
+    errors+=("$(mps_why mem)")
+  elif [ "$got" != null ] && [ "$got" -ge 256 ] && [ "$got" -le "$MPS_MEM_MIB" ]; then
+    enforced=true
+  else
+    errors+=("a client got $got MiB of 8192 asked under a $MPS_MEM_MIB MiB limit")
+  fi
+  put mps_mem_limit_enforced "$enforced"
+
+  # 2. One client alone at the daemon's 25%, against the whole GPU.
+  say "mps: one client at ${MPS_PCT}%"
+  mps_client alone "$(mps_left 10)" -- --spin-ms 1500 || say "mps: $(mps_why alone)"
+  local alone
+  alone=$(mps_num alone blocks_per_s)
+  put mps_alone_sms "$(mps_num alone sms)"
+  put mps_alone_blocks_per_s "$alone"
+  put mps_alone_vs_full "$(ratio "$alone" "$full")"
+
+  # 3. A client that raises its own limits in its environment: held to the daemon's?
+  say "mps: a client with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=64G"
+  mps_client raised "$(mps_left 15)" CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100 \
+    CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=64G -- --alloc-mib 8192 --spin-ms 1000 ||
+    say "mps: $(mps_why raised)"
+  local rgot rbps rratio held=null note
+  rgot=$(mps_num raised alloc_mib)
+  rbps=$(mps_num raised blocks_per_s)
+  rratio=$(ratio "$rbps" "$alone")
+  put mps_raised_env_got_mib "$rgot"
+  put mps_raised_env_sms "$(mps_num raised sms)"
+  put mps_raised_env_blocks_per_s "$rbps"
+  put mps_raised_env_vs_alone "$rratio"
+  if ! mps_ok raised || [ "$rgot" = null ]; then
+    note="not measured: $(mps_why raised)"
+  else
+    local mem=held thr="not compared"
+    held=true
+    [ "$rgot" -le "$MPS_MEM_MIB" ] || { mem="NOT held"; held=false; }
+    # Held to 25%: well under twice the default client's rate (100% would be about 4x).
+    if [ "$rratio" != null ]; then
+      thr="held to ${MPS_PCT}%"
+      awk -v r="$rratio" 'BEGIN { exit !(r < 1.5) }' || { thr="NOT held to ${MPS_PCT}%"; held=false; }
+    fi
+    note="memory: got $rgot MiB of 8192 asked, $mem to the daemon's $MPS_MEM_MIB MiB"
+    note+="; threads: $rratio x the default client's rate, $thr"
+    if [ "$held" = true ]; then
+      note+=": a client's own CUDA_MPS_* variables only lower the daemon's limits"
+    else
+      note+=": a client's own CUDA_MPS_* variables went past the daemon's limits, so they are cooperative only"
+    fi
+  fi
+  put mps_raised_env_held "$held"
+  put_str mps_raised_env_note "$note"
+
+  # 4. Two clients at 25% at once: both complete; their rates against one alone.
+  say "mps: two clients at ${MPS_PCT}% at once"
+  go=$MPS_DIR/go-two
+  local pa pb two=false
+  mps_client --bg two-a "$(mps_left 15)" -- --spin-ms 1500 --wait-ready "$go"
+  pa=$MPS_PID
+  mps_client --bg two-b "$(mps_left 15)" -- --spin-ms 1500 --wait-ready "$go"
+  pb=$MPS_PID
+  mps_go "$go" two-a two-b
+  local ra rb
+  mps_wait "$pa"
+  ra=$?
+  mps_wait "$pb"
+  rb=$?
+  [ "$ra" = 0 ] && [ "$rb" = 0 ] && mps_ok two-a && mps_ok two-b && two=true
+  [ "$two" = true ] || errors+=("two clients: $(mps_why two-a); $(mps_why two-b)")
+  local ta tb
+  ta=$(mps_num two-a blocks_per_s)
+  tb=$(mps_num two-b blocks_per_s)
+  put mps_two_clients "$two"
+  put mps_two_a_blocks_per_s "$ta"
+  put mps_two_b_blocks_per_s "$tb"
+  put mps_two_vs_alone "$(ratio "$(awk -v a="$ta" -v b="$tb" 'BEGIN { if (a == "null" || b == "null") print "null"; else print a + b }')" "$alone")"
+
+  # 5. Two processes of one job, 3072 MiB each under the 4096 MiB limit, at once: is the
+  # second refused (the limit counted per job) or not (per client process)?
+  say "mps: two processes of one job, 3072 MiB each"
+  go=$MPS_DIR/go-job
+  mps_client --bg job-a "$(mps_left 15)" -- --alloc-mib 3072 --hold-ms 1500 --wait-ready "$go"
+  pa=$MPS_PID
+  mps_client --bg job-b "$(mps_left 15)" -- --alloc-mib 3072 --hold-ms 1500 --wait-ready "$go"
+  pb=$MPS_PID
+  mps_go "$go" job-a job-b
+  mps_wait "$pa"
+  mps_wait "$pb"
+  local ja jb counted=null
+  ja=$(mps_num job-a alloc_mib)
+  jb=$(mps_num job-b alloc_mib)
+  put_str mps_job_got_mib "$ja+$jb"
+  if mps_ok job-a && mps_ok job-b && [ "$ja" != null ] && [ "$jb" != null ]; then
+    if [ "$ja" -ge 3072 ] && [ "$jb" -ge 3072 ]; then
+      counted=false
+      note="both got 3072 MiB ($((ja + jb)) MiB together under a $MPS_MEM_MIB MiB limit): the pinned memory limit is per client process, not per job"
+    else
+      counted=true
+      note="got $ja and $jb MiB of 3072 each: the second was held to what the first left of $MPS_MEM_MIB MiB"
+    fi
+  else
+    note="not measured: $(mps_why job-a); $(mps_why job-b)"
+  fi
+  put mps_second_process_counted "$counted"
+  put_str mps_second_process_note "$note"
+
+  # 6. A client faults (an illegal address) while another spins: does the other fail too?
+  say "mps: one client faults while another spins"
+  go=$MPS_DIR/go-fault
+  mps_client --bg victim "$(mps_left 15)" -- --spin-ms 3000 --wait-ready "$go"
+  pa=$MPS_PID
+  mps_client --bg fault "$(mps_left 15)" -- --fault --wait-ready "$go"
+  pb=$MPS_PID
+  mps_go "$go" victim fault
+  local vrc effect
+  mps_wait "$pa"
+  vrc=$?
+  mps_wait "$pb"
+  if ! grep -q '"faulted":true' "$MPS_DIR/fault.json" 2>/dev/null; then
+    effect=not_measured
+    put_str mps_fault_note "the faulting client did not fault: $(mps_why fault)"
+  elif [ "$vrc" = 0 ] && mps_ok victim; then
+    effect=other_client_survived
+  elif [ "$vrc" = 124 ] || [ "$vrc" = 137 ]; then
+    effect=other_client_hung  # killed by its timeout
+  else
+    effect=other_client_failed
+  fi
+  put_str mps_fault_effect "$effect"
+  put_str mps_fault_error "$(mps_str fault fault_error)"
+  local verr
+  verr=$(mps_why victim)
+  [[ $effect != other_client_[fh]* ]] || put_str mps_fault_other_error "${verr#victim: }"
+  local answered=false after
+  mps_answers && answered=true
+  put mps_answered_after_fault "$answered"
+  # A new client once the two are gone (MPS refuses new ones until a faulted server's
+  # clients have all exited): two more tries, a second apart.
+  for i in 1 2 3; do
+    mps_client after "$(mps_left 10)" -- --alloc-mib 256 && mps_ok after && break
+    sleep 1
+  done
+  if mps_ok after; then after=ok; else after=$(mps_why after); fi
+  put_str mps_client_after_fault "$after"
+
+  mps_stop
+  [ "${VALUES[mps_daemon_stopped]}" = true ] ||
+    errors+=("the MPS daemon was still there 10 s after quit: ${VALUES[mps_daemon_left]//\"/}")
+  if [ "${#errors[@]}" = 0 ]; then
+    result mps pass
+  else
+    result mps fail "$(printf '%s; ' "${errors[@]}" | sed 's/; $//')"
+  fi
+}
+
 for c in "${CHECKS[@]}"; do
   if [ "$(left 10)" -lt 10 ]; then
     result "$c" fail "not run: nothing left of the ${BUDGET_S} s budget"
@@ -454,6 +839,7 @@ for c in "${CHECKS[@]}"; do
     mig) check_mig ;;
     train_mlp_2rank_nccl) check_train_mlp ;;
     gpu_ctest) check_gpu_ctest ;;
+    mps) check_mps ;;
   esac
   [ "${VALUES[$c]}" != null ] || result "$c" fail "no result"
 done

@@ -58,6 +58,11 @@ const PriorityClass* Policy::Find(std::string_view name) const {
   return nullptr;
 }
 
+std::string Policy::ShareUser(std::string_view cls) const {
+  const PriorityClass* c = Find(cls);
+  return c != nullptr && c->gpu_sharing == "mps" ? c->mps_user : "";
+}
+
 const TenantPolicy& Policy::Tenant(std::string_view name) const {
   for (const auto& t : tenants) {
     if (t.name == name) return t;

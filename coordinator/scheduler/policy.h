@@ -40,6 +40,10 @@ struct PriorityClass {
   // "mps": its jobs may ask for a share of one GPU (JobSpec.gpu_share_percent); "": never.
   // Service (inference) classes only: training never shares a GPU.
   std::string gpu_sharing;
+  // With gpu_sharing: the user its shares run as (an MPS service user), whoever submitted
+  // them, so that shares of several owners may share one GPU (an MPS server serves one
+  // uid). "": each share runs as its owner, and a GPU holds one owner's shares at a time.
+  std::string mps_user;
 };
 
 // Where a level named in the policy without a '/' finds its label: "leaf" is
@@ -99,6 +103,9 @@ struct Policy {
 
   const PriorityClass* Find(std::string_view name) const;
   const TenantPolicy& Tenant(std::string_view name) const;
+  // The MPS service user a share of class `cls` runs as (its mps_user where the class
+  // shares), or "": the job's owner.
+  std::string ShareUser(std::string_view cls) const;
 };
 
 // How long an evicted job waits after its `evictions`-th eviction: base, doubling,

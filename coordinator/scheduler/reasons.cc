@@ -21,7 +21,8 @@ std::string Describe(const Pass& pass, const Shape& s, const JobRequest& r) {
     if (r.gpu_share_percent > 0) {
       out += "a " + std::to_string(r.gpu_share_percent) + "% share with " +
              FormatBytes(r.gpu_memory_bytes) +
-             " of a GPU offered as an MPS pool (a pool holds shares of one user at a time)";
+             " of a GPU offered as an MPS pool (a pool holds shares of one user at a time: the"
+             " owner, or the MPS service user the class names)";
     } else {
       out += std::to_string(s.gpus) +
              (s.profile >= 0 ? " MIG " + pass.profiles[s.profile] + " slice(s)" : " GPU(s)");

@@ -217,7 +217,11 @@ struct Unit {
   std::string name;
   double memory_gib = 0, compute = 0;
   uint32_t per_gpu = 1, gpus = 1;
+  bool mps = false;
 };
+
+// A GPU's memory in MiB, as its inventory reports it (whole MiB).
+uint64_t MibOf(double gib) { return static_cast<uint64_t>(std::floor(gib * 1024 + 1e-9)); }
 
 Unit Choose(const CapacityInput& in, const Service& s, double need_gib) {
   const GpuType& g = in.gpu;
@@ -234,9 +238,15 @@ Unit Choose(const CapacityInput& in, const Service& s, double need_gib) {
     }
   }
   if (s.sharing == "mps") {
-    uint32_t k = static_cast<uint32_t>(std::floor(g.memory_gib / need_gib));
+    // As many as the GPU's memory holds, in whole MiB as the scheduler counts a pool, and
+    // at most 100: a share is at least 1% of the compute.
+    const uint64_t mib = MibOf(g.memory_gib);
+    const auto need_mib = static_cast<uint64_t>(std::ceil(need_gib * 1024 - 1e-9));
+    uint32_t k =
+        static_cast<uint32_t>(std::min<uint64_t>(mib / std::max<uint64_t>(need_mib, 1), 100));
     if (k > 1) {
-      return Unit{"MPS 1/" + std::to_string(k) + " " + g.name, g.memory_gib / k, 1.0 / k, k, 1};
+      return Unit{
+          "MPS 1/" + std::to_string(k) + " " + g.name, double(mib / k) / 1024, 1.0 / k, k, 1, true};
     }
   }
   return whole;
@@ -300,7 +310,7 @@ absl::StatusOr<CapacityInput> ParseCapacityInput(const std::string& services_yam
 
 absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
   CapacityPlan plan;
-  uint32_t gpus = 0;
+  uint32_t gpus = 0, mps = 0;  // physical GPUs, and those as MPS pools
   for (size_t i = 0; i < in.services.size(); ++i) {
     const Service& s = in.services[i];
     ServicePlan p;
@@ -320,11 +330,22 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
     p.reserved_compute = in.reserve_fraction * p.peak_compute;
     p.instances = std::max(s.replicas, CeilDiv(p.reserved_compute, u.compute));
     p.gpus = u.gpus > 1 ? p.instances * u.gpus : CeilDiv(p.instances, u.per_gpu);
+    if (u.mps) {
+      p.gpu_share_percent = 100 / u.per_gpu;
+      p.gpu_memory_mib = MibOf(in.gpu.memory_gib) / u.per_gpu;
+      mps += p.gpus;
+    }
     gpus += p.gpus;
     plan.services.push_back(p);
   }
   plan.inference_gpus = gpus;
-  plan.inference_nodes = CeilDiv(gpus, in.gpus_per_node);
+  // Every inference node offers the same number of pools (one agent flag): enough nodes
+  // that the pools hold the MPS units and the other GPUs the rest.
+  const uint32_t g = in.gpus_per_node;
+  uint32_t nodes = CeilDiv(gpus, g);
+  while (mps > 0 && nodes * (g - CeilDiv(mps, nodes)) < gpus - mps) ++nodes;
+  plan.inference_nodes = nodes;
+  plan.mps_gpus_per_node = mps > 0 ? CeilDiv(mps, nodes) : 0;
   plan.lend_fraction = std::clamp(3 * (1 - in.guarantee), 0.0, 1.0);
   uint32_t nominal = 0;
   for (const Project& pr : in.projects) {
@@ -366,7 +387,17 @@ std::string PlanTable(const CapacityInput& in, const CapacityPlan& plan) {
       out << buf;
     }
     out << "  total: " << plan.inference_gpus << " GPUs on " << plan.inference_nodes << " nodes of "
-        << in.gpus_per_node << " (pool inference, tainted)\n\n";
+        << in.gpus_per_node << " (pool inference, tainted)\n";
+    for (const ServicePlan& p : plan.services) {
+      if (p.gpu_share_percent == 0) continue;
+      out << "  " << p.name << ": each instance --gpu-share " << p.gpu_share_percent
+          << "% --gpu-mem " << p.gpu_memory_mib << "Mi, in a class with gpu_sharing: mps\n";
+    }
+    if (plan.mps_gpus_per_node > 0) {
+      out << "  MPS pools: " << plan.mps_gpus_per_node
+          << " GPU(s) of each inference node (baton-agent --mps-gpus)\n";
+    }
+    out << "\n";
   }
   if (!plan.projects.empty()) {
     out << "shared training pool (guarantee " << Num(in.guarantee * 100, 0)
@@ -393,6 +424,9 @@ std::string PlanPolicyYaml(const CapacityInput& in, const CapacityPlan& plan) {
   if (!plan.services.empty()) {
     out << "pools:\n  - name: inference\n    classes: [inference-critical, inference]\n";
   }
+  if (plan.mps_gpus_per_node > 0) {
+    out << "# MPS units: their services' class needs gpu_sharing: mps (classes[].gpu_sharing).\n";
+  }
   out << "tenants:\n";
   if (!plan.services.empty()) {
     out << "  - name: serving          # the inference pool; lends nothing\n"
@@ -414,7 +448,11 @@ std::string PlanClusterYaml(const CapacityInput& in, const CapacityPlan& plan) {
   auto group = [&](const char* name, uint32_t count, bool inference) {
     if (count == 0) return;
     out << "  - name: " << name << "\n    count: " << count << "\n    gpus: " << in.gpus_per_node
-        << "\n    gpu_model: " << in.gpu.name << "\n";
+        << "\n    gpu_model: " << in.gpu.name << "\n    gpu_memory: " << MibOf(in.gpu.memory_gib)
+        << "Mi\n";
+    if (inference && plan.mps_gpus_per_node > 0) {
+      out << "    mps_gpus: " << plan.mps_gpus_per_node << "\n";
+    }
     if (inference) {
       out << "    pool: inference\n"
           << "    taints: [{key: dedicated, value: inference, effect: NoSchedule}]\n";

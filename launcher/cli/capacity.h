@@ -76,6 +76,11 @@ struct ServicePlan {
   double reserved_compute = 0;  // reserve_fraction of it
   uint32_t instances = 0;
   uint32_t gpus = 0;  // physical GPUs
+  // An MPS unit: what each instance asks at submit (--gpu-share, --gpu-mem), as the
+  // scheduler counts a pool (100 units and the GPU's memory in MiB): k instances to a GPU
+  // take floor(100 / k)% and floor(MiB / k) each. 0 for other units.
+  uint32_t gpu_share_percent = 0;
+  uint64_t gpu_memory_mib = 0;
 };
 
 struct ProjectPlan {
@@ -89,6 +94,9 @@ struct ProjectPlan {
 struct CapacityPlan {
   std::vector<ServicePlan> services;
   uint32_t inference_gpus = 0, inference_nodes = 0;
+  // GPUs of each inference node offered as MPS pools (the agent's --mps-gpus), enough for
+  // the MPS units with the rest of each node's GPUs whole for the other services.
+  uint32_t mps_gpus_per_node = 0;
   std::vector<ProjectPlan> projects;
   double lend_fraction = 0;                        // 3 x (1 - guarantee), within [0, 1]: 90% -> 30%
   uint32_t training_gpus = 0, training_nodes = 0;  // the shared pool, whole nodes

@@ -157,6 +157,9 @@ std::string DescribeJob(const v1::Job& job, int64_t now_ms) {
       if (a.checkpoint_step() >= 0) o << ", checkpoint step " << a.checkpoint_step();
       o << "\n";
       if (a.evicted_for() != 0) o << "        " << DescribeEviction(a, job.spec()) << "\n";
+      if (!a.run_as().empty()) {
+        o << "        ran as " << a.run_as() << " (its class's MPS service user)\n";
+      }
       if (a.topology_domains_size() > 0) {
         std::string domains;
         for (const auto& d : a.topology_domains()) domains += (domains.empty() ? "" : ", ") + d;

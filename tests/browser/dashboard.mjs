@@ -101,6 +101,14 @@ try {
   check(slices.some(t => t.startsWith('·')), 'the other slice free');
   check((await page.textContent('main')).includes('1 (2 MIG slices)'),
         'the node table counts the GPU and its slices');
+  // An MPS pool: n3's GPU 0, a 30% share of bob's on it.
+  const pools = await page.$$eval('#gpu-grid .gpu.mps', e => e.map(x => [x.textContent, x.title]));
+  check(pools.length === 1, `one MPS pool on the grid (saw ${pools.length})`);
+  check(pools.length === 1 && pools[0][0] === `${args.shared} MPS 30%` && !pools[0][0].includes('idle'),
+        `the pool shows its share's job and the compute held (saw ${pools.length && pools[0][0]})`);
+  check(pools.length === 1 && pools[0][1].includes('4.0 of 80.0 GiB') &&
+            pools[0][1].includes('running as baton-bob'),
+        `the pool's title gives its memory and its server's user (saw ${pools.length && pools[0][1]})`);
   await shot(page, 'nodes');
   await page.goto(`${origin}/#/tenants`);
   await page.waitForSelector('#tenants svg', {timeout: 10000});

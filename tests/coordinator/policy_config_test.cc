@@ -247,6 +247,32 @@ TEST(PolicyConfig, GpuSharingIsOffByDefaultAndOnlyForServiceClasses) {
   EXPECT_EQ(DescribePolicyChange(*off, *on), "class serve: gpu_sharing none -> mps");
 }
 
+TEST(PolicyConfig, AnMpsServiceUserNeedsSharingAndIsNeverRoot) {
+  auto on = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true, gpu_sharing: mps,"
+      " mps_user: svc-infer}\n  - {name: train, value: 300}\ndefaults: {class: train}\n");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->Find("serve")->mps_user, "svc-infer");
+  EXPECT_EQ(on->Find("train")->mps_user, "");
+  auto bad = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true, mps_user: svc}\n"
+      "  - {name: serve2, value: 800, service: true, gpu_sharing: mps, mps_user: root}\n"
+      "  - {name: serve3, value: 700, service: true, gpu_sharing: mps, mps_user: 'a b'}\n"
+      "  - {name: train, value: 300}\ndefaults: {class: train}\n");
+  ASSERT_FALSE(bad.ok());
+  for (const char* want :
+       {"classes[0] (serve).mps_user: an MPS service user needs gpu_sharing: mps",
+        "classes[1] (serve2).mps_user: shares never run as root",
+        "classes[2] (serve3).mps_user: 'a b' is not a user name"}) {
+    EXPECT_NE(Why(bad.status()).find(want), std::string::npos) << want << "\n" << Why(bad.status());
+  }
+  auto each = ParsePolicy(
+      "classes:\n  - {name: serve, value: 900, service: true, gpu_sharing: mps}\n"
+      "  - {name: train, value: 300}\ndefaults: {class: train}\n");
+  ASSERT_TRUE(each.ok());
+  EXPECT_EQ(DescribePolicyChange(*each, *on), "class serve: mps_user (each owner) -> svc-infer");
+}
+
 TEST(PolicyConfig, SteeringCappedTrainingToSocketsIsASwitchOnByDefault) {
   auto on = ParsePolicy("");
   ASSERT_TRUE(on.ok()) << on.status();

@@ -86,5 +86,51 @@ TEST(JobManagerShares, SharesFillAPoolAcrossPassesAndRestartsOneUserAtATime) {
   EXPECT_EQ(h.State(*bob), v1::JOB_STATE_PENDING) << "alice's share holds the pool now";
 }
 
+// A class whose policy names an MPS service user: alice's and bob's shares run as that
+// user, so they fill one pool together; its attempts and launches say whom they run as.
+// A share of a class naming none still waits for the pool to empty (one uid per server).
+TEST(JobManagerShares, AServiceUserThePolicyNamesLetsOwnersShareAPool) {
+  JobManagerOptions o = SharingOptions();
+  sched::PriorityClass serve = *o.policy.Find("inference");
+  serve.name = "serve";
+  serve.value = 950;  // placed before class inference's share
+  serve.mps_user = "svc-infer";
+  o.policy.classes.push_back(serve);
+  o.policy.access.class_tenants["serve"] = {"*"};
+  o.policy.access.members["speech"].push_back("carol");
+  Harness h(o);
+  h.Connect("n1", 2, PoolNode());
+  v1::JobSpec shared = ShareSpec(30, 10ull << 30);
+  shared.set_priority_class("serve");
+  auto a = h.Submit(shared);
+  auto b = h.Submit(shared, Bob());
+  auto own = h.Submit(ShareSpec(10, 1ull << 30), Bob());  // class inference: runs as bob
+  ASSERT_TRUE(a.ok() && b.ok() && own.ok());
+  h.Schedule();
+  EXPECT_EQ(GpuOf(h.Get(*a)), "GPU-n1-0") << h.jm().Explain(*a)->text();
+  EXPECT_EQ(GpuOf(h.Get(*b)), "GPU-n1-0") << "two owners, one service user: one pool";
+  EXPECT_EQ(h.State(*own), v1::JOB_STATE_PENDING) << "bob as himself is another uid";
+  EXPECT_EQ(h.Get(*a).attempts(0).run_as(), "svc-infer");
+  EXPECT_EQ(h.Get(*b).user(), "bob") << "the owner stays the owner";
+  std::vector<v1::Launch> launches = Launches(h.Commands("n1"));
+  ASSERT_EQ(launches.size(), 2u);
+  for (const v1::Launch& l : launches) EXPECT_EQ(l.user(), "svc-infer") << l.job_id();
+  v1::Node node = h.jm().ListNodes().at(0);
+  ASSERT_EQ(node.mps_pools_size(), 1);
+  EXPECT_EQ(node.mps_pools(0).user(), "svc-infer");
+  EXPECT_EQ(node.mps_pools(0).allocated_percent(), 60u);
+
+  // Counted from the stored attempts after a restart: bob's own share still waits, and
+  // a third owner's share of the class joins the pool.
+  h.Restart();
+  h.Connect("n1", 2, PoolNode());
+  auto c = h.Submit(shared, Who("carol"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  h.Schedule();
+  EXPECT_EQ(h.State(*own), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(GpuOf(h.Get(*c)), "GPU-n1-0");
+  EXPECT_EQ(h.jm().ListNodes().at(0).mps_pools(0).allocated_percent(), 90u);
+}
+
 }  // namespace
 }  // namespace baton::testing

@@ -47,6 +47,9 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
   if (std::string missing = MissingBrowser(); !missing.empty()) GTEST_SKIP() << missing;
   // The test policy with training evictable at once (no minimum runtime).
   std::string policy = TestPolicyYaml();
+  const std::string inference = "{name: inference, value: 900, service: true";
+  ASSERT_NE(policy.find(inference), std::string::npos);
+  policy.replace(policy.find(inference), inference.size(), inference + ", gpu_sharing: mps");
   const size_t min_runtime = policy.find("min_runtime: 10m");
   ASSERT_NE(min_runtime, std::string::npos);
   policy.replace(min_runtime, 16, "min_runtime: 0s");
@@ -83,6 +86,17 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
   ASSERT_EQ(sliced.exit_code, 0) << sliced.err;
   const uint64_t sliced_id = ClusterClient::SubmittedId(sliced.out);
   ASSERT_TRUE(cluster.WaitForState(sliced_id, "JOB_STATE_RUNNING")) << cluster.Describe(sliced_id);
+  // A third node offering its GPU as an MPS pool; bob's 30% share on it.
+  ASSERT_TRUE(cluster.AddAgent(
+      /*gpus=*/1, {"--mps-gpus", "0", "--mps-control",
+                   std::string(BATON_SOURCE_DIR) + "/tests/launcher/fake_mps_control.sh"}));
+  CommandResult shared =
+      cluster.Baton({"submit", "-q", "--class", "inference", "--gpu-share", "30%", "--gpu-mem",
+                     "4Gi", "--cpus", "1", "--", "sleep", "600"},
+                    kBob);
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  const uint64_t shared_id = ClusterClient::SubmittedId(shared.out);
+  ASSERT_TRUE(cluster.WaitForState(shared_id, "JOB_STATE_RUNNING")) << cluster.Describe(shared_id);
 
   auto link = [&cluster](const std::string& user) {
     CommandResult ui = cluster.Baton({"ui"}, user);
@@ -101,6 +115,7 @@ TEST(Browser, TheDashboardSignsInOnceShowsTheClusterAsTextLiveAndActs) {
                                {"running", std::to_string(running_id)},
                                {"training", std::to_string(training_id)},
                                {"sliced", std::to_string(sliced_id)},
+                               {"shared", std::to_string(shared_id)},
                                {"markup", markup},
                                {"evictFile", evict_file},
                                {"shots", shots}};

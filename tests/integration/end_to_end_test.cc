@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -552,6 +553,80 @@ TEST(EndToEndShares, SharesOfOneUserRunTogetherOnAnMpsPoolUnderItsDaemon) {
   }
   EXPECT_TRUE(again) << "no new MPS daemon for b's share";
   for (uint64_t id : {a, b, c}) cluster.Baton({"cancel", std::to_string(id)}, kBob);
+}
+
+// A class whose policy names an MPS service user (baton-mallory here): shares of alice and
+// bob run as that user and fill one pool together; training takes the whole GPUs only, and
+// waits for them rather than take a pool. (Two services: each holds a core of its own, and
+// this machine has two. Three on a pool and a fourth on the next are JobManagerShares'.)
+TEST(EndToEndShares, AServiceUserThePolicyNamesRunsSeveralOwnersSharesOnOnePool) {
+  if (std::string missing = MissingTestUsers(); !missing.empty()) GTEST_SKIP() << missing;
+  std::string policy = TestPolicyYaml("");
+  policy.replace(policy.find("{name: inference, value: 900, service: true"),
+                 std::string("{name: inference, value: 900, service: true").size(),
+                 std::string("{name: inference, value: 900, service: true, gpu_sharing: mps, "
+                             "mps_user: ") +
+                     kMallory);
+  // alice's tenant (vision) may use the class too: two owners of two tenants.
+  const size_t tenants = policy.find("tenants: [serving]", policy.find("{name: inference, value"));
+  ASSERT_NE(tenants, std::string::npos);
+  policy.replace(tenants, std::string("tenants: [serving]").size(), "tenants: [serving, vision]");
+  LocalCluster cluster(/*agents=*/0, /*gpus=*/0, policy);
+  ASSERT_TRUE(cluster.AddAgent(
+      /*gpus=*/4, {"--mps-gpus", "0,1", "--mps-control",
+                   std::string(BATON_SOURCE_DIR) + "/tests/launcher/fake_mps_control.sh"}));
+  auto share = [&](const std::string& user) {
+    CommandResult r = cluster.Baton(
+        {"submit", "-q", "--class", "inference", "--gpu-share", "30%", "--gpu-mem", "4Gi", "--cpus",
+         "500m", "--", "sh", "-c", "echo runs-as=$(id -un); sleep 60"},
+        user);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return SubmittedId(r);
+  };
+  std::vector<uint64_t> ids = {share(kAlice), share(kBob)};
+  std::set<std::string> gpus;
+  for (uint64_t id : ids) {
+    ASSERT_TRUE(cluster.WaitForState(id, "JOB_STATE_RUNNING"))
+        << cluster.Describe(id) << cluster.Baton({"explain", std::to_string(id)}).out
+        << cluster.Baton({"nodes"}).out;
+    std::optional<v1::Job> job = cluster.GetJob(id);
+    ASSERT_TRUE(job);
+    gpus.insert(job->attempts(0).placement(0).gpu_ids(0));
+    EXPECT_EQ(job->attempts(0).run_as(), kMallory);
+  }
+  EXPECT_EQ(gpus.size(), 1u) << "two owners' shares on one pool";
+  std::string log;
+  for (int i = 0; i < 50 && log.find("runs-as=") == std::string::npos; ++i) {
+    log = cluster.Baton({"logs", std::to_string(ids[1])}, kBob).out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(log.find(std::string("runs-as=") + kMallory), std::string::npos) << log;
+  EXPECT_NE(cluster.Baton({"status", std::to_string(ids[1])}, kBob)
+                .out.find(std::string("ran as ") + kMallory),
+            std::string::npos);
+  CommandResult nodes = cluster.Baton({"nodes"});
+  EXPECT_NE(nodes.out.find(std::string("40% 72Gi free (") + kMallory + ")"), std::string::npos)
+      << nodes.out;
+  ASSERT_EQ(cluster.Baton({"cancel", std::to_string(ids[0])}).exit_code, 0);
+  ASSERT_EQ(cluster.Baton({"cancel", std::to_string(ids[1])}, kBob).exit_code, 0);
+  for (uint64_t id : ids) ASSERT_TRUE(cluster.WaitForState(id, "JOB_STATE_CANCELLED"));
+  // Then training (the services gone: each held one of this machine's two cores): of four
+  // GPUs two are pools, so a 2-GPU job takes the whole ones, and a third GPU waits rather
+  // than take a pool.
+  const uint64_t train = SubmittedId(
+      cluster.Baton({"submit", "-q", "--gpus", "2", "--cpus", "100m", "--", "sleep", "60"}));
+  ASSERT_TRUE(cluster.WaitForState(train, "JOB_STATE_RUNNING")) << cluster.Describe(train);
+  const std::optional<v1::Job> trained = cluster.GetJob(train);
+  ASSERT_TRUE(trained && trained->attempts_size() == 1);
+  for (const std::string& g : trained->attempts(0).placement(0).gpu_ids()) {
+    EXPECT_TRUE(g == "GPU-fake-n1-2" || g == "GPU-fake-n1-3") << g << " is a pool";
+  }
+  const uint64_t waits =
+      SubmittedId(cluster.Baton({"submit", "-q", "--gpus", "1", "--cpus", "100m", "--", "true"}));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(cluster.GetJob(waits)->state(), v1::JOB_STATE_PENDING)
+      << "two empty pools are not whole GPUs";
+  for (uint64_t id : {train, waits}) cluster.Baton({"cancel", std::to_string(id)});
 }
 
 TEST_F(EndToEnd, AnUnreachableCoordinatorIsUnavailableNotAHang) {

@@ -205,5 +205,78 @@ projects:
   EXPECT_THAT(CheckTable(starves), HasSubstr("DID NOT HOLD project team-a"));
 }
 
+// The planner's MPS units are what the scheduler packs: on the cluster the plan lays out
+// (its pools, the GPU's memory), as many instances as the plan has pool GPUs times k, each
+// asking the share and memory the plan prints, all start at once beside the whole-GPU
+// service; one instance more never starts. Users of several owners share a pool here
+// through one service user (classes[].mps_user), as the plan assumes.
+TEST(Capacity, MpsUnitsAreWhatTheSchedulerPacksOnThePlannedPools) {
+  for (const char* gpu : {"H100-80GB", "H200", "A100-80GB"}) {
+    SCOPED_TRACE(gpu);
+    CapacityInput in;
+    absl::StatusOr<CapacityPlan> plan = Plan(std::string("gpu: ") + gpu + R"(
+gpus_per_node: 8
+services:
+  - {name: embed, weights_gib: 14, peak_kv_cache_gib: 9, peak_qps: 90, qps_per_gpu: 10,
+     replicas: 3, sharing: mps}
+  - {name: tiny, weights_gib: 0.2, peak_kv_cache_gib: 0.1, peak_qps: 100, qps_per_gpu: 100,
+     replicas: 1, sharing: mps}
+  - {name: chat, weights_gib: 40, peak_kv_cache_gib: 30, peak_qps: 100, qps_per_gpu: 10,
+     replicas: 2}
+)",
+                                             "", &in);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const ServicePlan& embed = plan->services.at(0);
+    const ServicePlan& tiny = plan->services.at(1);
+    ASSERT_GT(embed.gpu_share_percent, 0u) << embed.unit;
+    EXPECT_EQ(tiny.gpu_share_percent, 1u) << "at most 100 to a GPU: a share is 1% or more";
+    EXPECT_GE(embed.gpu_memory_mib, uint64_t(23 * 1024)) << "an instance gets what it needs";
+    EXPECT_THAT(
+        PlanTable(in, *plan),
+        HasSubstr("embed: each instance --gpu-share " + std::to_string(embed.gpu_share_percent) +
+                  "% --gpu-mem " + std::to_string(embed.gpu_memory_mib) + "Mi"));
+    auto nodes = sim::ParseClusterFile(PlanClusterYaml(in, *plan), "cluster");
+    absl::StatusOr<Policy> policy = ParsePolicy(PlanPolicyYaml(in, *plan));
+    ASSERT_TRUE(nodes.ok() && policy.ok()) << nodes.status() << policy.status();
+    for (auto& c : policy->classes) {
+      if (c.name == "inference") c.gpu_sharing = "mps", c.mps_user = "svc";
+    }
+    const uint32_t pools = plan->inference_nodes * plan->mps_gpus_per_node;
+    ASSERT_GE(pools, embed.gpus + tiny.gpus);
+    // embed's units on every pool (tiny, at 1%, is checked on the plan alone: a hundred
+    // services of one core each outgrow a node's CPUs, which the planner does not plan).
+    const uint32_t per_gpu = 100 / embed.gpu_share_percent;
+    auto run = [&](uint32_t extra) {
+      std::vector<sim::TraceJob> trace;
+      auto add = [&](const ServicePlan& p, uint32_t n, uint32_t gpus) {
+        for (uint32_t i = 0; i < n; ++i) {
+          sim::TraceJob j;
+          j.id = trace.size() + 1;
+          j.tenant = "serving";
+          j.user = "owner" + std::to_string(j.id % 5);
+          j.priority_class = "inference";
+          j.pool = "inference";
+          j.gpus_per_node = gpus;
+          j.gpu_share_percent = p.gpu_share_percent;
+          j.gpu_memory_bytes = p.gpu_memory_mib << 20;
+          j.duration_ms = 3'600'000;
+          j.cpu_millis_per_node = 100;  // GPUs, not the nodes' CPUs or memory, are counted
+          j.memory_bytes_per_node = 64ull << 20;
+          trace.push_back(j);
+        }
+      };
+      add(embed, pools * per_gpu + extra, 1);  // tiny's pool too: k of embed's each
+      add(plan->services.at(2), plan->services.at(2).instances, 1);
+      auto s = sim::SimulateTrace(*nodes, *policy, trace, sim::SimOptions{}, 600'000);
+      return sim::Summarize(*s, {});
+    };
+    nlohmann::json fits = run(0);
+    EXPECT_EQ(fits["classes"]["inference"]["never_started"], 0) << fits.dump();
+    EXPECT_LE(fits["inference"]["placement_delay_s"]["max"].get<double>(), 1) << fits.dump();
+    nlohmann::json over = run(1);
+    EXPECT_EQ(over["classes"]["inference"]["never_started"], 1) << "pools hold k, no more";
+  }
+}
+
 }  // namespace
 }  // namespace baton::cli

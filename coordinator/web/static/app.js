@@ -297,6 +297,7 @@ async function nodes() {
   const seq = routeSeq;
   const [list, jobs] = await Promise.all([api('/api/v1/nodes'), holders()]);
   const holder = new Map();  // GPU UUID -> job
+  const byId = new Map(jobs.map(j => [String(j.id), j]));
   for (const j of jobs) {
     const a = (j.attempts || [])[(j.attempts || []).length - 1];
     for (const p of (a && a.placement) || []) for (const g of p.gpuIds || []) holder.set(g, j);
@@ -325,9 +326,29 @@ async function nodes() {
                ` — utilisation ${pct === null ? 'unknown' : pct + '%'}` +
                `${u && u.memoryUsedBytes ? `, ${(Number(u.memoryUsedBytes) / 2 ** 30).toFixed(1)} GiB in use` : ''}`});
     };
+    // An MPS pool: the jobs holding shares of it, the compute they hold, coloured by the
+    // first one's class; its memory and the user its server runs as in the title.
+    const pools = new Map((n.mpsPools || []).map(p => [p.uuid, p]));
+    const poolCell = (g) => {
+      const p = pools.get(g.uuid) || {};
+      const ids = (p.jobs || []).map(String);
+      const used = Number(p.allocatedPercent || 0);
+      const first = byId.get(ids[0]);
+      const gib = (b) => (Number(b || 0) / 2 ** 30).toFixed(1);
+      return el('span', `${ids.length ? ids.join(',') : '·'} MPS ${used}%`, {
+        class: `gpu mps ${first ? colourOf(first.spec.priorityClass) : 'idle'}`,
+        title: `${g.uuid}${g.model ? ' ' + g.model : ''} — MPS pool: ${used}% of its compute and ` +
+               `${gib(p.allocatedMemoryBytes)} of ${gib(g.memoryBytes)} GiB held by ` +
+               `${ids.length} share(s)${p.user ? `, its server running as ${p.user}` : ''}` +
+               `${ids.length ? ` — jobs ${ids.join(', ')}` : ' — free'}`});
+    };
     // MIG slices drawn inside their physical GPU, in the inventory's order.
     const mig = new Map();  // parent UUID -> its box
     for (const g of (n.inventory && n.inventory.gpus) || []) {
+      if (g.mpsPool) {
+        row.appendChild(poolCell(g));
+        continue;
+      }
       if (!g.parentUuid) {
         row.appendChild(cell(g));
         continue;
@@ -349,6 +370,7 @@ async function nodes() {
   legend.appendChild(el('span', 'held, under 10% busy', {class: 'gpu idle held-idle'}));
   legend.appendChild(el('span', 'free', {class: 'gpu idle'}));
   legend.appendChild(el('span', 'MIG slices of one GPU', {class: 'mig legend-mig'}));
+  legend.appendChild(el('span', 'MPS pool: jobs, % held', {class: 'gpu idle mps'}));
   frag.appendChild(legend);
   frag.appendChild(el('h2', 'Nodes'));
   frag.appendChild(table(
