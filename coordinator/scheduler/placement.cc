@@ -10,7 +10,7 @@ namespace baton::sched::internal {
 
 NodeIndex::NodeIndex(const Pass& pass) {
   for (const NodeHw& hw : pass.hw) max_gpus_ = std::max(max_gpus_, hw.gpu_count);
-  buckets_.assign(pass.groups.size(), std::vector<std::set<uint32_t>>(max_gpus_ + 1));
+  buckets_.assign(pass.groups.size(), std::vector<absl::btree_set<uint32_t>>(max_gpus_ + 1));
   filled_.assign(max_gpus_ + 1, {});
   count_.assign(pass.hw.size(), 0);
   for (uint32_t i = 0; i < pass.hw.size(); ++i) {
@@ -21,13 +21,13 @@ NodeIndex::NodeIndex(const Pass& pass) {
 }
 
 void NodeIndex::Put(uint32_t group, uint32_t count, uint32_t node) {
-  std::set<uint32_t>& bucket = buckets_[group][count];
+  absl::btree_set<uint32_t>& bucket = buckets_[group][count];
   if (bucket.empty()) filled_[count].insert(group);
   bucket.insert(bucket.end(), node);
 }
 
 void NodeIndex::Take(uint32_t group, uint32_t count, uint32_t node) {
-  std::set<uint32_t>& bucket = buckets_[group][count];
+  absl::btree_set<uint32_t>& bucket = buckets_[group][count];
   bucket.erase(node);
   if (bucket.empty()) filled_[count].erase(group);
 }

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 #include <deque>
-#include <set>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "coordinator/scheduler/decisions.h"
 #include "coordinator/scheduler/pass_state.h"
 
@@ -29,12 +29,12 @@ class NodeIndex {
   struct DomainFree {
     uint32_t filter = 0, gpus = 0;
     int32_t level = 0;
-    std::vector<uint32_t> free;               // per domain
-    std::vector<std::set<uint32_t>> by_free;  // [count]: the domains with that many
-    uint64_t unlabelled = 0;                  // such nodes without the level's label
+    std::vector<uint32_t> free;                      // per domain
+    std::vector<absl::btree_set<uint32_t>> by_free;  // [count]: the domains with that many
+    uint64_t unlabelled = 0;                         // such nodes without the level's label
   };
   const DomainFree& FreeByDomain(Pass& pass, const Shape& s);
-  const std::set<uint32_t>& Bucket(uint32_t group, uint32_t free_gpus) const {
+  const absl::btree_set<uint32_t>& Bucket(uint32_t group, uint32_t free_gpus) const {
     return buckets_[group][free_gpus];
   }
   uint32_t max_gpus() const { return max_gpus_; }
@@ -58,7 +58,7 @@ class NodeIndex {
   template <typename F>
   bool ForEachGroup(Pass& pass, uint32_t filter, const std::vector<uint32_t>& groups,
                     uint32_t free_gpus, F f) const {
-    const std::set<uint32_t>& filled = filled_[free_gpus];
+    const absl::btree_set<uint32_t>& filled = filled_[free_gpus];
     if (groups.size() <= filled.size()) {
       for (uint32_t g : groups) {
         if (!buckets_[g][free_gpus].empty() && f(g)) return true;
@@ -75,9 +75,9 @@ class NodeIndex {
   static uint32_t FreeWhole(const Pass& pass, uint32_t node);
   void Put(uint32_t group, uint32_t count, uint32_t node);
   void Take(uint32_t group, uint32_t count, uint32_t node);
-  std::vector<std::vector<std::set<uint32_t>>> buckets_;  // [group][free whole GPUs]
-  std::vector<std::set<uint32_t>> filled_;  // [free whole GPUs]: groups with such nodes
-  std::vector<uint8_t> count_;              // each node's bucket
+  std::vector<std::vector<absl::btree_set<uint32_t>>> buckets_;  // [group][free whole GPUs]
+  std::vector<absl::btree_set<uint32_t>> filled_;  // [free whole GPUs]: groups with such nodes
+  std::vector<uint8_t> count_;                     // each node's bucket
   uint32_t max_gpus_ = 0;
   std::deque<DomainFree> domain_free_;  // a deque: FreeByDomain's references stay valid
   void MoveDomains(const Pass& pass, uint32_t group, uint32_t from, uint32_t to);
