@@ -14,6 +14,10 @@ LaunchTerms LaunchTermsOf(const Policy& policy, const v1::JobSpec& spec) {
   return t;
 }
 
+const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a) {
+  return a.run_as().empty() ? job.user() : a.run_as();
+}
+
 v1::CoordinatorCommand LaunchCommand(const v1::Job& job, uint32_t node_rank,
                                      const std::string& exec_secret, const LaunchTerms& terms,
                                      const std::vector<std::string>& agent_addresses) {
@@ -26,7 +30,7 @@ v1::CoordinatorCommand LaunchCommand(const v1::Job& job, uint32_t node_rank,
   *l->mutable_placement() = a.placement();
   l->set_node_rank(node_rank);
   l->set_master_port(a.master_port());
-  l->set_user(a.run_as().empty() ? job.user() : a.run_as());  // an MPS service user, or the owner
+  l->set_user(RunAsOf(job, a));
   l->set_exec_secret(exec_secret);
   l->set_kind(terms.kind);
   l->set_allow_root(terms.allow_root);

@@ -22,8 +22,12 @@ struct LaunchTerms {
 };
 LaunchTerms LaunchTermsOf(const Policy& policy, const v1::JobSpec& spec);
 
-// The Launch of the job's last attempt for its node `node_rank`; `agent_addresses` holds
-// each placed node's agent address, in placement order ("" where unknown).
+// Whom attempt `a` of `job` runs as: its run_as (an MPS service user), else the job's owner.
+const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a);
+
+// The Launch of the job's last attempt for its node `node_rank` (its processes run as
+// RunAsOf); `agent_addresses` holds each placed node's agent address, in placement order
+// ("" where unknown).
 v1::CoordinatorCommand LaunchCommand(const v1::Job& job, uint32_t node_rank,
                                      const std::string& exec_secret, const LaunchTerms& terms,
                                      const std::vector<std::string>& agent_addresses);

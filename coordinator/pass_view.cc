@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "coordinator/agent_commands.h"
 #include "coordinator/dependencies.h"
 #include "coordinator/events.h"
 #include "coordinator/job_state.h"
@@ -38,10 +39,6 @@ sched::RunningGang GangOf(const JobEntry& e, const v1::Attempt& a, const LiveAtt
 
 std::string ServiceUserFor(const sched::Policy& policy, const v1::JobSpec& spec) {
   return spec.gpu_share_percent() > 0 ? policy.ShareUser(spec.priority_class()) : "";
-}
-
-const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a) {
-  return a.run_as().empty() ? job.user() : a.run_as();
 }
 
 ClusterShape ShapeOf(const NodeRegistry::Table& nodes) {

@@ -47,9 +47,6 @@ sched::ClusterView ViewOf(const JobTable& jobs, const NodeRegistry::Table& nodes
 // "" when it runs as its owner (not a share, or a class naming none).
 std::string ServiceUserFor(const sched::Policy& policy, const v1::JobSpec& spec);
 
-// Whom attempt `a` of `job` runs as: its run_as (a service user), else the job's owner.
-const std::string& RunAsOf(const v1::Job& job, const v1::Attempt& a);
-
 // Every known node as `baton nodes` shows it: its record, with what the live attempts'
 // parts that still run there take of it (CPU, memory, GPUs), their jobs, and their
 // isolation as the node's agent reported it.

@@ -406,8 +406,8 @@ sched::PendingJob ToPending(const TraceJob& job, const Policy& policy,
   r.gpu_memory_bytes = job.gpu_memory_bytes;
   p.user = job.user.empty() ? job.tenant : job.user;
   // A share of a class naming an MPS service user runs as it (as the coordinator places it).
-  if (job.gpu_share_percent > 0 && !policy.ShareUser(job.priority_class).empty()) {
-    p.user = policy.ShareUser(job.priority_class);
+  if (job.gpu_share_percent > 0) {
+    if (std::string as = policy.ShareUser(job.priority_class); !as.empty()) p.user = std::move(as);
   }
   r.pool = job.pool;
   auto it = tolerations.find(job.pool.empty() ? policy.default_pool : job.pool);

@@ -394,7 +394,8 @@ void Agent::ReadNotesOutsideLock(const std::vector<NoteRead>& reads) {
     std::vector<Key> mps_faulted;
     if (r.finishing && mps_) {  // its MPS share: the pool's daemon stops after its last
       // Its GPU's daemon found dead now: the fault ended it, and every client of that GPU.
-      mps_faulted = mps_->Check();
+      // (Shares are inference; other ends leave the pools to the stats interval.)
+      if (r.inference) mps_faulted = mps_->Check();
       if (auto s = mps_->Release(r.key.first, r.key.second); !s.ok()) {
         spdlog::error("job {} attempt {}: releasing its MPS share: {}", r.key.first, r.key.second,
                       s.ToString());

@@ -217,7 +217,9 @@ struct Unit {
   std::string name;
   double memory_gib = 0, compute = 0;
   uint32_t per_gpu = 1, gpus = 1;
-  bool mps = false;
+  // An MPS unit: what each instance asks (ServicePlan::gpu_share_percent, gpu_memory_mib).
+  uint32_t share_percent = 0;
+  uint64_t memory_mib = 0;
 };
 
 // A GPU's memory in MiB, as its inventory reports it (whole MiB).
@@ -245,8 +247,13 @@ Unit Choose(const CapacityInput& in, const Service& s, double need_gib) {
     uint32_t k =
         static_cast<uint32_t>(std::min<uint64_t>(mib / std::max<uint64_t>(need_mib, 1), 100));
     if (k > 1) {
-      return Unit{
-          "MPS 1/" + std::to_string(k) + " " + g.name, double(mib / k) / 1024, 1.0 / k, k, 1, true};
+      return Unit{"MPS 1/" + std::to_string(k) + " " + g.name,
+                  double(mib / k) / 1024,
+                  1.0 / k,
+                  k,
+                  1,
+                  100 / k,
+                  mib / k};
     }
   }
   return whole;
@@ -330,11 +337,9 @@ absl::StatusOr<CapacityPlan> PlanCapacity(const CapacityInput& in) {
     p.reserved_compute = in.reserve_fraction * p.peak_compute;
     p.instances = std::max(s.replicas, CeilDiv(p.reserved_compute, u.compute));
     p.gpus = u.gpus > 1 ? p.instances * u.gpus : CeilDiv(p.instances, u.per_gpu);
-    if (u.mps) {
-      p.gpu_share_percent = 100 / u.per_gpu;
-      p.gpu_memory_mib = MibOf(in.gpu.memory_gib) / u.per_gpu;
-      mps += p.gpus;
-    }
+    p.gpu_share_percent = u.share_percent;
+    p.gpu_memory_mib = u.memory_mib;
+    if (u.share_percent > 0) mps += p.gpus;
     gpus += p.gpus;
     plan.services.push_back(p);
   }
